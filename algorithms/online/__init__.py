@@ -1,0 +1,1 @@
+"""Online episodic algorithms; importing this package registers them."""

@@ -1,0 +1,174 @@
+"""Top floor: run an online algorithm on an MDP for K episodes x B seeds with exact regret.
+
+Per episode k and seed i:
+
+    regret_k = V*_1(mu0) - V^{pi_k}_1(mu0)
+
+by exact, batched policy evaluation of every seed's policy on the true model (the way Colosseum
+does it, not by subtracting noisy returns). The realised return of the sampled episode is kept
+beside it.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import platform
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from theorylab.agent import EnvSpec
+from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators, seed_indices
+
+VERSIONED_PACKAGES = ("theorylab", "numpy", "scipy", "numba", "sympy", "cvxpy")
+
+
+def package_versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            out[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            out[name] = "not installed"
+    return out
+
+
+@dataclass
+class RunResult:
+    """Everything one ``run`` produced. Arrays have a leading seed axis ``B`` and episode axis K.
+
+    regret: ``(B, K)`` exact per-episode regret; returns: ``(B, K)`` realised returns;
+    value_estimates: ``(B, K)`` the agent's own V_1(mu0) estimate before each episode (NaN when the
+    agent has none); optimal_value: V*_1(mu0); config: algorithm, MDP, params, seeds, versions.
+    """
+
+    regret: np.ndarray
+    returns: np.ndarray
+    value_estimates: np.ndarray
+    optimal_value: float
+    wall_seconds: float
+    config: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def n_seeds(self) -> int:
+        return self.regret.shape[0]
+
+    @property
+    def episodes(self) -> int:
+        return self.regret.shape[1]
+
+    @property
+    def cumulative_regret(self) -> np.ndarray:
+        """``(B, K)`` cumulative exact regret."""
+        return np.cumsum(self.regret, axis=1)
+
+    @property
+    def episodes_per_second(self) -> float:
+        """Seed-episodes per second: B * K / wall time."""
+        return self.n_seeds * self.episodes / max(self.wall_seconds, 1e-12)
+
+
+def _resolve_mdp(mdp):
+    if isinstance(mdp, str):
+        from theorylab.mdps import make
+
+        return make(mdp)
+    return mdp
+
+
+def env_spec(mdp, *, known_rewards: bool = True) -> EnvSpec:
+    """The learner's view of ``mdp``: sizes, horizon, mu0 and (optionally) the mean rewards."""
+    if mdp.horizon is None:
+        raise ValueError(f"{mdp!r} has no finite horizon; online episodic runs need one")
+    return EnvSpec(
+        S=mdp.S,
+        A=mdp.A,
+        H=mdp.horizon,
+        reward=np.asarray(mdp.R) if known_rewards else None,
+        mu0=np.asarray(mdp.mu0),
+        stage_dependent=mdp.stage_dependent,
+    )
+
+
+def run(
+    algorithm,
+    mdp,
+    episodes: int,
+    seeds: int | Sequence[int] = 1,
+    *,
+    seed: int = 0,
+    known_rewards: bool = True,
+    progress: bool = False,
+    **params,
+) -> RunResult:
+    """Run ``algorithm`` on ``mdp`` for ``episodes`` episodes and every seed, with exact regret.
+
+    algorithm: a registered name/spec (``"ucbvi-hoeffding"``, ``"ucbvi-bernstein:delta=0.05"``)
+        or an agent class following ``theorylab.agent``'s protocol.
+    mdp: a TabularMDP or a family spec (``"riverswim:S=6,H=20"``).
+    seeds: B (indices 0..B-1) or explicit seed indices; seed i is reproducible alone or batched.
+    seed: the root seed of the SeedSequence.
+    known_rewards: give the learner the mean rewards (Azar et al.'s setting).
+    params: algorithm parameters (``delta=0.1``, ...).
+    """
+    from theorylab.algorithms.planning import backward_induction, evaluate_policies
+    from theorylab.algorithms.registry import make_agent
+
+    if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
+        raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
+    episodes = int(episodes)
+    mdp = _resolve_mdp(mdp)
+    idx = seed_indices(seeds)
+    B = len(idx)
+    env = env_spec(mdp, known_rewards=known_rewards)
+    env_rngs = generators(seed, idx, ENV_STREAM)
+    agent_rngs = generators(seed, idx, AGENT_STREAM)
+    if isinstance(algorithm, str):
+        agent = make_agent(algorithm, env, B, agent_rngs, **params)
+        algo_name = algorithm
+    else:
+        agent = algorithm(env, B, agent_rngs, **params)
+        algo_name = getattr(algorithm, "name", algorithm.__name__)
+
+    v_star = backward_induction(mdp).value
+    regret = np.empty((B, episodes))
+    returns = np.empty((B, episodes))
+    estimates = np.full((B, episodes), np.nan)
+    has_estimate = hasattr(agent, "value_estimate")
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=episodes, desc=f"{algo_name} on {mdp.name}", unit="ep", leave=False)
+    t0 = time.perf_counter()
+    for k in range(episodes):
+        pi = agent.policy()
+        if has_estimate:
+            estimates[:, k] = agent.value_estimate()
+        V = evaluate_policies(mdp, pi, batched=True)
+        regret[:, k] = v_star - V[:, 0] @ mdp.mu0
+        traj = mdp.rollout(pi, rng=env_rngs)
+        returns[:, k] = traj.returns()
+        agent.update(traj)
+        if bar is not None:
+            bar.update(1)
+    wall = time.perf_counter() - t0
+    if bar is not None:
+        bar.close()
+    config = {
+        "algorithm": algo_name,
+        "mdp": mdp.name,
+        "S": mdp.S,
+        "A": mdp.A,
+        "H": mdp.horizon,
+        "episodes": episodes,
+        "seeds": idx,
+        "seed": seed,
+        "known_rewards": known_rewards,
+        "params": {k: v for k, v in params.items()},
+        "versions": package_versions(),
+    }
+    return RunResult(regret, returns, estimates, float(v_star), wall, config)

@@ -1,0 +1,1 @@
+"""Hot kernels (ground floor): imports nothing from mdps/, algorithms/ or validations/."""

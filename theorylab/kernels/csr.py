@@ -1,0 +1,44 @@
+"""Kernels on CSR transition matrices ``(S*A, S)``: exact per-row cumulative sums and Bellman sweeps.
+
+The numpy/scipy path is the readable reference; the numba path is compiled (``cache=True``) and
+used where it pays: rows of unequal length (cumulative sums) and the max-over-actions sweep that
+fuses ``R + gamma * P @ V`` with the ``max`` so the ``(S*A,)`` intermediate is never written.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def row_cumsum(indptr: np.ndarray, data: np.ndarray) -> np.ndarray:
+    """Cumulative sum of ``data`` restarted at every CSR row (exact: no global running sum).
+
+    indptr: ``(n_rows + 1,)``; data: ``(nnz,)``. Returns ``(nnz,)`` float64.
+    """
+    counts = np.diff(indptr)
+    if counts.size and np.all(counts == counts[0]) and counts[0] > 0:
+        return np.cumsum(data.reshape(-1, counts[0]), axis=1).ravel()
+    return _row_cumsum_numba(np.asarray(indptr, np.int64), np.asarray(data, np.float64))
+
+
+def _row_cumsum_numba(indptr, data):
+    from numba import njit
+
+    global _row_cumsum_numba_impl
+    if _row_cumsum_numba_impl is None:
+
+        @njit(cache=True)
+        def impl(indptr, data):
+            out = np.empty_like(data)
+            for r in range(indptr.shape[0] - 1):
+                acc = 0.0
+                for j in range(indptr[r], indptr[r + 1]):
+                    acc += data[j]
+                    out[j] = acc
+            return out
+
+        _row_cumsum_numba_impl = impl
+    return _row_cumsum_numba_impl(indptr, data)
+
+
+_row_cumsum_numba_impl = None
