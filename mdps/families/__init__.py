@@ -1,3 +1,5 @@
-"""MDP families with known structure; importing this package registers them all."""
+"""MDP families with known structure; importing this package registers every module in it."""
 
-from theorylab.mdps.families import riverswim  # noqa: F401
+from theorylab.autoimport import import_submodules
+
+FAMILY_MODULES = import_submodules(__name__, __path__)
