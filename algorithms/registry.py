@@ -14,23 +14,23 @@ register = ALGORITHMS.register
 CONSTRUCTOR_ARGS = ("env", "n_seeds", "rngs")
 
 
-def _load() -> None:
+def load_algorithms() -> None:
     import theorylab.algorithms.online  # noqa: F401  (registers the online agents)
 
 
 def make_agent(spec: str, env, n_seeds: int, rngs, **params):
-    _load()
+    load_algorithms()
     return ALGORITHMS.make(spec, env=env, n_seeds=n_seeds, rngs=rngs, **params)
 
 
 def algorithm_parameters(name: str) -> dict:
     """User-settable parameters of an algorithm (constructor arguments less env/n_seeds/rngs)."""
-    _load()
+    load_algorithms()
     return {
         k: v for k, v in ALGORITHMS.parameters(name).items() if k not in CONSTRUCTOR_ARGS
     }
 
 
 def list_algorithms() -> list[str]:
-    _load()
+    load_algorithms()
     return ALGORITHMS.names()

@@ -12,6 +12,7 @@ beside it.
 from __future__ import annotations
 
 import importlib.metadata
+import inspect
 import platform
 import time
 from collections.abc import Sequence
@@ -21,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from theorylab.agent import EnvSpec
+from theorylab.registry import parse_spec
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators, seed_indices
 
 VERSIONED_PACKAGES = ("theorylab", "numpy", "scipy", "numba", "sympy", "cvxpy")
@@ -127,11 +129,21 @@ def run(
     env_rngs = generators(seed, idx, ENV_STREAM)
     agent_rngs = generators(seed, idx, AGENT_STREAM)
     if isinstance(algorithm, str):
-        agent = make_agent(algorithm, env, B, agent_rngs, **params)
+        from theorylab.algorithms.registry import ALGORITHMS, load_algorithms
+
+        load_algorithms()
+        cls = ALGORITHMS.get(parse_spec(algorithm)[0])
+    else:
+        cls = algorithm
+    agent_params = dict(params)
+    if "episodes" in inspect.signature(cls).parameters:
+        agent_params.setdefault("episodes", episodes)  # K enters the confidence widths (T = KH)
+    if isinstance(algorithm, str):
+        agent = make_agent(algorithm, env, B, agent_rngs, **agent_params)
         algo_name = algorithm
     else:
-        agent = algorithm(env, B, agent_rngs, **params)
-        algo_name = getattr(algorithm, "name", algorithm.__name__)
+        agent = cls(env, B, agent_rngs, **agent_params)
+        algo_name = getattr(cls, "name", cls.__name__)
 
     v_star = backward_induction(mdp).value
     regret = np.empty((B, episodes))

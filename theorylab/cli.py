@@ -1,0 +1,322 @@
+"""The ``theorylab`` command line: list, solve, run, validate, bench, demo.
+
+Output is plain and parseable: aligned tables on stdout, ``--json`` for machines. Long work shows
+a progress bar on stderr (tqdm). Errors in user input exit with status 2 and a one-line message.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+
+from theorylab.errors import TheorylabError
+
+
+def _table(rows: list[dict], columns: list[str] | None = None) -> str:
+    if not rows:
+        return "(empty)"
+    columns = columns or list(rows[0])
+    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths))
+    sep = "  ".join("-" * w for w in widths)
+    body = ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+    return "\n".join([line, sep, *body])
+
+
+def _params(pairs: list[str] | None) -> dict:
+    """``--param delta=0.05 --param bonus_scale=0.5`` -> typed dict (numbers parsed, no eval)."""
+    out: dict = {}
+    for item in pairs or []:
+        key, eq, value = item.partition("=")
+        if not eq or not key:
+            raise ValueError(f"--param expects key=value, got {item!r}")
+        for kind in (int, float):
+            try:
+                out[key] = kind(value)
+                break
+            except ValueError:
+                continue
+        else:
+            out[key] = {"true": True, "false": False}.get(value.lower(), value)
+    return out
+
+
+# --------------------------------------------------------------------------- list
+def cmd_list(args) -> int:
+    what = args.what
+    if what == "mdps":
+        from theorylab.mdps import MDP_FAMILIES, list_families
+
+        rows = [
+            {"name": n, "parameters": MDP_FAMILIES.parameters(n), "summary": MDP_FAMILIES.summary(n)}
+            for n in list_families()
+        ]
+    elif what == "algorithms":
+        from theorylab.algorithms import ALGORITHMS, list_algorithms
+        from theorylab.algorithms.registry import algorithm_parameters
+
+        rows = [
+            {"name": n, "parameters": algorithm_parameters(n), "summary": ALGORITHMS.summary(n)}
+            for n in list_algorithms()
+        ]
+    elif what == "bounds":
+        from theorylab.bounds import get_bound, list_bounds
+
+        rows = [{"name": n, "summary": get_bound(n).summary()} for n in list_bounds()]
+    else:
+        from theorylab.validations import VALIDATIONS, list_validations
+
+        rows = [{"name": n, "summary": VALIDATIONS.get(n).statement} for n in list_validations()]
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+    else:
+        for r in rows:
+            if "parameters" in r:
+                r["parameters"] = ",".join(f"{k}={v}" for k, v in r["parameters"].items())
+        print(_table(rows))
+    return 0
+
+
+# --------------------------------------------------------------------------- solve
+def cmd_solve(args) -> int:
+    import numpy as np
+
+    from theorylab.algorithms import planning
+    from theorylab.mdps import make
+
+    t0 = time.perf_counter()
+    mdp = make(args.mdp)
+    build = time.perf_counter() - t0
+    if args.gamma is not None:
+        mdp = mdp.with_objective(gamma=args.gamma, horizon=None)
+    method = args.method
+    if method == "auto":
+        method = "backward_induction" if mdp.horizon is not None else "value_iteration"
+    t0 = time.perf_counter()
+    if method == "backward_induction":
+        sol = planning.backward_induction(mdp)
+    elif method == "value_iteration":
+        sol = planning.value_iteration(mdp, tol=args.tol)
+    elif method == "policy_iteration":
+        sol = planning.policy_iteration(mdp)
+    else:
+        from theorylab.algorithms.planning.lp import lp_solve
+
+        sol = lp_solve(mdp, kind="dual")
+    seconds = time.perf_counter() - t0
+    first = np.asarray(sol.policy)[0] if np.ndim(sol.policy) == 2 else np.asarray(sol.policy)
+    out = {
+        "mdp": mdp.name,
+        "S": mdp.S,
+        "A": mdp.A,
+        "H": mdp.horizon,
+        "gamma": mdp.gamma,
+        "method": method,
+        "value": float(sol.value),
+        "solve_seconds": seconds,
+        "build_seconds": build,
+        "policy_first_stage": first.tolist() if mdp.S <= 64 else None,
+        "policy_action_counts": np.bincount(first, minlength=mdp.A).tolist(),
+        "error_bound": getattr(sol, "info", {}).get("error_bound", 0.0),
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"MDP      {mdp!r}")
+    print(f"method   {method}")
+    print(f"V*(mu0)  {out['value']:.10g}" + (
+        f"   (certified error <= {out['error_bound']:.2g})" if out["error_bound"] else ""))
+    stage = "h=0 " if mdp.horizon is not None else ""
+    if out["policy_first_stage"] is not None:
+        print(f"policy   {stage}{' '.join(map(str, out['policy_first_stage']))}")
+    counts = ", ".join(f"a={a}: {c}" for a, c in enumerate(out["policy_action_counts"]))
+    print(f"actions  {stage}{counts}")
+    print(f"time     {seconds * 1e3:.3f} ms solve, {build * 1e3:.3f} ms build")
+    return 0
+
+
+# --------------------------------------------------------------------------- run
+def cmd_run(args) -> int:
+    import numpy as np
+
+    from theorylab import stats
+    from theorylab.experiment import run
+
+    params = _params(args.param)
+    result = run(
+        args.algorithm,
+        args.mdp,
+        episodes=args.episodes,
+        seeds=args.seeds,
+        seed=args.seed,
+        progress=not args.no_progress,
+        **params,
+    )
+    final = result.cumulative_regret[:, -1]
+    mean, lo, hi = stats.final_ci(final)
+    row = {
+        "algorithm": args.algorithm,
+        "mdp": result.config["mdp"],
+        "K": result.episodes,
+        "seeds": result.n_seeds,
+        "final regret (mean)": f"{mean:.2f}",
+        "95% CI": f"[{lo:.2f}, {hi:.2f}]",
+        "episodes/s (seed-episodes)": f"{result.episodes_per_second:.0f}",
+    }
+    print(_table([row]))
+    if args.json:
+        from theorylab.store import atomic_write_json
+
+        atomic_write_json(
+            args.json,
+            {
+                "algorithm": args.algorithm,
+                "mdp": result.config["mdp"],
+                "config": result.config,
+                "optimal_value": result.optimal_value,
+                "final_regret_mean": mean,
+                "final_regret_ci": [lo, hi],
+                "episodes_per_second": result.episodes_per_second,
+                "wall_seconds": result.wall_seconds,
+                "cumulative_regret": np.round(result.cumulative_regret, 10).tolist(),
+            },
+        )
+        print(f"wrote {args.json}")
+    if args.save:
+        result.save(args.save)
+        print(f"saved {args.save}")
+    if args.plot:
+        from theorylab.plotting import plot_regret, save_figure
+
+        fig = plot_regret({args.algorithm: result.cumulative_regret}, title=result.config["mdp"])
+        save_figure(fig, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+# --------------------------------------------------------------------------- validate
+def cmd_validate(args) -> int:
+    from theorylab.validations import list_validations, validate
+
+    if args.all == (args.name is not None):
+        raise ValueError("give one validation NAME or --all (see: theorylab list validations)")
+    names = list_validations() if args.all else [args.name]
+    reports = []
+    for name in names:
+        plot = args.plot if not args.all else None
+        rep = validate(name, scale=args.scale, plot=plot, progress=not args.no_progress)
+        reports.append(rep)
+        print(rep.format())
+        print()
+    rows = [
+        {"validation": r.name, "scale": r.scale, "passed": "PASS" if r.passed else "FAIL",
+         "seconds": f"{r.seconds:.1f}"}
+        for r in reports
+    ]
+    print(_table(rows))
+    if args.json:
+        from theorylab.store import atomic_write_json
+
+        payload = reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports]
+        atomic_write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 0 if all(r.passed for r in reports) else 1
+
+
+# --------------------------------------------------------------------------- bench
+def cmd_bench(args) -> int:
+    from theorylab.bench import run_benchmarks
+
+    payload = run_benchmarks(args.which, quick=args.quick, backend=args.backend)
+    if args.json:
+        from theorylab.store import atomic_write_json
+
+        atomic_write_json(args.json, payload)
+        print(f"wrote {args.json}")
+    return 0
+
+
+# --------------------------------------------------------------------------- demo
+def cmd_demo(args) -> int:
+    from theorylab.demo import demo
+
+    return demo(out=args.out, episodes=args.episodes, seeds=args.seeds,
+                progress=not args.no_progress)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="theorylab",
+        description="Provable RL algorithms checked against their theorems.",
+    )
+    sub = p.add_subparsers(dest="command", required=True)
+
+    q = sub.add_parser("list", help="list MDP families, algorithms, bounds or validations")
+    q.add_argument("what", choices=["mdps", "algorithms", "bounds", "validations"])
+    q.add_argument("--json", action="store_true", help="print JSON")
+    q.set_defaults(func=cmd_list)
+
+    q = sub.add_parser("solve", help="solve an MDP exactly and print V* and the optimal policy")
+    q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
+    q.add_argument("--json", action="store_true", help="print a JSON object")
+    q.add_argument("--gamma", type=float, help="solve the discounted problem with this gamma")
+    q.add_argument("--method", default="auto",
+                   choices=["auto", "backward_induction", "value_iteration", "policy_iteration",
+                            "lp"])
+    q.add_argument("--tol", type=float, default=1e-10, help="value-iteration tolerance")
+    q.set_defaults(func=cmd_solve)
+
+    q = sub.add_parser("run", help="run an online algorithm with exact regret")
+    q.add_argument("algorithm", help="algorithm name, e.g. ucbvi-bernstein")
+    q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
+    q.add_argument("--episodes", "-K", type=int, required=True)
+    q.add_argument("--seeds", "-B", type=int, default=8)
+    q.add_argument("--seed", type=int, default=0, help="root seed")
+    q.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
+                   help="algorithm parameter (repeatable), e.g. -p delta=0.05")
+    q.add_argument("--plot", help="write the regret plot (PNG or SVG by suffix)")
+    q.add_argument("--json", help="write a JSON summary with per-seed cumulative regret")
+    q.add_argument("--save", help="save the full result (arrays + metadata) to this directory")
+    q.add_argument("--no-progress", action="store_true")
+    q.set_defaults(func=cmd_run)
+
+    q = sub.add_parser("validate", help="check a claim: algorithm x MDP x bound")
+    q.add_argument("name", nargs="?", help="validation name (theorylab list validations)")
+    q.add_argument("--all", action="store_true", help="run every validation")
+    q.add_argument("--scale", choices=["quick", "full"], default="quick")
+    q.add_argument("--json", help="write the report as JSON")
+    q.add_argument("--plot", help="write the figure (single validation)")
+    q.add_argument("--no-progress", action="store_true")
+    q.set_defaults(func=cmd_validate)
+
+    q = sub.add_parser("bench", help="benchmarks (tables, not timed tests)")
+    q.add_argument("which", nargs="?", default="all", choices=["planning", "ucbvi", "all"])
+    q.add_argument("--quick", action="store_true", help="small sizes (seconds)")
+    q.add_argument("--backend", default="auto", help="kernel backend (numpy, numba, auto)")
+    q.add_argument("--json", help="write all measurements as JSON")
+    q.set_defaults(func=cmd_bench)
+
+    q = sub.add_parser("demo", help="UCBVI against greedy on RiverSwim: table + regret.png")
+    q.add_argument("--out", default="regret.png", help="figure path (PNG or SVG)")
+    q.add_argument("--episodes", type=int, default=None)
+    q.add_argument("--seeds", type=int, default=None)
+    q.add_argument("--no-progress", action="store_true")
+    q.set_defaults(func=cmd_demo)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (TheorylabError, ValueError, KeyError, FileNotFoundError) as exc:
+        msg = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"theorylab {args.command}: error: {msg}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,270 @@
+"""Claims a user can run: algorithm x MDP family x sweep x bound x test.
+
+A :class:`Validation` is an executable statement such as "UCBVI-Hoeffding's regret on RiverSwim
+stays under Azar et al.'s Theorem 1 on at least 1 - delta of the seeds and grows like K^(1/2)".
+Running it (:func:`validate`) performs the runs at the requested scale and applies its tests:
+
+* ``below-bound``: the fraction of seeds whose cumulative regret at K exceeds the bound evaluated
+  at (S, A, H, K, delta) -- the *violation rate* -- is at most delta (a high-probability bound
+  claims Pr[Regret(K) > bound] <= delta). A Clopper-Pearson interval of the rate is reported.
+* ``rate``: the log-log slope of mean cumulative regret against k, with a bootstrap-over-seeds
+  confidence interval, lies inside ``slope_range`` (e.g. [0.3, 0.7] for a K^(1/2) claim). The
+  bound's own exponent in K is reported beside it.
+* ``linear``: the slope's CI lies at or above ``linear_min`` (a linear-regret contrast).
+* ``optimism``: the algorithm's own value estimate is >= V*_1(mu0) on every episode, for at least
+  1 - delta of the seeds (the good event of the optimism lemmas).
+* ``beats``: the algorithm's mean final regret is below the other algorithm's, with the 95%
+  confidence interval of the difference (Welch) entirely below 0.
+
+Scales: ``quick`` (seconds: runs in CI) and ``full`` (minutes: marked slow in the test suite).
+Each scale can tighten or relax nothing silently: its own numbers are part of the claim and
+printed in the report.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+SLOPE_FIT_RANGE = (0.5, 1.0)  # fit on the second half of the run (log-spaced points)
+
+
+@dataclass(frozen=True)
+class Scale:
+    """How big a run is: episodes K, seeds B, and the test thresholds that go with that size."""
+
+    episodes: int
+    seeds: int
+    slope_range: tuple[float, float] | None = None
+    mdp: str | None = None  # a scale may use a different instance of the family (say why)
+
+
+@dataclass
+class Check:
+    name: str
+    passed: bool
+    detail: str
+    values: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Report:
+    name: str
+    statement: str
+    scale: str
+    passed: bool
+    checks: list[Check]
+    seconds: float
+    slope: float | None = None
+    slope_ci: tuple[float, float] | None = None
+    bound: str | None = None
+    bound_exponent: float | None = None
+    violation_rate: float | None = None
+    figure: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "statement": self.statement,
+            "scale": self.scale,
+            "passed": self.passed,
+            "slope": self.slope,
+            "slope_ci": list(self.slope_ci) if self.slope_ci is not None else None,
+            "bound": self.bound,
+            "bound_exponent": self.bound_exponent,
+            "violation_rate": self.violation_rate,
+            "seconds": self.seconds,
+            "figure": self.figure,
+            "checks": [
+                {"name": c.name, "passed": c.passed, "detail": c.detail, **c.values}
+                for c in self.checks
+            ],
+            "config": self.config,
+        }
+
+    def format(self) -> str:
+        head = f"{'PASS' if self.passed else 'FAIL'}  {self.name} [{self.scale}]"
+        lines = [head, f"      {self.statement}"]
+        for c in self.checks:
+            lines.append(f"  {'ok ' if c.passed else 'XX '} {c.name}: {c.detail}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Validation:
+    """An executable claim. ``tests`` is a tuple of test names (see the module docstring);
+    ``beats`` names the algorithm the ``beats`` test compares against."""
+
+    name: str
+    statement: str
+    algorithm: str
+    mdp: str
+    scales: dict[str, Scale]
+    tests: tuple[str, ...]
+    bound: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    delta: float = 0.1
+    beats: str | None = None
+    linear_min: float = 0.9
+
+    def run(self, scale: str = "quick", *, plot: str | None = None, progress: bool = False,
+            seed: int = 0) -> Report:
+        from theorylab.experiment import run
+
+        if scale not in self.scales:
+            raise ValueError(f"validation {self.name!r} has scales {sorted(self.scales)}, "
+                             f"not {scale!r}")
+        sc = self.scales[scale]
+        mdp = sc.mdp or self.mdp
+        t0 = time.perf_counter()
+        params = dict(self.params)
+        if "below-bound" in self.tests or "optimism" in self.tests:
+            params.setdefault("delta", self.delta)
+        result = run(self.algorithm, mdp, episodes=sc.episodes, seeds=sc.seeds, seed=seed,
+                     progress=progress, **params)
+        other = None
+        if self.beats is not None:
+            other = run(self.beats, mdp, episodes=sc.episodes, seeds=sc.seeds, seed=seed,
+                        progress=progress, **params)
+        checks: list[Check] = []
+        rep = Report(self.name, self.statement, scale, False, checks, 0.0, bound=self.bound,
+                     config={"algorithm": self.algorithm, "mdp": mdp, "episodes": sc.episodes,
+                             "seeds": sc.seeds, "params": params, "seed": seed,
+                             "versions": result.config.get("versions")})
+        cum = result.cumulative_regret  # (B, K)
+        bound_curve = None
+        if self.bound is not None:
+            bound_curve, rep.bound_exponent = _bound_curve(self.bound, result, self.delta)
+        for test in self.tests:
+            if test == "below-bound":
+                checks.append(_check_below_bound(cum, bound_curve, self.delta, rep))
+            elif test in ("rate", "linear"):
+                checks.append(_check_rate(test, cum, sc, self.linear_min, rep))
+            elif test == "optimism":
+                checks.append(_check_optimism(result, self.delta))
+            elif test == "beats":
+                checks.append(_check_beats(self.algorithm, cum, self.beats, other))
+            else:
+                raise ValueError(f"unknown test {test!r} in validation {self.name!r}")
+        rep.passed = all(c.passed for c in checks)
+        rep.seconds = time.perf_counter() - t0
+        if plot:
+            _plot(self, result, other, bound_curve, rep, plot)
+            rep.figure = plot
+        return rep
+
+
+def _bound_curve(name: str, result, delta: float) -> tuple[np.ndarray, float | None]:
+    from theorylab.bounds import get_bound
+
+    bound = get_bound(name)
+    K = np.arange(1, result.episodes + 1, dtype=float)
+    cfg = result.config
+    values = {"S": cfg["S"], "A": cfg["A"], "H": cfg["H"], "K": K, "T": K * cfg["H"],
+              "delta": delta}
+    curve = np.broadcast_to(bound.evaluate(**bound_inputs(bound, values)), K.shape)
+    try:
+        exponent = float(bound.exponent("K"))
+    except Exception:  # a bound stated in T only
+        exponent = float(bound.exponent("T"))
+    return np.asarray(curve, dtype=float), exponent
+
+
+def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:
+    """The subset of ``values`` the bound's expression needs (by variable name)."""
+    names = {str(v) for v in bound.variables}
+    missing = names - set(values)
+    if missing:
+        raise ValueError(f"bound {bound.name!r} needs {sorted(missing)} which the run lacks")
+    return {k: v for k, v in values.items() if k in names}
+
+
+def _check_below_bound(cum, bound_curve, delta, rep: Report) -> Check:
+    from theorylab.stats import fraction_below
+
+    final, b = cum[:, -1], float(bound_curve[-1])
+    frac = fraction_below(final, b)
+    violation = 1.0 - frac.fraction
+    rep.violation_rate = violation
+    passed = violation <= delta
+    return Check(
+        "below-bound",
+        passed,
+        f"{np.sum(final > b)}/{len(final)} seeds above the bound {b:.4g} at K={cum.shape[1]} "
+        f"(violation rate {violation:.3f}, allowed {delta}); max regret {final.max():.4g}, "
+        f"regret/bound = {final.max() / b:.3g}",
+        {"violation_rate": violation, "bound_at_K": b, "max_final_regret": float(final.max()),
+         "violation_rate_ci": list(frac.ci)},
+    )
+
+
+def _check_rate(test, cum, sc: Scale, linear_min, rep: Report) -> Check:
+    from theorylab.stats import loglog_slope
+
+    K = cum.shape[1]
+    fit = loglog_slope(np.arange(1, K + 1), cum, fit_range=SLOPE_FIT_RANGE)
+    rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
+    if test == "rate":
+        lo, hi = sc.slope_range or (0.3, 0.7)
+        passed = lo <= fit.ci_low and fit.ci_high <= hi
+        target = f"inside [{lo}, {hi}]"
+    else:
+        passed = fit.ci_low >= linear_min
+        target = f">= {linear_min} (linear)"
+    return Check(
+        test,
+        passed,
+        f"log-log slope {fit.slope:.3f}, 95% CI [{fit.ci_low:.3f}, {fit.ci_high:.3f}] {target}"
+        + (f"; bound exponent in K: {rep.bound_exponent:g}" if rep.bound_exponent else ""),
+        {"slope": fit.slope, "slope_ci": [fit.ci_low, fit.ci_high]},
+    )
+
+
+def _check_optimism(result, delta) -> Check:
+    est = result.value_estimates
+    if np.isnan(est).all():
+        return Check("optimism", False, "the algorithm reports no value estimate")
+    tol = 1e-9 * max(1.0, abs(result.optimal_value))
+    bad_seeds = np.any(est < result.optimal_value - tol, axis=1)
+    rate = float(bad_seeds.mean())
+    worst = float((est - result.optimal_value).min())
+    return Check(
+        "optimism",
+        rate <= delta,
+        f"value estimate >= V* on every episode for {int((~bad_seeds).sum())}/{len(bad_seeds)} "
+        f"seeds (allowed failure rate {delta}); min(estimate - V*) = {worst:.4g}",
+        {"failure_rate": rate, "min_gap": worst},
+    )
+
+
+def _check_beats(name, cum, other_name, other) -> Check:
+    from scipy import stats as st
+
+    a, b = cum[:, -1], other.cumulative_regret[:, -1]
+    res = st.ttest_ind(a, b, equal_var=False)
+    ci = res.confidence_interval(0.95)
+    passed = ci.high < 0
+    return Check(
+        "beats",
+        passed,
+        f"final regret {name} {a.mean():.2f} vs {other_name} {b.mean():.2f}; "
+        f"difference 95% CI [{ci.low:.2f}, {ci.high:.2f}] (must be < 0)",
+        {"mean": float(a.mean()), "other_mean": float(b.mean()),
+         "difference_ci": [float(ci.low), float(ci.high)]},
+    )
+
+
+def _plot(v: Validation, result, other, bound_curve, rep: Report, path: str) -> None:
+    from theorylab.plotting import plot_regret, save_figure
+
+    curves = {v.algorithm: result.cumulative_regret}
+    if other is not None:
+        curves[v.beats] = other.cumulative_regret
+    bounds = {f"{v.bound} (as printed)": bound_curve} if bound_curve is not None else None
+    fig = plot_regret(curves, bound_curves=bounds, rescale_bound=bounds is not None,
+                      title=f"{v.name} [{rep.scale}]: {'PASS' if rep.passed else 'FAIL'}")
+    save_figure(fig, path)

@@ -1,0 +1,50 @@
+"""The validation registry: ``validate("ucbvi-hoeffding-riverswim", scale="quick")``.
+
+Validations are defined in the modules of ``theorylab.validations.claims`` (auto-imported) with
+``register_validation(Validation(...))``.
+"""
+
+from __future__ import annotations
+
+from theorylab.errors import UnknownNameError
+
+
+class _ValidationRegistry:
+    def __init__(self) -> None:
+        self._items: dict = {}
+
+    def add(self, validation):
+        if validation.name in self._items:
+            raise ValueError(f"validation {validation.name!r} is registered twice")
+        self._items[validation.name] = validation
+        return validation
+
+    def get(self, name: str):
+        _load()
+        if name not in self._items:
+            raise UnknownNameError(
+                f"unknown validation {name!r}; available: {', '.join(sorted(self._items))}"
+            )
+        return self._items[name]
+
+    def names(self) -> list[str]:
+        _load()
+        return sorted(self._items)
+
+
+VALIDATIONS = _ValidationRegistry()
+register_validation = VALIDATIONS.add
+
+
+def _load() -> None:
+    import theorylab.validations.claims  # noqa: F401
+
+
+def list_validations() -> list[str]:
+    return VALIDATIONS.names()
+
+
+def validate(name: str, scale: str = "quick", *, plot: str | None = None,
+             progress: bool = False, seed: int = 0):
+    """Run the named validation at ``scale`` ("quick" or "full") and return its Report."""
+    return VALIDATIONS.get(name).run(scale, plot=plot, progress=progress, seed=seed)
