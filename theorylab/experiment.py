@@ -1,6 +1,6 @@
 """Top floor: run an online algorithm on an MDP for K episodes x B seeds with exact regret.
 
-Per episode k and seed i:
+Per episode k and seed i (for the default, risk-neutral objective; see theorylab.objectives):
 
     regret_k = V*_1(mu0) - V^{pi_k}_1(mu0)
 
@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from theorylab.agent import EnvSpec
+from theorylab.objectives import RISK_NEUTRAL
 from theorylab.registry import parse_spec
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators, seed_indices
 
@@ -116,7 +117,6 @@ def run(
     known_rewards: give the learner the mean rewards (Azar et al.'s setting).
     params: algorithm parameters (``delta=0.1``, ...).
     """
-    from theorylab.algorithms.planning import backward_induction, evaluate_policies
     from theorylab.algorithms.registry import make_agent
 
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
@@ -145,7 +145,8 @@ def run(
         agent = cls(env, B, agent_rngs, **agent_params)
         algo_name = getattr(cls, "name", cls.__name__)
 
-    v_star = backward_induction(mdp).value
+    objective = getattr(cls, "objective", None) or RISK_NEUTRAL
+    v_star = objective.optimal_value(mdp)
     regret = np.empty((B, episodes))
     returns = np.empty((B, episodes))
     estimates = np.full((B, episodes), np.nan)
@@ -160,9 +161,8 @@ def run(
         pi = agent.policy()
         if has_estimate:
             estimates[:, k] = agent.value_estimate()
-        V = evaluate_policies(mdp, pi, batched=True)
-        regret[:, k] = v_star - V[:, 0] @ mdp.mu0
-        traj = mdp.rollout(pi, rng=env_rngs)
+        regret[:, k] = v_star - objective.policy_values(mdp, pi)
+        traj = objective.rollout(mdp, pi, env_rngs)
         returns[:, k] = traj.returns()
         agent.update(traj)
         if bar is not None:
@@ -180,6 +180,7 @@ def run(
         "seeds": idx,
         "seed": seed,
         "known_rewards": known_rewards,
+        "objective": objective.name,
         "params": {k: v for k, v in params.items()},
         "versions": package_versions(),
     }

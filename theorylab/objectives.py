@@ -1,0 +1,40 @@
+"""What "regret" measures: the objective an online run is scored by (top floor).
+
+An objective tells :func:`theorylab.run` three things about the true MDP:
+
+* ``optimal_value(mdp) -> float``: the optimum of the objective at mu0 (V*_1(mu0) for the
+  risk-neutral objective, CVaR*_tau for static CVaR, ...);
+* ``policy_values(mdp, policies) -> (B,)``: the exact objective value of every seed's policy;
+* ``rollout(mdp, policies, rngs) -> Trajectories``: how those policies act (a budget-augmented
+  CVaR policy carries its budget along the trajectory, for instance).
+
+regret_k = optimal_value - policy_values(pi_k), per seed. An agent class declares its objective
+with a class attribute ``objective`` (an instance of a class with these methods); the default is
+:data:`RISK_NEUTRAL`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class RiskNeutral:
+    """The expected undiscounted return over the horizon: V^pi_1(mu0)."""
+
+    name = "expected return"
+
+    def optimal_value(self, mdp) -> float:
+        from theorylab.algorithms.planning import backward_induction
+
+        return backward_induction(mdp).value
+
+    def policy_values(self, mdp, policies: np.ndarray) -> np.ndarray:
+        from theorylab.algorithms.planning import evaluate_policies
+
+        return evaluate_policies(mdp, policies, batched=True)[:, 0] @ mdp.mu0
+
+    def rollout(self, mdp, policies: np.ndarray, rngs):
+        return mdp.rollout(policies, rng=rngs)
+
+
+RISK_NEUTRAL = RiskNeutral()
