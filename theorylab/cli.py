@@ -228,7 +228,7 @@ def cmd_validate(args) -> int:
 
 # --------------------------------------------------------------------------- bench
 def cmd_bench(args) -> int:
-    from theorylab.bench import run_benchmarks
+    from theorylab.bench.suite import run_benchmarks
 
     payload = run_benchmarks(args.which, quick=args.quick, backend=args.backend)
     if args.json:
