@@ -1,4 +1,4 @@
-"""The algorithm registry. Online agents are registered by name: ``ALGORITHMS.get("ucbvi-hoeffding")``.
+"""The algorithm registry: online agents registered by name (``ALGORITHMS.get("ucbvi-hoeffding")``).
 
 Each entry is a class with the constructor ``(env: EnvSpec, n_seeds, rngs, **params)`` following
 ``theorylab.agent``'s protocol. ``make_agent("ucbvi-hoeffding:delta=0.05", env, n_seeds, rngs)``
@@ -26,9 +26,7 @@ def make_agent(spec: str, env, n_seeds: int, rngs, **params):
 def algorithm_parameters(name: str) -> dict:
     """User-settable parameters of an algorithm (constructor arguments less env/n_seeds/rngs)."""
     load_algorithms()
-    return {
-        k: v for k, v in ALGORITHMS.parameters(name).items() if k not in CONSTRUCTOR_ARGS
-    }
+    return {k: v for k, v in ALGORITHMS.parameters(name).items() if k not in CONSTRUCTOR_ARGS}
 
 
 def list_algorithms() -> list[str]:

@@ -4,16 +4,23 @@
 """
 
 from theorylab.errors import InvalidMDPError, InvalidPolicyError
+from theorylab.mdps.gymnasium_env import GYMNASIUM_ID, TabularEnv, to_gymnasium
 from theorylab.mdps.registry import MDP_FAMILIES, list_families, make, register
 from theorylab.mdps.tabular import TabularMDP, Trajectories
+from theorylab.mdps.toy_text import ToyTextConversion, from_toy_text
 
 __all__ = [
+    "GYMNASIUM_ID",
     "MDP_FAMILIES",
     "InvalidMDPError",
     "InvalidPolicyError",
+    "TabularEnv",
     "TabularMDP",
+    "ToyTextConversion",
     "Trajectories",
+    "from_toy_text",
     "list_families",
     "make",
     "register",
+    "to_gymnasium",
 ]

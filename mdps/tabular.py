@@ -79,7 +79,7 @@ def _index_names(ndim: int, stage_dependent: bool) -> tuple[str, ...]:
 
 
 def _name_index(idx: tuple[int, ...], names: tuple[str, ...]) -> str:
-    return "(" + ", ".join(f"{n}={i}" for n, i in zip(names, idx)) + ")"
+    return "(" + ", ".join(f"{n}={i}" for n, i in zip(names, idx, strict=False)) + ")"
 
 
 class TabularMDP:
@@ -229,13 +229,23 @@ class TabularMDP:
             )
         self.P = P
         self.P.setflags(write=False)
-        self._flat = [P[h].reshape(S * A, S) for h in range(P.shape[0])] if P.ndim == 4 else [
-            P.reshape(S * A, S)
-        ]
+        self._flat = (
+            [P[h].reshape(S * A, S) for h in range(P.shape[0])]
+            if P.ndim == 4
+            else [P.reshape(S * A, S)]
+        )
 
     def _init_sparse(self, P) -> None:
+        """Validate CSR transitions in O(nnz) time and O(S*A) extra memory.
+
+        The happy path makes no ``(nnz,)`` temporary: a float64 CSR array with matching index
+        dtypes is used without a copy, value checks are ``min``/``max`` reductions and row sums
+        are one ``np.add.reduceat``. The offending entry is located (``argmax`` over a mask,
+        ``searchsorted`` for its row) only when a check has already failed. Non-canonical input
+        (unsorted or duplicate entries) is canonicalised on a copy, never in the caller's arrays.
+        """
         S, A = self.S, self.A
-        P = sp.csr_array(P, dtype=np.float64)
+        P = sp.csr_array(P, dtype=np.float64)  # no copy for a float64 CSR array
         if P.shape[1] != S:
             raise InvalidMDPError(f"sparse P must have S = {S} columns to match R, got {P.shape}")
         if P.shape[0] == S * A:
@@ -250,30 +260,54 @@ class TabularMDP:
                 + (f" or (H*S*A, S) = ({self.horizon * S * A}, {S})" if self.horizon else "")
                 + f", got {P.shape}"
             )
-        P.sum_duplicates()
-        P.sort_indices()
-        data = P.data
-        row_of = np.repeat(np.arange(P.shape[0]), np.diff(P.indptr))
 
         def where(row: int) -> str:
             h, rest = divmod(row, S * A)
             s, a = divmod(rest, A)
             return f"(h={h}, s={s}, a={a})" if self.stage_dependent else f"(s={s}, a={a})"
 
-        bad = ~np.isfinite(data)
-        if bad.any():
-            j = int(np.argmax(bad))
+        def row_of(j: int) -> int:  # the CSR row holding entry j (error path only)
+            return int(np.searchsorted(P.indptr, j, side="right")) - 1
+
+        # Structure: scipy's constructor checks neither of these (full_check=False).
+        counts = np.diff(P.indptr)  # (n_rows,)
+        if counts.min() < 0:
+            r = int(np.argmax(counts < 0))
             raise InvalidMDPError(
-                f"P is not finite at row {where(row_of[j])}, s'={P.indices[j]}: {data[j]}"
+                f"sparse P has a decreasing indptr at row {where(r)}: "
+                f"indptr[{r}] = {P.indptr[r]} > indptr[{r + 1}] = {P.indptr[r + 1]}"
             )
-        bad = data < 0
-        if bad.any():
-            j = int(np.argmax(bad))
+        if P.nnz and (P.indices.min() < 0 or P.indices.max() >= S):
+            j = int(np.argmax((P.indices < 0) | (P.indices >= S)))
             raise InvalidMDPError(
-                f"P has a negative probability at {where(row_of[j])}, s'={P.indices[j]}: "
-                f"{_fmt(data[j])}"
+                f"P has next-state index s'={P.indices[j]} at row {where(row_of(j))}, "
+                f"expected 0 <= s' < {S}"
             )
-        sums = np.asarray(P.sum(axis=1)).ravel()
+        if not P.has_canonical_format:  # O(nnz) check in C, cached by scipy
+            P = P.copy()
+            P.sum_duplicates()  # sorts indices and merges duplicates
+            counts = np.diff(P.indptr)
+        data = P.data
+        if data.size:
+            lo, hi = data.min(), data.max()  # NaN propagates; no (nnz,) mask on the happy path
+            if not (np.isfinite(lo) and np.isfinite(hi)):
+                j = int(np.argmax(~np.isfinite(data)))
+                raise InvalidMDPError(
+                    f"P is not finite at row {where(row_of(j))}, s'={P.indices[j]}: {data[j]}"
+                )
+            if lo < 0:
+                j = int(np.argmax(data < 0))
+                raise InvalidMDPError(
+                    f"P has a negative probability at {where(row_of(j))}, s'={P.indices[j]}: "
+                    f"{_fmt(data[j])}"
+                )
+        # Row sums (n_rows,): reduceat over the non-empty rows' starts; empty rows sum to 0.
+        sums = np.zeros(P.shape[0])
+        nonempty = counts > 0
+        if nonempty.all():
+            sums = np.add.reduceat(data, P.indptr[:-1])
+        elif nonempty.any():
+            sums[nonempty] = np.add.reduceat(data, P.indptr[:-1][nonempty])
         bad = np.abs(sums - 1.0) > ROW_SUM_TOL
         if bad.any():
             r = int(np.argmax(bad))
@@ -470,9 +504,9 @@ class TabularMDP:
         # Per-seed uniforms: [initial state, then per step: action, transition, reward].
         U = np.stack([g.random(1 + 3 * T) for g in rngs])  # (B, 1 + 3T)
         seeds = np.arange(B)
-        s = np.minimum(
-            (np.cumsum(self.mu0)[None, :] <= U[:, :1]).sum(axis=1), self.S - 1
-        ).astype(np.int64)
+        s = np.minimum((np.cumsum(self.mu0)[None, :] <= U[:, :1]).sum(axis=1), self.S - 1).astype(
+            np.int64
+        )
         states = np.empty((B, T), np.int64)
         actions = np.empty((B, T), np.int64)
         rewards = np.empty((B, T), np.float64)

@@ -20,9 +20,9 @@ def _table(rows: list[dict], columns: list[str] | None = None) -> str:
     columns = columns or list(rows[0])
     cells = [[str(r.get(c, "")) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths))
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
     sep = "  ".join("-" * w for w in widths)
-    body = ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in cells]
+    body = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
     return "\n".join([line, sep, *body])
 
 
@@ -51,7 +51,11 @@ def cmd_list(args) -> int:
         from theorylab.mdps import MDP_FAMILIES, list_families
 
         rows = [
-            {"name": n, "parameters": MDP_FAMILIES.parameters(n), "summary": MDP_FAMILIES.summary(n)}
+            {
+                "name": n,
+                "parameters": MDP_FAMILIES.parameters(n),
+                "summary": MDP_FAMILIES.summary(n),
+            }
             for n in list_families()
         ]
     elif what == "algorithms":
@@ -127,8 +131,10 @@ def cmd_solve(args) -> int:
         return 0
     print(f"MDP      {mdp!r}")
     print(f"method   {method}")
-    print(f"V*(mu0)  {out['value']:.10g}" + (
-        f"   (certified error <= {out['error_bound']:.2g})" if out["error_bound"] else ""))
+    print(
+        f"V*(mu0)  {out['value']:.10g}"
+        + (f"   (certified error <= {out['error_bound']:.2g})" if out["error_bound"] else "")
+    )
     stage = "h=0 " if mdp.horizon is not None else ""
     if out["policy_first_stage"] is not None:
         print(f"policy   {stage}{' '.join(map(str, out['policy_first_stage']))}")
@@ -212,8 +218,12 @@ def cmd_validate(args) -> int:
         print(rep.format())
         print()
     rows = [
-        {"validation": r.name, "scale": r.scale, "passed": "PASS" if r.passed else "FAIL",
-         "seconds": f"{r.seconds:.1f}"}
+        {
+            "validation": r.name,
+            "scale": r.scale,
+            "passed": "PASS" if r.passed else "FAIL",
+            "seconds": f"{r.seconds:.1f}",
+        }
         for r in reports
     ]
     print(_table(rows))
@@ -243,8 +253,9 @@ def cmd_bench(args) -> int:
 def cmd_demo(args) -> int:
     from theorylab.demo import demo
 
-    return demo(out=args.out, episodes=args.episodes, seeds=args.seeds,
-                progress=not args.no_progress)
+    return demo(
+        out=args.out, episodes=args.episodes, seeds=args.seeds, progress=not args.no_progress
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -263,9 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
     q.add_argument("--json", action="store_true", help="print a JSON object")
     q.add_argument("--gamma", type=float, help="solve the discounted problem with this gamma")
-    q.add_argument("--method", default="auto",
-                   choices=["auto", "backward_induction", "value_iteration", "policy_iteration",
-                            "lp"])
+    q.add_argument(
+        "--method",
+        default="auto",
+        choices=["auto", "backward_induction", "value_iteration", "policy_iteration", "lp"],
+    )
     q.add_argument("--tol", type=float, default=1e-10, help="value-iteration tolerance")
     q.set_defaults(func=cmd_solve)
 
@@ -275,8 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--episodes", "-K", type=int, required=True)
     q.add_argument("--seeds", "-B", type=int, default=8)
     q.add_argument("--seed", type=int, default=0, help="root seed")
-    q.add_argument("--param", "-p", action="append", metavar="KEY=VALUE",
-                   help="algorithm parameter (repeatable), e.g. -p delta=0.05")
+    q.add_argument(
+        "--param",
+        "-p",
+        action="append",
+        metavar="KEY=VALUE",
+        help="algorithm parameter (repeatable), e.g. -p delta=0.05",
+    )
     q.add_argument("--plot", help="write the regret plot (PNG or SVG by suffix)")
     q.add_argument("--json", help="write a JSON summary with per-seed cumulative regret")
     q.add_argument("--save", help="save the full result (arrays + metadata) to this directory")

@@ -18,8 +18,12 @@ DEMO_ALGORITHMS = ("ucbvi-bernstein", "ucbvi-hoeffding", "greedy")
 DEMO_BOUND = {"ucbvi-bernstein": "azar2017-thm2", "ucbvi-hoeffding": "azar2017-thm1"}
 
 
-def demo(out: str = "regret.png", episodes: int | None = None, seeds: int | None = None,
-         progress: bool = True) -> int:
+def demo(
+    out: str = "regret.png",
+    episodes: int | None = None,
+    seeds: int | None = None,
+    progress: bool = True,
+) -> int:
     from theorylab import stats
     from theorylab.bounds import get_bound
     from theorylab.cli import _table
@@ -42,24 +46,35 @@ def demo(out: str = "regret.png", episodes: int | None = None, seeds: int | None
         if algo in DEMO_BOUND:
             bound = get_bound(DEMO_BOUND[algo])
             k = np.arange(1, K + 1, dtype=float)
-            vals = {"S": res.config["S"], "A": res.config["A"], "H": res.config["H"], "K": k,
-                    "T": k * res.config["H"], "delta": 0.1}
+            vals = {
+                "S": res.config["S"],
+                "A": res.config["A"],
+                "H": res.config["H"],
+                "K": k,
+                "T": k * res.config["H"],
+                "delta": 0.1,
+            }
             curve = np.broadcast_to(bound.evaluate(**bound_inputs(bound, vals)), k.shape)
             bounds[f"{DEMO_BOUND[algo]} ({bound.source_short()})"] = np.asarray(curve, float)
             bound_at_K = f"{curve[-1]:.3g}"
-        rows.append({
-            "algorithm": algo,
-            "final regret": f"{mean:.1f}",
-            "95% CI": f"[{lo:.1f}, {hi:.1f}]",
-            "slope (log-log)": f"{fit.slope:.2f} [{fit.ci_low:.2f}, {fit.ci_high:.2f}]",
-            "theorem bound at K": bound_at_K,
-            "seed-episodes/s": f"{res.episodes_per_second:.0f}",
-        })
-    print(f"Exact regret on {DEMO_MDP}, K={K} episodes, {B} seeds "
-          f"(V*={res.optimal_value:.4f})")
+        rows.append(
+            {
+                "algorithm": algo,
+                "final regret": f"{mean:.1f}",
+                "95% CI": f"[{lo:.1f}, {hi:.1f}]",
+                "slope (log-log)": f"{fit.slope:.2f} [{fit.ci_low:.2f}, {fit.ci_high:.2f}]",
+                "theorem bound at K": bound_at_K,
+                "seed-episodes/s": f"{res.episodes_per_second:.0f}",
+            }
+        )
+    print(f"Exact regret on {DEMO_MDP}, K={K} episodes, {B} seeds (V*={res.optimal_value:.4f})")
     print(_table(rows))
-    fig = plot_regret(curves, bound_curves=bounds, rescale_bound=True,
-                      title=f"Cumulative regret on {DEMO_MDP} ({B} seeds, 95% bands)")
+    fig = plot_regret(
+        curves,
+        bound_curves=bounds,
+        rescale_bound=True,
+        title=f"Cumulative regret on {DEMO_MDP} ({B} seeds, 95% bands)",
+    )
     save_figure(fig, out)
     print(f"wrote {out}  ({time.perf_counter() - t0:.1f} s)")
     return 0

@@ -1,4 +1,4 @@
-"""Exception types shared by every part of theorylab (ground floor: imports nothing of the project)."""
+"""Exception types shared by every part of theorylab (ground floor: imports nothing else)."""
 
 from __future__ import annotations
 

@@ -73,6 +73,43 @@ class RunResult:
         """Seed-episodes per second: B * K / wall time."""
         return self.n_seeds * self.episodes / max(self.wall_seconds, 1e-12)
 
+    def save(self, path) -> None:
+        """Store this result in the directory ``path`` (``theorylab.store.save_result``)."""
+        from theorylab.store import save_result
+
+        save_result(self, path)
+
+    @classmethod
+    def load(cls, path) -> RunResult:
+        """Load a result stored by :meth:`save` (``theorylab.store.load_result``)."""
+        from theorylab.store import load_result
+
+        return load_result(path)
+
+    def summary(self, confidence: float = 0.95) -> dict[str, Any]:
+        """Plain numbers for a summary table: final cumulative regret and mean return per
+        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``)."""
+        from theorylab.stats import final_ci
+
+        regret = final_ci(self.cumulative_regret[:, -1], confidence)
+        ret = final_ci(self.returns.mean(axis=1), confidence)
+        return {
+            "algorithm": self.config.get("algorithm"),
+            "mdp": self.config.get("mdp"),
+            "episodes": self.episodes,
+            "seeds": self.n_seeds,
+            "optimal_value": self.optimal_value,
+            "final_regret_mean": regret.mean,
+            "final_regret_ci_low": regret.ci_low,
+            "final_regret_ci_high": regret.ci_high,
+            "mean_return": ret.mean,
+            "mean_return_ci_low": ret.ci_low,
+            "mean_return_ci_high": ret.ci_high,
+            "confidence": confidence,
+            "wall_seconds": self.wall_seconds,
+            "episodes_per_second": self.episodes_per_second,
+        }
+
 
 def _resolve_mdp(mdp):
     if isinstance(mdp, str):

@@ -1,6 +1,7 @@
 """Reproducible per-seed randomness from ``numpy.random.SeedSequence``.
 
-Seed index ``i`` of a run with root ``seed`` owns the streams ``SeedSequence(seed, spawn_key=(i, j))``:
+Seed index ``i`` of a run with root ``seed`` owns the streams
+``SeedSequence(seed, spawn_key=(i, j))``:
 ``j = 0`` drives the environment, ``j = 1`` the agent. They do not depend on how many other seeds
 run beside it, so seed ``i`` gives the same result alone or inside a batch.
 """
@@ -33,6 +34,5 @@ def seed_indices(seeds: int | Sequence[int]) -> list[int]:
 def generators(seed: int, indices: Sequence[int], stream: int) -> list[np.random.Generator]:
     """One independent ``Generator`` per seed index for the given stream."""
     return [
-        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i, stream)))
-        for i in indices
+        np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(i, stream))) for i in indices
     ]

@@ -111,30 +111,65 @@ class Validation:
     beats: str | None = None
     linear_min: float = 0.9
 
-    def run(self, scale: str = "quick", *, plot: str | None = None, progress: bool = False,
-            seed: int = 0) -> Report:
+    def run(
+        self,
+        scale: str = "quick",
+        *,
+        plot: str | None = None,
+        progress: bool = False,
+        seed: int = 0,
+    ) -> Report:
         from theorylab.experiment import run
 
         if scale not in self.scales:
-            raise ValueError(f"validation {self.name!r} has scales {sorted(self.scales)}, "
-                             f"not {scale!r}")
+            raise ValueError(
+                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
+            )
         sc = self.scales[scale]
         mdp = sc.mdp or self.mdp
         t0 = time.perf_counter()
         params = dict(self.params)
         if "below-bound" in self.tests or "optimism" in self.tests:
             params.setdefault("delta", self.delta)
-        result = run(self.algorithm, mdp, episodes=sc.episodes, seeds=sc.seeds, seed=seed,
-                     progress=progress, **params)
+        result = run(
+            self.algorithm,
+            mdp,
+            episodes=sc.episodes,
+            seeds=sc.seeds,
+            seed=seed,
+            progress=progress,
+            **params,
+        )
         other = None
         if self.beats is not None:
-            other = run(self.beats, mdp, episodes=sc.episodes, seeds=sc.seeds, seed=seed,
-                        progress=progress, **params)
+            other = run(
+                self.beats,
+                mdp,
+                episodes=sc.episodes,
+                seeds=sc.seeds,
+                seed=seed,
+                progress=progress,
+                **params,
+            )
         checks: list[Check] = []
-        rep = Report(self.name, self.statement, scale, False, checks, 0.0, bound=self.bound,
-                     config={"algorithm": self.algorithm, "mdp": mdp, "episodes": sc.episodes,
-                             "seeds": sc.seeds, "params": params, "seed": seed,
-                             "versions": result.config.get("versions")})
+        rep = Report(
+            self.name,
+            self.statement,
+            scale,
+            False,
+            checks,
+            0.0,
+            bound=self.bound,
+            config={
+                "algorithm": self.algorithm,
+                "mdp": mdp,
+                "episodes": sc.episodes,
+                "seeds": sc.seeds,
+                "params": params,
+                "seed": seed,
+                "versions": result.config.get("versions"),
+            },
+        )
         cum = result.cumulative_regret  # (B, K)
         bound_curve = None
         if self.bound is not None:
@@ -164,8 +199,14 @@ def _bound_curve(name: str, result, delta: float) -> tuple[np.ndarray, float | N
     bound = get_bound(name)
     K = np.arange(1, result.episodes + 1, dtype=float)
     cfg = result.config
-    values = {"S": cfg["S"], "A": cfg["A"], "H": cfg["H"], "K": K, "T": K * cfg["H"],
-              "delta": delta}
+    values = {
+        "S": cfg["S"],
+        "A": cfg["A"],
+        "H": cfg["H"],
+        "K": K,
+        "T": K * cfg["H"],
+        "delta": delta,
+    }
     curve = np.broadcast_to(bound.evaluate(**bound_inputs(bound, values)), K.shape)
     try:
         exponent = float(bound.exponent("K"))
@@ -197,8 +238,12 @@ def _check_below_bound(cum, bound_curve, delta, rep: Report) -> Check:
         f"{np.sum(final > b)}/{len(final)} seeds above the bound {b:.4g} at K={cum.shape[1]} "
         f"(violation rate {violation:.3f}, allowed {delta}); max regret {final.max():.4g}, "
         f"regret/bound = {final.max() / b:.3g}",
-        {"violation_rate": violation, "bound_at_K": b, "max_final_regret": float(final.max()),
-         "violation_rate_ci": list(frac.ci)},
+        {
+            "violation_rate": violation,
+            "bound_at_K": b,
+            "max_final_regret": float(final.max()),
+            "violation_rate_ci": list(frac.ci),
+        },
     )
 
 
@@ -253,8 +298,11 @@ def _check_beats(name, cum, other_name, other) -> Check:
         passed,
         f"final regret {name} {a.mean():.2f} vs {other_name} {b.mean():.2f}; "
         f"difference 95% CI [{ci.low:.2f}, {ci.high:.2f}] (must be < 0)",
-        {"mean": float(a.mean()), "other_mean": float(b.mean()),
-         "difference_ci": [float(ci.low), float(ci.high)]},
+        {
+            "mean": float(a.mean()),
+            "other_mean": float(b.mean()),
+            "difference_ci": [float(ci.low), float(ci.high)],
+        },
     )
 
 
@@ -265,6 +313,10 @@ def _plot(v: Validation, result, other, bound_curve, rep: Report, path: str) -> 
     if other is not None:
         curves[v.beats] = other.cumulative_regret
     bounds = {f"{v.bound} (as printed)": bound_curve} if bound_curve is not None else None
-    fig = plot_regret(curves, bound_curves=bounds, rescale_bound=bounds is not None,
-                      title=f"{v.name} [{rep.scale}]: {'PASS' if rep.passed else 'FAIL'}")
+    fig = plot_regret(
+        curves,
+        bound_curves=bounds,
+        rescale_bound=bounds is not None,
+        title=f"{v.name} [{rep.scale}]: {'PASS' if rep.passed else 'FAIL'}",
+    )
     save_figure(fig, path)

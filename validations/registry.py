@@ -44,7 +44,13 @@ def list_validations() -> list[str]:
     return VALIDATIONS.names()
 
 
-def validate(name: str, scale: str = "quick", *, plot: str | None = None,
-             progress: bool = False, seed: int = 0):
+def validate(
+    name: str,
+    scale: str = "quick",
+    *,
+    plot: str | None = None,
+    progress: bool = False,
+    seed: int = 0,
+):
     """Run the named validation at ``scale`` ("quick" or "full") and return its Report."""
     return VALIDATIONS.get(name).run(scale, plot=plot, progress=progress, seed=seed)

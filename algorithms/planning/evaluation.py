@@ -77,9 +77,7 @@ def evaluate_discounted(mdp, policy: np.ndarray, *, gamma: float | None = None) 
             raise ValueError(f"stationary stochastic policy must have shape ({S}, {A})")
     M = mdp.P_flat(0)
     # P_pi[s, s'] = sum_a pi(a|s) P(s'|s,a) = Pi @ P_flat with Pi (S, S*A) block-diagonal in s.
-    Pi = sp.csr_array(
-        (pi.ravel(), np.arange(S * A), np.arange(0, S * A + 1, A)), shape=(S, S * A)
-    )
+    Pi = sp.csr_array((pi.ravel(), np.arange(S * A), np.arange(0, S * A + 1, A)), shape=(S, S * A))
     r_pi = (pi * mdp.reward(0)).sum(axis=1)
     if mdp.sparse:
         P_pi = sp.csc_array(Pi @ M)

@@ -39,6 +39,10 @@ def backward_induction(mdp, *, horizon: int | None = None) -> Solution:
         Q=Q,
         policy=policy,
         value=float(V[0] @ mdp.mu0),
-        info={"method": "backward_induction", "iterations": H, "error_bound": 0.0,
-              "seconds": time.perf_counter() - t0},
+        info={
+            "method": "backward_induction",
+            "iterations": H,
+            "error_bound": 0.0,
+            "seconds": time.perf_counter() - t0,
+        },
     )

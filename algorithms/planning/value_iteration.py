@@ -2,11 +2,12 @@
 
 Value iteration:  V_{k+1}(s) = max_a [ r(s, a) + gamma sum_{s'} P(s'|s, a) V_k(s') ],  V_0 = 0.
 
-Stopping rule (documented, and the attained error is returned): stop at the first k with
-``||V_{k+1} - V_k||_inf <= tol * (1 - gamma) / gamma``. The Bellman operator T is a gamma-contraction,
-so then ``||V_{k+1} - V*||_inf <= gamma / (1 - gamma) ||V_{k+1} - V_k||_inf <= tol``; that certified
-bound is ``info["error_bound"]``. The greedy policy of V_{k+1} is ``2 gamma tol / (1 - gamma)``-optimal
-(AJKS Lemma 1.11). Each sweep costs O(nnz(P)).
+Stopping rule (documented; the attained error is returned): stop at the first k with
+``||V_{k+1} - V_k||_inf <= tol * (1 - gamma) / gamma``. The Bellman operator T is a
+gamma-contraction, so then ``||V_{k+1} - V*||_inf <= gamma / (1 - gamma) ||V_{k+1} - V_k||_inf
+<= tol``; that certified bound is ``info["error_bound"]``. The greedy policy of a V with
+``||V - V*||_inf <= eps`` is ``2 gamma eps / (1 - gamma)``-optimal (the greedy-policy lemma of
+AJKS Ch. 1). Each sweep costs O(nnz(P)).
 
 Policy iteration: exact evaluation ``(I - gamma P_pi)^{-1} r_pi`` then greedy improvement, until the
 policy is stable (it terminates in finitely many steps and returns an exactly optimal policy up to
@@ -67,8 +68,14 @@ def value_iteration(
         Q=Q,
         policy=Q.argmax(axis=1),
         value=float(V @ mdp.mu0),
-        info={"method": "value_iteration", "iterations": it, "error_bound": error_bound,
-              "converged": delta <= threshold, "tol": tol, "seconds": time.perf_counter() - t0},
+        info={
+            "method": "value_iteration",
+            "iterations": it,
+            "error_bound": error_bound,
+            "converged": delta <= threshold,
+            "tol": tol,
+            "seconds": time.perf_counter() - t0,
+        },
     )
 
 
@@ -92,6 +99,10 @@ def policy_iteration(mdp, *, gamma: float | None = None, max_iter: int = 10_000)
         Q=Q,
         policy=pi,
         value=float(V @ mdp.mu0),
-        info={"method": "policy_iteration", "iterations": it, "error_bound": 0.0,
-              "seconds": time.perf_counter() - t0},
+        info={
+            "method": "policy_iteration",
+            "iterations": it,
+            "error_bound": 0.0,
+            "seconds": time.perf_counter() - t0,
+        },
     )

@@ -1,6 +1,7 @@
 """RiverSwim (Strehl and Littman 2008), in the canonical TabulaRL definition.
 
-Source: Osband, ``iosband/TabulaRL``, ``src/environment.py``, ``make_riverSwim`` (theory.md 9.1 [V]).
+Source: Osband, ``iosband/TabulaRL``, ``src/environment.py``, ``make_riverSwim``
+(theory.md 9.1 [V]).
 
 * S states in a line, A = 2 actions: 0 = left (with the current), 1 = right (swim); start state 0.
 * Left moves deterministically to max(0, s - 1).
