@@ -222,3 +222,12 @@ def run(
         "versions": package_versions(),
     }
     return RunResult(regret, returns, estimates, float(v_star), wall, config)
+
+
+def __getattr__(name: str):
+    # ARCHITECTURE.md names the sweep ``theorylab.experiment.sweep``; it lives in theorylab.sweep.
+    if name in ("sweep", "Grid", "Cell", "SweepResult", "open_sweep"):
+        import theorylab.sweep as _sweep
+
+        return getattr(_sweep, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

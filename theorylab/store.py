@@ -1,0 +1,233 @@
+"""The result store: atomic files on disk (ground floor: imports no mdps/, algorithms/, ...).
+
+Every file is written atomically: the bytes go to a temporary file in the *same directory*, which
+is flushed, fsync'ed and then renamed over the target with :func:`os.replace` (atomic on POSIX
+and on Windows within one volume). A crash or an exception at any point leaves either the old
+file or the new one, never a half-written file, and the temporary file is removed on error.
+
+A :class:`~theorylab.experiment.RunResult` is stored in one directory::
+
+    result.npz    regret, returns, value_estimates  (B, K) each      -- written first
+    result.json   format, config, optimal_value, wall_seconds, shapes, sha256 of result.npz
+                                                                     -- written last
+
+``result.json`` is the completion marker: a directory is a finished result when ``result.json``
+parses and ``result.npz`` has the size it records (:func:`is_complete`); :func:`load_result`
+also checks the SHA-256 it records. Overwriting a result first removes the old ``result.json``,
+so a crash in the middle never pairs new arrays with old metadata. This is what makes sweeps
+resumable.
+
+JSON: numpy scalars and arrays, tuples and paths are converted to plain JSON (tuples become
+lists); NaN/inf are written as the ``NaN``/``Infinity`` tokens Python's json module reads back.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+RESULT_JSON = "result.json"
+RESULT_NPZ = "result.npz"
+RESULT_FORMAT = "theorylab.RunResult/1"
+RESULT_ARRAYS = ("regret", "returns", "value_estimates")
+
+_umask: int | None = None
+
+
+def _file_mode() -> int:
+    """Permissions an ordinary ``open(path, "w")`` would give (mkstemp creates files 0600)."""
+    global _umask
+    if _umask is None:
+        try:  # Linux: read it without changing it (os.umask would race with other threads)
+            with open("/proc/self/status", encoding="ascii") as fh:
+                line = next(ln for ln in fh if ln.startswith("Umask:"))
+            _umask = int(line.split()[1], 8)
+        except (OSError, StopIteration, ValueError, IndexError):
+            _umask = os.umask(0o022)
+            os.umask(_umask)
+    return 0o666 & ~_umask
+
+
+def _fsync_directory(directory: Path) -> None:
+    """Make the rename durable (best effort; not possible on every platform)."""
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_writer(path: str | os.PathLike, mode: str = "wb") -> Iterator[IO]:
+    """Context manager yielding a file object whose content replaces ``path`` on success only.
+
+    ``mode`` is ``"wb"`` or ``"w"`` (text, UTF-8). If the block raises, the temporary file is
+    deleted and ``path`` is left as it was (absent or the old content).
+    """
+    if mode not in ("wb", "w"):
+        raise ValueError(f"mode must be 'wb' or 'w', got {mode!r}")
+    target = Path(path)
+    directory = target.parent
+    directory.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        with open(fd, mode, **({"encoding": "utf-8"} if mode == "w" else {})) as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, _file_mode())
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    _fsync_directory(directory)
+
+
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
+    """Write ``data`` to ``path`` atomically; returns the path."""
+    with atomic_writer(path, "wb") as fh:
+        fh.write(data)
+    return Path(path)
+
+
+def _json_default(obj: Any) -> Any:
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):  # np.int64, np.float32, np.bool_, ...
+        return obj.item()
+    if isinstance(obj, os.PathLike):
+        return os.fspath(obj)
+    if isinstance(obj, (set, frozenset)):
+        return sorted(obj)
+    raise TypeError(
+        f"cannot store {type(obj).__name__} {obj!r} as JSON; give plain numbers, strings, "
+        "lists, dicts or numpy values"
+    )
+
+
+def to_json(obj: Any, *, indent: int | None = 2, sort_keys: bool = False) -> str:
+    """``json.dumps`` that also understands numpy scalars/arrays, paths and sets."""
+    return json.dumps(obj, default=_json_default, indent=indent, sort_keys=sort_keys)
+
+
+def atomic_write_json(path: str | os.PathLike, obj: Any, *, indent: int | None = 2) -> Path:
+    """Serialise ``obj`` (numpy values allowed) and write it to ``path`` atomically.
+
+    The object is serialised completely before anything touches the disk, so an unserialisable
+    value raises ``TypeError`` and leaves ``path`` untouched.
+    """
+    text = to_json(obj, indent=indent) + "\n"
+    return atomic_write_bytes(path, text.encode("utf-8"))
+
+
+def save_arrays(path: str | os.PathLike, **arrays: np.ndarray) -> Path:
+    """Write ``arrays`` to the ``.npz`` file ``path`` atomically (uncompressed, no pickles)."""
+    buf = io.BytesIO()
+    np.savez(buf, **{k: np.asarray(v) for k, v in arrays.items()})
+    return atomic_write_bytes(path, buf.getvalue())
+
+
+def load_arrays(path: str | os.PathLike) -> dict[str, np.ndarray]:
+    """Read every array of an ``.npz`` file (``allow_pickle=False``)."""
+    with np.load(path, allow_pickle=False) as data:
+        return {k: data[k] for k in data.files}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def save_result(result, directory: str | os.PathLike) -> Path:
+    """Store a RunResult in ``directory``: ``result.npz`` first, ``result.json`` (marker) last.
+
+    Returns the directory. Any existing result there is replaced; until the new ``result.json``
+    lands the directory reads as incomplete.
+    """
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    arrays = {name: np.asarray(getattr(result, name)) for name in RESULT_ARRAYS}
+    meta = {
+        "format": RESULT_FORMAT,
+        "optimal_value": float(result.optimal_value),
+        "wall_seconds": float(result.wall_seconds),
+        "shapes": {k: list(v.shape) for k, v in arrays.items()},
+        "config": result.config,
+    }
+    to_json(meta)  # an unserialisable config raises TypeError before the disk is touched
+    with contextlib.suppress(FileNotFoundError):
+        (d / RESULT_JSON).unlink()  # the directory reads as incomplete from here on
+    save_arrays(d / RESULT_NPZ, **arrays)
+    meta["npz_bytes"] = (d / RESULT_NPZ).stat().st_size
+    meta["npz_sha256"] = _sha256(d / RESULT_NPZ)
+    atomic_write_json(d / RESULT_JSON, meta)
+    return d
+
+
+def read_result_metadata(directory: str | os.PathLike) -> dict[str, Any]:
+    """The parsed ``result.json`` of a stored result (raises FileNotFoundError if absent)."""
+    with open(Path(directory) / RESULT_JSON, encoding="utf-8") as fh:
+        meta = json.load(fh)
+    if meta.get("format") != RESULT_FORMAT:
+        raise ValueError(
+            f"{Path(directory) / RESULT_JSON} has format {meta.get('format')!r}, "
+            f"expected {RESULT_FORMAT!r}"
+        )
+    return meta
+
+
+def is_complete(directory: str | os.PathLike, *, verify: bool = False) -> bool:
+    """Whether ``directory`` holds a finished result: ``result.json`` parses and ``result.npz``
+    has the size it records (cheap: a resumed sweep checks every cell). ``verify=True`` also
+    checks the SHA-256 checksum, as :func:`load_result` always does."""
+    d = Path(directory)
+    try:
+        meta = read_result_metadata(d)
+        if meta.get("npz_bytes") != (d / RESULT_NPZ).stat().st_size:
+            return False
+        return not verify or meta.get("npz_sha256") == _sha256(d / RESULT_NPZ)
+    except (OSError, ValueError):
+        return False
+
+
+def load_result(directory: str | os.PathLike):
+    """Load the RunResult stored in ``directory`` by :func:`save_result`.
+
+    Raises FileNotFoundError when the directory holds no finished result, ValueError when the
+    arrays do not match their metadata (checksum or shapes).
+    """
+    # RunResult lives on the top floor (theorylab.experiment, whose module level imports only
+    # ground-floor modules); it is imported here, at call time, so this module stays ground floor.
+    from theorylab.experiment import RunResult
+
+    d = Path(directory)
+    meta = read_result_metadata(d)
+    if meta.get("npz_sha256") != _sha256(d / RESULT_NPZ):
+        raise ValueError(f"{d / RESULT_NPZ} does not match the checksum in {d / RESULT_JSON}")
+    arrays = load_arrays(d / RESULT_NPZ)
+    for name in RESULT_ARRAYS:
+        if name not in arrays or list(arrays[name].shape) != meta["shapes"][name]:
+            raise ValueError(f"{d / RESULT_NPZ}: array {name!r} missing or of the wrong shape")
+    return RunResult(
+        regret=arrays["regret"],
+        returns=arrays["returns"],
+        value_estimates=arrays["value_estimates"],
+        optimal_value=float(meta["optimal_value"]),
+        wall_seconds=float(meta["wall_seconds"]),
+        config=meta["config"],
+    )
