@@ -135,7 +135,7 @@ class TabularMDP:
         self.gamma = gamma
         self.reward_model: RewardModel = reward_model
 
-        R = np.asarray(R, dtype=np.float64)
+        R = np.array(R, dtype=np.float64)  # a copy: the model owns (and freezes) its arrays
         if R.ndim not in (2, 3):
             raise InvalidMDPError(f"R must have shape (S, A) or (H, S, A), got shape {R.shape}")
         self.S, self.A = int(R.shape[-2]), int(R.shape[-1])
@@ -169,7 +169,7 @@ class TabularMDP:
         if mu0 is None:
             mu0 = np.zeros(self.S)
             mu0[0] = 1.0
-        mu0 = np.asarray(mu0, dtype=np.float64)
+        mu0 = np.array(mu0, dtype=np.float64)
         if mu0.shape != (self.S,):
             raise InvalidMDPError(f"mu0 must have shape ({self.S},), got {mu0.shape}")
         if not np.all(np.isfinite(mu0)):
@@ -187,7 +187,7 @@ class TabularMDP:
 
     # ------------------------------------------------------------------ validation
     def _init_dense(self, P) -> None:
-        P = np.asarray(P, dtype=np.float64)
+        P = np.array(P, dtype=np.float64)
         S, A = self.S, self.A
         if P.ndim == 3:
             if P.shape != (S, A, S):
@@ -383,6 +383,12 @@ class TabularMDP:
         """The same MDP with dense transitions."""
         return self if not self.sparse else self._replace(P=self.dense_P())
 
+    def as_gymnasium(self, **kwargs):
+        """This MDP as a ``gymnasium.Env`` (``theorylab.mdps.gymnasium_env.TabularEnv``)."""
+        from theorylab.mdps.gymnasium_env import TabularEnv
+
+        return TabularEnv(self, **kwargs)
+
     def with_objective(self, *, horizon: int | None = None, gamma: float | None = None):
         """The same model under another objective (e.g. a discount for value iteration)."""
         return self._replace(horizon=horizon, gamma=gamma)
@@ -455,13 +461,15 @@ class TabularMDP:
         is densified."""
         M = self.P_flat(h)
         if not self.sparse:
+            # count of cdf entries <= u; clamp to the row's last positive entry so that a cdf
+            # that rounds below 1 can never select a zero-probability state
             cdf = np.cumsum(M[rows], axis=1)
-            return np.minimum((cdf <= u[:, None]).sum(axis=1), self.S - 1)
+            return np.minimum((cdf <= u[:, None]).sum(axis=1), self._last_positive(h)[rows])
         base = h * self.S * self.A if self.stage_dependent else 0
         indptr, indices, cum = self.P.indptr, self.P.indices, self._cum
         lo = indptr[rows + base].astype(np.int64)
         hi = indptr[rows + base + 1].astype(np.int64) - 1
-        last = hi.copy()
+        last = self._last_positive(0)[rows + base]  # stored zeros at a row's end are skipped
         while True:  # first j in [lo, last] with cum[j] > u  (log2(max row nnz) iterations)
             active = lo < hi
             if not active.any():
@@ -471,6 +479,20 @@ class TabularMDP:
             hi = np.where(active & go_left, mid, hi)
             lo = np.where(active & ~go_left, mid + 1, lo)
         return indices[np.minimum(lo, last)].astype(np.int64)
+
+    def _last_positive(self, h: int) -> np.ndarray:
+        """Per flat row, the index of its last positive probability: a column (dense, stage h)
+        or a position in the CSR data (sparse, all stages). Computed once, on first use."""
+        cache = self.__dict__.setdefault("_last_positive_cache", {})
+        key = h if (self.stage_dependent and not self.sparse) else 0
+        if key not in cache:
+            if self.sparse:
+                pos = np.where(self.P.data > 0, np.arange(self.P.data.size), -1)
+                cache[key] = np.maximum.reduceat(pos, self.P.indptr[:-1])
+            else:
+                M = self.P_flat(h)
+                cache[key] = M.shape[1] - 1 - np.argmax(M[:, ::-1] > 0, axis=1)
+        return cache[key]
 
     def rollout(self, policy, n_seeds: int | None = None, rng=None, *, length: int | None = None):
         """Sample one episode for every seed at once.
@@ -504,9 +526,9 @@ class TabularMDP:
         # Per-seed uniforms: [initial state, then per step: action, transition, reward].
         U = np.stack([g.random(1 + 3 * T) for g in rngs])  # (B, 1 + 3T)
         seeds = np.arange(B)
-        s = np.minimum((np.cumsum(self.mu0)[None, :] <= U[:, :1]).sum(axis=1), self.S - 1).astype(
-            np.int64
-        )
+        last_mu0 = self.S - 1 - int(np.argmax(self.mu0[::-1] > 0))
+        s = np.minimum((np.cumsum(self.mu0)[None, :] <= U[:, :1]).sum(axis=1), last_mu0)
+        s = s.astype(np.int64)
         states = np.empty((B, T), np.int64)
         actions = np.empty((B, T), np.int64)
         rewards = np.empty((B, T), np.float64)
