@@ -51,7 +51,6 @@ def demo(
                 "A": res.config["A"],
                 "H": res.config["H"],
                 "K": k,
-                "T": k * res.config["H"],
                 "delta": 0.1,
             }
             curve = np.broadcast_to(bound.evaluate(**bound_inputs(bound, vals)), k.shape)

@@ -204,14 +204,10 @@ def _bound_curve(name: str, result, delta: float) -> tuple[np.ndarray, float | N
         "A": cfg["A"],
         "H": cfg["H"],
         "K": K,
-        "T": K * cfg["H"],
         "delta": delta,
     }
     curve = np.broadcast_to(bound.evaluate(**bound_inputs(bound, values)), K.shape)
-    try:
-        exponent = float(bound.exponent("K"))
-    except Exception:  # a bound stated in T only
-        exponent = float(bound.exponent("T"))
+    exponent = float(bound.exponent(bound.rate_variable))
     return np.asarray(curve, dtype=float), exponent
 
 

@@ -1,0 +1,13 @@
+"""The registered bounds ("cards"), grouped by setting. ``CARDS`` lists them all, in order.
+
+Each card is a ``Bound`` with its provenance tag from docs/reference ``theory.md``; the registry
+(``theorylab.bounds.registry``) registers every card by name.
+"""
+
+from __future__ import annotations
+
+from . import linear, lowrank, offline, risk, tabular
+
+CARDS = (*tabular.CARDS, *linear.CARDS, *offline.CARDS, *risk.CARDS, *lowrank.CARDS)
+
+__all__ = ["CARDS"]

@@ -1,0 +1,191 @@
+"""Risk-sensitive RL: static CVaR (Wang, Kallus, Sun) and iterated CVaR (Du, Wang, Huang)."""
+
+from __future__ import annotations
+
+from ..bound import Bound, Source
+
+WKS = dict(
+    authors="Wang, Kallus, Sun",
+    title="Near-Minimax-Optimal Risk-Sensitive Reinforcement Learning with CVaR",
+    venue="ICML",
+    year=2023,
+    arxiv="2302.03201",
+    url="https://hf.g-215.ru/papers/2302.03201.md",
+)
+WKS_SETTING = (
+    "episodic tabular MDP, static CVaR_tau of the return normalised to [0,1] "
+    "(CVaR_tau(X) = sup_b {b - E[(b - X)^+]/tau}); bonus-driven value iteration on the "
+    "budget-augmented MDP; K episodes"
+)
+WKS_NOTES = (
+    "Abstract-level statement (O~ / Omega): log factors are not carried; C / c are unspecified "
+    "constants; the exact H-dependence (returns normalised to [0,1]) and the probability must be "
+    "checked in the paper (full text not found, theory.md 11).",
+    "Authors are Kaiwen Wang, Nathan Kallus, Wen Sun (sometimes miscited as 'Wang, Yang et al.').",
+)
+
+DU = dict(
+    authors="Du, Wang, Huang",
+    title="Provably Efficient Risk-Sensitive Reinforcement Learning: Iterated CVaR and Worst Path",
+    venue="ICLR",
+    year=2023,
+    arxiv="2206.02678",
+)
+DU_SETTING = (
+    "episodic tabular MDP, iterated CVaR_alpha objective (per-step CVaR recursion), fixed "
+    "initial state, stationary transitions, deterministic rewards in [0,1], alpha in (0,1]; "
+    "w_min = min over (pi, h, s) with w_{pi,h}(s) > 0 of the visitation probability; K episodes"
+)
+DU_VERSION_NOTE = (
+    "Full ICLR submission markdown (public file id 62442047762) read in full for theory.md [V]; "
+    "the O / Omega constants are not given (C, c). The paper title is from memory."
+)
+
+ZHAO = dict(
+    authors="Zhao, Zhan, Hu, Leung, Farnia, Sun, Lee",
+    title="Provably Efficient CVaR RL in Low-rank MDPs",
+    venue="ICLR",
+    year=2024,
+    arxiv="2311.11965",
+    url="https://huggingface.datasetlab.ai/papers/2311.11965.md",
+)
+ZHAO_SETTING = (
+    "episodic low-rank MDP with unknown phi, mu (MLE oracle), static CVaR_tau; ELA / ELLA "
+    "(representation learning + UCB bonus on the budget-augmented MDP); episodes needed for "
+    "an eps-optimal CVaR policy"
+)
+ZHAO_NOTES = (
+    "Two printed versions of the bound: H^7 (arXiv abstract) and H^2 (another version, possibly "
+    "camera-ready). Reviewers attribute the H^7 to value scaling in [0, H] and "
+    "time-inhomogeneity; check which normalisation (returns in [0,H] or [0,1]) a test assumes.",
+    "O~ statement: log factors not carried; C unspecified. No lower bound is given.",
+    "The title is from memory; theory.md gives the arXiv id and authors.",
+)
+
+CARDS = (
+    Bound(
+        name="wang2023-cvar-general",
+        printed="C*sqrt(S*A*K)/tau",
+        order_printed="sqrt(S*A*K)/tau",
+        kind="upper",
+        quantity="regret",
+        probability="1 - delta (high probability; not stated in the abstract)",
+        setting=WKS_SETTING,
+        source=Source(**WKS, theorem="upper bound (general returns)"),
+        provenance="A",
+        version="abstract: O~(tau^-1 sqrt(SAK)) in general; minimax-optimal for constant tau",
+        notes=WKS_NOTES,
+    ),
+    Bound(
+        name="wang2023-cvar-continuous",
+        printed="C*sqrt(S*A*K/tau)",
+        order_printed="sqrt(S*A*K/tau)",
+        kind="upper",
+        quantity="regret",
+        probability="1 - delta (high probability; not stated in the abstract)",
+        setting=WKS_SETTING,
+        source=Source(**WKS, theorem="upper bound (continuous return distribution)"),
+        provenance="A",
+        version="abstract: O~(sqrt(tau^-1 SAK)) under a continuity assumption on the returns",
+        regime="the return distribution satisfies the paper's continuity assumption",
+        notes=WKS_NOTES,
+    ),
+    Bound(
+        name="wang2023-cvar-lower",
+        printed="c*sqrt(S*A*K/tau)",
+        order_printed="sqrt(S*A*K/tau)",
+        kind="lower",
+        quantity="regret",
+        probability="expectation, minimax (for every algorithm some MDP of the class)",
+        setting=WKS_SETTING,
+        source=Source(**WKS, theorem="tabular MDP lower bound"),
+        provenance="A",
+        version="abstract: Omega(sqrt(tau^-1 SAK)) (bandits: Omega(sqrt(tau^-1 AK)))",
+        notes=WKS_NOTES,
+    ),
+    Bound(
+        name="du2023-icvar-thm1",
+        printed=(
+            "C*min(1/sqrt(w_min), 1/sqrt(alpha^(H - 1)))*H*S*sqrt(K*H*A)/alpha*log(K*H*S*A/delta)"
+        ),
+        order_printed="min(1/sqrt(w_min), 1/sqrt(alpha^(H - 1)))*H*S*sqrt(K*H*A)/alpha",
+        kind="upper",
+        quantity="regret",
+        probability="1 - delta",
+        setting=DU_SETTING + "; ICVaR-RM (Algorithm 1)",
+        source=Source(**DU, theorem="Theorem 1 (ICVaR-RM regret)"),
+        provenance="V",
+        version=(
+            "R(K) = O(min{1/sqrt(min w), 1/sqrt(alpha^(H-1))} (H S sqrt(KHA) / alpha) "
+            "log(KHSA/delta))"
+        ),
+        notes=(
+            DU_VERSION_NOTE,
+            "With alpha = 1 this is O~(HS sqrt(KHA)).",
+            "Exponent in H is undefined symbolically: alpha^-(H-1)/2 grows exponentially when "
+            "alpha < 1 but the min caps it at 1/sqrt(w_min); give values instead.",
+        ),
+    ),
+    Bound(
+        name="du2023-icvar-lower-visitation",
+        printed="c*H*sqrt(A*K/(alpha*w_min))",
+        order_printed="H*sqrt(A*K/(alpha*w_min))",
+        kind="lower",
+        quantity="regret",
+        probability="expectation, minimax (over the instances of the regime)",
+        setting=DU_SETTING,
+        source=Source(**DU, theorem="Theorem 2 (lower bound, first case)"),
+        provenance="V",
+        version="Omega(H sqrt(AK / (alpha min w))) on instances with min w > alpha^(H-1)",
+        regime="instances with w_min > alpha^(H-1)",
+        notes=(
+            DU_VERSION_NOTE,
+            "Hard instance (Fig. 1): regular states s_1..s_n with absorbing x_1, x_2, x_3 "
+            "(rewards 1, 0.8, 0.2), H >> n.",
+        ),
+    ),
+    Bound(
+        name="du2023-icvar-lower-exponential",
+        printed="c*sqrt(A*K/alpha^(H - 1))",
+        order_printed="sqrt(A*K/alpha^(H - 1))",
+        kind="lower",
+        quantity="regret",
+        probability="expectation, minimax (over the instances of the regime)",
+        setting=DU_SETTING,
+        source=Source(**DU, theorem="Theorem 2 (lower bound, second case)"),
+        provenance="V",
+        version="Omega(sqrt(AK / alpha^(H-1))) otherwise (w_min <= alpha^(H-1))",
+        regime="instances with w_min <= alpha^(H-1)",
+        notes=(
+            DU_VERSION_NOTE,
+            "Exponential in H for alpha < 1: the exponent in H is oo only once alpha < 1 is "
+            "known; symbolically ExponentError is raised.",
+        ),
+    ),
+    Bound(
+        name="zhao2024-cvar-lowrank-h7",
+        printed="C*H^7*A^2*d^4/(tau^2*eps^2)",
+        order_printed="H^7*A^2*d^4/(tau^2*eps^2)",
+        kind="upper",
+        quantity="sample_complexity",
+        probability="1 - delta (PAC; the abstract does not state it)",
+        setting=ZHAO_SETTING,
+        source=Source(**ZHAO, theorem="main theorem (abstract version)"),
+        provenance="A",
+        version="arXiv:2311.11965 abstract: O~(H^7 A^2 d^4 / (tau^2 eps^2))",
+        notes=ZHAO_NOTES,
+    ),
+    Bound(
+        name="zhao2024-cvar-lowrank-h2",
+        printed="C*H^2*A^2*d^4/(tau^2*eps^2)",
+        order_printed="H^2*A^2*d^4/(tau^2*eps^2)",
+        kind="upper",
+        quantity="sample_complexity",
+        probability="1 - delta (PAC; the abstract does not state it)",
+        setting=ZHAO_SETTING,
+        source=Source(**ZHAO, theorem="main theorem (other printed version)"),
+        provenance="A",
+        version="another version of the paper prints O~(H^2 A^2 d^4 / (tau^2 eps^2))",
+        notes=ZHAO_NOTES,
+    ),
+)
