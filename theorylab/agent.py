@@ -35,6 +35,7 @@ class EnvSpec:
     S, A, H: sizes and horizon. reward: mean rewards ``(S, A)`` or ``(H, S, A)`` when rewards are
     known to the learner, else None (the learner estimates them from observed rewards).
     mu0: initial distribution ``(S,)`` (used only to report ``value_estimate``).
+    reward_model: "deterministic" or "bernoulli" -- the form of the reward noise (not its means).
     """
 
     S: int
@@ -43,6 +44,7 @@ class EnvSpec:
     reward: np.ndarray | None
     mu0: np.ndarray
     stage_dependent: bool = False
+    reward_model: str = "deterministic"
 
     def reward_at(self, h: int) -> np.ndarray:
         """Known mean rewards of stage h, ``(S, A)`` (raises if rewards are unknown)."""

@@ -162,7 +162,8 @@ def cmd_run(args) -> int:
         **params,
     )
     final = result.cumulative_regret[:, -1]
-    mean, lo, hi = stats.final_ci(final)
+    ci = stats.final_ci(final)
+    mean, lo, hi = ci.mean, ci.ci_low, ci.ci_high
     row = {
         "algorithm": args.algorithm,
         "mdp": result.config["mdp"],

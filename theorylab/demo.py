@@ -40,7 +40,8 @@ def demo(
         res = run(algo, DEMO_MDP, episodes=K, seeds=B, progress=progress)
         cum = res.cumulative_regret
         curves[algo] = cum
-        mean, lo, hi = stats.final_ci(cum[:, -1])
+        ci = stats.final_ci(cum[:, -1])
+        mean, lo, hi = ci.mean, ci.ci_low, ci.ci_high
         fit = stats.loglog_slope(np.arange(1, K + 1), cum, fit_range=SLOPE_FIT_RANGE)
         bound_at_K = ""
         if algo in DEMO_BOUND:

@@ -130,6 +130,7 @@ def env_spec(mdp, *, known_rewards: bool = True) -> EnvSpec:
         reward=np.asarray(mdp.R) if known_rewards else None,
         mu0=np.asarray(mdp.mu0),
         stage_dependent=mdp.stage_dependent,
+        reward_model=mdp.reward_model,
     )
 
 
@@ -182,7 +183,8 @@ def run(
         agent = cls(env, B, agent_rngs, **agent_params)
         algo_name = getattr(cls, "name", cls.__name__)
 
-    objective = getattr(cls, "objective", None) or RISK_NEUTRAL
+    # What regret measures: the agent's own objective (e.g. CVaR at its tau), else expected return.
+    objective = getattr(agent, "objective", None) or RISK_NEUTRAL
     v_star = objective.optimal_value(mdp)
     regret = np.empty((B, episodes))
     returns = np.empty((B, episodes))
