@@ -506,7 +506,7 @@ class TabularMDP:
 
         Returns :class:`Trajectories` with arrays ``(B, T)``.
         """
-        rngs = _per_seed_generators(rng, n_seeds, policy)
+        rngs = per_seed_generators(rng, n_seeds, policy)
         B = len(rngs)
         T = length if length is not None else self.horizon
         if T is None:
@@ -551,7 +551,9 @@ class TabularMDP:
         return Trajectories(states, actions, rewards, nexts)
 
 
-def _per_seed_generators(rng, n_seeds, policy) -> list[np.random.Generator]:
+def per_seed_generators(rng, n_seeds, policy=None) -> list[np.random.Generator]:
+    """One generator per seed from a Generator (spawned), a list of Generators, or an int seed;
+    ``n_seeds`` may be inferred from a batched ``policy``."""
     if isinstance(rng, (list, tuple)):
         gens = list(rng)
         if n_seeds is not None and len(gens) != n_seeds:
