@@ -1,7 +1,10 @@
 """The validation registry: ``validate("ucbvi-hoeffding-riverswim", scale="quick")``.
 
 Validations are defined in the modules of ``theorylab.validations.claims`` (auto-imported) with
-``register_validation(Validation(...))``.
+``register_validation(...)``. Anything with a ``name``, a ``statement``, ``scales`` and a method
+``run(scale, *, plot=None, progress=False, seed=0) -> Report`` can be registered:
+:class:`~theorylab.validations.claim.Validation` covers online regret claims; offline
+(sub-optimality against N) and exact-identity claims define their own ``run``.
 """
 
 from __future__ import annotations
