@@ -1,0 +1,294 @@
+r"""UCBVI: optimistic value iteration on the empirical model, in three anchored variants.
+
+Papers (see /work/shared/reference/theory.md section 1 and docs/algorithms/ucbvi.md):
+
+* Azar, Osband, Munos. "Minimax Regret Bounds for Reinforcement Learning", ICML 2017,
+  arXiv:1703.05449. Algorithm 1 (UCBVI), Algorithm 2 (UCB-Q-values), Algorithm 3 (bonus_1,
+  Chernoff-Hoeffding) and Algorithm 4 (bonus_2, Bernstein-Freedman).
+* Agarwal, Jiang, Kakade, Sun (AJKS). "Reinforcement Learning: Theory and Algorithms", draft of
+  Jan 31 2022, Chapter 7 (UCBVI with a per-step model), pp. 73-83.
+
+Registered names, the bound each carries (names of ``theorylab.bounds``) and the update:
+
+``ucbvi-hoeffding`` -- UCBVI-CH, Azar Alg. 1-3; bound ``azar2017-thm1`` (Theorem 1:
+    Regret(K) <= 20 H^{3/2} L sqrt(SAK) + 250 H^2 S^2 A L^2 w.p. 1 - delta)::
+
+        N(x,a,y), N(x,a) pooled over all steps h;  P_hat(y|x,a) = N(x,a,y) / N(x,a)
+        L = ln(5 S A T / delta),  T = K H
+        b(x,a) = 7 H L sqrt(1 / N(x,a))
+        V_{k,H+1} = 0;  for h = H..1:
+            Q_{k,h}(x,a) = min{ Q_{k-1,h}(x,a), H, r(x,a) + P_hat V_{k,h+1}(x,a) + b(x,a) }
+                           if N(x,a) > 0, else H;           Q_{0,h} = H
+            V_{k,h}(x)   = max_a Q_{k,h}(x,a)
+
+``ucbvi-bernstein`` -- UCBVI-BF, Azar Alg. 1, 2, 4; bound ``azar2017-thm2`` (Theorem 2:
+    Regret(K) <= 30 H L sqrt(SAK) + 2500 H^2 S^2 A L^2 + 4 H^{3/2} sqrt(KL)). Same recursion with::
+
+        b_{k,h}(x,a) = sqrt(8 L Var_{y~P_hat(.|x,a)}[V_{k,h+1}(y)] / N)  +  14 H L / (3 N)
+                     + sqrt(8 sum_y P_hat(y|x,a) min{100^2 H^3 S^2 A L^2 / N'_{k,h+1}(y), H^2} / N)
+
+    N = N(x,a); N'_{k,h+1}(y) = visits of y at step h+1 in earlier episodes; min{.} = H^2 when
+    N'_{k,h+1}(y) = 0. The printed constants are kept. theory.md 1.5 errata: Eq. (11) drops a
+    factor 2 under a root, Appendix B.1 needs a typical-state threshold 4H^2 L (printed 2H^2 L),
+    and the Lemma 13->14 calculation does not reproduce 2500 -- so the constants are the paper's
+    claim, not a tight invariant; none of these touch the algorithm's bonus as printed.
+
+``ucbvi-ajks`` -- AJKS Ch. 7; bounds ``ajks-thm7.1`` (10 H^2 S sqrt(AK) ln(SAH^2K^2)) and
+    ``ajks-thm7.6`` (8e H^2 sqrt(SAK) sqrt(ln(SAH^2K^2)) + 2e H^3 S^2 A ln K ln(SAH^2K^2))::
+
+        N_h(s,a,s'), N_h(s,a) per step h;  P_hat_h(s'|s,a) = N_h(s,a,s') / N_h(s,a)
+        L = ln(S A H K / delta);  b_h(s,a) = 2 H sqrt(L / N_h(s,a))
+        V_H = 0;  Q_h(s,a) = min{ r_h(s,a) + b_h(s,a) + P_hat_h V_{h+1}(s,a), H } (no min with
+        the previous episode);  Q_h(s,a) = H where N_h(s,a) = 0;  V_h = max_a Q_h
+
+Constants are never mixed between variants (theory.md section 10, pitfalls).
+
+Conventions and deviations (each deliberate):
+
+* Steps are 0-based in code, h = 0..H-1 (papers: 1..H); ``V[:, H] = 0`` is the paper's V_{H+1}.
+  Rewards lie in [0, 1], so values lie in [0, H]; Q is capped at H at *every* step, as printed
+  (not at the tighter H - h).
+* N'_{k,h+1}(y) (UCBVI-BF) counts x_{k,h+1} = y for h+1 = 1..H+1 (1-based), where x_{k,H+1} is
+  the state reached after the last action; it comes from ``EmpiricalModel.N_hs``.
+* Ties in argmax_a Q are broken towards the smallest action index (the paper allows any maximiser).
+  Early on many Q equal H exactly, so this fixes which action is explored first.
+* Known rewards: Azar et al. assume known deterministic rewards, given as ``env.reward``
+  ((S, A) or (H, S, A)). When ``env.reward is None`` (deviation) the agent plugs in the empirical
+  mean reward r_hat(x,a) (pooled over steps for the Azar variants, per step for AJKS) and adds no
+  separate reward bonus; Q of unvisited pairs is still H.
+* The Azar variants assume stationary transitions (P independent of h); constructing them on an
+  env with ``stage_dependent=True`` raises (use ``ucbvi-ajks``, which estimates P_h per step).
+* ``bonus_scale`` multiplies the whole bonus. 1.0 is the paper; any other value is NOT the paper's
+  algorithm and carries no bound. 0.0 plans greedily on the empirical model (for Azar still with
+  the min against Q_{k-1}): the exactness tests use it.
+* Numerics (UCBVI-BF): Var = E[W^2] - E[W]^2 with W = V - max_y V (variance is shift-invariant;
+  the shift makes rows whose successors all have V = H, or V = 0 at the last step, come out
+  exactly 0), clipped at 0 against round-off.
+
+Batched over seeds: every array has a leading seed axis B; the backward induction loops over h
+only; products with P_hat go through ``EmpiricalModel.expected`` (``np.matmul`` per seed, or a
+block-diagonal CSR over the observed entries for S >= 64), so seed i is bit-identical alone or
+batched.
+UCBVI is deterministic given the data: the per-seed generators ``rngs`` are kept but never drawn.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from theorylab.agent import EnvSpec
+from theorylab.algorithms.online.empirical_model import EmpiricalModel
+from theorylab.algorithms.registry import register
+
+
+def azar_log_term(S: int, A: int, H: int, episodes: int, delta: float) -> float:
+    """L = ln(5 S A T / delta) with T = K H (Azar et al. Alg. 3-4, as printed in the bonus)."""
+    return math.log(5 * S * A * episodes * H / delta)
+
+
+def ajks_log_term(S: int, A: int, H: int, episodes: int, delta: float) -> float:
+    """L = ln(S A H K / delta) (AJKS Ch. 7)."""
+    return math.log(S * A * H * episodes / delta)
+
+
+def max_over_actions(Q: np.ndarray) -> np.ndarray:
+    """``max_a Q[..., a]``. With few actions, a chain of ``np.maximum`` (numpy's reduction over a
+    short last axis of a strided view is ~10x slower); max is exact, so the result is identical."""
+    A = Q.shape[-1]
+    if A > 8:
+        return Q.max(axis=-1)
+    V = Q[..., 0].copy()
+    for a in range(1, A):
+        np.maximum(V, Q[..., a], out=V)
+    return V
+
+
+class _OptimisticTabularAgent:
+    """Shared plumbing: checks, known/estimated rewards, greedy policy and value estimate."""
+
+    name = "ucbvi"
+    per_step_model = False  # AJKS: one model per step h
+    stationary_only = False  # Azar et al.: the analysis assumes P independent of h
+
+    def __init__(
+        self,
+        env: EnvSpec,
+        n_seeds: int,
+        rngs,
+        *,
+        episodes: int,
+        delta: float = 0.1,
+        bonus_scale: float = 1.0,
+    ) -> None:
+        if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
+            raise ValueError(
+                f"{self.name}: episodes (K, it enters the confidence width L) must be a positive "
+                f"integer, got {episodes!r}"
+            )
+        if not 0.0 < delta < 1.0:
+            raise ValueError(f"{self.name}: delta must lie in (0, 1), got {delta!r}")
+        if not (bonus_scale >= 0.0 and math.isfinite(bonus_scale)):
+            raise ValueError(f"{self.name}: bonus_scale must be finite and >= 0, got {bonus_scale}")
+        if self.stationary_only and env.stage_dependent:
+            raise ValueError(
+                f"{self.name} (Azar et al. 2017) assumes stationary transitions, but this MDP's "
+                "transitions depend on the step h; use 'ucbvi-ajks', which estimates P_h per step"
+            )
+        if len(rngs) != n_seeds:
+            raise ValueError(f"{self.name}: got {len(rngs)} generators for n_seeds={n_seeds}")
+        self.env = env
+        self.n_seeds = B = int(n_seeds)
+        self.rngs = rngs
+        self.S, self.A, self.H = S, A, H = env.S, env.A, env.H
+        self.episodes, self.delta = int(episodes), float(delta)
+        self.bonus_scale = float(bonus_scale)
+        self.mu0 = np.asarray(env.mu0, dtype=np.float64)  # mu0: (S,)
+        self.known_rewards = env.reward is not None
+        if self.known_rewards:  # r: (H, S, A), shared by all seeds
+            self.r = np.broadcast_to(np.asarray(env.reward, dtype=np.float64), (H, S, A))
+        self.model = EmpiricalModel(B, S, A, H, per_step=self.per_step_model)
+        self.k = 0  # episodes seen so far
+        self._Q = np.full((B, H, S, A), float(H))  # Q_{0,h} = H: (B, H, S, A)
+        self._V = np.zeros((B, H + 1, S))  # V: (B, H+1, S), V[:, H] = 0
+        self.plan()
+
+    # ------------------------------------------------------------------ protocol
+    def reward(self, h: int) -> np.ndarray:
+        """r_h: known ``(S, A)`` (broadcast over seeds) or estimated ``(B, S, A)``."""
+        if self.known_rewards:
+            return self.r[h]
+        r_hat = self._r_hat  # (B, [H,] S, A), refreshed at the start of plan()
+        return r_hat[:, h] if self.per_step_model else r_hat
+
+    def policy(self) -> np.ndarray:
+        """``(B, H, S)`` int: greedy in the optimistic Q (ties -> smallest action index)."""
+        return self._policy
+
+    def value_estimate(self) -> np.ndarray:
+        """``(B,)``: V_{k,1}(mu0) = sum_s mu0(s) V_{k,1}(s), the optimistic value played next."""
+        return (self._V[:, 0] * self.mu0).sum(axis=-1)
+
+    @property
+    def Q(self) -> np.ndarray:
+        """Optimistic Q of the next episode, ``(B, H, S, A)``."""
+        return self._Q
+
+    @property
+    def V(self) -> np.ndarray:
+        """Optimistic V of the next episode, ``(B, H+1, S)`` with ``V[:, H] = 0``."""
+        return self._V
+
+    def update(self, traj) -> None:
+        """Learn from one episode of every seed, then plan the next episode's Q."""
+        self.model.update(traj)
+        self.k += 1
+        self.plan()
+
+    def plan(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+
+class UCBVI(_OptimisticTabularAgent):
+    """Azar et al. 2017, Algorithms 1-2: backward induction on the pooled stationary model with
+    Q_{k,h} = min{Q_{k-1,h}, H, r + P_hat V_{k,h+1} + b}. Subclasses give the bonus."""
+
+    stationary_only = True
+
+    @property
+    def L(self) -> float:
+        """L = ln(5 S A T / delta), T = K H."""
+        return azar_log_term(self.S, self.A, self.H, self.episodes, self.delta)
+
+    def backup(self, h: int, V_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(P_hat V_{k,h+1}, b_{k,h})``, both ``(B, S, A)``."""
+        raise NotImplementedError
+
+    def plan(self) -> None:
+        """Algorithm 2 (UCB-Q-values) for all seeds: the loop runs over h only."""
+        H = float(self.H)
+        self._r_hat = None if self.known_rewards else self.model.mean_reward()
+        visited = self.model.visited  # (B, S, A)
+        Q, V = self._Q, self._V  # (B, H, S, A), (B, H+1, S)
+        for h in range(self.H - 1, -1, -1):
+            PV, b = self.backup(h, V[:, h + 1])  # (B, S, A) each
+            target = self.reward(h) + PV + self.bonus_scale * b  # r + P_hat V_{k,h+1} + b
+            Q_h = np.minimum(np.minimum(Q[:, h], H), target)  # min{Q_{k-1,h}, H, target}
+            Q[:, h] = np.where(visited, Q_h, H)  # unvisited (x, a): H
+            V[:, h] = max_over_actions(Q[:, h])
+        self._policy = Q.argmax(axis=-1)  # (B, H, S), first maximiser
+
+
+@register("ucbvi-hoeffding")
+class UCBVIHoeffding(UCBVI):
+    """UCBVI-CH (Azar et al. 2017, Alg. 3): b = 7 H L sqrt(1/N(x,a)), pooled stationary model."""
+
+    name = "ucbvi-hoeffding"
+
+    def plan(self) -> None:
+        N = np.maximum(self.model.N_sa, 1.0)  # (B, S, A); unvisited pairs are masked in plan
+        self._bonus = 7.0 * self.H * self.L * np.sqrt(1.0 / N)  # (B, S, A), the same for every h
+        super().plan()
+
+    def backup(self, h: int, V_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return self.model.expected(V_next), self._bonus
+
+
+@register("ucbvi-bernstein")
+class UCBVIBernstein(UCBVI):
+    """UCBVI-BF (Azar et al. 2017, Alg. 4): empirical-Bernstein bonus with the N'_{k,h+1} term."""
+
+    name = "ucbvi-bernstein"
+
+    def plan(self) -> None:
+        H, L = float(self.H), self.L
+        N_next = self.model.N_hs  # N'_{k,h}(y): (B, H+1, S), h = 0..H
+        c = 100.0**2 * H**3 * self.S**2 * self.A * L**2
+        # min{c / N'_{k,h}(y), H^2}, and H^2 where N'_{k,h}(y) = 0: (B, H+1, S)
+        self._g = np.where(N_next > 0, np.minimum(c / np.maximum(N_next, 1.0), H**2), H**2)
+        self._N = np.maximum(self.model.N_sa, 1.0)  # (B, S, A); unvisited pairs are masked in plan
+        self._F = np.empty((self.n_seeds, self.S, 4))  # the 4 functions P_hat is applied to
+        super().plan()
+
+    def backup(self, h: int, V_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        H, L, N = float(self.H), self.L, self._N  # N = N_k(x, a): (B, S, A)
+        F = self._F  # (B, S, 4): [V, W, W^2, g] with W = V - max_y V (shift for the variance)
+        F[..., 0] = V_next
+        np.subtract(V_next, V_next.max(axis=-1, keepdims=True), out=F[..., 1])
+        np.multiply(F[..., 1], F[..., 1], out=F[..., 2])
+        F[..., 3] = self._g[:, h + 1]
+        E = self.model.expected(F)  # (B, S, A, 4): P_hat applied to each column
+        PV, PW, PW2, Pg = E[..., 0], E[..., 1], E[..., 2], E[..., 3]
+        var = np.maximum(PW2 - PW * PW, 0.0)  # Var_{y~P_hat}[V_{k,h+1}(y)]: (B, S, A)
+        b = (
+            np.sqrt(8.0 * L * var / N) + 14.0 * H * L / (3.0 * N) + np.sqrt(8.0 * Pg / N)
+        )  # (B, S, A)
+        return PV, b
+
+
+@register("ucbvi-ajks")
+class UCBVIAJKS(_OptimisticTabularAgent):
+    """UCBVI as in AJKS Ch. 7: per-step model P_hat_h, b = 2 H sqrt(L / N_h(s,a)), Q capped at H."""
+
+    name = "ucbvi-ajks"
+    per_step_model = True
+
+    @property
+    def L(self) -> float:
+        """L = ln(S A H K / delta)."""
+        return ajks_log_term(self.S, self.A, self.H, self.episodes, self.delta)
+
+    def plan(self) -> None:
+        H, L = float(self.H), self.L
+        self._r_hat = None if self.known_rewards else self.model.mean_reward()
+        visited = self.model.visited  # (B, H, S, A)
+        N = np.maximum(self.model.N_sa, 1.0)  # (B, H, S, A)
+        Q, V = self._Q, self._V  # (B, H, S, A), (B, H+1, S)
+        for h in range(self.H - 1, -1, -1):
+            b = 2.0 * H * np.sqrt(L / N[:, h])  # (B, S, A)
+            PV = self.model.expected(V[:, h + 1], h)  # P_hat_h V_{h+1}: (B, S, A)
+            Q_h = np.minimum(self.reward(h) + self.bonus_scale * b + PV, H)
+            Q[:, h] = np.where(visited[:, h], Q_h, H)
+            V[:, h] = max_over_actions(Q[:, h])
+        self._policy = Q.argmax(axis=-1)  # (B, H, S), first maximiser
