@@ -438,3 +438,42 @@ def test_riverswim_6_20_bernstein_sublinear_and_beats_hoeffding():
     ch = run("ucbvi-hoeffding", "riverswim:S=6,H=20", **kw).cumulative_regret.mean(axis=0)
     assert bf[-1] / bf[9999] < 1.5
     assert bf[-1] < 0.7 * ch[-1]
+
+
+# ------------------------------------------------------------------------------- tie-breaking
+@pytest.mark.parametrize("name", ["ucbvi-hoeffding", "ucbvi-bernstein", "ucbvi-ajks"])
+def test_least_visited_tie_break_picks_the_least_visited_maximiser(name):
+    from theorylab.algorithms import make_agent
+    from theorylab.experiment import env_spec
+    from theorylab.seeding import AGENT_STREAM, generators
+
+    mdp = make("riverswim:S=4,H=3")
+    env = env_spec(mdp)
+    agents = {
+        tb: make_agent(name, env, 2, generators(0, [0, 1], AGENT_STREAM), episodes=50, tie_break=tb)
+        for tb in ("first", "least-visited")
+    }
+    rng = [np.random.default_rng(i) for i in range(2)]
+    for _ in range(3):  # the same data for both agents: a uniformly random behaviour
+        pol = np.stack([g.integers(0, mdp.A, size=(mdp.H, mdp.S)) for g in rng])
+        traj = mdp.rollout(pol, rng=rng)
+        for agent in agents.values():
+            agent.update(traj)
+    first, least = agents["first"], agents["least-visited"]
+    np.testing.assert_array_equal(first.Q, least.Q)  # the rule changes the choice, not Q
+    Q = least.Q
+    N = least.model.N_sa
+    N = np.broadcast_to(N[:, None] if N.ndim == 3 else N, Q.shape)
+    is_max = Q == Q.max(axis=-1, keepdims=True)
+    pol = least.policy()
+    chosen = np.take_along_axis(is_max, pol[..., None], axis=-1)[..., 0]
+    assert chosen.all()  # always a maximiser
+    n_chosen = np.take_along_axis(N, pol[..., None], axis=-1)[..., 0]
+    assert np.all(n_chosen == np.where(is_max, N, np.inf).min(axis=-1))  # ... least visited
+    np.testing.assert_array_equal(first.policy(), Q.argmax(axis=-1))
+    assert (is_max.sum(-1) > 1).any()  # the data leave ties (Q at the cap H) to break
+
+
+def test_tie_break_rejects_unknown_rule():
+    with pytest.raises(ValueError, match="tie_break must be 'first' or 'least-visited'"):
+        run("ucbvi-hoeffding", "riverswim:S=3,H=2", episodes=1, tie_break="random")

@@ -50,8 +50,13 @@ Conventions and deviations (each deliberate):
   (not at the tighter H - h).
 * N'_{k,h+1}(y) (UCBVI-BF) counts x_{k,h+1} = y for h+1 = 1..H+1 (1-based), where x_{k,H+1} is
   the state reached after the last action; it comes from ``EmpiricalModel.N_hs``.
-* Ties in argmax_a Q are broken towards the smallest action index (the paper allows any maximiser).
-  Early on many Q equal H exactly, so this fixes which action is explored first.
+* Ties in argmax_a Q: the paper allows any maximiser. ``tie_break="first"`` (default) takes the
+  smallest action index; ``tie_break="least-visited"`` takes, among the exact maximisers, the
+  action with the fewest visits N(x, a) (N_h(s, a) for AJKS), then the smallest index. Early on
+  many Q equal H exactly, so this decides which action is explored first: with "first" the
+  agent repeats action 0 until its Q leaves the cap H (on RiverSwim: swims left for thousands
+  of episodes); "least-visited" visits the tied actions in turn. Both are deterministic, so a
+  seed behaves identically alone or in a batch.
 * Known rewards: Azar et al. assume known deterministic rewards, given as ``env.reward``
   ((S, A) or (H, S, A)). When ``env.reward is None`` (deviation) the agent plugs in the empirical
   mean reward r_hat(x,a) (pooled over steps for the Azar variants, per step for AJKS) and adds no
@@ -121,6 +126,7 @@ class _OptimisticTabularAgent:
         episodes: int,
         delta: float = 0.1,
         bonus_scale: float = 1.0,
+        tie_break: str = "first",
     ) -> None:
         if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
             raise ValueError(
@@ -131,6 +137,11 @@ class _OptimisticTabularAgent:
             raise ValueError(f"{self.name}: delta must lie in (0, 1), got {delta!r}")
         if not (bonus_scale >= 0.0 and math.isfinite(bonus_scale)):
             raise ValueError(f"{self.name}: bonus_scale must be finite and >= 0, got {bonus_scale}")
+        if tie_break not in ("first", "least-visited"):
+            raise ValueError(
+                f"{self.name}: tie_break must be 'first' or 'least-visited', got {tie_break!r}"
+            )
+        self.tie_break = tie_break
         if self.stationary_only and env.stage_dependent:
             raise ValueError(
                 f"{self.name} (Azar et al. 2017) assumes stationary transitions, but this MDP's "
@@ -163,7 +174,7 @@ class _OptimisticTabularAgent:
         return r_hat[:, h] if self.per_step_model else r_hat
 
     def policy(self) -> np.ndarray:
-        """``(B, H, S)`` int: greedy in the optimistic Q (ties -> smallest action index)."""
+        """``(B, H, S)`` int: greedy in the optimistic Q (ties: see ``tie_break``)."""
         return self._policy
 
     def value_estimate(self) -> np.ndarray:
@@ -188,6 +199,15 @@ class _OptimisticTabularAgent:
 
     def plan(self) -> None:  # pragma: no cover - overridden
         raise NotImplementedError
+
+    def greedy(self, Q: np.ndarray) -> np.ndarray:
+        """Greedy policy ``(B, H, S)`` in ``Q (B, H, S, A)`` with this agent's tie-breaking rule."""
+        if self.tie_break == "first":
+            return Q.argmax(axis=-1)  # first maximiser
+        N = self.model.N_sa  # (B, S, A) pooled, or (B, H, S, A) per step
+        N = N[:, None] if N.ndim == 3 else N  # broadcast over h: (B, 1|H, S, A)
+        is_max = Q == Q.max(axis=-1, keepdims=True)  # exact maximisers
+        return np.where(is_max, N, np.inf).argmin(axis=-1)  # fewest visits, then smallest index
 
 
 class UCBVI(_OptimisticTabularAgent):
@@ -217,7 +237,7 @@ class UCBVI(_OptimisticTabularAgent):
             Q_h = np.minimum(np.minimum(Q[:, h], H), target)  # min{Q_{k-1,h}, H, target}
             Q[:, h] = np.where(visited, Q_h, H)  # unvisited (x, a): H
             V[:, h] = max_over_actions(Q[:, h])
-        self._policy = Q.argmax(axis=-1)  # (B, H, S), first maximiser
+        self._policy = self.greedy(Q)  # (B, H, S)
 
 
 @register("ucbvi-hoeffding")
@@ -291,4 +311,4 @@ class UCBVIAJKS(_OptimisticTabularAgent):
             Q_h = np.minimum(self.reward(h) + self.bonus_scale * b + PV, H)
             Q[:, h] = np.where(visited[:, h], Q_h, H)
             V[:, h] = max_over_actions(Q[:, h])
-        self._policy = Q.argmax(axis=-1)  # (B, H, S), first maximiser
+        self._policy = self.greedy(Q)  # (B, H, S)
