@@ -80,6 +80,8 @@ def cmd_list(args) -> int:
         for r in rows:
             if "parameters" in r:
                 r["parameters"] = ",".join(f"{k}={v}" for k, v in r["parameters"].items())
+            if len(r["summary"]) > 90:  # the full text: --json
+                r["summary"] = r["summary"][:87].rstrip() + "..."
         print(_table(rows))
     return 0
 
