@@ -35,11 +35,17 @@ from theorylab.store import atomic_writer
 FORMATS = {".png": "png", ".svg": "svg", ".pdf": "pdf"}
 
 
-def new_axes(figsize: tuple[float, float] = (6.4, 4.2)) -> Axes:
+def new_axes(figsize: tuple[float, float] = (8.0, 5.6)) -> Axes:
     """A fresh Axes on its own Agg-backed Figure (not registered with pyplot)."""
     fig = Figure(figsize=figsize, layout="constrained")
     FigureCanvasAgg(fig)
     return fig.add_subplot()
+
+
+def _legend_below(ax: Axes) -> None:
+    """The legend under the axes, so long labels (bound constants, sources) never cover data;
+    the constrained layout of :func:`new_axes` makes room for it."""
+    ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
 
 
 def _colors(n: int) -> list:
@@ -133,7 +139,7 @@ def plot_regret(
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize="small")
+    _legend_below(ax)
     return ax
 
 
@@ -234,7 +240,7 @@ def plot_loglog(
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    ax.legend(fontsize="small")
+    _legend_below(ax)
     return ax
 
 
