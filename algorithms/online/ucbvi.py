@@ -245,6 +245,7 @@ class UCBVIHoeffding(UCBVI):
     """UCBVI-CH (Azar et al. 2017, Alg. 3): b = 7 H L sqrt(1/N(x,a)), pooled stationary model."""
 
     name = "ucbvi-hoeffding"
+    bound = "azar2017-thm1"  # the theorem this algorithm carries (theorylab.bounds)
 
     def plan(self) -> None:
         N = np.maximum(self.model.N_sa, 1.0)  # (B, S, A); unvisited pairs are masked in plan
@@ -260,6 +261,7 @@ class UCBVIBernstein(UCBVI):
     """UCBVI-BF (Azar et al. 2017, Alg. 4): empirical-Bernstein bonus with the N'_{k,h+1} term."""
 
     name = "ucbvi-bernstein"
+    bound = "azar2017-thm2"  # the theorem this algorithm carries (theorylab.bounds)
 
     def plan(self) -> None:
         H, L = float(self.H), self.L
@@ -292,6 +294,7 @@ class UCBVIAJKS(_OptimisticTabularAgent):
     """UCBVI as in AJKS Ch. 7: per-step model P_hat_h, b = 2 H sqrt(L / N_h(s,a)), Q capped at H."""
 
     name = "ucbvi-ajks"
+    bound = "ajks-thm7.1"  # the theorem this algorithm carries (theorylab.bounds)
     per_step_model = True
 
     @property
