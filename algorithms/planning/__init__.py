@@ -32,3 +32,25 @@ __all__ = [
     "solve",
     "value_iteration",
 ]
+
+# The LP planners (lp.py) import cvxpy (about 1 s), so they load on first use (PEP 562): importing
+# this package stays cheap for the code paths that never solve an LP.
+_LP_EXPORTS = (
+    "LPSolution",
+    "LPSolverError",
+    "discounted_lp",
+    "finite_horizon_lp",
+    "flow_residual",
+    "lp_solve",
+    "occupancy_measure",
+    "policy_from_occupancy",
+)
+__all__ += list(_LP_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _LP_EXPORTS:
+        import importlib
+
+        return getattr(importlib.import_module("theorylab.algorithms.planning.lp"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
