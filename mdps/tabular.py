@@ -537,8 +537,10 @@ class TabularMDP:
             hp = min(t, n_pol_stages - 1)
             ua, ut, ur = U[:, 1 + 3 * t], U[:, 2 + 3 * t], U[:, 3 + 3 * t]
             if stochastic:
-                cdf = np.cumsum(pol[seeds, hp, s], axis=1)
-                a = np.minimum((cdf <= ua[:, None]).sum(axis=1), self.A - 1)
+                row = pol[seeds, hp, s]  # (B, A)
+                cdf = np.cumsum(row, axis=1)
+                last = self.A - 1 - np.argmax(row[:, ::-1] > 0, axis=1)  # last positive action
+                a = np.minimum((cdf <= ua[:, None]).sum(axis=1), last)
             else:
                 a = pol[seeds, hp, s]
             h = t if self.horizon is not None else 0

@@ -48,8 +48,9 @@ def evaluate_policies(mdp, policies: np.ndarray, *, batched: bool | None = None)
     return V[0] if single else V
 
 
-def policy_values(mdp, policies: np.ndarray, *, batched: bool = True) -> np.ndarray:
-    """``V^pi_1(mu0)`` for each policy: ``(B,)`` (or a float for one policy)."""
+def policy_values(mdp, policies: np.ndarray, *, batched: bool | None = None) -> np.ndarray:
+    """``V^pi_1(mu0)`` for each policy: ``(B,)`` (or a 0-d array for one policy). ``batched`` is
+    inferred as in :func:`evaluate_policies` when None."""
     V = evaluate_policies(mdp, policies, batched=batched)
     return V[..., 0, :] @ mdp.mu0
 

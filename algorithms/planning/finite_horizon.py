@@ -3,7 +3,7 @@
     V_H = 0,   Q_h(s, a) = r_h(s, a) + sum_{s'} P_h(s'|s, a) V_{h+1}(s'),   V_h(s) = max_a Q_h(s, a)
 
 for h = H-1, ..., 0 (0-based stages; papers write h = 1..H). Exactly H sweeps, each O(nnz(P_h))
-for sparse models and O(S^2 A) dense. Ties are broken towards the smallest action index.
+for sparse models and O(S^2 A) dense. Ties (within round-off) go to the smallest action index.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 
+from theorylab.algorithms.planning.greedy import greedy_actions
 from theorylab.algorithms.planning.solution import Solution
 
 
@@ -24,8 +25,10 @@ def backward_induction(mdp, *, horizon: int | None = None) -> Solution:
     H = horizon if horizon is not None else mdp.horizon
     if H is None:
         raise ValueError(f"{mdp!r} has no finite horizon: pass horizon=H or use value_iteration")
-    if mdp.stage_dependent and H != mdp.horizon:
-        raise ValueError(f"stage-dependent MDP has horizon {mdp.horizon}, cannot plan for H={H}")
+    if (mdp.stage_dependent or mdp.reward_stage_dependent) and H != mdp.horizon:
+        raise ValueError(
+            f"{mdp!r} is stage-dependent with horizon {mdp.horizon}, cannot plan for horizon {H}"
+        )
     t0 = time.perf_counter()
     S, A = mdp.S, mdp.A
     V = np.zeros((H + 1, S))
@@ -33,7 +36,7 @@ def backward_induction(mdp, *, horizon: int | None = None) -> Solution:
     for h in range(H - 1, -1, -1):
         Q[h] = mdp.reward(h) + mdp.expected_next(V[h + 1], h)
         V[h] = Q[h].max(axis=1)
-    policy = Q.argmax(axis=2)
+    policy = greedy_actions(Q)  # ties: the smallest action, whatever the storage form
     return Solution(
         V=V,
         Q=Q,

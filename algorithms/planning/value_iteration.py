@@ -5,7 +5,8 @@ Value iteration:  V_{k+1}(s) = max_a [ r(s, a) + gamma sum_{s'} P(s'|s, a) V_k(s
 Stopping rule (documented; the attained error is returned): stop at the first k with
 ``||V_{k+1} - V_k||_inf <= tol * (1 - gamma) / gamma``. The Bellman operator T is a
 gamma-contraction, so then ``||V_{k+1} - V*||_inf <= gamma / (1 - gamma) ||V_{k+1} - V_k||_inf
-<= tol``; that certified bound is ``info["error_bound"]``. The greedy policy of a V with
+<= tol``. The returned V is ``T V_{k+1}`` (so that ``V = max_a Q``), within gamma times that:
+the certified bound ``info["error_bound"]``. The greedy policy of a V with
 ``||V - V*||_inf <= eps`` is ``2 gamma eps / (1 - gamma)``-optimal (the greedy-policy lemma of
 AJKS Ch. 1). Each sweep costs O(nnz(P)).
 
@@ -21,6 +22,7 @@ import time
 import numpy as np
 
 from theorylab.algorithms.planning.evaluation import evaluate_discounted
+from theorylab.algorithms.planning.greedy import greedy_actions
 from theorylab.algorithms.planning.solution import Solution
 
 
@@ -61,12 +63,14 @@ def value_iteration(
         V = V_new
         if delta <= threshold:
             break
+    # One more application of T: V = max_a Q (so V and Q agree), and ||T V - V*|| <= g ||V - V*||.
     Q = bellman_optimality(mdp, V, g)
-    error_bound = g / (1 - g) * delta if g > 0 else 0.0
+    V = Q.max(axis=1)
+    error_bound = g * g / (1 - g) * delta if g > 0 else 0.0
     return Solution(
         V=V,
         Q=Q,
-        policy=Q.argmax(axis=1),
+        policy=greedy_actions(Q),
         value=float(V @ mdp.mu0),
         info={
             "method": "value_iteration",
@@ -93,7 +97,7 @@ def policy_iteration(mdp, *, gamma: float | None = None, max_iter: int = 10_000)
         improve = best > Q[np.arange(S), pi] + 1e-12 * (1 + np.abs(best))
         if not improve.any():
             break
-        pi = np.where(improve, Q.argmax(axis=1), pi)
+        pi = np.where(improve, greedy_actions(Q), pi)
     return Solution(
         V=V,
         Q=Q,
@@ -102,7 +106,8 @@ def policy_iteration(mdp, *, gamma: float | None = None, max_iter: int = 10_000)
         info={
             "method": "policy_iteration",
             "iterations": it,
-            "error_bound": 0.0,
+            "converged": not improve.any(),
+            "error_bound": 0.0 if not improve.any() else float("nan"),
             "seconds": time.perf_counter() - t0,
         },
     )
