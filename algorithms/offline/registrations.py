@@ -1,0 +1,94 @@
+"""Registers every offline algorithm under its name (imported by ``registry._load``).
+
+The wrappers spell out each algorithm's parameters (with the defaults of its module) so that
+``theorylab list``-style tools and name-string parsing see them.
+"""
+
+from __future__ import annotations
+
+from theorylab.algorithms.offline.baselines import behaviour_cloning, naive_vi
+from theorylab.algorithms.offline.pessimistic_vi import pessimistic_vi
+from theorylab.algorithms.offline.pevi import pevi, pevi_tabular
+from theorylab.algorithms.offline.registry import register
+from theorylab.algorithms.offline.vi_lcb import C_L_CODE, vi_lcb
+from theorylab.algorithms.offline.vw_pevi import vw_pevi
+
+
+@register("vi-lcb")
+def fit_vi_lcb(dataset, delta: float = 0.1, c_L: float = C_L_CODE, initial_policy: str = "random"):
+    """VI-LCB with data splitting (Rashidinejad et al. 2021, Alg. 3; discounted)."""
+    return vi_lcb(dataset, delta=delta, c_L=c_L, initial_policy=initial_policy)
+
+
+@register("pessimistic-vi-hoeffding")
+def fit_pessimistic_vi_hoeffding(
+    dataset, delta: float = 0.1, c_h: float = 1.0, subsample: bool = False, c_trim: float = 10.0
+):
+    """Finite-horizon pessimistic VI, Hoeffding penalty (Li et al. 2022 baseline; [M] consts)."""
+    return pessimistic_vi(
+        dataset, penalty="hoeffding", delta=delta, c_h=c_h, subsample=subsample, c_trim=c_trim
+    )
+
+
+@register("pessimistic-vi-bernstein")
+def fit_pessimistic_vi_bernstein(
+    dataset, delta: float = 0.1, c_b: float = 16.0, subsample: bool = False, c_trim: float = 10.0
+):
+    """Finite-horizon pessimistic VI, Bernstein penalty (Li et al. 2022; [M] constants)."""
+    return pessimistic_vi(
+        dataset, penalty="bernstein", delta=delta, c_b=c_b, subsample=subsample, c_trim=c_trim
+    )
+
+
+@register("pevi")
+def fit_pevi(
+    dataset, phi=None, xi: float = 0.1, c_beta: float = 1.0, beta: float = -1.0, lam: float = 1.0
+):
+    """PEVI for linear MDPs (Jin, Yang, Wang 2021, Alg. 2; [M]); phi=None: one-hot."""
+    return pevi(dataset, phi=phi, xi=xi, c_beta=c_beta, beta=None if beta < 0 else beta, lam=lam)
+
+
+@register("pevi-tabular")
+def fit_pevi_tabular(
+    dataset, xi: float = 0.1, c_beta: float = 1.0, beta: float = -1.0, lam: float = 1.0
+):
+    """Tabular PEVI: PEVI with one-hot features, in closed form ([M])."""
+    return pevi_tabular(dataset, xi=xi, c_beta=c_beta, beta=None if beta < 0 else beta, lam=lam)
+
+
+@register("vw-pevi")
+def fit_vw_pevi(
+    dataset,
+    phi=None,
+    xi: float = 0.1,
+    c_beta: float = 1.0,
+    beta: float = -1.0,
+    c_beta_ref: float = 1.0,
+    lam: float = 1.0,
+    sigma2_min: float = 1.0,
+    split: bool = True,
+):
+    """Variance-weighted pessimistic LSVI (linear PNLSVI; [M])."""
+    return vw_pevi(
+        dataset,
+        phi=phi,
+        xi=xi,
+        c_beta=c_beta,
+        beta=None if beta < 0 else beta,
+        c_beta_ref=c_beta_ref,
+        lam=lam,
+        sigma2_min=sigma2_min,
+        split=split,
+    )
+
+
+@register("naive-vi")
+def fit_naive_vi(dataset, tol: float = 1e-10):
+    """Certainty-equivalent VI on the empirical model (no penalty): the contrast."""
+    return naive_vi(dataset, tol=tol)
+
+
+@register("behaviour-cloning")
+def fit_behaviour_cloning(dataset, tol: float = 1e-10):
+    """The empirical behaviour policy (imitation contrast)."""
+    return behaviour_cloning(dataset, tol=tol)

@@ -1,0 +1,231 @@
+"""Offline algorithms: pessimism invariant, infinite-data optimality, one-hot PEVI == tabular PEVI,
+batched == alone, zero-penalty reductions, and naive VI's failure on partial coverage."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as hst
+
+from theorylab.algorithms.offline import (
+    InvalidDatasetError,
+    fit,
+    list_offline_algorithms,
+    make_dataset,
+    population_dataset,
+    run_offline,
+    suboptimality,
+)
+from theorylab.algorithms.offline.coverage import optimal_solution
+from theorylab.algorithms.offline.experiment import pessimism_holds, policy_values
+from theorylab.algorithms.offline.pevi import one_hot_features
+from theorylab.algorithms.offline.vi_lcb import vi_lcb_iterations
+from theorylab.mdps import make
+from theorylab.mdps.families.offline_instances import tempting_arms_coverage
+
+FINITE = [n for n in list_offline_algorithms() if n != "vi-lcb"]
+DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
+PESSIMISTIC_FINITE = [
+    "pessimistic-vi-hoeffding",
+    "pessimistic-vi-bernstein",
+    "pevi",
+    "pevi-tabular",
+    "vw-pevi",
+]
+
+
+def _finite_mdp():
+    return make("random:S=5,A=3,H=4,seed=3")
+
+
+def _discounted_mdp():
+    return make("random:S=5,A=3,seed=3,gamma=0.8").with_objective(gamma=0.8)
+
+
+def test_registry_lists_every_algorithm():
+    assert set(list_offline_algorithms()) == {
+        "vi-lcb",
+        "pessimistic-vi-hoeffding",
+        "pessimistic-vi-bernstein",
+        "pevi",
+        "pevi-tabular",
+        "vw-pevi",
+        "naive-vi",
+        "behaviour-cloning",
+    }
+
+
+# ------------------------------------------------------------------------------ pessimism
+@pytest.mark.parametrize("name", PESSIMISTIC_FINITE)
+@pytest.mark.parametrize("N", [200, 5000])
+def test_pessimism_invariant_finite_horizon(name, N):
+    """V_hat(mu0) <= V^{pi_hat}(mu0) on every seed, at the default (documented) constants."""
+    mdp = _finite_mdp()
+    ds = make_dataset(mdp, N, coverage=0.3, other="uniform", seeds=48, seed=5)
+    res = fit(name, ds)
+    values = policy_values(mdp, res.policy)
+    assert res.pessimistic
+    assert pessimism_holds(res.value_estimate, values).all(), (res.value_estimate - values).max()
+
+
+@pytest.mark.parametrize("c_L", [2000.0, 0.5])
+def test_pessimism_invariant_vi_lcb(c_L):
+    """VI-LCB with the code's constant and with the exact Hoeffding constant c_L = 1/2."""
+    mdp = _discounted_mdp()
+    ds = make_dataset(mdp, 200_000, coverage=0.3, other="adversarial", seeds=24, seed=5)
+    res = fit("vi-lcb", ds, c_L=c_L)
+    values = policy_values(mdp, res.policy)
+    assert pessimism_holds(res.value_estimate, values).all()
+    if c_L == 0.5:
+        assert res.V.max() > 0  # it did learn something at this N
+
+
+def test_naive_vi_estimate_is_optimistic_on_partial_coverage():
+    """The contrast: naive VI's own estimate exceeds its policy's value on the tempting arms."""
+    mdp = make("tempting-arms")
+    ds = make_dataset(mdp, 30_000, coverage=tempting_arms_coverage(30_000), seeds=16)
+    res = fit("naive-vi", ds)
+    assert not pessimism_holds(res.value_estimate, policy_values(mdp, res.policy)).all()
+
+
+# ------------------------------------------------------------------------------ infinite data
+@pytest.mark.parametrize("name", FINITE)
+def test_infinite_data_gives_an_optimal_policy_finite_horizon(name):
+    mdp = _finite_mdp()
+    cov = 1.0 if name == "behaviour-cloning" else 0.5  # BC imitates: give it expert data
+    ds = population_dataset(mdp, coverage=cov, mass=1e16, seeds=2)
+    res = fit(name, ds)
+    gap = suboptimality(mdp, res.policy)
+    assert np.all(np.abs(gap) < 1e-9), gap
+
+
+@pytest.mark.parametrize("name", DISCOUNTED)
+def test_infinite_data_gives_an_optimal_policy_discounted(name):
+    mdp = _discounted_mdp()
+    cov = 1.0 if name == "behaviour-cloning" else 0.5
+    params = {"c_L": 0.5} if name == "vi-lcb" else {}
+    ds = population_dataset(mdp, coverage=cov, mass=1e16, seeds=2)
+    res = fit(name, ds, **params)
+    gap = suboptimality(mdp, res.policy)
+    assert np.all(np.abs(gap) < 1e-9), gap
+
+
+def test_zero_penalty_reduces_to_naive_vi():
+    """theory.md 10.1: with the penalty set to 0 the pessimistic planner is the plug-in planner."""
+    mdp = _finite_mdp()
+    ds = make_dataset(mdp, 3000, coverage=0.2, seeds=3)
+    naive = fit("naive-vi", ds)
+    zero = fit("pessimistic-vi-hoeffding", ds, c_h=0.0)
+    np.testing.assert_array_equal(zero.Q, naive.Q)  # rewards >= 0: the clip at 0 never binds
+    np.testing.assert_array_equal(zero.policy, naive.policy)
+    pop = population_dataset(mdp, coverage=0.5, mass=1.0)
+    exact = optimal_solution(mdp)
+    reached = pop.data_distribution.sum(axis=-1) > 0  # (H, S): states the data visits
+    V_hat = fit("naive-vi", pop).V[0, :-1]
+    np.testing.assert_allclose(V_hat[reached], exact.V[:-1][reached], atol=1e-12)
+
+
+# ------------------------------------------------------------------------------ one-hot PEVI
+@hsettings(max_examples=12)
+@given(
+    seed=hst.integers(0, 10_000),
+    N=hst.integers(4, 400),
+    beta=hst.sampled_from([0.0, 0.3, 2.0]),
+    lam=hst.sampled_from([1.0, 0.5]),
+)
+def test_one_hot_pevi_equals_tabular_pevi(seed, N, beta, lam):
+    mdp = make(f"random:S=4,A=3,H=3,seed={seed % 50}")
+    ds = make_dataset(mdp, N, coverage=0.5, seeds=3, seed=seed, kind="samples")
+    lin = fit("pevi", ds, phi=one_hot_features(4, 3), beta=beta, lam=lam)
+    tab = fit("pevi-tabular", ds, beta=beta, lam=lam)
+    np.testing.assert_array_equal(lin.policy, tab.policy)
+    np.testing.assert_allclose(lin.Q, tab.Q, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(lin.value_estimate, tab.value_estimate, rtol=0, atol=1e-12)
+
+
+def test_pevi_default_beta_uses_d_equal_to_S_times_A():
+    mdp = _finite_mdp()
+    ds = make_dataset(mdp, 400, coverage=0.5, seeds=2)
+    lin = fit("pevi", ds)  # phi=None: explicit one-hot features
+    tab = fit("pevi-tabular", ds)
+    assert lin.params["beta"] == pytest.approx(tab.params["beta"])
+    np.testing.assert_allclose(lin.Q, tab.Q, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------ batching
+@pytest.mark.parametrize("name", list_offline_algorithms())
+def test_batched_seeds_equal_seeds_alone(name):
+    if name == "vi-lcb":
+        mdp, params = _discounted_mdp(), {"c_L": 0.5}
+    else:
+        mdp, params = make("offline-linear:S=6,A=3,d=3,H=3,seed=1"), {}
+    if name in ("pevi", "vw-pevi"):
+        params["phi"] = mdp.phi
+    ds = make_dataset(mdp, 3000, coverage=0.4, seeds=4, seed=9)
+    batch = fit(name, ds, **params)
+    for i in range(4):
+        alone = fit(name, ds.only(i), **params)
+        np.testing.assert_array_equal(alone.policy[0], batch.policy[i])
+        np.testing.assert_array_equal(alone.value_estimate[0], batch.value_estimate[i])
+
+
+# ------------------------------------------------------------------------------ specifics
+def test_vi_lcb_iterations_and_folds():
+    assert vi_lcb_iterations(1e4, 0.9) == int(np.floor(np.log(1e4) / 0.1))
+    mdp = _discounted_mdp()
+    ds = make_dataset(mdp, 5000, coverage=0.5, seeds=1)
+    res = fit("vi-lcb", ds, c_L=0.5)
+    T = res.info["T"]
+    assert T == vi_lcb_iterations(5000, 0.8)
+    assert res.info["fold_size"] == pytest.approx(5000 / (T + 1))
+    assert res.policy.shape == (1, mdp.S)
+    uni = fit("vi-lcb", ds, c_L=2000.0, initial_policy="uniform")
+    np.testing.assert_allclose(uni.policy, 1.0 / mdp.A)  # nothing learned: uniform everywhere
+    assert uni.value_estimate[0] == 0.0
+
+
+def test_two_fold_subsampling_keeps_at_most_the_main_half():
+    mdp = make("random:S=3,A=2,H=3,seed=0")
+    ds = make_dataset(mdp, 30_000, coverage=0.5, seeds=2)
+    from theorylab.algorithms.offline.pessimistic_vi import two_fold_subsample
+
+    sub = two_fold_subsample(ds, delta=0.1)
+    w = sub.weights
+    assert set(np.unique(w)) <= {0.0, 1.0}
+    assert w[:, ds.N // 2 + ds.horizon :].sum() == 0  # the auxiliary half is never used
+    assert 0 < w.sum() < ds.N  # trimmed
+    res = fit("pessimistic-vi-bernstein", ds, subsample=True)
+    assert pessimism_holds(res.value_estimate, policy_values(mdp, res.policy)).all()
+
+
+def test_setting_mismatch_raises():
+    fh = make_dataset(_finite_mdp(), 100, coverage=0.5)
+    disc = make_dataset(_discounted_mdp(), 100, coverage=0.5)
+    with pytest.raises(InvalidDatasetError):
+        fit("vi-lcb", fh)
+    for name in PESSIMISTIC_FINITE:
+        with pytest.raises(InvalidDatasetError):
+            fit(name, disc)
+
+
+def test_partial_coverage_naive_fails_pessimism_succeeds():
+    """The tempting-arms story in one N: naive VI picks a tempting arm on (almost) every seed,
+    pessimism never does."""
+    N = 30_000
+    w = tempting_arms_coverage(N)
+    naive = run_offline("naive-vi", "tempting-arms", N, w, seeds=32)
+    lcb = run_offline("pessimistic-vi-hoeffding", "tempting-arms", N, w, seeds=32)
+    delta = 2 * (0.6 - 0.3)
+    assert np.mean(naive["suboptimality"]) > 0.8 * delta
+    assert max(lcb["suboptimality"]) < 1e-12
+    assert lcb["C_star"] < 1.02  # near-expert data
+
+
+def test_run_offline_dict():
+    out = run_offline("pevi-tabular:c_beta=0.05", "random:S=4,A=2,H=3", 600, 0.5, seeds=3)
+    for key in ("suboptimality", "value_estimate", "policy_value", "pessimism_holds"):
+        assert len(out[key]) == 3
+    assert out["N"] == 600 and out["C_star"] >= 1.0 and out["pevi_coverage"]
+    assert set(out["timings"]) == {"build_s", "data_s", "coverage_s", "fit_s", "evaluate_s"}

@@ -1,0 +1,131 @@
+"""Benchmark: time to fit each offline algorithm, batched over 32 seeds, on S = 1000.
+
+For N in {10^4, 10^5, 10^6} transitions per seed (quick: 10^4 only) and B = 32 seeds, one dataset
+is drawn per setting and every registered offline algorithm is fitted to it once; the table
+reports the fit's wall time and the throughput ``B N / fit time`` (transitions per second).
+
+* finite horizon (``pessimistic-vi-*``, ``pevi-tabular``, ``pevi``, ``vw-pevi``, ``naive-vi``,
+  ``behaviour-cloning``): ``random-sparse:S=1000,A=4,b=10,H=10``, trajectory data (N / H
+  episodes) from the mixture 0.5 pi* + 0.5 uniform; ``pevi`` and ``vw-pevi`` use d = 16 random
+  simplex features (a fixed draw; the MDP is not linear in them -- this times the computation,
+  which does not depend on it);
+* discounted (``vi-lcb``, ``naive-vi``, ``behaviour-cloning``): the same model with gamma = 0.9
+  and no horizon, i.i.d. samples from the behaviour's discounted occupancy.
+
+Data generation and exact evaluation are not part of the fit time (``data_s`` is reported
+beside it). Memory: the batch holds about 70 bytes per transition (B N of them: 2.2 GB at
+N = 10^6); a configuration above ``max_bytes`` (default 6 GiB) is reported as skipped.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+FINITE_ALGORITHMS = (
+    "pessimistic-vi-hoeffding",
+    "pessimistic-vi-bernstein",
+    "pevi-tabular",
+    "pevi",
+    "vw-pevi",
+    "naive-vi",
+    "behaviour-cloning",
+)
+DISCOUNTED_ALGORITHMS = ("vi-lcb", "naive-vi", "behaviour-cloning")
+BYTES_PER_TRANSITION = 70
+
+
+def _features(S: int, A: int, d: int, seed: int = 0) -> np.ndarray:
+    g = np.random.default_rng(seed).gamma(0.5, size=(S, A, d)) + 1e-12
+    return g / g.sum(axis=-1, keepdims=True)
+
+
+def bench_offline(
+    quick: bool = False,
+    *,
+    S: int = 1000,
+    A: int = 4,
+    H: int = 10,
+    gamma: float = 0.9,
+    seeds: int = 32,
+    sizes: tuple[int, ...] | None = None,
+    d: int = 16,
+    max_bytes: int = 6 * 2**30,
+) -> list[dict]:
+    """Fit time of every offline algorithm per (setting, N); one row per fit."""
+    from theorylab.algorithms.offline import fit, make_dataset
+    from theorylab.mdps import make
+
+    sizes = sizes or ((10_000,) if quick else (10_000, 100_000, 1_000_000))
+    finite = make(f"random-sparse:S={S},A={A},b=10,H={H}")
+    discounted = finite.with_objective(gamma=gamma)
+    phi = _features(S, A, d)
+    rows: list[dict] = []
+    for setting, mdp, algorithms, kind in (
+        ("finite", finite, FINITE_ALGORITHMS, "trajectories"),
+        ("discounted", discounted, DISCOUNTED_ALGORITHMS, "samples"),
+    ):
+        for N in sizes:
+            base = {
+                "setting": setting,
+                "S": S,
+                "A": A,
+                "H": H if setting == "finite" else None,
+                "gamma": gamma if setting == "discounted" else None,
+                "N": N,
+                "B": seeds,
+            }
+            need = BYTES_PER_TRANSITION * N * seeds
+            if need > max_bytes:
+                rows += [
+                    base | {"algorithm": a, "skipped": f"needs {need / 2**30:.1f} GiB"}
+                    for a in algorithms
+                ]
+                continue
+            t0 = time.perf_counter()
+            ds = make_dataset(mdp, N, coverage=0.5, other="uniform", kind=kind, seeds=seeds)
+            data_s = time.perf_counter() - t0
+            for a in algorithms:
+                params = {"phi": phi} if a in ("pevi", "vw-pevi") else {}
+                t0 = time.perf_counter()
+                fit(a, ds, **params)
+                fit_s = time.perf_counter() - t0
+                rows.append(
+                    base
+                    | {
+                        "algorithm": a,
+                        "d": d
+                        if a in ("pevi", "vw-pevi")
+                        else (S * A if a == "pevi-tabular" else None),
+                        "data_s": data_s,
+                        "fit_s": fit_s,
+                        "transitions_per_s": N * seeds / fit_s,
+                    }
+                )
+            del ds
+    return rows
+
+
+def format_table(rows: list[dict]) -> str:
+    """One line per fit: setting, algorithm, N, B, fit seconds, transitions/s, data seconds."""
+    head = (
+        f"{'setting':<10} {'algorithm':<25} {'S':>5} {'N':>8} {'B':>3} {'fit s':>8} "
+        f"{'transitions/s':>14} {'data s':>7}"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        prefix = f"{r['setting']:<10} {r['algorithm']:<25} {r['S']:>5} {r['N']:>8} {r['B']:>3} "
+        if "skipped" in r:
+            lines.append(prefix + f"skipped: {r['skipped']}")
+            continue
+        lines.append(
+            prefix + f"{r['fit_s']:>8.3f} {r['transitions_per_s']:>14.3g} {r['data_s']:>7.2f}"
+        )
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # python -m theorylab.bench.offline [--quick]
+    import sys
+
+    print(format_table(bench_offline(quick="--quick" in sys.argv)))

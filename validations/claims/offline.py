@@ -1,0 +1,683 @@
+r"""Offline-RL claims: rates in N, growth in C*, partial coverage, PEVI's data-dependent bound,
+the pessimism invariant, and one-hot PEVI = tabular PEVI.
+
+Every claim computes sub-optimality exactly on the true model (``theorylab.algorithms.offline``)
+and has a ``quick`` scale (seconds, run in CI by tests/test_validations.py) and a ``full`` scale
+(minutes, ``-m slow``). Each scale's numbers (sweep, seeds, acceptance ranges) are part of the
+claim and are printed in the report. Slopes are least-squares log-log slopes of the mean over
+seeds with a bootstrap-over-seeds 95% CI, fitted on the upper half of the (log) sweep -- the
+asymptotic regime, as for the regret claims (``validations.claim.SLOPE_FIT_RANGE``).
+
+Claims and what they test (see docs/tutorials/why-pessimism.md for the story and the figures):
+
+1. ``offline-lcb-rates`` -- Rashidinejad et al. 2021: LCB's sub-optimality falls like N^(-1/2) on
+   generic data (C* = 4) and like N^(-1) on near-expert data (C* = 1.05), on the
+   ``multiscale-bandit`` instance (one hard context at every scale of the sweep: log-uniform gaps
+   for the sqrt(C*/N) term, log-uniform masses for the missing-mass 1/N term). The algorithm is
+   ``pessimistic-vi-hoeffding`` at H = 1, which is LCB for contextual bandits; the full scale also
+   runs VI-LCB (discounted, gamma = 1/2, c_L = 1/2: the exact Hoeffding width) on N in
+   [10^5, 10^7] -- VI-LCB's data splitting into T + 1 = 1 + log N / (1 - gamma) folds delays its
+   rate regime by a factor of about T.
+2. ``offline-lcb-cstar`` -- at fixed N, sub-optimality grows no faster than sqrt(C*) (slope CI
+   reaching down to 1/2 or below) and sub-linearly (CI below 1). C* is varied by covariate shift
+   (``multiscale-bandit:junk=true``, ``covariate_shift_distribution``): the data's mass on pi*'s
+   contexts is 2/C*, both actions alike, so the *only* change is the amount of data where pi*
+   goes. (Varying C* through the behaviour's action mixture instead also changes how well the
+   competing action is covered; LCB's penalty gap is then sqrt(C*) - (1 - 1/C*)^(-1/2), whose
+   log-slope approaches 1/2 only from above -- measured 0.58 [0.53, 0.62] for C* in [128, 1024]
+   at N = 10^6. That is recorded in the docs, not tested as sqrt growth.)
+3. ``offline-pessimism-partial-coverage`` -- on ``tempting-arms`` with every tempting arm tried
+   m = 2 times, pessimistic VI's sub-optimality reaches exactly 0 while naive VI fails on a fraction
+   of seeds bounded away from 0 at every N, matching the Poisson-limit prediction
+   ``naive_failure_limit()`` = 0.969.
+4. ``pevi-data-dependent-bound`` -- PEVI (linear MDP ``offline-linear``, beta = d H sqrt(zeta),
+   c_beta = 1 [M], xi = 0.1): SubOpt <= 2 beta sum_h E_{pi*}||phi||_{Lambda_h^-1} on at least
+   1 - xi of the seeds at every N; the registered card ``pevi-linear`` evaluates to the same
+   number; at the largest N the bound is non-vacuous (< H) on every seed.
+5. ``offline-pessimism-lower-bound`` -- V_hat(mu0) <= V^{pi_hat}(mu0) on at least 1 - delta of the
+   seeds, for every pessimistic algorithm at its documented constants.
+6. ``pevi-one-hot-equals-tabular`` -- PEVI run with explicit one-hot features equals the closed-form
+   tabular PEVI: identical policies and |Q_lin - Q_tab| <= 1e-12 (round-off of the d x d solves).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from theorylab.validations.claim import SLOPE_FIT_RANGE, Check, Report
+from theorylab.validations.registry import register_validation
+
+ROUND_OFF = 1e-12
+
+
+# ------------------------------------------------------------------------------ helpers
+def _sweep_n(
+    mdp, algorithm: str, Ns, B: int, seed: int, params=None, chunk: int | None = None, **data
+) -> np.ndarray:
+    """Exact sub-optimality ``(B, K)`` on nested datasets (the first n of one draw of max N).
+
+    ``chunk``: process the seeds in groups of at most this many (memory); a seed's data and fit do
+    not depend on its batch, so the result is the same."""
+    from theorylab.algorithms.offline import fit, make_dataset
+    from theorylab.algorithms.offline.coverage import optimal_solution
+    from theorylab.algorithms.offline.experiment import suboptimality
+
+    v_star = optimal_solution(mdp).value
+    out = np.empty((B, len(Ns)))
+    step = chunk or B
+    for lo in range(0, B, step):
+        idx = list(range(lo, min(B, lo + step)))
+        ds = make_dataset(mdp, max(Ns), seeds=idx, seed=seed, kind="samples", **data)
+        for k, n in enumerate(Ns):
+            res = fit(algorithm, ds.head(int(n)), **(params or {}))
+            out[idx, k] = suboptimality(mdp, res.policy, v_star)
+        del ds
+    return out
+
+
+def _slope(x, y):
+    from theorylab.stats import loglog_slope
+
+    return loglog_slope(np.asarray(x, dtype=float), y, fit_range=SLOPE_FIT_RANGE)
+
+
+def _range_check(name: str, fit, lo: float, hi: float, *, contains: float | None = None) -> Check:
+    inside = lo <= fit.ci_low and fit.ci_high <= hi
+    ok = inside and (contains is None or fit.contains(contains))
+    want = f"CI inside [{lo}, {hi}]" + (
+        f" and containing {contains}" if contains is not None else ""
+    )
+    return Check(
+        name,
+        ok,
+        f"log-log slope {fit.slope:.3f}, 95% CI [{fit.ci_low:.3f}, {fit.ci_high:.3f}]; {want}",
+        {"slope": fit.slope, "slope_ci": [fit.ci_low, fit.ci_high]},
+    )
+
+
+def _save(ax, path: str | None) -> None:
+    if path:
+        from theorylab.plotting import save_figure
+
+        save_figure(ax, path)
+
+
+@dataclass(frozen=True)
+class OfflineClaim:
+    """Base: a name, a statement, per-scale settings, and ``_run(cfg, seed, plot) -> Report``."""
+
+    name: str
+    statement: str
+    scales: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bound: str | None = None
+
+    def run(
+        self,
+        scale: str = "quick",
+        *,
+        plot: str | None = None,
+        progress: bool = False,
+        seed: int = 0,
+    ) -> Report:
+        if scale not in self.scales:
+            raise ValueError(
+                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
+            )
+        t0, started = time.perf_counter(), time.time()
+        rep = Report(self.name, self.statement, scale, False, [], 0.0, bound=self.bound)
+        rep.config = {"scale": dict(self.scales[scale]), "seed": seed}
+        self._run(self.scales[scale], seed, plot, rep)
+        rep.passed = bool(rep.checks) and all(c.passed for c in rep.checks)
+        rep.seconds = time.perf_counter() - t0
+        if plot and Path(plot).exists() and Path(plot).stat().st_mtime >= started:
+            rep.figure = plot  # claims without a figure (exact identities) leave it None
+        return rep
+
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep: Report) -> None:
+        raise NotImplementedError
+
+
+# ------------------------------------------------------------------------------ 1. rates in N
+class LCBRates(OfflineClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.bounds import get_bound
+        from theorylab.mdps import make
+
+        upper = get_bound("vi-lcb-upper")
+        near = get_bound("vi-lcb-lower-near-expert")
+        rep.bound_exponent = float(upper.exponent("N"))
+        curves = {}
+        fits = {}
+        mdp = make(cfg["mdp"])
+        for label, (cov, other) in (
+            ("generic", (0.25, "adversarial")),
+            ("near-expert", (0.9, "uniform")),
+        ):
+            y = _sweep_n(
+                mdp, cfg["algorithm"], cfg["N"], cfg["seeds"], seed, coverage=cov, other=other
+            )
+            curves[f"LCB, {label} data"] = y
+            fits[label] = _slope(cfg["N"], y)
+        g, ne = fits["generic"], fits["near-expert"]
+        rep.slope, rep.slope_ci = g.slope, (g.ci_low, g.ci_high)
+        rep.checks.append(
+            _range_check(
+                "generic-rate (C* = 4)",
+                g,
+                *cfg["generic_range"],
+                contains=cfg.get("generic_contains"),
+            )
+        )
+        rep.checks.append(_range_check("near-expert-rate (C* = 1.05)", ne, *cfg["near_range"]))
+        rep.checks.append(
+            Check(
+                "near-expert-faster",
+                ne.ci_high < g.ci_low,
+                f"near-expert slope CI [{ne.ci_low:.3f}, {ne.ci_high:.3f}] lies below the "
+                f"generic CI [{g.ci_low:.3f}, {g.ci_high:.3f}] (bound exponents in N: "
+                f"vi-lcb-upper {float(upper.exponent('N')):g}, vi-lcb-lower-near-expert "
+                f"{float(near.exponent('N')):g})",
+            )
+        )
+        if "vi_lcb" in cfg:
+            v = cfg["vi_lcb"]
+            vmdp = make(v["mdp"])
+            for label, (cov, other), rng, contains in (
+                ("generic", (0.25, "adversarial"), cfg["generic_range"], -0.5),
+                ("near-expert", (0.9, "uniform"), cfg["near_range"], None),
+            ):
+                y = _sweep_n(
+                    vmdp,
+                    "vi-lcb",
+                    v["N"],
+                    v["seeds"],
+                    seed,
+                    {"c_L": v["c_L"]},
+                    chunk=v.get("chunk"),
+                    coverage=cov,
+                    other=other,
+                )
+                curves[f"VI-LCB (gamma=0.5), {label}"] = y
+                rep.checks.append(
+                    _range_check(f"vi-lcb-{label}-rate", _slope(v["N"], y), *rng, contains=contains)
+                )
+        rep.config["slopes"] = {k: [f.slope, f.ci_low, f.ci_high] for k, f in fits.items()}
+        if plot:
+            from theorylab.algorithms.offline.plotting import plot_suboptimality_vs_n
+
+            lcb = {k: c for k, c in curves.items() if k.startswith("LCB")}
+            ax = plot_suboptimality_vs_n(
+                cfg["N"], lcb, bound_exponent=-0.5, title=f"{self.name} [{rep.scale}]"
+            )
+            _save(ax, plot)
+
+
+register_validation(
+    LCBRates(
+        name="offline-lcb-rates",
+        statement=(
+            "LCB's exact sub-optimality falls like N^(-1/2) on generic data (C* = 4) and faster, "
+            "close to N^(-1), on near-expert data (C* = 1.05) (Rashidinejad et al. 2021), on the "
+            "multiscale-bandit instance"
+        ),
+        bound="vi-lcb-upper",
+        scales={
+            "quick": {
+                "mdp": "multiscale-bandit",
+                "algorithm": "pessimistic-vi-hoeffding",
+                "N": [1000, 3000, 10_000, 30_000, 100_000],
+                "seeds": 16,
+                "generic_range": (-0.8, -0.3),
+                "near_range": (-1.4, -0.6),
+            },
+            "full": {
+                "mdp": "multiscale-bandit",
+                "algorithm": "pessimistic-vi-hoeffding",
+                "N": [1000, 3000, 10_000, 30_000, 100_000, 300_000, 1_000_000],
+                "seeds": 32,
+                "generic_range": (-0.8, -0.3),
+                "generic_contains": -0.5,
+                "near_range": (-1.25, -0.75),
+                "vi_lcb": {
+                    "mdp": "multiscale-bandit:gamma=0.5",
+                    "N": [100_000, 300_000, 1_000_000, 3_000_000, 10_000_000],
+                    "seeds": 32,
+                    "chunk": 8,
+                    "c_L": 0.5,
+                },
+            },
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------------------ 2. growth in C*
+class LCBConcentrability(OfflineClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.algorithms.offline import dataset_concentrability, fit, make_dataset
+        from theorylab.algorithms.offline.coverage import optimal_solution
+        from theorylab.algorithms.offline.experiment import suboptimality
+        from theorylab.bounds import get_bound
+        from theorylab.mdps import make
+        from theorylab.mdps.families.offline_instances import covariate_shift_distribution
+
+        mdp = make(cfg["mdp"])
+        v_star = optimal_solution(mdp).value
+        B, N = cfg["seeds"], cfg["N"]
+        sub = np.empty((B, len(cfg["C_star"])))
+        measured = []
+        for k, C in enumerate(cfg["C_star"]):
+            mu = covariate_shift_distribution(mdp, C)
+            ds = make_dataset(mdp, N, data_distribution=mu, seeds=B, seed=seed, kind="samples")
+            measured.append(dataset_concentrability(mdp, ds)["C_star"])
+            sub[:, k] = suboptimality(mdp, fit(cfg["algorithm"], ds).policy, v_star)
+        fit_ = _slope(measured, sub)
+        rep.slope, rep.slope_ci = fit_.slope, (fit_.ci_low, fit_.ci_high)
+        rep.bound_exponent = float(get_bound("vi-lcb-upper").exponent("C_star"))
+        rep.checks.append(
+            Check(
+                "no-faster-than-sqrt",
+                fit_.ci_low <= 0.5,
+                f"slope in C* {fit_.slope:.3f}, 95% CI [{fit_.ci_low:.3f}, {fit_.ci_high:.3f}] "
+                f"over C* in [{fit_.x_range[0]:g}, {fit_.x_range[1]:g}]; must not lie above 1/2 "
+                f"(bound exponent in C*: {rep.bound_exponent:g})",
+                {"slope": fit_.slope, "slope_ci": [fit_.ci_low, fit_.ci_high]},
+            )
+        )
+        rep.checks.append(
+            Check("sub-linear", fit_.ci_high < 1.0, f"slope CI upper end {fit_.ci_high:.3f} < 1")
+        )
+        rep.config["C_star_measured"] = measured
+        rep.config["mean_suboptimality"] = sub.mean(axis=0).tolist()
+        if plot:
+            from theorylab.algorithms.offline.plotting import plot_suboptimality_vs_cstar
+
+            ax = plot_suboptimality_vs_cstar(
+                measured, {"LCB (covariate shift)": sub}, N=N, title=f"{self.name} [{rep.scale}]"
+            )
+            _save(ax, plot)
+
+
+register_validation(
+    LCBConcentrability(
+        name="offline-lcb-cstar",
+        statement=(
+            "at fixed N, LCB's exact sub-optimality grows with the single-policy concentrability "
+            "C* no faster than sqrt(C*) (covariate-shift data on multiscale-bandit)"
+        ),
+        bound="vi-lcb-upper",
+        scales={
+            "quick": {
+                "mdp": "multiscale-bandit:n_gap=20,gap_ratio=0.7,n_mass=0,junk=true",
+                "algorithm": "pessimistic-vi-hoeffding",
+                "N": 100_000,
+                "C_star": [2, 4, 8, 16, 32, 64],
+                "seeds": 32,
+            },
+            "full": {
+                "mdp": "multiscale-bandit:n_gap=20,gap_ratio=0.7,n_mass=0,junk=true",
+                "algorithm": "pessimistic-vi-hoeffding",
+                "N": 1_000_000,
+                "C_star": [2, 4, 8, 16, 32, 64, 128, 256],
+                "seeds": 64,
+            },
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------------------ 3. partial coverage
+class PartialCoverage(OfflineClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from scipy.stats import binomtest
+
+        from theorylab.algorithms.offline import dataset_concentrability, fit, make_dataset
+        from theorylab.algorithms.offline.coverage import optimal_solution
+        from theorylab.algorithms.offline.experiment import suboptimality
+        from theorylab.mdps import make
+        from theorylab.mdps.families.offline_instances import (
+            naive_failure_limit,
+            tempting_arms_coverage,
+        )
+
+        mdp = make(cfg["mdp"])
+        H, m = mdp.horizon, cfg["m"]
+        K = mdp.A - 1
+        p, r_safe = 0.3, 0.6  # the family defaults the spec uses
+        gap = (H - 1) * (r_safe - p)
+        v_star = optimal_solution(mdp).value
+        algos = ["naive-vi", *cfg["pessimistic"]]
+        sub = {a: np.empty((cfg["seeds"], len(cfg["N"]))) for a in algos}
+        cstars = []
+        for k, N in enumerate(cfg["N"]):
+            w = tempting_arms_coverage(N, m, K, H=H)
+            ds = make_dataset(mdp, N, coverage=w, other="uniform", seeds=cfg["seeds"], seed=seed)
+            cstars.append(dataset_concentrability(mdp, ds)["C_star"])
+            for a in algos:
+                sub[a][:, k] = suboptimality(mdp, fit(a, ds).policy, v_star)
+        limit = naive_failure_limit(m, K, p, r_safe)
+        fails = (sub["naive-vi"] > gap / 2).sum(axis=0)  # (K_N,)
+        cis = [binomtest(int(f), cfg["seeds"]).proportion_ci(method="exact") for f in fails]
+        low = min(ci.low for ci in cis)
+        rep.checks.append(
+            Check(
+                "naive-bounded-away",
+                low >= 0.5,
+                f"naive VI picks a tempting arm on {fails.tolist()} of {cfg['seeds']} seeds at "
+                f"N = {cfg['N']}; lowest 95% Clopper-Pearson lower end {low:.3f} >= 0.5; mean "
+                f"sub-optimality {np.round(sub['naive-vi'].mean(axis=0), 3).tolist()} "
+                f"(gap of a tempting arm {gap:.3f})",
+                {"failures": fails.tolist()},
+            )
+        )
+        last = cis[-1]
+        rep.checks.append(
+            Check(
+                "naive-matches-poisson-limit",
+                last.low <= limit <= last.high,
+                f"failure rate {fails[-1] / cfg['seeds']:.3f} at N = {cfg['N'][-1]}, 95% CI "
+                f"[{last.low:.3f}, {last.high:.3f}] contains the proof's limit 1 - (1 - q_m)^K = "
+                f"{limit:.3f}",
+            )
+        )
+        for a in cfg["pessimistic"]:
+            final = sub[a][:, -1]
+            rep.checks.append(
+                Check(
+                    f"{a}-to-zero",
+                    bool(np.all(final <= ROUND_OFF)),
+                    f"sub-optimality at N = {cfg['N'][-1]}: max over seeds {final.max():.3g}; "
+                    f"mean over N {np.round(sub[a].mean(axis=0), 4).tolist()}",
+                )
+            )
+        rep.config["C_star"] = cstars
+        if plot:
+            from theorylab.algorithms.offline.plotting import plot_suboptimality_lines
+
+            ax = plot_suboptimality_lines(
+                cfg["N"],
+                sub,
+                reference=limit * gap,
+                reference_label="naive VI: Poisson-limit prediction",
+                title=f"{self.name} [{rep.scale}]",
+            )
+            _save(ax, plot)
+
+
+register_validation(
+    PartialCoverage(
+        name="offline-pessimism-partial-coverage",
+        statement=(
+            "on tempting-arms (each of 20 tempting arms tried twice, C* -> 1) pessimistic VI's "
+            "exact sub-optimality reaches 0 while naive model-based VI's stays bounded away from "
+            "0 at every N, at the rate predicted by the proof sketch"
+        ),
+        scales={
+            "quick": {
+                "mdp": "tempting-arms",
+                "m": 2.0,
+                "N": [3000, 30_000, 300_000],
+                "seeds": 16,
+                "pessimistic": ["pessimistic-vi-hoeffding", "pessimistic-vi-bernstein"],
+            },
+            "full": {
+                "mdp": "tempting-arms",
+                "m": 2.0,
+                "N": [3000, 10_000, 30_000, 100_000, 300_000, 1_000_000],
+                "seeds": 64,
+                "pessimistic": ["pessimistic-vi-hoeffding", "pessimistic-vi-bernstein"],
+            },
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------------------ 4. PEVI bound
+class PEVIBound(OfflineClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.algorithms.offline import fit, make_dataset, pevi_coverage
+        from theorylab.algorithms.offline.coverage import optimal_solution
+        from theorylab.algorithms.offline.experiment import suboptimality
+        from theorylab.bounds import get_bound
+        from theorylab.mdps import make
+        from theorylab.stats import fraction_below
+
+        mdp = make(cfg["mdp"])
+        card = get_bound("pevi-linear")
+        xi, H, d = cfg["xi"], mdp.horizon, mdp.phi.shape[-1]
+        v_star = optimal_solution(mdp).value
+        B = cfg["seeds"]
+        subs, bounds = np.empty((B, len(cfg["N"]))), np.empty((B, len(cfg["N"])))
+        worst_rate, card_err = 0.0, 0.0
+        for k, N in enumerate(cfg["N"]):
+            ds = make_dataset(mdp, N, coverage=cfg["coverage"], seeds=B, seed=seed)
+            res = fit("pevi", ds, phi=mdp.phi, xi=xi, c_beta=cfg["c_beta"])
+            cover = pevi_coverage(mdp, ds, mdp.phi, lam=1.0)
+            bound = 2.0 * res.params["beta"] * cover
+            from_card = card.evaluate(
+                H=H, K=ds.n_episodes, d=d, phi_norm_sum=cover, delta=xi, c=cfg["c_beta"]
+            )
+            card_err = max(card_err, float(np.max(np.abs(from_card / bound - 1))))
+            subs[:, k] = suboptimality(mdp, res.policy, v_star)
+            bounds[:, k] = bound
+            frac = fraction_below(subs[:, k], bound)
+            worst_rate = max(worst_rate, 1.0 - frac.fraction)
+        rep.violation_rate = worst_rate
+        rep.checks.append(
+            Check(
+                "below-bound",
+                worst_rate <= xi,
+                f"largest violation rate over N = {cfg['N']}: {worst_rate:.3f} (allowed xi = {xi});"
+                f" max SubOpt / bound = {np.max(subs / bounds):.3g}",
+                {"violation_rate": worst_rate},
+            )
+        )
+        rep.checks.append(
+            Check(
+                "card-agrees",
+                card_err <= 1e-9,
+                f"pevi-linear card (c = {cfg['c_beta']}) / implemented 2 beta sum_h "
+                f"E||phi||_(Lambda^-1): max relative difference {card_err:.2e}",
+            )
+        )
+        nonvac = bounds[:, -1] < H
+        rep.checks.append(
+            Check(
+                "non-vacuous-at-largest-N",
+                bool(nonvac.all()),
+                f"bound < H = {H} on {int(nonvac.sum())}/{B} seeds at N = {cfg['N'][-1]} "
+                f"(mean bound {bounds[:, -1].mean():.3g}); fraction non-vacuous per N: "
+                f"{np.round((bounds < H).mean(axis=0), 2).tolist()}",
+            )
+        )
+        rep.config["mean_bound"] = bounds.mean(axis=0).tolist()
+        rep.config["mean_suboptimality"] = subs.mean(axis=0).tolist()
+        if plot:
+            from theorylab.algorithms.offline.plotting import plot_suboptimality_lines
+
+            ax = plot_suboptimality_lines(
+                cfg["N"],
+                {"PEVI sub-optimality": subs, "2 beta sum_h E||phi||": bounds},
+                title=f"{self.name} [{rep.scale}]",
+            )
+            ax.set_yscale("log")
+            _save(ax, plot)
+
+
+register_validation(
+    PEVIBound(
+        name="pevi-data-dependent-bound",
+        statement=(
+            "PEVI's exact sub-optimality on a linear MDP is at most 2 beta sum_h "
+            "E_pi*||phi(s_h,a_h)||_(Lambda_h^-1) (beta = d H sqrt(log(2dHK/xi)), c = 1 [M]) on at "
+            "least 1 - xi of the seeds"
+        ),
+        bound="pevi-linear",
+        scales={
+            "quick": {
+                "mdp": "offline-linear",
+                "N": [400, 4000, 40_000, 400_000],
+                "seeds": 16,
+                "coverage": 0.3,
+                "xi": 0.1,
+                "c_beta": 1.0,
+            },
+            "full": {
+                "mdp": "offline-linear",
+                "N": [400, 4000, 40_000, 400_000, 1_000_000],
+                "seeds": 64,
+                "coverage": 0.3,
+                "xi": 0.1,
+                "c_beta": 1.0,
+            },
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------------------ 5. pessimism
+class PessimismInvariant(OfflineClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.algorithms.offline import fit, make_dataset
+        from theorylab.algorithms.offline.experiment import pessimism_holds, policy_values
+        from theorylab.mdps import make
+        from theorylab.stats import fraction_below
+
+        delta = cfg["delta"]
+        worst = 0.0
+        for label, spec, algo, params, Ns in cfg["cases"]:
+            mdp = make(spec)
+            if "phi" in params:
+                params = dict(params, phi=mdp.phi)
+            held, total, gaps = 0, 0, []
+            for N in Ns:
+                ds = make_dataset(
+                    mdp, N, coverage=0.3, other="adversarial", seeds=cfg["seeds"], seed=seed
+                )
+                res = fit(algo, ds, **params)
+                values = policy_values(mdp, res.policy)
+                ok = pessimism_holds(res.value_estimate, values)
+                held += int(ok.sum())
+                total += ok.size
+                gaps.append(float((values - res.value_estimate).min()))
+            rate = 1.0 - held / total
+            worst = max(worst, rate)
+            frac = fraction_below(np.zeros(total), np.r_[np.zeros(held), -np.ones(total - held)])
+            rep.checks.append(
+                Check(
+                    label,
+                    rate <= delta,
+                    f"V_hat <= V^pi_hat on {held}/{total} seed-runs over N = {list(Ns)} "
+                    f"(failure rate {rate:.3f}, allowed {delta}; CI [{1 - frac.ci_high:.3f}, "
+                    f"{1 - frac.ci_low:.3f}]); min(V^pi_hat - V_hat) = {min(gaps):.3g}",
+                    {"failure_rate": rate},
+                )
+            )
+        rep.violation_rate = worst
+
+
+def _pessimism_cases(Ns_fh, Ns_vi):
+    fh = "random:S=5,A=3,H=4,seed=3"
+    lin = "offline-linear"
+    return [
+        ("pessimistic-vi-hoeffding", fh, "pessimistic-vi-hoeffding", {}, Ns_fh),
+        ("pessimistic-vi-bernstein", fh, "pessimistic-vi-bernstein", {}, Ns_fh),
+        ("pevi-tabular", fh, "pevi-tabular", {}, Ns_fh),
+        ("pevi (linear features)", lin, "pevi", {"phi": True}, Ns_fh),
+        ("vw-pevi (linear features)", lin, "vw-pevi", {"phi": True}, Ns_fh),
+        ("vi-lcb (c_L = 2000, code)", "multiscale-bandit:gamma=0.5", "vi-lcb", {}, Ns_vi),
+        (
+            "vi-lcb (c_L = 1/2, Hoeffding)",
+            "multiscale-bandit:gamma=0.5",
+            "vi-lcb",
+            {"c_L": 0.5},
+            Ns_vi,
+        ),
+    ]
+
+
+register_validation(
+    PessimismInvariant(
+        name="offline-pessimism-lower-bound",
+        statement=(
+            "every pessimistic algorithm's own value estimate is a lower bound on its returned "
+            "policy's exact value, V_hat(mu0) <= V^pi_hat(mu0), on at least 1 - delta of the seeds"
+        ),
+        scales={
+            "quick": {
+                "delta": 0.1,
+                "seeds": 32,
+                "cases": _pessimism_cases([300, 3000], [30_000]),
+            },
+            "full": {
+                "delta": 0.1,
+                "seeds": 128,
+                "cases": _pessimism_cases([100, 1000, 10_000, 100_000], [10_000, 100_000, 300_000]),
+            },
+        },
+    )
+)
+
+
+# ------------------------------------------------------------------------------ 6. one-hot PEVI
+class OneHotPEVI(OfflineClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.algorithms.offline import fit, make_dataset
+        from theorylab.algorithms.offline.pevi import one_hot_features
+        from theorylab.mdps import make
+
+        rng = np.random.default_rng(seed)
+        worst_q, worst_v, same = 0.0, 0.0, True
+        for _ in range(cfg["instances"]):
+            S, A, H = (int(rng.integers(2, 7)), int(rng.integers(2, 4)), int(rng.integers(1, 5)))
+            mdp = make(f"random:S={S},A={A},H={H},seed={int(rng.integers(1000))}")
+            N = int(rng.integers(H, 50 * S * A * H))
+            ds = make_dataset(
+                mdp,
+                N,
+                coverage=float(rng.random()),
+                seeds=4,
+                seed=int(rng.integers(1000)),
+                kind="samples",
+            )
+            beta = float(rng.choice([0.0, 0.2, 1.0]))
+            lin = fit("pevi", ds, phi=one_hot_features(S, A), beta=beta)
+            tab = fit("pevi-tabular", ds, beta=beta)
+            same &= bool(np.array_equal(lin.policy, tab.policy))
+            worst_q = max(worst_q, float(np.abs(lin.Q - tab.Q).max()))
+            worst_v = max(worst_v, float(np.abs(lin.value_estimate - tab.value_estimate).max()))
+        rep.checks.append(
+            Check(
+                "same-policies",
+                same,
+                f"identical policies on all {cfg['instances']} random instances x 4 seeds",
+            )
+        )
+        rep.checks.append(
+            Check("same-Q", worst_q <= ROUND_OFF, f"max |Q_lin - Q_tab| = {worst_q:.2e} <= 1e-12")
+        )
+        rep.checks.append(
+            Check(
+                "same-value",
+                worst_v <= ROUND_OFF,
+                f"max |V_hat_lin - V_hat_tab| = {worst_v:.2e} <= 1e-12",
+            )
+        )
+
+
+register_validation(
+    OneHotPEVI(
+        name="pevi-one-hot-equals-tabular",
+        statement=(
+            "PEVI with explicit one-hot features equals tabular PEVI (Gamma = beta / sqrt(n + "
+            "lambda)): identical policies, Q equal up to 1e-12"
+        ),
+        bound="pevi-linear",
+        scales={"quick": {"instances": 8}, "full": {"instances": 200}},
+    )
+)
