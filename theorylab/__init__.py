@@ -30,6 +30,7 @@ _EXPORTS = {
     "policy_iteration": "theorylab.algorithms.planning",
     "evaluate_policies": "theorylab.algorithms.planning",
     "list_algorithms": "theorylab.algorithms",
+    "run_offline": "theorylab.algorithms.offline",
     # bounds and validations
     "get_bound": "theorylab.bounds",
     "list_bounds": "theorylab.bounds",

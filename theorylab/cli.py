@@ -60,11 +60,29 @@ def cmd_list(args) -> int:
         ]
     elif what == "algorithms":
         from theorylab.algorithms import ALGORITHMS, list_algorithms
+        from theorylab.algorithms.offline import (
+            OFFLINE_ALGORITHMS,
+            list_offline_algorithms,
+            offline_parameters,
+        )
         from theorylab.algorithms.registry import algorithm_parameters
 
         rows = [
-            {"name": n, "parameters": algorithm_parameters(n), "summary": ALGORITHMS.summary(n)}
+            {
+                "name": n,
+                "kind": "online",
+                "parameters": algorithm_parameters(n),
+                "summary": ALGORITHMS.summary(n),
+            }
             for n in list_algorithms()
+        ] + [
+            {
+                "name": n,
+                "kind": "offline",
+                "parameters": offline_parameters(n),
+                "summary": OFFLINE_ALGORITHMS.summary(n),
+            }
+            for n in list_offline_algorithms()
         ]
     elif what == "bounds":
         from theorylab.bounds import get_bound, list_bounds
@@ -113,7 +131,10 @@ def cmd_solve(args) -> int:
 
         sol = lp_solve(mdp, kind="dual")
     seconds = time.perf_counter() - t0
-    first = np.asarray(sol.policy)[0] if np.ndim(sol.policy) == 2 else np.asarray(sol.policy)
+    pol = np.asarray(sol.policy)
+    if not np.issubdtype(pol.dtype, np.integer):  # the LP's pi(a|s) = d(s,a) / sum_a d(s,a)
+        pol = pol.argmax(axis=-1)
+    first = pol[0] if pol.ndim == 2 else pol  # stage h = 0, or the stationary policy
     out = {
         "mdp": mdp.name,
         "S": mdp.S,
@@ -151,9 +172,15 @@ def cmd_run(args) -> int:
     import numpy as np
 
     from theorylab import stats
+    from theorylab.algorithms.offline import list_offline_algorithms
     from theorylab.experiment import run
+    from theorylab.registry import parse_spec
 
     params = _params(args.param)
+    if parse_spec(args.algorithm)[0] in list_offline_algorithms():
+        return _run_offline(args, params)
+    if args.episodes is None:
+        raise ValueError("online algorithms need --episodes K")
     result = run(
         args.algorithm,
         args.mdp,
@@ -242,6 +269,51 @@ def _bound_curves(algorithm: str, result, delta: float) -> dict:
     return {f"{name}: {bound.source_short()}": np.asarray(curve, dtype=float)}
 
 
+def _run_offline(args, params: dict) -> int:
+    """``theorylab run OFFLINE_ALGO MDP --dataset-size N --coverage C``: exact sub-optimality."""
+    import numpy as np
+
+    from theorylab import stats
+    from theorylab.algorithms.offline import run_offline
+
+    if args.dataset_size is None or args.coverage is None:
+        raise ValueError("offline algorithms need --dataset-size N and --coverage C (in [0, 1])")
+    out = run_offline(
+        args.algorithm,
+        args.mdp,
+        args.dataset_size,
+        args.coverage,
+        seeds=args.seeds,
+        seed=args.seed,
+        other=args.other,
+        kind=args.kind,
+        **params,
+    )
+    sub = np.asarray(out["suboptimality"], dtype=float)
+    ci = stats.final_ci(sub)
+    row = {
+        "algorithm": args.algorithm,
+        "mdp": args.mdp,
+        "N": out["N"],
+        "coverage": f"{args.coverage} ({args.other})",
+        "seeds": len(sub),
+        "sub-optimality (mean)": f"{ci.mean:.4g}",
+        "95% CI": f"[{ci.ci_low:.4g}, {ci.ci_high:.4g}]",
+        "C*": f"{out['C_star']:.4g}",
+        "pessimism holds": f"{int(np.sum(out['pessimism_holds']))}/{len(sub)}",
+    }
+    print(_table([row]))
+    if args.json:
+        from theorylab.store import atomic_write_json
+
+        atomic_write_json(
+            args.json,
+            {**out, "suboptimality_mean": ci.mean, "suboptimality_ci": [ci.ci_low, ci.ci_high]},
+        )
+        print(f"wrote {args.json}")
+    return 0
+
+
 # --------------------------------------------------------------------------- validate
 def cmd_validate(args) -> int:
     from theorylab.validations import list_validations, validate
@@ -297,6 +369,9 @@ def cmd_demo(args) -> int:
     )
 
 
+BENCH_CHOICES = ("planning", "ucbvi", "offline")  # theorylab.bench.suite.BENCHMARKS
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="theorylab",
@@ -321,10 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--tol", type=float, default=1e-10, help="value-iteration tolerance")
     q.set_defaults(func=cmd_solve)
 
-    q = sub.add_parser("run", help="run an online algorithm with exact regret")
+    q = sub.add_parser(
+        "run",
+        help="run an online algorithm (exact regret) or an offline one (exact sub-optimality)",
+    )
     q.add_argument("algorithm", help="algorithm name, e.g. ucbvi-bernstein")
     q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
-    q.add_argument("--episodes", "-K", type=int, required=True)
+    q.add_argument("--episodes", "-K", type=int, help="episodes K (online algorithms)")
     q.add_argument("--seeds", "-B", type=int, default=8)
     q.add_argument("--seed", type=int, default=0, help="root seed")
     q.add_argument(
@@ -337,6 +415,21 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--plot", help="write the regret plot (PNG or SVG by suffix)")
     q.add_argument("--json", help="write a JSON summary with per-seed cumulative regret")
     q.add_argument("--save", help="save the full result (arrays + metadata) to this directory")
+    q.add_argument("--dataset-size", "-N", type=int, help="offline: samples N per seed")
+    q.add_argument(
+        "--coverage", type=float, help="offline: weight of pi* in the behaviour mixture, in [0, 1]"
+    )
+    q.add_argument(
+        "--other",
+        default="uniform",
+        choices=["uniform", "adversarial"],
+        help="offline: the rest of the behaviour mixture",
+    )
+    q.add_argument(
+        "--kind",
+        choices=["trajectories", "samples"],
+        help="offline: trajectories (finite horizon default) or independent samples",
+    )
     q.add_argument("--no-progress", action="store_true")
     q.set_defaults(func=cmd_run)
 
@@ -350,7 +443,7 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=cmd_validate)
 
     q = sub.add_parser("bench", help="benchmarks (tables, not timed tests)")
-    q.add_argument("which", nargs="?", default="all", choices=["planning", "ucbvi", "all"])
+    q.add_argument("which", nargs="?", default="all", choices=[*BENCH_CHOICES, "all"])
     q.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     q.add_argument("--backend", default="auto", help="kernel backend (numpy, numba, auto)")
     q.add_argument("--json", help="write all measurements as JSON")

@@ -1,0 +1,112 @@
+"""The command line: parseable output, the JSON fields the README promises, clean errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from theorylab.cli import main
+
+
+def test_list_mdps_json_names_every_family(capsys):
+    assert main(["list", "mdps", "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    names = {r["name"] for r in rows}
+    assert {"riverswim", "gridworld", "chain", "deepsea", "random-sparse"} <= names
+    assert all(r["summary"] for r in rows)
+
+
+def test_list_algorithms_and_bounds(capsys):
+    assert main(["list", "algorithms", "--json"]) == 0
+    kinds = {r["name"]: r["kind"] for r in json.loads(capsys.readouterr().out)}
+    assert kinds["ucbvi-bernstein"] == "online" and kinds["vi-lcb"] == "offline"
+    assert main(["list", "bounds"]) == 0
+    assert "azar2017-thm2" in capsys.readouterr().out
+
+
+def test_solve_json_reports_value_and_time(capsys):
+    assert main(["solve", "riverswim:S=2,H=2", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    # hand value (tests/test_families.py): V*_1(s=0) for RiverSwim S=2, H=2 is 0.602
+    assert out["value"] == pytest.approx(0.602, abs=1e-12)
+    assert out["solve_seconds"] >= 0 and out["policy_first_stage"] == [1, 1]
+
+
+@pytest.mark.parametrize("method", ["value_iteration", "policy_iteration", "lp"])
+def test_solve_discounted_methods_agree(capsys, method):
+    assert main(["solve", "riverswim:S=4", "--gamma", "0.9", "--json", "--method", method]) == 0
+    value = json.loads(capsys.readouterr().out)["value"]
+    assert (
+        main(["solve", "riverswim:S=4", "--gamma", "0.9", "--json", "--method", "policy_iteration"])
+        == 0
+    )
+    assert value == pytest.approx(json.loads(capsys.readouterr().out)["value"], abs=1e-7)
+
+
+def test_run_writes_the_promised_json(tmp_path, capsys):
+    out = tmp_path / "run.json"
+    rc = main(
+        [
+            "run",
+            "ucbvi-bernstein",
+            "riverswim:S=3,H=3",
+            "--episodes",
+            "20",
+            "--seeds",
+            "3",
+            "--no-progress",
+            "--json",
+            str(out),
+            "--plot",
+            str(tmp_path / "r.svg"),
+        ]
+    )
+    assert rc == 0
+    d = json.loads(out.read_text())
+    for key in ("final_regret_mean", "final_regret_ci", "episodes_per_second", "cumulative_regret"):
+        assert key in d
+    assert len(d["cumulative_regret"]) == 3 and len(d["cumulative_regret"][0]) == 20
+    lo, hi = d["final_regret_ci"]
+    assert lo <= d["final_regret_mean"] <= hi
+    assert (tmp_path / "r.svg").read_text().lstrip().startswith("<?xml")
+
+
+def test_run_offline_reports_suboptimality(tmp_path, capsys):
+    out = tmp_path / "off.json"
+    rc = main(
+        [
+            "run",
+            "pessimistic-vi-hoeffding",
+            "tempting-arms",
+            "--dataset-size",
+            "2000",
+            "--coverage",
+            "0.5",
+            "--seeds",
+            "2",
+            "--json",
+            str(out),
+        ]
+    )
+    assert rc == 0
+    d = json.loads(out.read_text())
+    assert len(d["suboptimality"]) == 2 and d["N"] > 0 and d["C_star"] >= 1
+    assert all(s >= -1e-12 for s in d["suboptimality"])
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["solve", "riverswim:S=1"], "riverswim needs S >= 2"),
+        (["solve", "nosuchmdp"], "unknown MDP family 'nosuchmdp'"),
+        (["run", "ucbvi-hoeffding", "riverswim", "--seeds", "2"], "need --episodes"),
+        (["run", "vi-lcb", "riverswim"], "need --dataset-size N and --coverage C"),
+        (["run", "nosuchalgo", "riverswim", "-K", "2"], "unknown algorithm 'nosuchalgo'"),
+        (["run", "ucbvi-hoeffding", "riverswim", "-K", "2", "-p", "delta"], "key=value"),
+    ],
+)
+def test_bad_input_exits_2_with_a_specific_message(argv, message, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err
