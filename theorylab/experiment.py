@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from theorylab.agent import EnvSpec
+from theorylab.backends import get_backend
 from theorylab.objectives import RISK_NEUTRAL
 from theorylab.registry import parse_spec
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators, seed_indices
@@ -131,7 +132,33 @@ def env_spec(mdp, *, known_rewards: bool = True) -> EnvSpec:
         mu0=np.asarray(mdp.mu0),
         stage_dependent=mdp.stage_dependent,
         reward_model=mdp.reward_model,
+        features=getattr(mdp, "features", None),
     )
+
+
+class BackendRiskNeutral:
+    """The risk-neutral objective (:data:`theorylab.objectives.RISK_NEUTRAL`) with its exact
+    policy evaluation and its rollouts run by a backend. With the numpy backend the numbers are
+    RISK_NEUTRAL's, bit for bit; rollouts give the same trajectories on every backend."""
+
+    name = RISK_NEUTRAL.name
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+
+    def optimal_value(self, mdp) -> float:
+        return RISK_NEUTRAL.optimal_value(mdp)
+
+    def policy_values(self, mdp, policies: np.ndarray) -> np.ndarray:
+        from theorylab.algorithms.planning import evaluate_policies
+
+        V = evaluate_policies(mdp, policies, batched=True, backend=self.backend)
+        return V[:, 0] @ mdp.mu0
+
+    def rollout(self, mdp, policies: np.ndarray, rngs):
+        from theorylab.mdps import Trajectories
+
+        return Trajectories(*self.backend.rollout_mdp(mdp, policies, list(rngs)))
 
 
 def run(
@@ -143,6 +170,8 @@ def run(
     seed: int = 0,
     known_rewards: bool = True,
     progress: bool = False,
+    backend: str = "numpy",
+    device: str = "cpu",
     **params,
 ) -> RunResult:
     """Run ``algorithm`` on ``mdp`` for ``episodes`` episodes and every seed, with exact regret.
@@ -153,6 +182,12 @@ def run(
     seeds: B (indices 0..B-1) or explicit seed indices; seed i is reproducible alone or batched.
     seed: the root seed of the SeedSequence.
     known_rewards: give the learner the mean rewards (Azar et al.'s setting).
+    backend, device: where the hot kernels run (:func:`theorylab.backends.get_backend`):
+        "numpy" (default: the reference numbers, bit for bit), "numba", "torch" or "auto" (numba
+        on the CPU, torch on CUDA). The backend drives the exact regret (policy evaluation on the
+        true model) and the rollouts of the risk-neutral objective, and is passed to the agent
+        when its constructor takes ``backend`` (UCBVI does). Rollouts are the same integers on
+        every backend; values agree to round-off (see theorylab/backends/base.py).
     params: algorithm parameters (``delta=0.1``, ...).
     """
     from theorylab.algorithms.registry import make_agent
@@ -173,9 +208,14 @@ def run(
         cls = ALGORITHMS.get(parse_spec(algorithm)[0])
     else:
         cls = algorithm
+    bk = get_backend(backend, device)
     agent_params = dict(params)
-    if "episodes" in inspect.signature(cls).parameters:
+    accepted = inspect.signature(cls).parameters
+    if "episodes" in accepted:
         agent_params.setdefault("episodes", episodes)  # K enters the confidence widths (T = KH)
+    spec_params = parse_spec(algorithm)[1] if isinstance(algorithm, str) else {}
+    if "backend" in accepted and "backend" not in spec_params:  # a spec's own backend wins
+        agent_params.setdefault("backend", bk)
     if isinstance(algorithm, str):
         agent = make_agent(algorithm, env, B, agent_rngs, **agent_params)
         algo_name = algorithm
@@ -186,6 +226,8 @@ def run(
     # What regret measures: the agent's own objective (e.g. CVaR at its tau), else expected return.
     objective = getattr(agent, "objective", None) or RISK_NEUTRAL
     v_star = objective.optimal_value(mdp)
+    if objective is RISK_NEUTRAL:  # exact regret and rollouts through the backend's kernels
+        objective = BackendRiskNeutral(bk)
     regret = np.empty((B, episodes))
     returns = np.empty((B, episodes))
     estimates = np.full((B, episodes), np.nan)
@@ -220,6 +262,8 @@ def run(
         "seed": seed,
         "known_rewards": known_rewards,
         "objective": objective.name,
+        "backend": bk.name,
+        "device": bk.device,
         "params": {k: v for k, v in params.items()},
         "versions": package_versions(),
     }

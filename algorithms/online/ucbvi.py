@@ -74,6 +74,20 @@ Batched over seeds: every array has a leading seed axis B; the backward inductio
 only; products with P_hat go through ``EmpiricalModel.expected`` (``np.matmul`` per seed, or a
 block-diagonal CSR over the observed entries for S >= 64), so seed i is bit-identical alone or
 batched.
+
+Backends and scale (parameters of every variant):
+
+* ``backend`` ("numpy", the default, the reference numbers; "numba", "torch", "auto"; see
+  theorylab.backends): the backend of the empirical model's products and count updates. numba
+  reproduces numpy bit for bit on the CSR path (S >= 64) and to round-off on the dense BLAS path;
+  an argmax tie broken differently by round-off can then change a trajectory, which is why the
+  default stays numpy.
+* ``storage`` ("auto", the default: dense N(x,a,y) arrays when they fit under
+  ``empirical_model.MAX_MODEL_BYTES``, else the observed transitions only): with sparse storage
+  plan() visits only the visited pairs (Q stays H on the others), so a plan costs
+  O(H (nnz_observed + visited pairs)) (plus O(B H S) for UCBVI-BF's next-state terms) and the
+  agent holds O(B H S A + nnz_observed) memory (Q itself is dense), so UCBVI runs on MDPs with
+  S = 10^5 and more. The numbers are the same either way, bit for bit.
 UCBVI is deterministic given the data: the per-seed generators ``rngs`` are kept but never drawn.
 """
 
@@ -127,6 +141,8 @@ class _OptimisticTabularAgent:
         delta: float = 0.1,
         bonus_scale: float = 1.0,
         tie_break: str = "first",
+        backend: str = "numpy",
+        storage: str = "auto",
     ) -> None:
         if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
             raise ValueError(
@@ -159,10 +175,16 @@ class _OptimisticTabularAgent:
         self.known_rewards = env.reward is not None
         if self.known_rewards:  # r: (H, S, A), shared by all seeds
             self.r = np.broadcast_to(np.asarray(env.reward, dtype=np.float64), (H, S, A))
-        self.model = EmpiricalModel(B, S, A, H, per_step=self.per_step_model)
+        self.model = EmpiricalModel(
+            B, S, A, H, per_step=self.per_step_model, storage=storage, backend=backend
+        )
         self.k = 0  # episodes seen so far
         self._Q = np.full((B, H, S, A), float(H))  # Q_{0,h} = H: (B, H, S, A)
         self._V = np.zeros((B, H + 1, S))  # V: (B, H+1, S), V[:, H] = 0
+        if self.model.storage == "sparse":  # what plan() gives with no data, set once: only
+            self._V[:, :H] = float(H)  # visited pairs change afterwards (_plan_observed)
+            self._policy = np.zeros((B, H, S), np.int64)
+            self._r_hat = None
         self.plan()
 
     # ------------------------------------------------------------------ protocol
@@ -171,6 +193,8 @@ class _OptimisticTabularAgent:
         if self.known_rewards:
             return self.r[h]
         r_hat = self._r_hat  # (B, [H,] S, A), refreshed at the start of plan()
+        if r_hat is None:  # sparse storage plans on the visited pairs only: compute on demand
+            r_hat = self.model.mean_reward()
         return r_hat[:, h] if self.per_step_model else r_hat
 
     def policy(self) -> np.ndarray:
@@ -206,8 +230,46 @@ class _OptimisticTabularAgent:
             return Q.argmax(axis=-1)  # first maximiser
         N = self.model.N_sa  # (B, S, A) pooled, or (B, H, S, A) per step
         N = N[:, None] if N.ndim == 3 else N  # broadcast over h: (B, 1|H, S, A)
+        return self._greedy_actions(Q, N)
+
+    def _greedy_actions(self, Q: np.ndarray, N: np.ndarray) -> np.ndarray:
+        """argmax over the last axis of Q (..., A) with the tie-breaking rule; N: visits."""
+        if self.tie_break == "first":
+            return Q.argmax(axis=-1)  # first maximiser
         is_max = Q == Q.max(axis=-1, keepdims=True)  # exact maximisers
         return np.where(is_max, N, np.inf).argmin(axis=-1)  # fewest visits, then smallest index
+
+    # ------------------------------------------------------------------ sparse storage
+    # With the empirical model's sparse storage (large S), plan() touches only the visited pairs:
+    # Q stays H on unvisited pairs (it starts at H and the full recursion writes H there), so
+    # V_h(s) = H and the greedy action is 0 on every state without a visited pair at step h
+    # (all Q equal H, all N equal 0). The visited pairs get exactly the expressions of the full
+    # recursion, elementwise, so the numbers are the same bit for bit (tests/test_backends.py).
+    # Cost per plan: O(H (nnz_observed + visited pairs)), plus O(B H S) for UCBVI-BF's g term.
+    def _stage_index(self, rows: np.ndarray, h: int) -> np.ndarray:
+        """Flat indices into ``(B, H, S, A)`` of the flat ``(B, S, A)`` rows at step h."""
+        SA = self.S * self.A
+        return rows + (rows // SA) * ((self.H - 1) * SA) + h * SA
+
+    def _reward_rows(self, h: int, rows: np.ndarray) -> np.ndarray:
+        """r_h at the flat ``(B, S, A)`` rows (known, or R_sum / max(N, 1) as mean_reward)."""
+        if self.known_rewards:
+            return self.r[h].reshape(-1)[rows % (self.S * self.A)]
+        m = self.model
+        idx = self._stage_index(rows, h) if self.per_step_model else rows
+        return m.R_sum.reshape(-1)[idx] / np.maximum(m.N_sa.reshape(-1)[idx], 1.0)
+
+    def _finish_stage_observed(self, h: int, rows: np.ndarray) -> None:
+        """V_h = max_a Q_h and the greedy action on the states with a visited pair at step h."""
+        S, A, H = self.S, self.A, self.H
+        states = np.unique(rows // A)  # flat (seed * S + s)
+        b, s = np.divmod(states, S)
+        q_rows = (b * H + h) * S + s  # rows of Q viewed as (B*H*S, A)
+        Q_s = self._Q.reshape(-1, A)[q_rows]  # (n, A)
+        self._V.reshape(-1)[(b * (H + 1) + h) * S + s] = max_over_actions(Q_s)
+        N = self.model.N_sa.reshape(-1, A)
+        N_s = N[q_rows] if self.per_step_model else N[states]
+        self._policy.reshape(-1)[q_rows] = self._greedy_actions(Q_s, N_s)
 
 
 class UCBVI(_OptimisticTabularAgent):
@@ -225,8 +287,15 @@ class UCBVI(_OptimisticTabularAgent):
         """``(P_hat V_{k,h+1}, b_{k,h})``, both ``(B, S, A)``."""
         raise NotImplementedError
 
+    def backup_observed(self, h: int, V_next: np.ndarray):
+        """``(rows, P_hat V_{k,h+1}, b_{k,h})`` on the visited pairs (sparse storage)."""
+        raise NotImplementedError
+
     def plan(self) -> None:
         """Algorithm 2 (UCB-Q-values) for all seeds: the loop runs over h only."""
+        if self.model.storage == "sparse":
+            self._plan_observed()
+            return
         H = float(self.H)
         self._r_hat = None if self.known_rewards else self.model.mean_reward()
         visited = self.model.visited  # (B, S, A)
@@ -239,6 +308,17 @@ class UCBVI(_OptimisticTabularAgent):
             V[:, h] = max_over_actions(Q[:, h])
         self._policy = self.greedy(Q)  # (B, H, S)
 
+    def _plan_observed(self) -> None:
+        """plan() on the visited pairs only (sparse storage; see _stage_index's comment)."""
+        H = float(self.H)
+        Qf = self._Q.reshape(-1)
+        for h in range(self.H - 1, -1, -1):
+            rows, PV, b = self.backup_observed(h, self._V[:, h + 1])  # (n,) each
+            target = self._reward_rows(h, rows) + PV + self.bonus_scale * b
+            idx = self._stage_index(rows, h)
+            Qf[idx] = np.minimum(np.minimum(Qf[idx], H), target)  # min{Q_{k-1,h}, H, target}
+            self._finish_stage_observed(h, rows)
+
 
 @register("ucbvi-hoeffding")
 class UCBVIHoeffding(UCBVI):
@@ -248,12 +328,18 @@ class UCBVIHoeffding(UCBVI):
     bound = "azar2017-thm1"  # the theorem this algorithm carries (theorylab.bounds)
 
     def plan(self) -> None:
-        N = np.maximum(self.model.N_sa, 1.0)  # (B, S, A); unvisited pairs are masked in plan
-        self._bonus = 7.0 * self.H * self.L * np.sqrt(1.0 / N)  # (B, S, A), the same for every h
+        if self.model.storage != "sparse":
+            N = np.maximum(self.model.N_sa, 1.0)  # (B, S, A); unvisited pairs masked in plan
+            self._bonus = 7.0 * self.H * self.L * np.sqrt(1.0 / N)  # (B, S, A), same for all h
         super().plan()
 
     def backup(self, h: int, V_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         return self.model.expected(V_next), self._bonus
+
+    def backup_observed(self, h: int, V_next: np.ndarray):
+        rows, PV = self.model.expected_observed(V_next)
+        N = np.maximum(self.model.N_sa.reshape(-1)[rows], 1.0)
+        return rows, PV, 7.0 * self.H * self.L * np.sqrt(1.0 / N)
 
 
 @register("ucbvi-bernstein")
@@ -269,24 +355,37 @@ class UCBVIBernstein(UCBVI):
         c = 100.0**2 * H**3 * self.S**2 * self.A * L**2
         # min{c / N'_{k,h}(y), H^2}, and H^2 where N'_{k,h}(y) = 0: (B, H+1, S)
         self._g = np.where(N_next > 0, np.minimum(c / np.maximum(N_next, 1.0), H**2), H**2)
-        self._N = np.maximum(self.model.N_sa, 1.0)  # (B, S, A); unvisited pairs are masked in plan
+        if self.model.storage != "sparse":
+            self._N = np.maximum(self.model.N_sa, 1.0)  # (B, S, A); unvisited masked in plan
         self._F = np.empty((self.n_seeds, self.S, 4))  # the 4 functions P_hat is applied to
         super().plan()
 
-    def backup(self, h: int, V_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        H, L, N = float(self.H), self.L, self._N  # N = N_k(x, a): (B, S, A)
-        F = self._F  # (B, S, 4): [V, W, W^2, g] with W = V - max_y V (shift for the variance)
+    def _functions(self, h: int, V_next: np.ndarray) -> np.ndarray:
+        """F (B, S, 4) = [V, W, W^2, g] with W = V - max_y V (shift for the variance)."""
+        F = self._F
         F[..., 0] = V_next
         np.subtract(V_next, V_next.max(axis=-1, keepdims=True), out=F[..., 1])
         np.multiply(F[..., 1], F[..., 1], out=F[..., 2])
         F[..., 3] = self._g[:, h + 1]
-        E = self.model.expected(F)  # (B, S, A, 4): P_hat applied to each column
+        return F
+
+    def _mean_and_bonus(self, E: np.ndarray, N: np.ndarray):
+        """(P_hat V, b) from E = P_hat F (..., 4) and N = max(N(x, a), 1)."""
+        H, L = float(self.H), self.L
         PV, PW, PW2, Pg = E[..., 0], E[..., 1], E[..., 2], E[..., 3]
-        var = np.maximum(PW2 - PW * PW, 0.0)  # Var_{y~P_hat}[V_{k,h+1}(y)]: (B, S, A)
-        b = (
-            np.sqrt(8.0 * L * var / N) + 14.0 * H * L / (3.0 * N) + np.sqrt(8.0 * Pg / N)
-        )  # (B, S, A)
+        var = np.maximum(PW2 - PW * PW, 0.0)  # Var_{y~P_hat}[V_{k,h+1}(y)]
+        b = np.sqrt(8.0 * L * var / N) + 14.0 * H * L / (3.0 * N) + np.sqrt(8.0 * Pg / N)
         return PV, b
+
+    def backup_observed(self, h: int, V_next: np.ndarray):
+        rows, E = self.model.expected_observed(self._functions(h, V_next))  # (n,), (n, 4)
+        PV, b = self._mean_and_bonus(E, np.maximum(self.model.N_sa.reshape(-1)[rows], 1.0))
+        return rows, PV, b
+
+    def backup(self, h: int, V_next: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        F = self._functions(h, V_next)  # (B, S, 4): [V, W, W^2, g]
+        E = self.model.expected(F)  # (B, S, A, 4): P_hat applied to each column
+        return self._mean_and_bonus(E, self._N)  # N = max(N_k(x, a), 1): (B, S, A)
 
 
 @register("ucbvi-ajks")
@@ -303,6 +402,9 @@ class UCBVIAJKS(_OptimisticTabularAgent):
         return ajks_log_term(self.S, self.A, self.H, self.episodes, self.delta)
 
     def plan(self) -> None:
+        if self.model.storage == "sparse":
+            self._plan_observed()
+            return
         H, L = float(self.H), self.L
         self._r_hat = None if self.known_rewards else self.model.mean_reward()
         visited = self.model.visited  # (B, H, S, A)
@@ -315,3 +417,14 @@ class UCBVIAJKS(_OptimisticTabularAgent):
             Q[:, h] = np.where(visited[:, h], Q_h, H)
             V[:, h] = max_over_actions(Q[:, h])
         self._policy = self.greedy(Q)  # (B, H, S)
+
+    def _plan_observed(self) -> None:
+        """plan() on the visited pairs only (sparse storage; see _stage_index's comment)."""
+        H, L = float(self.H), self.L
+        Qf = self._Q.reshape(-1)
+        for h in range(self.H - 1, -1, -1):
+            rows, PV = self.model.expected_observed(self._V[:, h + 1], h)  # (n,) each
+            idx = self._stage_index(rows, h)
+            b = 2.0 * H * np.sqrt(L / np.maximum(self.model.N_sa.reshape(-1)[idx], 1.0))
+            Qf[idx] = np.minimum(self._reward_rows(h, rows) + self.bonus_scale * b + PV, H)
+            self._finish_stage_observed(h, rows)

@@ -1,0 +1,135 @@
+"""The numpy backend: the readable reference every other backend is tested against.
+
+Each kernel is the plain numpy/scipy expression an algorithm would write, and the results are
+those the library produced before backends existed, bit for bit: Bellman backups are
+``R + (P_h @ V.T).T`` exactly as ``TabularMDP.expected_next`` computes them (BLAS for dense
+models, scipy's CSR product for sparse ones), sampling is ``TabularMDP.rollout``'s inverse CDF
+(a count of ``cdf <= u`` on dense rows, a vectorised binary search in CSR rows), count updates
+are ``np.add.at``, and the linear-algebra kernels are ``theorylab.algorithms.linear.gram``'s
+formulas. float64 only.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from theorylab.backends.base import Backend, BackendUnavailableError
+from theorylab.backends.model import TransitionModel
+
+
+class NumpyBackend(Backend):
+    """numpy + scipy, float64, CPU (see the module docstring)."""
+
+    name = "numpy"
+
+    def __init__(self, device: str = "cpu", dtype="float64") -> None:
+        if str(device) != "cpu":
+            raise BackendUnavailableError(f"the numpy backend runs on the CPU, not {device!r}")
+        if np.dtype(dtype) != np.float64:
+            raise BackendUnavailableError(
+                "the numpy backend is the float64 reference; use numba or torch for float32"
+            )
+        super().__init__(device, dtype)
+
+    def csr(self, indptr, indices, data, shape):
+        return sp.csr_array((data, indices, indptr), shape=shape)
+
+    def csr_matmul(self, M, X):
+        return M @ X
+
+    def batched_matmul(self, P, X):
+        return np.matmul(P, X)
+
+    def bellman(self, model: TransitionModel, V, h: int = 0, R=None):
+        V = np.asarray(V, dtype=np.float64)  # (B, S)
+        M = model.flat[model.stage(h)]  # (S*A, S)
+        out = M @ V.T  # (S*A, B): TabularMDP.expected_next, operation for operation
+        PV = np.ascontiguousarray(out.T).reshape(V.shape[0], model.S, model.A)
+        if R is None:
+            R = model.R[model.reward_stage(h)][None]  # (1, S, A)
+        return R + PV
+
+    # ------------------------------------------------------------------ sampling
+    def _last_column(self, model: TransitionModel, stage: int) -> np.ndarray:
+        """Dense models: per flat row of a stage, the column of its last positive entry."""
+        cache = model.native.setdefault(self.key, {})
+        if stage not in cache:
+            M = np.asarray(model.flat[stage])
+            cache[stage] = M.shape[1] - 1 - np.argmax(M[:, ::-1] > 0, axis=1)
+        return cache[stage]
+
+    def sample_next(self, model: TransitionModel, rows, u, h: int = 0):
+        rows = np.asarray(rows, dtype=np.int64)
+        u = np.asarray(u, dtype=np.float64)
+        stage = model.stage(h)
+        if not model.sparse:
+            # count of cdf entries <= u, clamped to the row's last positive entry
+            cdf = np.cumsum(np.asarray(model.flat[stage])[rows], axis=1)
+            return np.minimum(
+                (cdf <= u[:, None]).sum(axis=1), self._last_column(model, stage)[rows]
+            )
+        indptr, indices, _ = model.csr()
+        cum, last, _, _ = model.sampler()
+        r = rows + stage * model.S * model.A
+        lo = indptr[r].astype(np.int64)
+        hi = indptr[r + 1].astype(np.int64) - 1
+        while True:  # first j in [lo, hi] with cum[j] > u (log2(max row nnz) iterations)
+            active = lo < hi
+            if not active.any():
+                break
+            mid = (lo + hi) // 2
+            go_left = cum[mid] > u
+            hi = np.where(active & go_left, mid, hi)
+            lo = np.where(active & ~go_left, mid + 1, lo)
+        return indices[np.minimum(lo, last[r])].astype(np.int64)
+
+    def rollout(self, model: TransitionModel, policies, U, T: int):
+        pol = np.asarray(policies)
+        U = np.asarray(U, dtype=np.float64)
+        B = pol.shape[0]
+        stochastic = pol.ndim == 4
+        n_pol_stages = pol.shape[1]
+        seeds = np.arange(B)
+        mu0_cdf = np.cumsum(model.mu0)  # (S,)
+        last_mu0 = model.S - 1 - int(np.argmax(model.mu0[::-1] > 0))
+        s = np.minimum((mu0_cdf[None, :] <= U[:, :1]).sum(axis=1), last_mu0).astype(np.int64)
+        states = np.empty((B, T), np.int64)
+        actions = np.empty((B, T), np.int64)
+        rewards = np.empty((B, T), np.float64)
+        nexts = np.empty((B, T), np.int64)
+        for t in range(T):
+            hp = min(t, n_pol_stages - 1)
+            ua, ut, ur = U[:, 1 + 3 * t], U[:, 2 + 3 * t], U[:, 3 + 3 * t]
+            if stochastic:  # never a zero-probability action: clamp to the last positive one
+                prob = pol[seeds, hp, s]  # (B, A)
+                cdf = np.cumsum(prob, axis=1)
+                last = model.A - 1 - np.argmax(prob[:, ::-1] > 0, axis=1)
+                a = np.minimum((cdf <= ua[:, None]).sum(axis=1), last)
+            else:
+                a = pol[seeds, hp, s]
+            h = min(t, model.horizon - 1) if model.horizon is not None else 0
+            mean = model.R[model.reward_stage(h)][s, a]
+            r = (ur < mean).astype(np.float64) if model.bernoulli else mean
+            s_next = self.sample_next(model, s * model.A + a, ut, h)
+            states[:, t], actions[:, t], rewards[:, t], nexts[:, t] = s, a, r, s_next
+            s = s_next
+        return states, actions, rewards, nexts
+
+    # ------------------------------------------------------------------ counts
+    def scatter_add(self, target, index, values) -> None:
+        flat = target.reshape(-1)
+        if not np.shares_memory(flat, target):
+            raise ValueError("scatter_add needs a contiguous target (reshape(-1) must be a view)")
+        np.add.at(flat, index, values)
+
+    # ------------------------------------------------------------------ linear algebra
+    def sherman_morrison(self, inv, x):
+        u = np.matmul(inv, x[..., None])[..., 0]  # Lambda^{-1} x: (B, d)
+        denom = 1.0 + (x * u).sum(axis=-1)  # 1 + x^T Lambda^{-1} x: (B,)
+        inv -= (u[..., :, None] * u[..., None, :]) / denom[..., None, None]  # (B, d, d)
+        return denom
+
+    def quadratic_form(self, inv, X):
+        XM = np.matmul(X, inv)  # (B, n, d): rows x^T Lambda^{-1}
+        return np.maximum((XM * X).sum(axis=-1), 0.0)  # (B, n)
