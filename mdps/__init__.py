@@ -5,6 +5,8 @@
 
 from theorylab.errors import InvalidMDPError, InvalidPolicyError
 from theorylab.mdps.gymnasium_env import GYMNASIUM_ID, TabularEnv, to_gymnasium
+from theorylab.mdps.linear import LinearBandit, LinearMDP, MisspecifiedLinearMDP, one_hot_linear
+from theorylab.mdps.lowrank import LowRankMDP
 from theorylab.mdps.registry import MDP_FAMILIES, list_families, make, register
 from theorylab.mdps.tabular import TabularMDP, Trajectories
 from theorylab.mdps.toy_text import ToyTextConversion, from_toy_text
@@ -14,6 +16,10 @@ __all__ = [
     "MDP_FAMILIES",
     "InvalidMDPError",
     "InvalidPolicyError",
+    "LinearBandit",
+    "LinearMDP",
+    "LowRankMDP",
+    "MisspecifiedLinearMDP",
     "TabularEnv",
     "TabularMDP",
     "ToyTextConversion",
@@ -21,6 +27,7 @@ __all__ = [
     "from_toy_text",
     "list_families",
     "make",
+    "one_hot_linear",
     "register",
     "to_gymnasium",
 ]

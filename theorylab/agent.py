@@ -36,6 +36,8 @@ class EnvSpec:
     known to the learner, else None (the learner estimates them from observed rewards).
     mu0: initial distribution ``(S,)`` (used only to report ``value_estimate``).
     reward_model: "deterministic" or "bernoulli" -- the form of the reward noise (not its means).
+    features: the known feature map ``phi (S, A, d)`` of a linear MDP (None for other MDPs; a
+    low-rank MDP hides its features, so it has none here).
     """
 
     S: int
@@ -45,6 +47,7 @@ class EnvSpec:
     mu0: np.ndarray
     stage_dependent: bool = False
     reward_model: str = "deterministic"
+    features: np.ndarray | None = None
 
     def reward_at(self, h: int) -> np.ndarray:
         """Known mean rewards of stage h, ``(S, A)`` (raises if rewards are unknown)."""
