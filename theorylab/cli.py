@@ -188,6 +188,8 @@ def cmd_run(args) -> int:
         seeds=args.seeds,
         seed=args.seed,
         progress=not args.no_progress,
+        backend=args.backend,
+        device=args.device,
         **params,
     )
     final = result.cumulative_regret[:, -1]
@@ -369,7 +371,13 @@ def cmd_demo(args) -> int:
     )
 
 
-BENCH_CHOICES = ("planning", "ucbvi", "offline")  # theorylab.bench.suite.BENCHMARKS
+BENCH_CHOICES = (
+    "planning",
+    "ucbvi",
+    "lsvi",
+    "offline",
+    "backends",
+)  # theorylab.bench.suite.BENCHMARKS
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -415,6 +423,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--plot", help="write the regret plot (PNG or SVG by suffix)")
     q.add_argument("--json", help="write a JSON summary with per-seed cumulative regret")
     q.add_argument("--save", help="save the full result (arrays + metadata) to this directory")
+    q.add_argument(
+        "--backend",
+        default="numpy",
+        choices=["numpy", "numba", "torch", "auto"],
+        help="kernel backend (numpy: the bit-reproducible reference)",
+    )
+    q.add_argument("--device", default="cpu", help="cpu or cuda (torch backend)")
     q.add_argument("--dataset-size", "-N", type=int, help="offline: samples N per seed")
     q.add_argument(
         "--coverage", type=float, help="offline: weight of pi* in the behaviour mixture, in [0, 1]"
