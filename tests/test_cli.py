@@ -110,3 +110,22 @@ def test_bad_input_exits_2_with_a_specific_message(argv, message, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert message in err and "Traceback" not in err
+
+
+def test_solve_cvar_and_iterated_cvar(capsys):
+    # cvar-safe-risky:H=3 by hand (mdps/families/risk_instances.py): V* = 1.6 via RISKY,
+    # CVaR*_0.25 = 1.0 via SAFE; iterated CVaR at alpha = 1 is the risk-neutral V*.
+    assert main(["solve", "cvar-safe-risky:H=3", "--cvar", "0.25", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["value"] == pytest.approx(1.0, abs=1e-12)
+    assert out["risk_neutral_value"] == pytest.approx(1.6, abs=1e-12)
+    assert main(["solve", "cvar-safe-risky:H=3", "--iterated-cvar", "1", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["value"] == pytest.approx(1.6, abs=1e-12)
+
+
+def test_run_passes_risk_levels(tmp_path):
+    out = tmp_path / "r.json"
+    assert main(["run", "cvar-ucbvi", "cvar-safe-risky", "--tau", "0.25", "-K", "5", "-B", "2",
+                 "--no-progress", "--json", str(out)]) == 0
+    cfg = json.loads(out.read_text())["config"]
+    assert cfg["params"]["tau"] == 0.25 and cfg["objective"].startswith("static CVaR")

@@ -116,6 +116,8 @@ def cmd_solve(args) -> int:
     build = time.perf_counter() - t0
     if args.gamma is not None:
         mdp = mdp.with_objective(gamma=args.gamma, horizon=None)
+    if args.cvar is not None or args.iterated_cvar is not None:
+        return _solve_risk(args, mdp, build)
     method = args.method
     if method == "auto":
         method = "backward_induction" if mdp.horizon is not None else "value_iteration"
@@ -167,6 +169,64 @@ def cmd_solve(args) -> int:
     return 0
 
 
+def _solve_risk(args, mdp, build: float) -> int:
+    """``solve MDP --cvar TAU`` (static CVaR by budget augmentation, Bauerle and Ott) or
+    ``--iterated-cvar ALPHA`` (nested CVaR dynamic programming, Du et al. 2023)."""
+    import numpy as np
+
+    from theorylab.algorithms import planning
+    from theorylab.algorithms.risk import iterated_cvar_planning, static_cvar_planning
+
+    if mdp.horizon is None:
+        raise ValueError(f"{mdp!r} has no finite horizon: risk-sensitive planning needs one")
+    t0 = time.perf_counter()
+    neutral = planning.backward_induction(mdp).value
+    if args.cvar is not None:
+        sol = static_cvar_planning(mdp, args.cvar)
+        seconds = time.perf_counter() - t0
+        out = {
+            "objective": f"static CVaR_{args.cvar}",
+            "value": float(sol.value),
+            "initial_budget": float(sol.budget),
+            "discretisation_error": float(sol.discretisation_error),
+        }
+    else:
+        sol = iterated_cvar_planning(mdp, args.iterated_cvar)
+        seconds = time.perf_counter() - t0
+        first = np.asarray(sol.policy)[0]
+        out = {
+            "objective": f"iterated CVaR_{args.iterated_cvar}",
+            "value": float(sol.value),
+            "policy_first_stage": first.tolist() if mdp.S <= 64 else None,
+        }
+    out.update(
+        {
+            "mdp": mdp.name,
+            "S": mdp.S,
+            "A": mdp.A,
+            "H": mdp.horizon,
+            "risk_neutral_value": float(neutral),
+            "solve_seconds": seconds,
+            "build_seconds": build,
+        }
+    )
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"MDP        {mdp!r}")
+    print(f"objective  {out['objective']}")
+    print(f"optimum    {out['value']:.10g}   (risk-neutral V*: {neutral:.10g})")
+    if "initial_budget" in out:
+        print(
+            f"budget     b_1 = {out['initial_budget']:.6g} (the tau-quantile of the optimal "
+            f"return); discretisation error <= {out['discretisation_error']:.3g}"
+        )
+    if out.get("policy_first_stage") is not None:
+        print(f"policy     h=0 {' '.join(map(str, out['policy_first_stage']))}")
+    print(f"time       {seconds * 1e3:.3f} ms solve")
+    return 0
+
+
 # --------------------------------------------------------------------------- run
 def cmd_run(args) -> int:
     import numpy as np
@@ -177,6 +237,9 @@ def cmd_run(args) -> int:
     from theorylab.registry import parse_spec
 
     params = _params(args.param)
+    for flag in ("tau", "alpha"):  # risk levels of cvar-ucbvi / icvar-rm
+        if getattr(args, flag) is not None:
+            params[flag] = getattr(args, flag)
     if parse_spec(args.algorithm)[0] in list_offline_algorithms():
         return _run_offline(args, params)
     if args.episodes is None:
@@ -402,6 +465,18 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "backward_induction", "value_iteration", "policy_iteration", "lp"],
     )
     q.add_argument("--tol", type=float, default=1e-10, help="value-iteration tolerance")
+    q.add_argument(
+        "--cvar",
+        type=float,
+        metavar="TAU",
+        help="maximise the static CVaR_TAU of the return (budget augmentation)",
+    )
+    q.add_argument(
+        "--iterated-cvar",
+        type=float,
+        metavar="ALPHA",
+        help="maximise the iterated (nested) CVaR_ALPHA objective",
+    )
     q.set_defaults(func=cmd_solve)
 
     q = sub.add_parser(
@@ -430,6 +505,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="kernel backend (numpy: the bit-reproducible reference)",
     )
     q.add_argument("--device", default="cpu", help="cpu or cuda (torch backend)")
+    q.add_argument("--tau", type=float, help="CVaR level of cvar-ucbvi (same as -p tau=...)")
+    q.add_argument("--alpha", type=float, help="risk level of icvar-rm (same as -p alpha=...)")
     q.add_argument("--dataset-size", "-N", type=int, help="offline: samples N per seed")
     q.add_argument(
         "--coverage", type=float, help="offline: weight of pi* in the behaviour mixture, in [0, 1]"
