@@ -187,17 +187,17 @@ class Validation:
         tests = sc.tests if sc.tests is not None else self.tests
         for test in tests:
             if test == "below-bound":
-                checks.append(_check_below_bound(cum, bound_curve, self.delta, rep))
+                checks.append(check_below_bound(cum, bound_curve, self.delta, rep))
             elif test in ("rate", "linear"):
-                checks.append(_check_rate(test, cum, sc, self.linear_min, rep))
+                checks.append(check_rate(test, cum, sc, self.linear_min, rep))
             elif test == "optimism":
-                checks.append(_check_optimism(result, self.delta))
+                checks.append(check_optimism(result, self.delta))
             elif test == "beats":
-                checks.append(_check_beats(self.algorithm, cum, self.beats, other))
+                checks.append(check_beats(self.algorithm, cum, self.beats, other))
             else:
                 raise ValueError(f"unknown test {test!r} in validation {self.name!r}")
         if rep.slope is None:  # the slope is always reported, tested only where listed
-            fit = _fit(cum, sc)
+            fit = fit_slope(cum, sc)
             rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
             checks.append(
                 Check(
@@ -242,7 +242,7 @@ def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in values.items() if k in names}
 
 
-def _check_below_bound(cum, bound_curve, delta, rep: Report) -> Check:
+def check_below_bound(cum, bound_curve, delta, rep: Report) -> Check:
     from theorylab.stats import fraction_below
 
     final, b = cum[:, -1], float(bound_curve[-1])
@@ -265,8 +265,8 @@ def _check_below_bound(cum, bound_curve, delta, rep: Report) -> Check:
     )
 
 
-def _check_rate(test, cum, sc: Scale, linear_min, rep: Report) -> Check:
-    fit = _fit(cum, sc)
+def check_rate(test, cum, sc: Scale, linear_min, rep: Report) -> Check:
+    fit = fit_slope(cum, sc)
     rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
     if test == "rate":
         lo, hi = sc.slope_range or (0.3, 0.7)
@@ -285,13 +285,14 @@ def _check_rate(test, cum, sc: Scale, linear_min, rep: Report) -> Check:
     )
 
 
-def _fit(cum, sc: Scale):
+def fit_slope(cum, sc: Scale):
+    """The log-log slope of mean cumulative regret ``cum (B, K)`` on the scale's fit window."""
     from theorylab.stats import loglog_slope
 
     return loglog_slope(np.arange(1, cum.shape[1] + 1), cum, fit_range=sc.fit_range)
 
 
-def _check_optimism(result, delta) -> Check:
+def check_optimism(result, delta) -> Check:
     est = result.value_estimates
     if np.isnan(est).all():
         return Check("optimism", False, "the algorithm reports no value estimate")
@@ -308,7 +309,7 @@ def _check_optimism(result, delta) -> Check:
     )
 
 
-def _check_beats(name, cum, other_name, other) -> Check:
+def check_beats(name, cum, other_name, other) -> Check:
     from scipy import stats as st
 
     a, b = cum[:, -1], other.cumulative_regret[:, -1]

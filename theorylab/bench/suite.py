@@ -10,7 +10,7 @@ import importlib
 import time
 from typing import Any
 
-BENCHMARKS = ("planning", "ucbvi", "lsvi", "offline", "backends")
+BENCHMARKS = ("planning", "ucbvi", "lsvi", "offline", "risk", "backends")
 
 
 def run_benchmarks(which: str = "all", *, quick: bool = False, backend: str = "auto") -> dict:
