@@ -120,6 +120,11 @@ class Validation:
     delta: float = 0.1
     beats: str | None = None
     linear_min: float = 0.9
+    # Values the bound needs beyond (S, A, H, K, delta): e.g. alpha, tau, w_min, or C = 1 for an
+    # unspecified absolute constant (the statement must say so). ``bound_factor="H"`` multiplies
+    # the bound by H (papers whose returns are normalised to [0, 1]).
+    bound_values: dict[str, Any] = field(default_factory=dict)
+    bound_factor: str | None = None
 
     def run(
         self,
@@ -183,7 +188,9 @@ class Validation:
         cum = result.cumulative_regret  # (B, K)
         bound_curve = None
         if self.bound is not None:
-            bound_curve, rep.bound_exponent = _bound_curve(self.bound, result, self.delta)
+            bound_curve, rep.bound_exponent = _bound_curve(
+                self.bound, result, self.delta, self.bound_values, self.bound_factor
+            )
         tests = sc.tests if sc.tests is not None else self.tests
         for test in tests:
             if test == "below-bound":
@@ -215,22 +222,20 @@ class Validation:
         return rep
 
 
-def _bound_curve(name: str, result, delta: float) -> tuple[np.ndarray, float | None]:
+def _bound_curve(
+    name: str, result, delta: float, extra: dict | None = None, factor: str | None = None
+) -> tuple[np.ndarray, float | None]:
     from theorylab.bounds import get_bound
 
     bound = get_bound(name)
     K = np.arange(1, result.episodes + 1, dtype=float)
     cfg = result.config
-    values = {
-        "S": cfg["S"],
-        "A": cfg["A"],
-        "H": cfg["H"],
-        "K": K,
-        "delta": delta,
-    }
-    curve = np.broadcast_to(bound.evaluate(**bound_inputs(bound, values)), K.shape)
+    values = {"S": cfg["S"], "A": cfg["A"], "H": cfg["H"], "K": K, "delta": delta, **(extra or {})}
+    curve = np.asarray(bound.evaluate(**bound_inputs(bound, values)), dtype=float)
+    if factor == "H":
+        curve = curve * cfg["H"]
     exponent = float(bound.exponent(bound.rate_variable))
-    return np.asarray(curve, dtype=float), exponent
+    return np.broadcast_to(curve, K.shape), exponent
 
 
 def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:

@@ -2,8 +2,8 @@
 
 Exact claims (their own ``run``): ``cvar-identities``, ``cvar-augmented-equals-brute-force``,
 ``cvar-optimal-differs-from-risk-neutral``. Online claims: ``icvar-rm-regret``,
-``cvar-ucbvi-regret`` (:class:`RiskRegretValidation`, which supplies the risk bounds' extra
-variables) and ``icvar-regret-grows-as-alpha-shrinks`` (a monotone comparison across alpha).
+``cvar-ucbvi-regret`` (:class:`Validation` with ``bound_values`` supplying the risk bounds'
+extra variables) and ``icvar-regret-grows-as-alpha-shrinks`` (a monotone comparison across alpha).
 
 What the measurements behind the online claims showed (recorded in docs/algorithms/cvar.md,
 "Claims"): with the papers' bonuses both agents are in their burn-in (regret linear, every
@@ -24,20 +24,10 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from theorylab.validations.claim import (
-    Check,
-    Report,
-    Scale,
-    bound_inputs,
-    check_below_bound,
-    check_optimism,
-    check_rate,
-    fit_slope,
-)
+from theorylab.validations.claim import Check, Report, Scale, Validation
 from theorylab.validations.registry import register_validation
 
 EXACT_TOL = 1e-12
@@ -308,111 +298,7 @@ class OptimalDiffers:
 
 
 # --------------------------------------------------------------------------- (d) regret claims
-@dataclass(frozen=True)
-class RiskRegretValidation:
-    """A :class:`~theorylab.validations.claim.Validation` for risk-sensitive agents whose bounds
-    need variables the run does not carry (alpha, w_min, tau, the unspecified constant C).
-
-    ``bound_values``: extra values for the bound (``C`` is set to 1: the papers leave it
-    unspecified, so the below-bound test holds the bound at C = 1). ``bound_factor`` multiplies the
-    bound (H for Wang et al., whose returns are normalised to [0, 1]).
-    """
-
-    name: str
-    statement: str
-    algorithm: str
-    mdp: str
-    scales: dict[str, Scale]
-    tests: tuple[str, ...]
-    bound: str | None = None
-    bound_values: dict[str, Any] = field(default_factory=dict)
-    bound_factor: str | None = None  # "H" or None
-    params: dict[str, Any] = field(default_factory=dict)
-    delta: float = 0.1
-
-    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
-        from theorylab.bounds import get_bound
-        from theorylab.experiment import run
-
-        sc = self.scales[scale]
-        mdp = sc.mdp or self.mdp
-        t0 = time.perf_counter()
-        params = {"delta": self.delta, **self.params}
-        result = run(
-            self.algorithm,
-            mdp,
-            episodes=sc.episodes,
-            seeds=sc.seeds,
-            seed=seed,
-            progress=progress,
-            **params,
-        )
-        checks: list[Check] = []
-        rep = Report(
-            self.name,
-            self.statement,
-            scale,
-            False,
-            checks,
-            0.0,
-            bound=self.bound,
-            config={
-                "algorithm": self.algorithm,
-                "mdp": mdp,
-                "episodes": sc.episodes,
-                "seeds": sc.seeds,
-                "params": params,
-                "seed": seed,
-            },
-        )
-        cum = result.cumulative_regret
-        bound_curve = None
-        if self.bound is not None:
-            b = get_bound(self.bound)
-            cfg = result.config
-            K = np.arange(1, sc.episodes + 1, dtype=float)
-            values = {"S": cfg["S"], "A": cfg["A"], "H": cfg["H"], "K": K, "delta": self.delta}
-            values.update({"C": 1.0, **self.bound_values})
-            curve = np.asarray(b.evaluate(**bound_inputs(b, values)), dtype=float)
-            if self.bound_factor == "H":
-                curve = curve * cfg["H"]
-            bound_curve = np.broadcast_to(curve, K.shape)
-            rep.bound_exponent = float(b.exponent(b.rate_variable))
-        tests = sc.tests if sc.tests is not None else self.tests
-        for test in tests:
-            if test == "below-bound":
-                checks.append(check_below_bound(cum, bound_curve, self.delta, rep))
-            elif test in ("rate", "linear"):
-                checks.append(check_rate(test, cum, sc, 0.9, rep))
-            elif test == "optimism":
-                checks.append(check_optimism(result, self.delta))
-            else:
-                raise ValueError(f"unknown test {test!r} in validation {self.name!r}")
-        if rep.slope is None:
-            fit = fit_slope(cum, sc)
-            rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
-            checks.append(
-                Check(
-                    "slope (information, not tested at this scale)",
-                    True,
-                    f"log-log slope {fit.slope:.3f}, 95% CI [{fit.ci_low:.3f}, {fit.ci_high:.3f}]",
-                )
-            )
-        rep.passed = all(c.passed for c in checks)
-        rep.seconds = time.perf_counter() - t0
-        if plot:
-            from theorylab.plotting import plot_regret, save_figure
-
-            bounds = {f"{self.bound} (C = 1)": bound_curve} if bound_curve is not None else None
-            fig = plot_regret(
-                {self.algorithm: cum},
-                bound_curves=bounds,
-                rescale_bound=bounds is not None,
-                title=f"{self.name} [{scale}]: {'PASS' if rep.passed else 'FAIL'}",
-            )
-            save_figure(fig, plot)
-            rep.figure = plot
-        return rep
+# Validation with bound_values (alpha, w_min, tau, C = 1) and bound_factor ("H" for Wang et al.)
 
 
 ICVAR_MDP = "icvar-lower-bound:n=2,alpha=0.25,eta=0.1,A=2,H=5"
@@ -499,7 +385,7 @@ register_validation(AugmentedEqualsBruteForce())
 register_validation(OptimalDiffers())
 
 register_validation(
-    RiskRegretValidation(
+    Validation(
         name="icvar-rm-regret",
         statement=(
             "ICVaR-RM (Du et al. 2023, Alg. 1, the paper's bonus (H/alpha) sqrt(L/n), "
@@ -515,7 +401,7 @@ register_validation(
         algorithm="icvar-rm",
         mdp=ICVAR_MDP,
         bound="du2023-icvar-thm1",
-        bound_values={"alpha": 0.25, "w_min": 0.25},
+        bound_values={"alpha": 0.25, "w_min": 0.25, "C": 1.0},  # C: unspecified, held at 1
         params={"alpha": 0.25},
         tests=("below-bound", "optimism", "rate"),
         scales={
@@ -526,7 +412,7 @@ register_validation(
 )
 
 register_validation(
-    RiskRegretValidation(
+    Validation(
         name="cvar-ucbvi-regret",
         statement=(
             "CVaR-UCBVI (Wang, Kallus, Sun 2023; Bernstein bonus at the implemented constants, "
@@ -543,7 +429,7 @@ register_validation(
         algorithm="cvar-ucbvi",
         mdp="cvar-safe-risky:H=3",
         bound="wang2023-cvar-general",
-        bound_values={"tau": 0.25},
+        bound_values={"tau": 0.25, "C": 1.0},  # C: unspecified, held at 1
         bound_factor="H",
         params={"tau": 0.25},
         tests=("below-bound", "optimism", "rate"),
