@@ -110,7 +110,7 @@ def test_float32_data_stays_within_the_documented_bound(model):
 
 
 def test_sweep_on_a_random_sparse_family_member():
-    mdp = make("random-sparse:S=5000,A=4,b=10,gamma=0.99,seed=3")  # nnz above the cutoff
+    mdp = make("random-sparse:S=30000,A=4,b=10,gamma=0.99,seed=3")  # nnz above the cutoff
     assert mdp.nnz >= kb.PARALLEL_MIN_NNZ
     V = np.random.default_rng(0).random(mdp.S) * 100
     want = kb.csr_max_sweep_reference(mdp.P, mdp.R, V, 0.99)
@@ -151,6 +151,9 @@ def test_csr_arrays_refuses_structures_the_kernels_cannot_trust():
     with pytest.raises(ValueError, match="does not describe"):
         kb.csr_arrays(bad)
     assert kb.csr_arrays(P, index_dtype=np.int64).indptr.dtype == np.int64
+    checked = kb.csr_arrays(P)
+    assert checked.checked and kb.csr_arrays(checked) is checked  # no second O(nnz) check
+    assert kb.csr_arrays(checked, dtype=np.float32).data.dtype == np.float32
 
 
 # --------------------------------------------------------------------------------- dense sweep

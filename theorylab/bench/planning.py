@@ -219,9 +219,15 @@ def _bench_size(
     """One row of :func:`bench_planning`."""
     import numba
 
-    from theorylab.kernels.bellman import csr_arrays, csr_max_sweep, value_iteration_csr
+    from theorylab.kernels.bellman import (
+        PARALLEL_MIN_NNZ,
+        csr_arrays,
+        csr_max_sweep,
+        value_iteration_csr,
+    )
 
-    all_threads = numba.config.NUMBA_NUM_THREADS
+    # the kernels run small models on one thread whatever numba's setting (PARALLEL_MIN_NNZ)
+    all_threads = numba.config.NUMBA_NUM_THREADS if S * A * b >= PARALLEL_MIN_NNZ else 1
     row: dict = {"S": S, "A": A, "b": b, "load_before": _load()}
     times = []
     for _ in range(max(1, min(repeats, 3))):
@@ -267,8 +273,9 @@ def _bench_size(
     methods += [
         ("numba-simple", all_threads, lambda: fused(kernel="simple"), 8),
         ("numba-fused", 1, fused, 8),
-        ("numba-fused", all_threads, fused, 8),
     ]
+    if all_threads > 1:
+        methods.append(("numba-fused", all_threads, fused, 8))
     if float32:
         M32 = csr_arrays(P, dtype=np.float32)
         methods.append(("numba-fused-f32", all_threads, lambda: fused(M32), 4))
@@ -309,7 +316,7 @@ def _bench_size(
             row[key] = dict(
                 method="numba-fused",
                 stopping=stopping,
-                threads=numba.get_num_threads(),
+                threads=min(numba.get_num_threads(), all_threads),
                 gamma=gamma,
                 tol=tol,
                 iterations=res.iterations,

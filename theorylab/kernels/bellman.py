@@ -17,20 +17,36 @@ How
   It writes the ``(S*A,)`` product and several ``(S, A)`` temporaries.
 * :func:`csr_max_sweep`: a numba kernel, ``@njit(parallel=True, cache=True, fastmath=False)``,
   that loops over states in ``prange``, over actions, and over the row's nonzeros, keeping
-  ``Q(s, .)`` in registers; it writes only ``V' (S,)`` and ``pi (S,)`` (and returns
-  ``max_s |V'(s) - V(s)|`` as a parallel max-reduction, for the stopping rule). Each row is
-  summed left to right like scipy's ``csr_matvec``, and ``fastmath=False`` forbids reassociation,
-  so the result equals the reference bit for bit (tests allow 1e-12), whatever the thread count.
+  ``Q(s, .)`` in registers; it writes only ``V' (S,)`` and ``pi (S,)`` (and returns the max and
+  min of ``V' - V`` as parallel reductions, for the stopping rules). Three things make it about
+  twice as fast as the same loop written plainly (``kernel="simple"``) without changing a bit:
+  the four rows of a state are summed in lockstep (four independent add chains, four gathers in
+  flight), the successors' values of the next state are prefetched (``llvm.prefetch``), and
+  indices are unsigned (no negative-index wraparound code). Each row is still summed left to
+  right like scipy's ``csr_matvec`` and ``fastmath=False`` forbids reassociation, so the result
+  equals the reference bit for bit, whatever the thread count. The sweep is bound by the random
+  reads of V (an 8 MB gather at S = 10^6), not by streaming P: see docs/benchmarks.md.
 * :func:`dense_max_sweep`: the same fusion over a dense ``(S, A, S)`` array, each row a BLAS
   ``ddot`` (``np.dot`` in numba); it agrees with the BLAS ``gemv`` reference to round-off.
-* Drivers: :func:`value_iteration_csr` (the planners' certified stopping rule) and
+* Drivers: :func:`value_iteration_csr` (the planners' certified sup-norm stopping rule, or
+  MacQueen's span bounds, same guarantee, far fewer sweeps on mixing chains) and
   :func:`backward_induction_csr` (H fused sweeps, optionally writing ``Q``).
+
+Wiring (the planners call these when ``mdp.sparse``)::
+
+    from theorylab.kernels.bellman import backward_induction_csr, value_iteration_csr
+    res = value_iteration_csr(mdp.P_flat(0), mdp.reward(0), gamma, tol=tol, max_iter=max_iter,
+                              V0=V0)       # res.V, res.iterations, res.delta, res.converged
+    res = backward_induction_csr([mdp.P_flat(h) for h in range(H)] if mdp.stage_dependent
+                                 else mdp.P_flat(0), mdp.R, H, with_q=True)  # res.V, res.Q
 
 Bandwidth variants
 ------------------
 A sweep reads every stored entry once: 8 bytes of float64 data plus 4 (int32) or 8 (int64)
 bytes of column index. :func:`csr_arrays` can cast data to float32 (``dtype=np.float32``, 12 ->
-8 bytes per entry with int32 indices); the kernel still accumulates in float64. The float32
+8 bytes per entry with int32 indices); the kernel still accumulates in float64. Because the
+sweep is gather-bound, float32 gained nothing reliable on the benchmark machine (between 1.2x
+faster and 1.6x slower than float64 from one process to the next). The float32
 model is a *different* MDP: each probability moves by at most ``2**-24`` relatively, so one
 sweep moves by at most ``gamma * 2**-24 * ||V||_inf`` and the fixed point by at most
 ``gamma / (1 - gamma) * 2**-24 * ||V*||_inf <= gamma * 2**-24 / (1 - gamma)**2`` (rewards in
@@ -61,10 +77,14 @@ from llvmlite import ir
 from numba import njit, prange, types
 from numba.extending import intrinsic
 
-PARALLEL_MIN_NNZ = 2**17
-"""Below this many stored entries a sweep runs on one thread (a few hundred microseconds of
-work): waking the other threads costs more than it saves, and on a loaded machine a descheduled
-worker stalls the whole parallel region (20 ms seen on a shared 2-core VM at S = 10^4)."""
+PARALLEL_MIN_NNZ = 2**20
+"""Below this many stored entries (about a millisecond of one-thread work) a sweep runs on one
+thread. Waking the other threads saves little there, and on a loaded machine a descheduled
+worker stalls every parallel region: on a shared 2-core VM, S = 10^4 (nnz 4e5) took 20 ms per
+sweep instead of 0.7 ms, and S = 4000 (nnz 1.6e5) 3.5 ms instead of 0.1 ms. On a quiet machine
+two threads would halve those small sweeps (0.16 ms against 0.31 ms at S = 10^4); lower this
+constant there. ``OMP_WAIT_POLICY=PASSIVE`` also removes most of the stall (docs/benchmarks.md).
+In a process pool that already uses every core, set ``NUMBA_NUM_THREADS=1`` in the workers."""
 
 
 @contextmanager
@@ -88,13 +108,15 @@ class CSRArrays(NamedTuple):
     """The raw arrays of a CSR matrix ``(n_rows, n_cols)``, contiguous, ready for the kernels.
 
     indptr: ``(n_rows + 1,)``; indices: ``(nnz,)``, same integer dtype as indptr;
-    data: ``(nnz,)`` float64 (or float32, see the module docstring).
+    data: ``(nnz,)`` float64 (or float32, see the module docstring). ``checked`` is True when
+    :func:`csr_arrays` built it (structure verified); a hand-made one is verified on first use.
     """
 
     indptr: np.ndarray
     indices: np.ndarray
     data: np.ndarray
     shape: tuple[int, int]
+    checked: bool = False
 
     @property
     def nnz(self) -> int:
@@ -145,7 +167,10 @@ def csr_arrays(P, *, dtype=np.float64, index_dtype=None) -> CSRArrays:
         fits). No array is copied when it already has the requested dtype and is contiguous.
     """
     if isinstance(P, CSRArrays):
-        indptr, indices, data, shape = P
+        indptr, indices, data, shape, checked = P
+        idx_ok = index_dtype is None or np.dtype(index_dtype) == indices.dtype
+        if checked and idx_ok and data.dtype == dtype:
+            return P  # built here before: no O(nnz) check again (this runs on every sweep)
     else:
         if not (sp.issparse(P) and P.format == "csr"):
             raise TypeError(f"expected a scipy CSR matrix/array or CSRArrays, got {type(P)}")
@@ -169,6 +194,7 @@ def csr_arrays(P, *, dtype=np.float64, index_dtype=None) -> CSRArrays:
         np.ascontiguousarray(indices, dtype=idx_t),
         np.ascontiguousarray(data, dtype=dtype),
         (int(shape[0]), int(shape[1])),
+        True,
     )
 
 
@@ -413,8 +439,8 @@ def csr_max_sweep(
     kernel: ``"fused"`` (four rows in lockstep, next state prefetched) or ``"simple"`` (the
     plain loop; same numbers, slower; kept for comparison).
     Uses numba's current thread count (``numba.set_num_threads``), or one thread below
-    :data:`PARALLEL_MIN_NNZ` stored entries. A scipy ``P`` is checked (O(nnz)) on every call;
-    for repeated sweeps pass ``csr_arrays(P)``, checked once.
+    :data:`PARALLEL_MIN_NNZ` stored entries. A scipy ``P`` is checked (O(nnz), about 10 ms at
+    nnz = 4e7) on every call; for repeated sweeps pass ``csr_arrays(P)``, checked once.
     """
     M = csr_arrays(P, dtype=_data_dtype(P))
     R = np.ascontiguousarray(R, dtype=np.float64)
