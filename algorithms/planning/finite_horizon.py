@@ -31,11 +31,18 @@ def backward_induction(mdp, *, horizon: int | None = None) -> Solution:
         )
     t0 = time.perf_counter()
     S, A = mdp.S, mdp.A
-    V = np.zeros((H + 1, S))
-    Q = np.empty((H, S, A))
-    for h in range(H - 1, -1, -1):
-        Q[h] = mdp.reward(h) + mdp.expected_next(V[h + 1], h)
-        V[h] = Q[h].max(axis=1)
+    if mdp.sparse:  # fused numba CSR kernel, bit-identical to the loop below (tests/test_kernels)
+        from theorylab.kernels.bellman import backward_induction_csr
+
+        P = [mdp.P_flat(h) for h in range(H)] if mdp.stage_dependent else mdp.P_flat(0)
+        res = backward_induction_csr(P, np.asarray(mdp.R), H, with_q=True)
+        V, Q = res.V, res.Q
+    else:
+        V = np.zeros((H + 1, S))
+        Q = np.empty((H, S, A))
+        for h in range(H - 1, -1, -1):
+            Q[h] = mdp.reward(h) + mdp.expected_next(V[h + 1], h)
+            V[h] = Q[h].max(axis=1)
     policy = greedy_actions(Q)  # ties: the smallest action, whatever the storage form
     return Solution(
         V=V,
