@@ -318,7 +318,7 @@ class TabularMDP:
         n = S * A
         self._flat = [P[h * n : (h + 1) * n] for h in range(n_stages)] if n_stages > 1 else [P]
         # Within-row cumulative probabilities: sampling a next state is a binary search in a row.
-        self._cum = row_cumsum(P.indptr, data)
+        self._cum_cache = None  # the sampler's per-row CDF: built on the first rollout (O(nnz))
 
     # ------------------------------------------------------------------ properties
     @property
@@ -479,6 +479,14 @@ class TabularMDP:
             hi = np.where(active & go_left, mid, hi)
             lo = np.where(active & ~go_left, mid + 1, lo)
         return indices[np.minimum(lo, last)].astype(np.int64)
+
+    @property
+    def _cum(self) -> np.ndarray:
+        """Within-row cumulative probabilities of the CSR data ``(nnz,)`` (sparse rollouts only),
+        built once on first use so that planning-only use never pays for it."""
+        if self._cum_cache is None:
+            self._cum_cache = row_cumsum(self.P.indptr, self.P.data)
+        return self._cum_cache
 
     def _last_positive(self, h: int) -> np.ndarray:
         """Per flat row, the index of its last positive probability: a column (dense, stage h)
