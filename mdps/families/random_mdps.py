@@ -38,8 +38,10 @@ Complexity
 ----------
 ``random-sparse``: O(nnz log b) time and O(nnz) memory (nnz = S*A*b): the arrays handed to
 TabularMDP (data 8 B, indices 4 B per entry, indptr 4 B per row) plus O(S*A) temporaries
-(about a tenth of the model). S = 10^6, A = 4, b = 10 (nnz = 4*10^7, a 496 MB model) builds in
-about 2 s on a 2-core VM, validation included; see docs/benchmarks.md.
+(about a tenth of the model). S = 10^6, A = 4, b = 10 (nnz = 4*10^7, a 528 MB model with R)
+builds in 0.8 s on a 2-core VM, validation included, and in 1.5 to 3 s when the process first
+has to fault in its memory; tracemalloc peak 956 MB, TabularMDP's rollout CDF included (see
+docs/benchmarks.md).
 ``random``: O(S^2 A) time and memory.
 """
 

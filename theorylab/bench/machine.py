@@ -6,7 +6,8 @@ What
 benchmark table): CPU model (``/proc/cpuinfo``), logical cores and the cores this process may use,
 total memory, the GPU when torch with CUDA is installed, numba's thread count, the 1-minute load
 average (the machines that run benchmarks are often shared: a load above the core count means
-the timings are inflated), package versions under ``"versions"``, and the measured read
+the timings are inflated), the thread-pool environment (``OMP_WAIT_POLICY``,
+``NUMBA_THREADING_LAYER``), package versions under ``"versions"``, and the measured read
 bandwidth.
 
 How (read bandwidth)
@@ -159,6 +160,9 @@ def machine_info(*, measure_bandwidth: bool = True, nbytes: int = 2**30, repeats
         "numba_threads": numba.config.NUMBA_NUM_THREADS,
         "load_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,
         "platform": platform.platform(terse=True),
+        # thread-pool settings that change parallel timings (unset = the library default)
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+        "numba_threading_layer": os.environ.get("NUMBA_THREADING_LAYER"),
     }
     if measure_bandwidth:
         bw = memory_read_bandwidth(nbytes, repeats)
