@@ -104,9 +104,40 @@ class _PooledCounts:
         return self.reward_sum / np.maximum(self.n, 1)
 
 
+class _PlanFromCounts:
+    """The protocol both agents share: plan from the pooled counts when the next policy or value
+    is first asked for, and forget the plan when new data arrives. Subclasses set
+    ``self.counts``, ``self.env`` and implement ``_plan`` (filling ``_V (B, H+1, S)`` and
+    ``_pi (B, H, S)``)."""
+
+    _V: np.ndarray | None = None
+    _pi: np.ndarray | None = None
+
+    def _plan(self) -> None:  # pragma: no cover - overridden
+        raise NotImplementedError
+
+    def policy(self) -> np.ndarray:
+        """Greedy policy of the planned Q, ``(B, H, S)`` int."""
+        if self._pi is None:
+            self._plan()
+        return self._pi.copy()
+
+    def value_estimate(self) -> np.ndarray:
+        """The planned ``V_1(mu0)`` for every seed, ``(B,)`` (its guarantee: see the class)."""
+        if self._V is None:
+            self._plan()
+        return self._V[:, 0] @ self.env.mu0
+
+    def update(self, traj) -> None:
+        self.counts.update(traj)
+        self._V = self._pi = None
+
+
 @register("icvar-rm")
-class ICVaRRM:
-    """ICVaR-RM (Du, Wang, Huang 2023, Algorithm 1): optimistic iterated-CVaR value iteration."""
+class ICVaRRM(_PlanFromCounts):
+    """ICVaR-RM (Du, Wang, Huang 2023, Algorithm 1): optimistic iterated-CVaR value iteration.
+
+    ``value_estimate()`` is ``Vbar^k_1(mu0)``: an upper bound on V*_1 w.p. >= 1 - delta."""
 
     name = "icvar-rm"
 
@@ -152,26 +183,13 @@ class ICVaRRM:
             V[:, h] = np.take_along_axis(Q, pi[:, h, :, None], axis=2)[..., 0]
         self._V, self._pi = V, pi
 
-    def policy(self) -> np.ndarray:
-        """Greedy policy of the optimistic Q, ``(B, H, S)`` int."""
-        if self._pi is None:
-            self._plan()
-        return self._pi.copy()
-
-    def value_estimate(self) -> np.ndarray:
-        """``Vbar^k_1(mu0)`` for every seed, ``(B,)``: an upper bound on V*_1 w.p. >= 1 - delta."""
-        if self._V is None:
-            self._plan()
-        return self._V[:, 0] @ self.env.mu0
-
-    def update(self, traj) -> None:
-        self.counts.update(traj)
-        self._V = self._pi = None
-
 
 @register("maxwp")
-class MaxWP:
-    """MaxWP (Du, Wang, Huang 2023, Algorithm 2): greedy worst-path planning on seen successors."""
+class MaxWP(_PlanFromCounts):
+    """MaxWP (Du, Wang, Huang 2023, Algorithm 2): greedy worst-path planning on seen successors.
+
+    ``value_estimate()`` is ``Vhat^k_1(mu0)``: never below the worst-path V*_1 (module docstring).
+    """
 
     name = "maxwp"
     objective = WorstPath()
@@ -194,18 +212,3 @@ class MaxWP:
             pi[:, h] = first_argmax(Q, axis=2)
             V[:, h] = np.take_along_axis(Q, pi[:, h, :, None], axis=2)[..., 0]
         self._V, self._pi = V, pi
-
-    def policy(self) -> np.ndarray:
-        if self._pi is None:
-            self._plan()
-        return self._pi.copy()
-
-    def value_estimate(self) -> np.ndarray:
-        """``Vhat^k_1(mu0)``, ``(B,)``: never below the worst-path V*_1 (see module docstring)."""
-        if self._V is None:
-            self._plan()
-        return self._V[:, 0] @ self.env.mu0
-
-    def update(self, traj) -> None:
-        self.counts.update(traj)
-        self._V = self._pi = None
