@@ -311,28 +311,22 @@ def cmd_run(args) -> int:
 
 
 def _bound_curves(algorithm: str, result, delta: float) -> dict:
-    """The algorithm's own theorem (its class attribute ``bound``) evaluated at every episode,
-    when the run supplies every variable the bound needs; otherwise nothing is drawn."""
+    """The algorithm's own theorem evaluated at every episode, when the run supplies every
+    variable the bound needs; otherwise nothing is drawn (and the reason is printed)."""
     import numpy as np
 
-    from theorylab.algorithms.registry import ALGORITHMS
     from theorylab.bounds import get_bound
-    from theorylab.registry import parse_spec
-    from theorylab.validations.claim import bound_inputs
+    from theorylab.validations.claim import algorithm_bound, run_bound_curve
 
-    name = getattr(ALGORITHMS.get(parse_spec(algorithm)[0]), "bound", None)
+    name = algorithm_bound(algorithm)
     if not name:
         return {}
-    bound = get_bound(name)
-    k = np.arange(1, result.episodes + 1, dtype=float)
-    cfg = result.config
-    values = {"S": cfg["S"], "A": cfg["A"], "H": cfg["H"], "K": k, "delta": delta}
     try:
-        curve = np.broadcast_to(bound.evaluate(**bound_inputs(bound, values)), k.shape)
+        curve, _ = run_bound_curve(name, result, delta)
     except ValueError as exc:  # e.g. an unspecified absolute constant, or a variable we lack
         print(f"(bound {name} not drawn: {exc})")
         return {}
-    return {f"{name}: {bound.source_short()}": np.asarray(curve, dtype=float)}
+    return {f"{name}: {get_bound(name).source_short()}": np.asarray(curve, dtype=float)}
 
 
 def _run_offline(args, params: dict) -> int:

@@ -188,7 +188,7 @@ class Validation:
         cum = result.cumulative_regret  # (B, K)
         bound_curve = None
         if self.bound is not None:
-            bound_curve, rep.bound_exponent = _bound_curve(
+            bound_curve, rep.bound_exponent = run_bound_curve(
                 self.bound, result, self.delta, self.bound_values, self.bound_factor
             )
         tests = sc.tests if sc.tests is not None else self.tests
@@ -222,9 +222,23 @@ class Validation:
         return rep
 
 
-def _bound_curve(
+def algorithm_bound(algorithm: str) -> str | None:
+    """The registry name of the theorem an online algorithm carries (its class attribute
+    ``bound``), or None."""
+    from theorylab.algorithms.registry import ALGORITHMS, load_algorithms
+    from theorylab.registry import parse_spec
+
+    load_algorithms()
+    return getattr(ALGORITHMS.get(parse_spec(algorithm)[0]), "bound", None)
+
+
+def run_bound_curve(
     name: str, result, delta: float, extra: dict | None = None, factor: str | None = None
-) -> tuple[np.ndarray, float | None]:
+) -> tuple[np.ndarray, float]:
+    """The bound ``name`` evaluated at every episode k = 1..K of ``result`` with the run's
+    (S, A, H), the given delta and ``extra`` values: ``(curve (K,), exponent in the bound's rate
+    variable)``. Raises ValueError when the bound needs a variable that is not supplied (e.g. an
+    unspecified absolute constant C)."""
     from theorylab.bounds import get_bound
 
     bound = get_bound(name)
