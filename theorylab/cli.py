@@ -388,7 +388,13 @@ def cmd_validate(args) -> int:
     reports = []
     for name in names:
         plot = args.plot if not args.all else None
-        rep = validate(name, scale=args.scale, plot=plot, progress=not args.no_progress)
+        rep = validate(
+            name,
+            scale=args.scale,
+            plot=plot,
+            progress=not args.no_progress,
+            controls=not args.no_controls,
+        )
         reports.append(rep)
         print(rep.format())
         print()
@@ -396,7 +402,9 @@ def cmd_validate(args) -> int:
         {
             "validation": r.name,
             "scale": r.scale,
-            "passed": "PASS" if r.passed else "FAIL",
+            "verdict": r.verdict,
+            "power": (f"{r.power['failing']}/{r.power['controls']}" if r.power else "not run"),
+            "informative from": _informative_cell(r),
             "seconds": f"{r.seconds:.1f}",
         }
         for r in reports
@@ -408,7 +416,16 @@ def cmd_validate(args) -> int:
         payload = reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports]
         atomic_write_json(args.json, payload)
         print(f"wrote {args.json}")
-    return 0 if all(r.passed for r in reports) else 1
+    return 0 if all(r.verdict in ("PASS", "SMOKE") for r in reports) else 1
+
+
+def _informative_cell(report) -> str:
+    inf = report.informative_from
+    if not inf:
+        return "-"
+    if inf["value"] is None:
+        return f"never ({inf['variable']} <= 1e15)"
+    return f"{inf['variable']} >= {inf['value']:,}"
 
 
 # --------------------------------------------------------------------------- bench
@@ -528,6 +545,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--scale", choices=["quick", "full"], default="quick")
     q.add_argument("--json", help="write the report as JSON")
     q.add_argument("--plot", help="write the figure (single validation)")
+    q.add_argument(
+        "--no-controls",
+        action="store_true",
+        help="skip the negative controls (faster; the verdict is then at most PASS before power)",
+    )
     q.add_argument("--no-progress", action="store_true")
     q.set_defaults(func=cmd_validate)
 

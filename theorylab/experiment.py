@@ -172,6 +172,7 @@ def run(
     progress: bool = False,
     backend: str = "numpy",
     device: str = "cpu",
+    score_policy: str = "played",
     **params,
 ) -> RunResult:
     """Run ``algorithm`` on ``mdp`` for ``episodes`` episodes and every seed, with exact regret.
@@ -188,10 +189,16 @@ def run(
         true model) and the rollouts of the risk-neutral objective, and is passed to the agent
         when its constructor takes ``backend`` (UCBVI does). Rollouts are the same integers on
         every backend; values agree to round-off (see theorylab/backends/base.py).
+    score_policy: "played" (always, except in a test): episode k's regret is that of the policy
+        played in episode k. "next" is a known bug kept as a negative control (the mutation
+        ``score-next-policy`` of theorylab.validations.mutants): episode k is scored with the
+        policy of episode k + 1, which the claims must catch.
     params: algorithm parameters (``delta=0.1``, ...).
     """
     from theorylab.algorithms.registry import make_agent
 
+    if score_policy not in ("played", "next"):
+        raise ValueError(f"score_policy must be 'played' or 'next', got {score_policy!r}")
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
     episodes = int(episodes)
@@ -238,14 +245,19 @@ def run(
 
         bar = tqdm(total=episodes, desc=f"{algo_name} on {mdp.name}", unit="ep", leave=False)
     t0 = time.perf_counter()
+    pending = None  # score_policy="next": the policy of episode k + 1, already asked for
     for k in range(episodes):
-        pi = agent.policy()
+        pi = agent.policy() if pending is None else pending
         if has_estimate:
             estimates[:, k] = agent.value_estimate()
-        regret[:, k] = v_star - objective.policy_values(mdp, pi)
+        if score_policy == "played":
+            regret[:, k] = v_star - objective.policy_values(mdp, pi)
         traj = objective.rollout(mdp, pi, env_rngs)
         returns[:, k] = traj.returns()
         agent.update(traj)
+        if score_policy == "next":
+            pending = agent.policy()
+            regret[:, k] = v_star - objective.policy_values(mdp, pending)
         if bar is not None:
             bar.update(1)
     wall = time.perf_counter() - t0

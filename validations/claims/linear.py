@@ -433,7 +433,8 @@ register_validation(
             "0.47, 0.39, 0.27: like UCBVI on a fixed MDP, the slope passes 1/2 and keeps falling "
             "towards the gap-dependent log regime; the range is a property of this window."
         ),
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
 register_validation(
@@ -459,7 +460,8 @@ register_validation(
             "c = 0.1 chosen by the sweep recorded at full scale; c = 1 stays in its linear burn-in "
             "(slope ~0.97 at K = 1e4); c <= 0.03 loses optimism and locks onto a suboptimal policy."
         ),
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
 register_validation(
@@ -484,7 +486,8 @@ register_validation(
             "eventually falls towards 0 (log T regret): the rate is read while the instance is "
             "still in its sqrt(T) regime."
         ),
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
 register_validation(
@@ -510,7 +513,8 @@ register_validation(
             "rep-ucb-arxiv is a discounted PAC bound, not an episodic regret bound: the claim "
             "tests its consequences (recovery, sublinear regret), not the bound's value."
         ),
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
 
@@ -889,4 +893,6 @@ class RegretVersusD:
         )
 
 
-register_validation(RegretVersusD())
+register_validation(
+    RegretVersusD(), controls=("frozen", "random"), targets={"online": ("lsvi-ucb",)}
+)

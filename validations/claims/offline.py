@@ -259,7 +259,9 @@ register_validation(
                 },
             },
         },
-    )
+    ),
+    controls=("frozen", "random"),
+    targets={"offline": ("pessimistic-vi-hoeffding", "vi-lcb")},
 )
 
 
@@ -334,7 +336,9 @@ register_validation(
                 "seeds": 64,
             },
         },
-    )
+    ),
+    controls=("frozen", "random"),
+    targets={"offline": ("pessimistic-vi-hoeffding",)},
 )
 
 
@@ -440,7 +444,9 @@ register_validation(
                 "pessimistic": ["pessimistic-vi-hoeffding", "pessimistic-vi-bernstein"],
             },
         },
-    )
+    ),
+    controls=("frozen", "random"),
+    targets={"offline": ("pessimistic-vi-hoeffding", "pessimistic-vi-bernstein")},
 )
 
 
@@ -543,7 +549,9 @@ register_validation(
                 "c_beta": 1.0,
             },
         },
-    )
+    ),
+    controls=("frozen", "random", "pevi-penalty-sign"),
+    targets={"offline": ("pevi",)},
 )
 
 
@@ -627,7 +635,18 @@ register_validation(
                 "cases": _pessimism_cases([100, 1000, 10_000, 100_000], [10_000, 100_000, 300_000]),
             },
         },
-    )
+    ),
+    controls=("frozen", "random", "pevi-penalty-sign"),
+    targets={
+        "offline": (
+            "pessimistic-vi-hoeffding",
+            "pessimistic-vi-bernstein",
+            "pevi-tabular",
+            "pevi",
+            "vw-pevi",
+            "vi-lcb",
+        )
+    },
 )
 
 
@@ -800,5 +819,7 @@ register_validation(
                 "contrast_must_win": True,
             },
         },
-    )
+    ),
+    controls=("frozen", "random"),
+    targets={"offline": ("behaviour-cloning",)},
 )

@@ -407,10 +407,17 @@ register_validation(
         params={"alpha": 0.25},
         tests=("below-bound", "optimism", "rate"),
         scales={
-            "quick": Scale(episodes=1000, seeds=8, tests=("below-bound", "optimism")),
+            "quick": Scale(
+                episodes=1000,
+                seeds=8,
+                tests=("below-bound", "optimism"),
+                smoke="in burn-in up to K ~ 2e4 and Theorem 1 (C = 1) is informative only from "
+                "K ~ 4e8: real check at 'full' (sublinear rate)",
+            ),
             "full": Scale(episodes=100_000, seeds=8, slope_range=SUBLINEAR, fit_range=(0.75, 1.0)),
         },
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
 register_validation(
@@ -436,13 +443,22 @@ register_validation(
         params={"tau": 0.25},
         tests=("below-bound", "optimism", "rate"),
         scales={
-            "quick": Scale(episodes=1000, seeds=8, tests=("below-bound", "optimism")),
+            "quick": Scale(
+                episodes=1000,
+                seeds=8,
+                tests=("below-bound", "optimism"),
+                smoke="in burn-in up to K of a few thousand; the bound (C = 1) is informative "
+                "from K = 1153: real check at 'full' (sublinear rate)",
+            ),
             "full": Scale(episodes=20_000, seeds=8, slope_range=SUBLINEAR, fit_range=(0.75, 1.0)),
         },
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
-register_validation(RegretGrowsAsAlphaShrinks())
+register_validation(
+    RegretGrowsAsAlphaShrinks(), controls=("frozen", "random"), targets={"online": ("icvar-rm",)}
+)
 
 
 # --------------------------------------------------------------------------- (f) MaxWP
@@ -504,4 +520,6 @@ class MaxWPConstantRegret:
         return _report(self.name, self.statement, scale, checks, t0, cfg)
 
 
-register_validation(MaxWPConstantRegret())
+register_validation(
+    MaxWPConstantRegret(), controls=("frozen", "random"), targets={"online": ("maxwp",)}
+)
