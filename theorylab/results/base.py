@@ -89,6 +89,13 @@ class Result:
         """The seed indices of the run (rows of every array)."""
         return list(self.config.get("seeds", []))
 
+    def long_index(self, B: int, steps: np.ndarray, step_name: str) -> dict[str, np.ndarray]:
+        """The two index columns of a long table over a ``(B, len(steps))`` grid: the seed index
+        (from ``config["seeds"]``, else 0..B-1) repeated per step, and the steps tiled per seed."""
+        seeds = np.asarray(self.seeds if len(self.seeds) == B else range(B), dtype=np.int64)
+        steps = np.asarray(steps, dtype=np.int64)
+        return {"seed": np.repeat(seeds, len(steps)), step_name: np.tile(steps, B)}
+
     def to_frame(self):
         """The long table: a ``pandas.DataFrame`` when pandas is installed, else a dict of
         numpy columns of equal length."""

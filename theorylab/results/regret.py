@@ -129,10 +129,8 @@ class RegretResult(Result):
         """One row per seed x episode: seed, episode (1..K), regret, cumulative_regret,
         return, value_estimate."""
         B, K = self.regret.shape
-        seeds = np.asarray(self.seeds if len(self.seeds) == B else range(B), dtype=np.int64)
         return {
-            "seed": np.repeat(seeds, K),
-            "episode": np.tile(np.arange(1, K + 1, dtype=np.int64), B),
+            **self.long_index(B, np.arange(1, K + 1), "episode"),
             "regret": np.asarray(self.regret, dtype=float).ravel(),
             "cumulative_regret": self.cumulative_regret.ravel(),
             "return": np.asarray(self.returns, dtype=float).ravel(),

@@ -155,11 +155,9 @@ class SuboptimalityResult(Result):
     def frame_columns(self) -> dict[str, np.ndarray]:
         """One row per seed x dataset size: seed, dataset_size, suboptimality, policy_value,
         value_estimate, pessimism_holds."""
-        B, M = self.suboptimality.shape
-        seeds = np.asarray(self.seeds if len(self.seeds) == B else range(B), dtype=np.int64)
+        B = self.suboptimality.shape[0]
         return {
-            "seed": np.repeat(seeds, M),
-            "dataset_size": np.tile(np.asarray(self.dataset_sizes, dtype=np.int64), B),
+            **self.long_index(B, self.dataset_sizes, "dataset_size"),
             **{name: np.asarray(getattr(self, name)).ravel() for name in _ARRAYS},
         }
 
