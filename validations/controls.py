@@ -8,8 +8,8 @@ each of them at the claim's scale: a claim whose controls do not all fail is UNP
 
 A control is a context manager that changes what the claim runs, without touching the claim:
 
-* **null agents** take the place of the claim's algorithm in its registry (online:
-  ``ALGORITHMS``; offline: ``OFFLINE_ALGORITHMS``) while the claim runs:
+* **null agents** take the place of the claim's algorithm in the algorithm registry
+  (``theorylab.algorithms.registry.ALGORITHMS``) while the claim runs:
 
   - ``frozen``: always action 0, and reports the cap of the value range as its estimate
     (H r_max online; offline the pessimistic-side trivial estimate 0), so optimism and pessimism
@@ -67,18 +67,28 @@ def _load() -> None:
 
 # ----------------------------------------------------------------------------- substitution
 @contextlib.contextmanager
-def substituted(registry, names, make_replacement) -> Iterator[None]:
-    """Within the block, ``registry``'s entries ``names`` are ``make_replacement(original)``."""
-    entries = registry._entries
+def substituted(names, make_replacement) -> Iterator[None]:
+    """Within the block, the algorithms ``names`` of the one registry
+    (``theorylab.algorithms.registry.ALGORITHMS``) are built by ``make_replacement(factory)``:
+    both the factory ``ALGORITHMS.make`` calls and the entry the runners read are replaced."""
+    from dataclasses import replace
+
+    from theorylab.algorithms.registry import ALGORITHMS, load_algorithms
+
+    load_algorithms()
     saved = {}
     try:
         for name in names:
             key = name.lower()
-            saved[key] = entries[key]
-            entries[key] = make_replacement(entries[key])
+            entry = ALGORITHMS.entry(key)
+            saved[key] = (ALGORITHMS._entries[key], entry)
+            new = make_replacement(entry.factory)
+            ALGORITHMS._entries[key] = new
+            ALGORITHMS._meta[key] = replace(entry, factory=new)
         yield
     finally:
-        entries.update(saved)
+        for key, (factory, entry) in saved.items():
+            ALGORITHMS._entries[key], ALGORITHMS._meta[key] = factory, entry
 
 
 def claim_algorithms(claim) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -163,21 +173,16 @@ def null_fit(kind: str, original: Callable) -> Callable:
 
 @contextlib.contextmanager
 def null_control(kind: str, claim) -> Iterator[None]:
-    from theorylab.algorithms.offline.registry import OFFLINE_ALGORITHMS
-    from theorylab.algorithms.offline.registry import _load as load_offline
-    from theorylab.algorithms.registry import ALGORITHMS, load_algorithms
     from theorylab.registry import parse_spec
 
-    load_algorithms()
-    load_offline()
     online, offline = claim_algorithms(claim)
     if not online and not offline:
         raise ValueError(f"claim {claim.name!r} names no algorithm a null control can replace")
     online = tuple(parse_spec(n)[0] for n in online)
     offline = tuple(parse_spec(n)[0] for n in offline)
     with (
-        substituted(ALGORITHMS, online, lambda cls: null_agent_class(kind, cls)),
-        substituted(OFFLINE_ALGORITHMS, offline, lambda fn: null_fit(kind, fn)),
+        substituted(online, lambda cls: null_agent_class(kind, cls)),
+        substituted(offline, lambda fn: null_fit(kind, fn)),
     ):
         yield
 
@@ -192,6 +197,7 @@ def oracle_control(claim) -> Iterator[None]:
     import theorylab.experiment as experiment
     from theorylab.algorithms.planning import backward_induction
     from theorylab.registry import parse_spec
+    from theorylab.runners.problems import resolve_mdp
 
     online, _ = claim_algorithms(claim)
     targets = {parse_spec(n)[0] for n in online}
@@ -201,7 +207,7 @@ def oracle_control(claim) -> Iterator[None]:
         algo = parse_spec(algorithm)[0] if isinstance(algorithm, str) else None
         if algo not in targets:
             return original(algorithm, mdp, *args, **kwargs)
-        mdp = experiment._resolve_mdp(mdp)
+        mdp = resolve_mdp(mdp)
         best = backward_induction(mdp).policy  # (H, S)
 
         class Oracle:

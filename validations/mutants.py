@@ -7,7 +7,7 @@ among its controls must FAIL under it. Registered mutations:
 * ``ucbvi-ch-bonus-sqrt-l``: UCBVI-CH's bonus 7 H L sqrt(1/N) (Azar et al. 2017, Alg. 3) written
   as 7 H sqrt(L/N) -- smaller by sqrt(L), about 4 on the quick instances;
 * ``score-next-policy``: the online runner scores episode k with the policy of episode k + 1
-  (``theorylab.experiment.run(score_policy="next")``);
+  (``theorylab.runners.online.run(score_policy="next")``);
 * ``pevi-penalty-sign``: PEVI adds its penalty Gamma_h instead of subtracting it (an optimistic
   algorithm under a pessimistic name; ``theorylab.algorithms.offline.pevi.pessimistic_q``).
 
@@ -55,9 +55,9 @@ def ucbvi_ch_bonus_sqrt_l(claim=None) -> Iterator[None]:
 def score_next_policy(claim=None) -> Iterator[None]:
     import functools
 
-    import theorylab.experiment as experiment
+    import theorylab.runners.online as online
 
-    with _patched(experiment, "run", functools.partial(experiment.run, score_policy="next")):
+    with _patched(online, "run", functools.partial(online.run, score_policy="next")):
         yield
 
 
