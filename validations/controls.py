@@ -21,7 +21,7 @@ A control is a context manager that changes what the claim runs, without touchin
 
   The null agent builds the real agent once (so that bad parameters still raise and a risk
   objective such as CVaR at tau is read from it) and then ignores it.
-* **mutations** (``theorylab.validations.mutants``) patch one known bug into the library.
+* **mutations** (``theorylab.validations.mutations``) patch one known bug into the library.
 """
 
 from __future__ import annotations
@@ -55,14 +55,11 @@ def register_control(control: Control) -> Control:
 
 
 def get_control(name: str) -> Control:
-    _load()
+    """A registered control (the mutations register when ``theorylab.validations.mutations`` is
+    imported, which ``theorylab.validations.validate`` does)."""
     if name not in CONTROLS:
         raise KeyError(f"unknown control {name!r}; available: {', '.join(sorted(CONTROLS))}")
     return CONTROLS[name]
-
-
-def _load() -> None:
-    import theorylab.validations.mutants  # noqa: F401  (registers the mutations)
 
 
 # ----------------------------------------------------------------------------- substitution

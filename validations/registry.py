@@ -87,6 +87,7 @@ def validate(
     FAILs the claim (or makes it raise: ERROR, reported with the exception), UNPOWERED if one
     does not (or none is registered). ``controls=False`` skips them (the verdict is then
     at most PASS before controls; ``report.power`` is None)."""
+    import theorylab.validations.mutations  # noqa: F401  (registers the known-bug controls)
     from theorylab.validations.controls import get_control
 
     claim = VALIDATIONS.get(name)

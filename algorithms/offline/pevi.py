@@ -80,7 +80,7 @@ def _check(dataset: OfflineDataset, who: str, lam: float, xi: float) -> None:
 def pessimistic_q(fit: np.ndarray, gamma: np.ndarray, cap: float) -> np.ndarray:
     """Algorithm 2, line 5: Q_bar_h = min{phi^T w_h - Gamma_h, H - h + 1}^+ (the penalty is
     subtracted; ``(B, S, A)`` arrays). One function for both forms so that the known-bug mutation
-    ``pevi-penalty-sign`` of theorylab.validations.mutants can flip the sign of both."""
+    ``pevi-penalty-sign`` of theorylab.validations.mutations can flip the sign of both."""
     return np.clip(fit - gamma, 0.0, cap)
 
 

@@ -49,7 +49,7 @@ def run(
     params: the algorithm's typed parameters.
     score_policy: "played" (always, except in a test): episode k's regret is that of the policy
         played in episode k. "next" is a known bug kept as a negative control (the mutation
-        ``score-next-policy`` of theorylab.validations.mutants): episode k is scored with the
+        ``score-next-policy`` of theorylab.validations.mutations): episode k is scored with the
         policy of episode k + 1, which the claims must catch. Not a budget keyword: ``tl.run``
         never passes it.
     """

@@ -257,7 +257,7 @@ class LinearRegretClaim:
                 "optimal_value": result.optimal_value,
             },
         )
-        bound_curve = None
+        bound_curve, bound_at = None, None
         if self.bound is not None:
             from theorylab.bounds import get_bound
 
@@ -276,6 +276,12 @@ class LinearRegretClaim:
             bound_curve = np.broadcast_to(
                 np.asarray(bound.evaluate(**bound_inputs(bound, values)), dtype=float), ks.shape
             )
+
+            def bound_at(k, values=values, bound=bound):
+                at = {**values, "K": k, "T": k if self.bandit else k * mdp.horizon}
+                out = np.asarray(bound.evaluate(**bound_inputs(bound, at)), dtype=float)
+                return np.broadcast_to(out, np.shape(k))
+
             report.bound_exponent = float(bound.exponent(bound.rate_variable))
         x = np.arange(1, K + 1)
         for test in self.tests:
@@ -289,7 +295,7 @@ class LinearRegretClaim:
                 report.slope = checks[-1].values["slope"]
                 report.slope_ci = tuple(checks[-1].values["slope_ci"])
             elif test == "below-bound":
-                checks.append(self._below_bound(cum, bound_curve, report))
+                checks.append(self._below_bound(cum, bound_curve, report, mdp, bound_at))
             elif test == "optimism":
                 checks.append(_optimism_check(result, self.delta))
             elif test == "recovers-features":
@@ -312,21 +318,35 @@ class LinearRegretClaim:
             report.figure = plot
         return report
 
-    def _below_bound(self, cum, bound_curve, report: Report) -> Check:
-        from theorylab.stats import fraction_below
+    def _below_bound(self, cum, bound_curve, report: Report, mdp=None, bound_at=None) -> Check:
+        """Violation rate at K <= delta; VACUOUS when the bound at K is at or above the trivial
+        bound K Delta_max (docs/validations.md, "Three verdicts")."""
+        from theorylab.validations.claim import below_bound_check
+        from theorylab.validations.vacuity import informative_from, max_episode_regret
 
         final, b = cum[:, -1], float(bound_curve[-1])
-        frac = fraction_below(final, b)
-        violation = 1.0 - frac.fraction
-        report.violation_rate = violation
+        K = cum.shape[1]
+        trivial, dmax = None, None
+        if mdp is not None:
+            tab = mdp.to_tabular() if hasattr(mdp, "to_tabular") else mdp
+            dmax = max_episode_regret(tab)
+            trivial = K * dmax
+            report.informative_from = {
+                "variable": "K",
+                "value": informative_from(bound_at, dmax) if bound_at is not None else None,
+                "at": K,
+                "bound": self.bound,
+                "max_episode_regret": dmax,
+            }
         implied = float(final.max() / (b / self.bound_constants.get("C", 1.0)))
-        return Check(
-            "below-bound",
-            violation <= self.delta,
-            f"{int(np.sum(final > b))}/{final.size} seeds above the bound {b:.4g} at K = "
-            f"{cum.shape[1]} (allowed rate {self.delta}); max regret {final.max():.4g}, "
-            f"regret/bound = {final.max() / b:.3g}, implied constant {implied:.3g}",
-            {"violation_rate": violation, "bound_at_K": b, "implied_constant": implied},
+        return below_bound_check(
+            final,
+            b,
+            self.delta,
+            report,
+            trivial=trivial,
+            where=f"K = {K}",
+            extra=f", implied constant {implied:.3g}",
         )
 
     def _recovery(self, agent, mdp) -> Check:
