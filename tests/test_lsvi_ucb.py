@@ -265,7 +265,7 @@ def test_memory_is_linear_in_k():
 
 
 @pytest.mark.parametrize(
-    "name", ["lsvi-covering-converges-to-vi", "lsvi-ucb-sqrt-k", "lsvi-ucb-regret-vs-d"]
+    "name", ["lsvi-covering-converges-to-vi", "lsvi-ucb-sqrt-k-tuned-c", "lsvi-ucb-regret-vs-d"]
 )
 def test_claims_quick(name):
     # the claim's power (its negative controls) is tested in tests/test_validations.py
@@ -279,7 +279,7 @@ def test_claims_quick(name):
     [
         "lsvi-ucb-onehot-count-bonus",
         "lsvi-covering-converges-to-vi",
-        "lsvi-ucb-sqrt-k",
+        "lsvi-ucb-sqrt-k-tuned-c",
         "lsvi-ucb-regret-vs-d",
         "rep-ucb-recovers-features",
         "linucb-sqrt-t",

@@ -32,7 +32,7 @@ KNOWN_UNPOWERED = {
     "lsvi-ucb-onehot-count-bonus": "no control registered (exact identity)",
     "pevi-one-hot-equals-tabular": "no control registered (exact identity)",
     # measured: the frozen and the random agent pass these claims at quick scale
-    "icvar-regret-grows-as-alpha-shrinks": "frozen and random agents pass it",
+    "icvar-regret-grows-as-alpha-shrinks-tuned-bonus": "frozen and random agents pass it",
     "lsvi-ucb-regret-vs-d": "frozen and random agents pass it",
     "offline-lcb-cstar": "frozen and random agents pass it",
     "offline-pessimism-lower-bound": "a frozen agent reporting V_hat = 0 passes (issue 13 item 5)",
@@ -66,7 +66,7 @@ def test_known_unpowered_claims_hold_but_cannot_fail(name):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if "full" in VALIDATIONS.get(n).scales])
 def test_claim_holds_at_full_scale(name):
     report = validate(name, scale="full")
     assert report.verdict == "PASS", report.format()
