@@ -24,13 +24,6 @@ from theorylab.validations.vacuity import informative_from
 NAMES = list_validations()
 
 KNOWN_UNPOWERED = {
-    # exact identities between two computations: no negative control registered yet
-    "cvar-augmented-equals-brute-force": "no control registered (exact identity)",
-    "cvar-identities": "no control registered (exact identity)",
-    "cvar-optimal-differs-from-risk-neutral": "no control registered (exact identity)",
-    "lsvi-covering-converges-to-vi": "no control registered (exact identity)",
-    "lsvi-ucb-onehot-count-bonus": "no control registered (exact identity)",
-    "pevi-one-hot-equals-tabular": "no control registered (exact identity)",
     # measured: the frozen and the random agent pass these claims at quick scale
     "icvar-regret-grows-as-alpha-shrinks-tuned-bonus": "frozen and random agents pass it",
     "lsvi-ucb-regret-vs-d": "frozen and random agents pass it",

@@ -8,6 +8,12 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   as 7 H sqrt(L/N) -- smaller by sqrt(L), about 4 on the quick instances;
 * ``score-next-policy``: the online runner scores episode k with the policy of episode k + 1
   (``theorylab.runners.online.run(score_policy="next")``);
+* ``cvar-upper-tail``: ``ReturnDistribution.cvar`` averages the best tau-fraction of returns
+  instead of the worst (the wrong tail);
+* ``lsvi-bonus-no-sqrt``: LSVI-UCB's elliptical width phi^T Lambda^-1 phi without its square
+  root;
+* ``lsvi-no-bootstrap``: LSVI regresses on r alone, forgetting V_(h+1)(s') in the target;
+* ``pevi-gram-without-ridge``: linear PEVI's Gram matrix without lambda I;
 * ``pevi-penalty-sign``: PEVI adds its penalty Gamma_h instead of subtracting it (an optimistic
   algorithm under a pessimistic name; ``theorylab.algorithms.offline.pevi.pessimistic_q``).
 
@@ -69,6 +75,59 @@ def pevi_penalty_sign(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def cvar_upper_tail(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.risk.return_distribution import ReturnDistribution
+
+    lower = ReturnDistribution.cvar
+
+    def upper(self, tau: float):
+        # the mean of the best tau-fraction of returns: E Z = tau U_tau + (1 - tau) L_(1 - tau)
+        if tau >= 1.0:
+            return lower(self, 1.0)
+        return (self.mean() - (1.0 - tau) * lower(self, 1.0 - tau)) / tau
+
+    with _patched(ReturnDistribution, "cvar", upper):
+        yield
+
+
+@contextlib.contextmanager
+def lsvi_width_squared(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.linear.lsvi import LeastSquaresValueIteration
+
+    def squared(self, h: int):
+        return self.width_sq[:, h]  # phi^T Lambda^-1 phi, the square root forgotten
+
+    with _patched(LeastSquaresValueIteration, "bonus_width", squared):
+        yield
+
+
+@contextlib.contextmanager
+def lsvi_no_bootstrap(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.linear.lsvi import LeastSquaresValueIteration
+
+    original = LeastSquaresValueIteration.ridge_weights
+
+    def rewards_only(self, h: int, V_next):
+        return original(self, h, 0.0 * V_next)  # the regression target r, the V_(h+1) forgotten
+
+    with _patched(LeastSquaresValueIteration, "ridge_weights", rewards_only):
+        yield
+
+
+@contextlib.contextmanager
+def pevi_gram_without_ridge(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.offline import pevi
+
+    original = pevi.gram_matrices
+
+    def no_ridge(n, phi, lam):
+        return original(n, phi, 0.0)  # Lambda_h = sum phi phi^T, the + lambda I forgotten
+
+    with _patched(pevi, "gram_matrices", no_ridge):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -84,6 +143,38 @@ MUTATIONS = (
             "mutation",
             "episode k scored with the policy of episode k + 1",
             score_next_policy,
+        )
+    ),
+    register_control(
+        Control(
+            "cvar-upper-tail",
+            "mutation",
+            "CVaR_tau of a return distribution taken over the upper tail (the best tau-fraction)",
+            cvar_upper_tail,
+        )
+    ),
+    register_control(
+        Control(
+            "lsvi-bonus-no-sqrt",
+            "mutation",
+            "LSVI-UCB's bonus beta phi^T Lambda^-1 phi instead of beta ||phi||_(Lambda^-1)",
+            lsvi_width_squared,
+        )
+    ),
+    register_control(
+        Control(
+            "lsvi-no-bootstrap",
+            "mutation",
+            "LSVI's regression target r instead of r + V_(h+1)(s')",
+            lsvi_no_bootstrap,
+        )
+    ),
+    register_control(
+        Control(
+            "pevi-gram-without-ridge",
+            "mutation",
+            "linear PEVI's Gram matrix without its ridge term lambda I",
+            pevi_gram_without_ridge,
         )
     ),
     register_control(

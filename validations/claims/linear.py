@@ -703,7 +703,7 @@ class OneHotCountBonus:
         )
 
 
-register_validation(OneHotCountBonus())
+register_validation(OneHotCountBonus(), controls=("lsvi-bonus-no-sqrt",))
 
 
 @dataclass(frozen=True)
@@ -821,7 +821,7 @@ class CoveringLSVI:
         )
 
 
-register_validation(CoveringLSVI())
+register_validation(CoveringLSVI(), controls=("lsvi-no-bootstrap",))
 
 
 # ---------------------------------------------------------------------------- dimension sweep

@@ -385,9 +385,9 @@ class RegretGrowsAsAlphaShrinks:
         return rep
 
 
-register_validation(CVaRIdentities())
-register_validation(AugmentedEqualsBruteForce())
-register_validation(OptimalDiffers())
+register_validation(CVaRIdentities(), controls=("cvar-upper-tail",))
+register_validation(AugmentedEqualsBruteForce(), controls=("cvar-upper-tail",))
+register_validation(OptimalDiffers(), controls=("cvar-upper-tail",))
 
 register_validation(
     Validation(
