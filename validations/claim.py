@@ -694,6 +694,6 @@ def _plot(v: Validation, result, other, bound_curve, rep: Report, path: str) -> 
         curves,
         bound_curves=bounds,
         rescale_bound=bounds is not None,
-        title=f"{v.name} [{rep.scale}]: {'PASS' if rep.passed else 'FAIL'}",
+        title=f"{v.name} [{rep.scale}]: {claim_verdict(rep.checks)} (before controls)",
     )
     save_figure(fig, path)

@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from theorylab.validations.claim import Check, Report, bound_inputs
+from theorylab.validations.claim import Check, Report, bound_inputs, claim_verdict
 from theorylab.validations.registry import register_validation
 
 # ---------------------------------------------------------------------------- shared helpers
@@ -310,7 +310,7 @@ class LinearRegretClaim:
                 {self.algorithm: cum},
                 bound_curve,
                 label,
-                f"{self.name} [{scale}]: {'PASS' if report.passed else 'FAIL'}",
+                f"{self.name} [{scale}]: {claim_verdict(checks)} (before controls)",
             )
             report.figure = plot
         return report
