@@ -17,8 +17,8 @@ _EXPORTS = {
     # experiments (top floor)
     "run": "theorylab.experiment",
     "RunResult": "theorylab.experiment",
-    "sweep": "theorylab.sweep",
-    "Grid": "theorylab.sweep",
+    "sweep": "theorylab.sweeps",
+    "Grid": "theorylab.sweeps",
     # MDPs
     "make": "theorylab.mdps",
     "TabularMDP": "theorylab.mdps",

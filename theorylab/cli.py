@@ -21,9 +21,11 @@ def _table(rows: list[dict], columns: list[str] | None = None) -> str:
     columns = columns or list(rows[0])
     cells = [[str(r.get(c, "")) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
+    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip()
     sep = "  ".join("-" * w for w in widths)
-    body = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
+    body = [
+        "  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip() for row in cells
+    ]
     return "\n".join([line, sep, *body])
 
 
@@ -411,6 +413,79 @@ def cmd_validate(args) -> int:
     return 0 if all(r.passed for r in reports) else 1
 
 
+# --------------------------------------------------------------------------- sweep
+def cmd_sweep(args) -> int:
+    from theorylab.grid_file import load_grid_file
+    from theorylab.sweep_tables import check_export_path, export, summary_rows
+    from theorylab.sweeps import sweep
+
+    if args.address is not None and args.executor != "ray":
+        raise ValueError(f"--address is for --executor ray, not {args.executor}")
+    cells = load_grid_file(args.grid)
+    if args.export:
+        check_export_path(args.export)
+        _check_writable(args.export)
+    print(f"{len(cells)} cells from {args.grid}; results under {args.store}", file=sys.stderr)
+    result = sweep(
+        cells,
+        directory=args.store,
+        executor=args.executor,
+        max_workers=args.workers,
+        progress=not args.no_progress,
+        on_error="collect",
+        address=args.address,
+    )
+    rows = summary_rows(result)
+    print(_table(rows))
+    print(
+        f"{len(result.computed)} computed, {len(result.skipped)} already stored, "
+        f"{len(result.failures)} failed, of {len(result.cells)} cells"
+    )
+    from theorylab.store import atomic_write_bytes
+
+    summary_csv = os.path.join(args.store, "summary.csv")
+    atomic_write_bytes(summary_csv, _csv_text(rows).encode("utf-8"))
+    print(f"wrote {summary_csv}")
+    if args.export:
+        export(result, args.export)
+        print(f"wrote {args.export}")
+    for cell_id, text in result.failures.items():
+        last = text.strip().splitlines()[-1] if text.strip() else "(no message)"
+        print(f"cell {cell_id} failed: {last} (traceback in its error.txt)", file=sys.stderr)
+    return 1 if result.failures else 0
+
+
+def _csv_text(rows: list[dict]) -> str:
+    import csv
+    import io
+
+    columns: list[str] = []
+    for r in rows:
+        columns += [c for c in r if c not in columns]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _check_writable(path: str) -> None:
+    """Fail before a long computation, not after it, when ``path`` cannot be written: its folder
+    must exist (or be creatable) and accept a new file."""
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(path).resolve().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ValueError(
+            f"cannot write {path}: {exc.strerror or exc} (checked before running)"
+        ) from None
+
+
 # --------------------------------------------------------------------------- bench
 def cmd_bench(args) -> int:
     from theorylab.bench.suite import run_benchmarks
@@ -530,6 +605,36 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--plot", help="write the figure (single validation)")
     q.add_argument("--no-progress", action="store_true")
     q.set_defaults(func=cmd_validate)
+
+    q = sub.add_parser(
+        "sweep",
+        help="run a grid of experiments (TOML file), resumable, locally or on a Ray cluster",
+        description="Run every cell of GRID.toml (algorithms x MDP specs x parameters x seeds; "
+        "see docs/tutorials/sweeps.md) not already stored under --store, then print a summary "
+        "table. Re-running the same command resumes: finished cells are skipped.",
+    )
+    q.add_argument("grid", help="grid file (TOML): algorithms, mdps, episodes, seeds, params")
+    q.add_argument("--store", required=True, help="result directory (one folder per cell)")
+    q.add_argument(
+        "--executor",
+        default="process",
+        choices=["process", "serial", "ray"],
+        help="process: a local process pool (default); serial: one cell after another in this "
+        "process; ray: one Ray task per cell",
+    )
+    q.add_argument(
+        "--address",
+        help="with --executor ray: the cluster to join, HOST:PORT of a head started with "
+        "'ray start --head', 'auto', or ray://HOST:10001 (Ray Client); default: a local Ray",
+    )
+    q.add_argument("--workers", type=int, help="process executor: pool size (default: CPU count)")
+    q.add_argument(
+        "--export",
+        metavar="FILE",
+        help="write one row per cell x seed x episode to FILE.csv or FILE.parquet",
+    )
+    q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
+    q.set_defaults(func=cmd_sweep)
 
     from theorylab.bench.suite import BENCHMARKS
 

@@ -232,11 +232,9 @@ def run(
     returns = np.empty((B, episodes))
     estimates = np.full((B, episodes), np.nan)
     has_estimate = hasattr(agent, "value_estimate")
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from theorylab.progress import progress_bar
 
-        bar = tqdm(total=episodes, desc=f"{algo_name} on {mdp.name}", unit="ep", leave=False)
+    bar = progress_bar(episodes, f"{algo_name} on {mdp.name}", "ep", enabled=progress, leave=False)
     t0 = time.perf_counter()
     for k in range(episodes):
         pi = agent.policy()
@@ -246,11 +244,9 @@ def run(
         traj = objective.rollout(mdp, pi, env_rngs)
         returns[:, k] = traj.returns()
         agent.update(traj)
-        if bar is not None:
-            bar.update(1)
+        bar.update(1)
     wall = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
+    bar.close()
     config = {
         "algorithm": algo_name,
         "mdp": mdp.name,
@@ -271,9 +267,9 @@ def run(
 
 
 def __getattr__(name: str):
-    # ARCHITECTURE.md names the sweep ``theorylab.experiment.sweep``; it lives in theorylab.sweep.
+    # The sweep was once ``theorylab.experiment.sweep``; it lives in theorylab.sweeps.
     if name in ("sweep", "Grid", "Cell", "SweepResult", "open_sweep"):
-        import theorylab.sweep as _sweep
+        import theorylab.sweeps as _sweep
 
         return getattr(_sweep, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,12 +35,18 @@ from typing import IO, Any
 
 import numpy as np
 
+from theorylab.errors import TheorylabError
+
 RESULT_JSON = "result.json"
 RESULT_NPZ = "result.npz"
 RESULT_FORMAT = "theorylab.RunResult/1"
 RESULT_ARRAYS = ("regret", "returns", "value_estimates")
 
 _umask: int | None = None
+
+
+class CorruptResultError(TheorylabError, ValueError):
+    """A stored result whose files do not read back (garbage metadata, wrong checksum)."""
 
 
 def _file_mode() -> int:
@@ -181,13 +187,18 @@ def save_result(result, directory: str | os.PathLike) -> Path:
 
 def read_result_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     """The parsed ``result.json`` of a stored result (raises FileNotFoundError if absent)."""
-    with open(Path(directory) / RESULT_JSON, encoding="utf-8") as fh:
-        meta = json.load(fh)
-    if meta.get("format") != RESULT_FORMAT:
-        raise ValueError(
-            f"{Path(directory) / RESULT_JSON} has format {meta.get('format')!r}, "
-            f"expected {RESULT_FORMAT!r}"
-        )
+    path = Path(directory) / RESULT_JSON
+    try:
+        with open(path, encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorruptResultError(
+            f"{path} is not a stored result's metadata (not valid JSON: {exc}); delete the "
+            "directory to recompute it"
+        ) from None
+    if not isinstance(meta, dict) or meta.get("format") != RESULT_FORMAT:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise CorruptResultError(f"{path} has format {found!r}, expected {RESULT_FORMAT!r}")
     return meta
 
 
@@ -218,7 +229,9 @@ def load_result(directory: str | os.PathLike):
     d = Path(directory)
     meta = read_result_metadata(d)
     if meta.get("npz_sha256") != _sha256(d / RESULT_NPZ):
-        raise ValueError(f"{d / RESULT_NPZ} does not match the checksum in {d / RESULT_JSON}")
+        raise CorruptResultError(
+            f"{d / RESULT_NPZ} does not match the checksum in {d / RESULT_JSON}"
+        )
     arrays = load_arrays(d / RESULT_NPZ)
     for name in RESULT_ARRAYS:
         if name not in arrays or list(arrays[name].shape) != meta["shapes"][name]:
