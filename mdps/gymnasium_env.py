@@ -16,8 +16,8 @@ terminated vs truncated, seeding through ``reset``).
   changes no return. ``terminal_states=`` names them explicitly instead (``()`` for none).
 * **truncated** is the time limit: a finite horizon H is implemented as truncation after H steps
   (the MDP has no terminal state at time H, bootstrapping past it is legitimate in the
-  discounted view, as gymnasium's time-limit documentation says). ``max_episode_steps`` may shorten it (1 <= it <= H). A purely
-  discounted MDP (no horizon) is never truncated unless ``max_episode_steps`` is given.
+  discounted view, as gymnasium's documentation of time limits says). ``max_episode_steps``
+  may shorten it (1 <= it <= H). A purely discounted MDP (no horizon) is never truncated unless ``max_episode_steps`` is given.
 * ``info`` holds ``stage`` (steps taken before this step), ``prob`` (probability of the sampled
   transition) and ``mean_reward`` (``r_h(s, a)``).
 * Stepping after the episode ended raises ``RuntimeError`` (call ``reset()``).
