@@ -17,7 +17,8 @@ terminated vs truncated, seeding through ``reset``).
 * **truncated** is the time limit: a finite horizon H is implemented as truncation after H steps
   (the MDP has no terminal state at time H, bootstrapping past it is legitimate in the
   discounted view, as gymnasium's documentation of time limits says). ``max_episode_steps``
-  may shorten it (1 <= it <= H). A purely discounted MDP (no horizon) is never truncated unless ``max_episode_steps`` is given.
+  may shorten it (1 <= it <= H). A purely discounted MDP (no horizon) is never truncated
+  unless ``max_episode_steps`` is given.
 * ``info`` holds ``stage`` (steps taken before this step), ``prob`` (probability of the sampled
   transition) and ``mean_reward`` (``r_h(s, a)``).
 * Stepping after the episode ended raises ``RuntimeError`` (call ``reset()``).

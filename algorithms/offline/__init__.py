@@ -1,8 +1,8 @@
 """Offline RL with pessimism (import name ``theorylab.algorithms.offline``).
 
 Offline algorithms are ``fit(dataset) -> policy`` (docs/architecture.md): every algorithm here
-returns an :class:`OfflineResult` holding the policy *and* its own value estimate, for a batch of B seeds
-at once; sub-optimality is computed exactly on the true model (:func:`suboptimality`).
+returns an :class:`OfflineResult` holding the policy *and* its own value estimate, for a batch of
+B seeds at once; sub-optimality is computed exactly on the true model (:func:`suboptimality`).
 
     from theorylab.algorithms.offline import make_dataset, fit, suboptimality
     data = make_dataset(mdp, 10_000, coverage=0.5, other="adversarial", seeds=32)

@@ -21,8 +21,8 @@ reported as skipped, not run.
 
 Reference (docs/benchmarks.md, "Peers"): rlberry-scool 0.7.3's UCBVIAgent ran about 600
 episodes/s on Chain(L=10), H=20 and about 4 episodes/s on Chain(L=100), H=50 on a 2-core machine
-(one seed at a time). ``RLBERRY_REFERENCE`` holds those numbers; ``measure_rlberry`` measures it again when a
-Python with rlberry-scool is available (it is not a dependency of theorylab).
+(one seed at a time). ``RLBERRY_REFERENCE`` holds those numbers; ``measure_rlberry`` measures it
+again when a Python with rlberry-scool is available (it is not a dependency of theorylab).
 """
 
 from __future__ import annotations
