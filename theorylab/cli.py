@@ -47,6 +47,19 @@ def _params(pairs: list[str] | None) -> dict:
     return out
 
 
+def _positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
     what = args.what
@@ -124,22 +137,31 @@ def cmd_solve(args) -> int:
     method = args.method
     if method == "auto":
         method = "backward_induction" if mdp.horizon is not None else "value_iteration"
+    vi_options = {"tol": args.tol, "stopping": args.stopping}
+    given = [f"--{k}" for k, v in vi_options.items() if v is not None]
+    if given and method != "value_iteration":
+        raise ValueError(
+            f"{' and '.join(given)} set value iteration's stopping rule; the method here is "
+            f"{method} (a discounted MDP, --gamma, or --method value_iteration uses them)"
+        )
+    options = {k: v for k, v in vi_options.items() if v is not None}
+    if method == "lp":
+        options["kind"] = "dual"
     t0 = time.perf_counter()
-    if method == "backward_induction":
-        sol = planning.backward_induction(mdp)
-    elif method == "value_iteration":
-        sol = planning.value_iteration(mdp, tol=args.tol, stopping=args.stopping)
-    elif method == "policy_iteration":
-        sol = planning.policy_iteration(mdp)
-    else:
-        from theorylab.algorithms.planning.lp import lp_solve
-
-        sol = lp_solve(mdp, kind="dual")
+    sol = planning.solve(mdp, method, **options)
     seconds = time.perf_counter() - t0
     pol = np.asarray(sol.policy)
+    undetermined = None
     if not np.issubdtype(pol.dtype, np.integer):  # the LP's pi(a|s) = d(s,a) / sum_a d(s,a)
+        # The LP's policy is defined where the optimal occupancy d(s, .) has mass (states an
+        # optimal policy reaches from mu0); elsewhere every action is LP-optimal, so those
+        # states are marked undetermined instead of showing an arbitrary action.
+        undetermined = np.asarray(sol.occupancy).sum(axis=-1) <= 0  # (H, S) or (S,)
         pol = pol.argmax(axis=-1)
     first = pol[0] if pol.ndim == 2 else pol  # stage h = 0, or the stationary policy
+    first_undetermined = None
+    if undetermined is not None:
+        first_undetermined = undetermined[0] if undetermined.ndim == 2 else undetermined
     out = {
         "mdp": mdp.name,
         "S": mdp.S,
@@ -150,8 +172,21 @@ def cmd_solve(args) -> int:
         "value": float(sol.value),
         "solve_seconds": seconds,
         "build_seconds": build,
-        "policy_first_stage": first.tolist() if mdp.S <= 64 else None,
-        "policy_action_counts": np.bincount(first, minlength=mdp.A).tolist(),
+        "policy_first_stage": (
+            [
+                None if first_undetermined is not None and first_undetermined[s] else int(a)
+                for s, a in enumerate(first)
+            ]
+            if mdp.S <= 64
+            else None
+        ),
+        "policy_action_counts": np.bincount(
+            first if first_undetermined is None else first[~first_undetermined],
+            minlength=mdp.A,
+        ).tolist(),
+        "policy_undetermined_states": (
+            int(first_undetermined.sum()) if first_undetermined is not None else 0
+        ),
         "error_bound": getattr(sol, "info", {}).get("error_bound", 0.0),
     }
     if method == "value_iteration":
@@ -169,9 +204,15 @@ def cmd_solve(args) -> int:
     )
     stage = "h=0 " if mdp.horizon is not None else ""
     if out["policy_first_stage"] is not None:
-        print(f"policy   {stage}{' '.join(map(str, out['policy_first_stage']))}")
+        shown = ("-" if a is None else str(a) for a in out["policy_first_stage"])
+        print(f"policy   {stage}{' '.join(shown)}")
     counts = ", ".join(f"a={a}: {c}" for a, c in enumerate(out["policy_action_counts"]))
     print(f"actions  {stage}{counts}")
+    if out["policy_undetermined_states"]:
+        print(
+            f"         ('-': {out['policy_undetermined_states']} state(s) no optimal policy "
+            "reaches from mu0 at this stage;\n          the LP leaves their action undetermined)"
+        )
     print(f"time     {seconds * 1e3:.3f} ms solve, {build * 1e3:.3f} ms build")
     return 0
 
@@ -529,11 +570,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         choices=["auto", "backward_induction", "value_iteration", "policy_iteration", "lp"],
     )
-    q.add_argument("--tol", type=float, default=1e-10, help="value-iteration tolerance")
+    q.add_argument(
+        "--tol",
+        type=_positive_float,
+        help="value iteration: the certified error ||V - V*|| it stops at (default 1e-10)",
+    )
     q.add_argument(
         "--stopping",
         choices=["sup", "span"],
-        default="sup",
         help="value iteration's certified stopping rule: sup (contraction) or span (MacQueen's "
         "bounds: same certificate, usually far fewer sweeps)",
     )
