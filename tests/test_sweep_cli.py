@@ -17,7 +17,8 @@ import theorylab
 from theorylab.cli import main
 from theorylab.grid_file import GridFileError, load_grid_file
 from theorylab.progress import LineProgress
-from theorylab.store import CorruptResultError, load_result
+from theorylab.results import load_result
+from theorylab.store import CorruptResultError
 from theorylab.sweeps import open_sweep
 
 GRID = """

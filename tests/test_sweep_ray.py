@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from theorylab.grid_file import load_grid_file
-from theorylab.store import load_result
+from theorylab.results import load_result
 from theorylab.sweeps import open_sweep, sweep
 
 if os.environ.get("CI") and os.environ.get("THEORYLAB_SKIP_RAY") is None:

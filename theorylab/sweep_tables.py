@@ -75,33 +75,38 @@ def _tail_rate(regret: np.ndarray) -> float:
 
 
 def long_columns(result: SweepResult) -> dict[str, np.ndarray]:
-    """The tidy long table of every finished cell as columns (see the module docstring)."""
+    """The tidy long table of every finished cell as columns (see the module docstring): the
+    cell's own columns, then its result's :meth:`~theorylab.results.Result.frame_columns`."""
     param_names = sorted({k for c in result.completed for k in c.config()["params"]})
-    cols: dict[str, list[np.ndarray]] = {
-        name: [] for name in (*LONG_COLUMNS, *(f"param.{p}" for p in param_names))
-    }
+    parts: list[dict[str, np.ndarray]] = []
     for cell in result.completed:
-        res = result.result(cell)
+        frame = result.result(cell).frame_columns()
         cfg = cell.config()
-        B, K = res.regret.shape
-        n = B * K
+        n = len(next(iter(frame.values())))
 
         def const(value: Any, n: int = n) -> np.ndarray:
             return np.full(n, value, dtype=object)
 
-        cols["cell"].append(const(cell.id))
-        cols["algorithm"].append(const(cfg["algorithm"]))
-        cols["mdp"].append(const(cfg["mdp"]))
-        cols["params"].append(const(json.dumps(cfg["params"], sort_keys=True)))
-        for p in param_names:
-            cols[f"param.{p}"].append(const(cfg["params"].get(p)))
-        cols["seed"].append(np.repeat(np.asarray(cfg["seeds"], dtype=np.int64), K))
-        cols["episode"].append(np.tile(np.arange(1, K + 1, dtype=np.int64), B))
-        cols["regret"].append(res.regret.reshape(n))
-        cols["cumulative_regret"].append(res.cumulative_regret.reshape(n))
-        cols["return"].append(res.returns.reshape(n))
-        cols["value_estimate"].append(res.value_estimates.reshape(n))
-    return {k: (np.concatenate(v) if v else np.empty(0, dtype=object)) for k, v in cols.items()}
+        cols = {
+            "cell": const(cell.id),
+            "algorithm": const(cfg["algorithm"]),
+            "mdp": const(cfg["mdp"]),
+            "params": const(json.dumps(cfg["params"], sort_keys=True)),
+            **frame,
+        }
+        cols.update({f"param.{p}": const(cfg["params"].get(p)) for p in param_names})
+        parts.append(cols)
+    if not parts:
+        return {name: np.empty(0, dtype=object) for name in LONG_COLUMNS}
+    names = list(parts[0])
+    for cols in parts[1:]:
+        names += [c for c in cols if c not in names]
+    return {
+        name: np.concatenate(
+            [c[name] if name in c else np.full(len(c["cell"]), None, dtype=object) for c in parts]
+        )
+        for name in names
+    }
 
 
 def check_export_path(path: str | os.PathLike) -> str:
