@@ -76,3 +76,15 @@ def test_sources_cite_documents_that_are_in_the_repository():
         if name in path.read_text(encoding="utf-8")
     ]
     assert offenders == [], "cite a page under docs/ instead"
+
+
+def test_every_docs_page_cited_by_a_source_exists():
+    import re
+
+    cited = {
+        (path.relative_to(ROOT), m)
+        for path in _sources()
+        for m in re.findall(r"docs/[\w./-]+\.md", path.read_text(encoding="utf-8"))
+    }
+    missing = sorted(f"{p}: {m}" for p, m in cited if not (ROOT / m).exists())
+    assert missing == []
