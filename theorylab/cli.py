@@ -280,6 +280,9 @@ def cmd_run(args) -> int:
         for flag, key in RUN_BUDGET_FLAGS.items()
         if getattr(args, flag) is not None
     }
+    for path in (args.plot, args.json, args.csv, args.parquet):
+        if path:
+            _check_writable(path)  # before the run, not after it
     result = run(
         args.algorithm,
         args.mdp,
@@ -303,15 +306,41 @@ def cmd_run(args) -> int:
         result.save(args.save)
         print(f"saved {args.save}")
     if args.plot:
-        from theorylab.validations.claim import carried_bound_curves
-
-        bounds, notes = carried_bound_curves(result, params.get("delta", 0.1))
-        drawn = {"bound_curves": bounds, "rescale_bound": True} if bounds else {}
-        result.plot(args.plot, **drawn)
-        for line in notes:
+        for line in _write_run_plot(result, args.plot, params.get("delta", 0.1), args.loglog):
             print(line)
         print(f"wrote {args.plot}")
     return 0
+
+
+def _write_run_plot(result, path: str, delta: float, loglog: bool) -> list[str]:
+    """Draw ``result`` to ``path``; return the lines to print. A regret run (expected return)
+    is drawn with the null agent's exact regret, and its theorem as printed where it is
+    informative (log-log axes: always, beside the trivial bound); the lines say, from the run's
+    numbers, whether the theorem is informative and whether the run left its burn-in."""
+    from theorylab.validations.reference import burn_in_end, plot_keywords, regret_reference
+
+    if result.result_kind != "regret" or result.config.get("objective") != "expected return":
+        result.plot(path)
+        return [f"(drawn without reference lines: {result.result_kind} result)"]
+    ref = regret_reference(result, delta=delta)
+    result.plot(path, **plot_keywords(ref, loglog=loglog))
+    lines = list(ref.notes)
+    end = burn_in_end(result.regret, ref.null_per_episode)
+    tail = float(result.regret[:, -max(1, result.episodes // 10) :].mean())
+    lines.append(
+        f"null agent (uniform random policy): {ref.null_per_episode:.4g} regret per episode; "
+        f"this run, last 10% of episodes: {tail:.4g}"
+    )
+    if end is None:
+        lines.append(
+            f"the run is still in its burn-in at K = {result.episodes} (per-episode regret not "
+            "below half the null agent's): run more episodes"
+        )
+    else:
+        lines.append(f"the run left its burn-in at about episode {end}")
+    if ref.bound_name is not None:
+        lines.append(ref.bound_status())
+    return lines
 
 
 # --------------------------------------------------------------------------- validate
@@ -505,7 +534,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="algorithm parameter (repeatable), e.g. -p delta=0.05",
     )
-    q.add_argument("--plot", help="write the regret plot (PNG or SVG by suffix)")
+    q.add_argument(
+        "--plot",
+        help="write the figure (PNG, SVG or PDF by suffix): regret runs are drawn with the null "
+        "agent's exact regret and the theorem where it is informative",
+    )
+    q.add_argument(
+        "--loglog",
+        action="store_true",
+        help="with --plot: log-log axes, the theorem drawn as printed beside the trivial bound",
+    )
     q.add_argument("--json", help="write a JSON summary (per-seed values, config)")
     q.add_argument("--csv", help="write the long table (one row per seed x step) as CSV")
     q.add_argument("--parquet", help="write the long table as Parquet (needs pandas, pyarrow)")
@@ -608,6 +646,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT
+        kept = " (finished cells are stored: run the same command to resume)"
+        print(
+            f"\ntheorylab {args.command}: interrupted{kept if args.command == 'sweep' else ''}",
+            file=sys.stderr,
+        )
+        return 130
     except BrokenPipeError:  # the reader went away (``theorylab list mdps | head``): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
