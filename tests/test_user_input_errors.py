@@ -105,3 +105,92 @@ def test_policy_iteration_values_match_value_iteration(river):
     pi = solve(river, "policy_iteration", gamma=0.9)
     vi = solve(river, gamma=0.9, tol=1e-12)
     np.testing.assert_allclose(pi.V, vi.V, atol=1e-9)
+
+
+def test_plot_destination_is_checked_before_running(capsys, monkeypatch):
+    import theorylab.experiment as experiment
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("ran before checking the destination")
+
+    monkeypatch.setattr(experiment, "run", must_not_run)
+    code = main(
+        ["run", "ucbvi-bernstein", "riverswim:S=3,H=3", "-K", "5", "--plot", "/proc/nosuch/x.png"]
+    )
+    assert code == 2
+    assert "cannot write /proc/nosuch/x.png" in capsys.readouterr().err
+
+
+def test_ctrl_c_exits_130_with_one_line(capsys, monkeypatch):
+    import theorylab.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_run", interrupted)
+    monkeypatch.setattr(cli, "cmd_sweep", interrupted)
+    assert main(["run", "greedy", "riverswim:S=3,H=3", "-K", "5"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "theorylab run: interrupted"
+    assert main(["sweep", "g.toml", "--store", "s"]) == 130
+    assert "run the same command to resume" in capsys.readouterr().err
+
+
+def test_version_and_help_texts(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.startswith("theorylab ")
+    from theorylab.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for command, flag in [
+        ("run", "--seeds"),
+        ("validate", "--scale"),
+        ("run", "--no-progress"),
+        ("demo", "--seeds"),
+        ("bench", "which"),
+    ]:
+        action = next(
+            a for a in sub.choices[command]._actions if flag in a.option_strings or a.dest == flag
+        )
+        assert action.help, f"{command} {flag} has no help text"
+
+
+def test_list_fits_the_terminal(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    for what in ("mdps", "algorithms"):
+        assert main(["list", what]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert max(map(len, lines)) <= 100, what
+        assert all(line == line.rstrip() for line in lines)
+
+
+def test_validate_all_plot_writes_one_figure_per_claim_or_says_why_not(
+    tmp_path, capsys, monkeypatch
+):
+    import theorylab.validations as validations
+
+    class Rep:
+        def __init__(self, name, plot):
+            self.name, self.scale, self.passed, self.seconds = name, "quick", True, 0.0
+            self.figure = None
+            if name == "draws":
+                from pathlib import Path
+
+                Path(plot).write_bytes(b"png")
+                self.figure = plot
+
+        def format(self):
+            return f"PASS {self.name}"
+
+        def to_dict(self):
+            return {"name": self.name}
+
+    monkeypatch.setattr(validations, "list_validations", lambda: ["draws", "exact"])
+    monkeypatch.setattr(validations, "validate", lambda n, scale, plot, progress: Rep(n, plot))
+    assert main(["validate", "--all", "--plot", str(tmp_path / "figs")]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "figs" / "draws.png").exists()
+    assert f"wrote {tmp_path / 'figs' / 'draws.png'}" in out
+    assert "(no figure: exact checks exact identities or values and draws none)" in out

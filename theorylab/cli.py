@@ -91,10 +91,38 @@ def cmd_list(args) -> int:
         for r in rows:
             if "parameters" in r:
                 r["parameters"] = ",".join(f"{k}={v}" for k, v in r["parameters"].items())
-            if len(r["summary"]) > 90:  # the full text: --json
-                r["summary"] = r["summary"][:87].rstrip() + "..."
-        print(_table(rows))
+        print(_table(_fit_to_terminal(rows, ("bounds", "parameters", "summary"))))  # all: --json
     return 0
+
+
+def _fit_to_terminal(rows: list[dict], flexible: tuple[str, ...]) -> list[dict]:
+    """Shorten the ``flexible`` columns (with "...") so that the table fits the terminal's
+    width (``COLUMNS``, else the terminal, else 100 columns when output is piped)."""
+    import shutil
+
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    if not rows:
+        return rows
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    fixed = sum(w for c, w in widths.items() if c not in flexible) + 2 * (len(columns) - 1)
+    room = max(len(flexible) * 12, width - fixed)
+    present = [c for c in flexible if c in widths]
+    # share the room: a column that needs less than its share gives the rest to the others
+    limits: dict[str, int] = {}
+    for i, c in enumerate(sorted(present, key=lambda c: widths[c])):
+        share = room // (len(present) - i)
+        limits[c] = max(len(c), min(widths[c], share))
+        room -= limits[c]
+    out = []
+    for r in rows:
+        r = dict(r)
+        for c, limit in limits.items():
+            text = str(r.get(c, ""))
+            if len(text) > limit:
+                r[c] = text[: limit - 3].rstrip() + "..."
+        out.append(r)
+    return out
 
 
 # --------------------------------------------------------------------------- solve
@@ -350,12 +378,25 @@ def cmd_validate(args) -> int:
     if args.all == (args.name is not None):
         raise ValueError("give one validation NAME or --all (see: theorylab list validations)")
     names = list_validations() if args.all else [args.name]
+    if args.plot and args.all:  # a folder: one figure per claim, named after it
+        from pathlib import Path
+
+        Path(args.plot).mkdir(parents=True, exist_ok=True)
+        _check_writable(str(Path(args.plot) / "x.png"))
+    elif args.plot:
+        _check_writable(args.plot)
     reports = []
     for name in names:
-        plot = args.plot if not args.all else None
+        plot = args.plot
+        if args.plot and args.all:
+            plot = os.path.join(args.plot, f"{name}.png")
         rep = validate(name, scale=args.scale, plot=plot, progress=not args.no_progress)
         reports.append(rep)
         print(rep.format())
+        if plot and rep.figure:
+            print(f"wrote {rep.figure}")
+        elif plot:
+            print(f"(no figure: {name} checks exact identities or values and draws none)")
         print()
     rows = [
         {
@@ -476,6 +517,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="theorylab",
         description="Provable RL algorithms checked against their theorems.",
     )
+    from theorylab import __version__
+
+    p.add_argument("--version", action="version", version=f"theorylab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     q = sub.add_parser("list", help="list MDP families, algorithms, bounds or validations")
@@ -525,7 +569,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("algorithm", help="algorithm name, e.g. ucbvi-bernstein")
     q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
     q.add_argument("--episodes", "-K", type=int, help="online: episodes K per seed")
-    q.add_argument("--seeds", "-B", type=int, default=8)
+    q.add_argument(
+        "--seeds",
+        "-B",
+        type=int,
+        default=8,
+        help="number of seeds B, run batched (default 8); seed i is reproducible alone",
+    )
     q.add_argument("--seed", type=int, default=0, help="root seed")
     q.add_argument(
         "--param",
@@ -576,16 +626,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="offline: trajectories (finite horizon default) or independent samples "
         "(--kind is the former name)",
     )
-    q.add_argument("--no-progress", action="store_true")
+    q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_run)
 
     q = sub.add_parser("validate", help="check a claim: algorithm x MDP x bound")
     q.add_argument("name", nargs="?", help="validation name (theorylab list validations)")
     q.add_argument("--all", action="store_true", help="run every validation")
-    q.add_argument("--scale", choices=["quick", "full"], default="quick")
+    q.add_argument(
+        "--scale",
+        choices=["quick", "full"],
+        default="quick",
+        help="quick: seconds, what CI runs (default); full: the claim's real check (minutes)",
+    )
     q.add_argument("--json", help="write the report as JSON")
-    q.add_argument("--plot", help="write the figure (single validation)")
-    q.add_argument("--no-progress", action="store_true")
+    q.add_argument(
+        "--plot",
+        help="write the claim's figure to this file; with --all, a folder that gets one "
+        "NAME.png per claim that draws one (the others say that they draw none)",
+    )
+    q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_validate)
 
     q = sub.add_parser(
@@ -621,7 +680,13 @@ def build_parser() -> argparse.ArgumentParser:
     from theorylab.bench.suite import BENCHMARKS
 
     q = sub.add_parser("bench", help="benchmarks (tables, not timed tests)")
-    q.add_argument("which", nargs="?", default="all", choices=[*BENCHMARKS, "all"])
+    q.add_argument(
+        "which",
+        nargs="?",
+        default="all",
+        choices=[*BENCHMARKS, "all"],
+        help="which benchmark table to produce (default: all of them)",
+    )
     q.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     q.add_argument(
         "--backend",
@@ -636,8 +701,8 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("demo", help="UCBVI against greedy on RiverSwim: table + regret.png")
     q.add_argument("--out", default="regret.png", help="figure path (PNG or SVG)")
     q.add_argument("--episodes", type=int, default=None)
-    q.add_argument("--seeds", type=int, default=None)
-    q.add_argument("--no-progress", action="store_true")
+    q.add_argument("--seeds", type=int, default=None, help="seeds per algorithm (default 8)")
+    q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_demo)
     return p
 
