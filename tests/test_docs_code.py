@@ -15,8 +15,9 @@ import pytest
 
 from theorylab.markdown_code import blocks, executed_pages, run_page, steps
 
-DOCS = Path(__file__).resolve().parents[1] / "docs"
-PAGES = executed_pages(DOCS)
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+PAGES = [*executed_pages(DOCS), ROOT / "README.md"]
 
 
 def test_the_executed_pages_are_found():
@@ -25,7 +26,7 @@ def test_the_executed_pages_are_found():
     assert "algorithms/ucbvi.md" in names
 
 
-@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(DOCS).as_posix() for p in PAGES])
+@pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
 def test_page_code_runs_and_prints_what_the_page_shows(page, tmp_path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     run_page(page, tmp_path)
