@@ -194,3 +194,18 @@ def test_validate_all_plot_writes_one_figure_per_claim_or_says_why_not(
     assert (tmp_path / "figs" / "draws.png").exists()
     assert f"wrote {tmp_path / 'figs' / 'draws.png'}" in out
     assert "(no figure: exact checks exact identities or values and draws none)" in out
+
+
+def test_bench_planning_reports_progress_per_size(capsys, monkeypatch):
+    import theorylab.bench.planning as planning
+
+    monkeypatch.setattr(planning, "_bench_size", lambda S, *args: {"S": S})
+    rows = planning.bench_planning(sizes=(1000, 4000), read_gbs=1.0, peers=False)
+    assert [r["S"] for r in rows] == [1000, 4000]
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("planning: 2 size(s) S = 1e+03, 4e+03")
+    assert "planning: S = 1e+03 (1 of 2) ..." in err
+    assert any(
+        line.startswith("planning: S = 1e+03 took") and "remaining sizes" in line for line in err
+    )
+    assert err[-1].startswith("planning: done in")
