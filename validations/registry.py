@@ -91,6 +91,9 @@ def validate(
     from theorylab.validations.controls import get_control
 
     claim = VALIDATIONS.get(name)
+    scales = sorted(getattr(claim, "scales", None) or ("quick", "full"))
+    if not isinstance(scale, str) or scale not in scales:  # before anything runs
+        raise ValueError(f"validation {name!r} has scales {scales}, not {scale!r}")
     rep = claim.run(scale, plot=plot, progress=progress, seed=seed).finalize()
     if not controls:
         return rep

@@ -81,11 +81,9 @@ def run(
     returns = np.empty((B, episodes))
     estimates = np.full((B, episodes), np.nan)
     has_estimate = hasattr(agent, "value_estimate")
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from theorylab.progress import progress_bar
 
-        bar = tqdm(total=episodes, desc=f"{entry.name} on {mdp.name}", unit="ep", leave=False)
+    bar = progress_bar(episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False)
     t0 = time.perf_counter()
     pending = None  # score_policy="next": the policy of episode k + 1, already asked for
     for k in range(episodes):
@@ -100,11 +98,9 @@ def run(
         if score_policy == "next":
             pending = agent.policy()
             regret[:, k] = v_star - objective.policy_values(mdp, pending)
-        if bar is not None:
-            bar.update(1)
+        bar.update(1)
     wall = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
+    bar.close()
     config = {
         "mdp": mdp.name,
         "S": mdp.S,
