@@ -39,7 +39,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.online.empirical_model import EmpiricalModel
 from theorylab.algorithms.registry import register
 
@@ -122,7 +122,7 @@ class CertaintyEquivalentGreedy:
     # ------------------------------------------------------------------ protocol
     def policy(self) -> np.ndarray:
         """The policy every seed plays next: ``(B, H, S)`` int (greedy)."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """V_hat^{pi_k}_1(mu0) on the empirical model, ``(B,)`` (not a confidence bound)."""
@@ -192,4 +192,4 @@ class EpsilonGreedy(CertaintyEquivalentGreedy):
 
     def policy(self) -> np.ndarray:
         """The policy every seed plays next: ``(B, H, S, A)`` float (greedy mixed with uniform)."""
-        return self._policy
+        return read_only_copy(self._policy)

@@ -60,7 +60,7 @@ import math
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.risk.iterated_cvar import _check_alpha, cvar_next
 from theorylab.algorithms.risk.objectives import (
@@ -120,7 +120,7 @@ class _PlanFromCounts:
         """Greedy policy of the planned Q, ``(B, H, S)`` int."""
         if self._pi is None:
             self._plan()
-        return self._pi.copy()
+        return read_only_copy(self._pi)
 
     def value_estimate(self) -> np.ndarray:
         """The planned ``V_1(mu0)`` for every seed, ``(B,)`` (its guarantee: see the class)."""

@@ -84,7 +84,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.registry import register
 
 
@@ -144,7 +144,7 @@ class OptimisticQLearning:
     # ------------------------------------------------------------------ acting
     def policy(self) -> np.ndarray:
         """Greedy policy ``(B, H, S)``: a_h = argmax_a Q_h(x, a) (ties to the smallest index)."""
-        return self.Q.argmax(axis=-1)
+        return read_only_copy(self.Q.argmax(axis=-1))
 
     def value_estimate(self) -> np.ndarray:
         """The optimistic estimate V_1(mu0) = sum_x mu0(x) V_1(x), ``(B,)``."""

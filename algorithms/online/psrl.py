@@ -47,7 +47,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.online.empirical_model import EmpiricalModel
 from theorylab.algorithms.registry import register
 
@@ -145,7 +145,7 @@ class PSRL:
 
     def policy(self) -> np.ndarray:
         """The optimal policy ``(B, H, S)`` of each seed's sampled MDP M_k."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """V^{M_k}_1(mu0) of the sampled MDPs, ``(B,)`` (unbiased for V*, not optimistic)."""

@@ -100,7 +100,7 @@ import math
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.online.empirical_model import EmpiricalModel
 from theorylab.algorithms.registry import register
 from theorylab.backends.numpy_backend import max_over_last as max_over_actions
@@ -191,7 +191,7 @@ class _OptimisticTabularAgent:
 
     def policy(self) -> np.ndarray:
         """``(B, H, S)`` int: greedy in the optimistic Q (ties: see ``tie_break``)."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """``(B,)``: V_{k,1}(mu0) = sum_s mu0(s) V_{k,1}(s), the optimistic value played next."""
