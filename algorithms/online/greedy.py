@@ -40,7 +40,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from theorylab.agent import EnvSpec, read_only_copy
-from theorylab.algorithms.online.empirical_model import EmpiricalModel
+from theorylab.algorithms.online.empirical_model import EmpiricalModel, resolve_stage_dependence
 from theorylab.algorithms.registry import register
 
 
@@ -49,7 +49,9 @@ class CertaintyEquivalentGreedy:
     """Plan on the empirical model and play its greedy policy (no exploration).
 
     unvisited_value: Q_h(s, a) for pairs never tried (0: no optimism; H: optimistic init).
-    stage_dependent: estimate one P_hat_h per stage (default: pooled over h).
+    stage_dependent: estimate one P_hat_h per stage. Default (None): the environment's setting;
+        ``False`` on a stage-dependent MDP is refused (pooling would estimate a model that is not
+        the MDP's).
     episodes: accepted for the common constructor; unused.
     """
 
@@ -64,7 +66,7 @@ class CertaintyEquivalentGreedy:
         *,
         episodes: int | None = None,
         unvisited_value: float = 0.0,
-        stage_dependent: bool = False,
+        stage_dependent: bool | None = None,
     ) -> None:
         if not np.isfinite(unvisited_value):
             raise ValueError(f"unvisited_value must be finite, got {unvisited_value!r}")
@@ -74,7 +76,7 @@ class CertaintyEquivalentGreedy:
         self.n_seeds = B = int(n_seeds)
         self.rngs = list(rngs)  # unused: the agent draws no random numbers
         self.unvisited_value = float(unvisited_value)
-        self.stage_dependent = bool(stage_dependent)
+        self.stage_dependent = resolve_stage_dependence(env, stage_dependent, self.name)
         self.episode = 0  # episodes seen so far (k - 1 before episode k)
         S, A, H = env.S, env.A, env.H
         # counts N (B, [H,] S, A, S), N(s, a), reward sums and P_hat, shared with UCBVI
@@ -160,7 +162,7 @@ class EpsilonGreedy(CertaintyEquivalentGreedy):
         epsilon: float = 0.1,
         schedule: str = "constant",
         unvisited_value: float = 0.0,
-        stage_dependent: bool = False,
+        stage_dependent: bool | None = None,
     ) -> None:
         if schedule not in ("constant", "inv-sqrt"):
             raise ValueError(f"schedule must be 'constant' or 'inv-sqrt', got {schedule!r}")
