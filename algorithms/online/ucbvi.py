@@ -33,8 +33,11 @@ Registered names, the bound each carries (names of ``theorylab.bounds``) and the
     and the Lemma 13->14 calculation does not reproduce 2500 -- so the constants are the paper's
     claim, not a tight invariant; none of these touch the algorithm's bonus as printed.
 
-``ucbvi-ajks`` -- AJKS Ch. 7; bounds ``ajks-thm7.1`` (10 H^2 S sqrt(AK) ln(SAH^2K^2)) and
-    ``ajks-thm7.6`` (8e H^2 sqrt(SAK) sqrt(ln(SAH^2K^2)) + 2e H^3 S^2 A ln K ln(SAH^2K^2))::
+``ucbvi-ajks`` -- AJKS Ch. 7; bounds ``ajks-thm7.1`` (expected regret <= 10 H^2 S
+    sqrt(AK ln(SAH^2K^2)) + 2 for the algorithm run at delta = 1/(KH); the log is inside the
+    root in the typeset PDF, p. 75), ``ajks-thm7.1-delta`` (the proof's form at any delta,
+    10 H^2 S sqrt(AK ln(SAHK/delta)) + 2 delta K H, p. 78) and ``ajks-thm7.6``
+    (8e H^2 sqrt(SAK) sqrt(ln(SAH^2K^2)) + 2e H^3 S^2 A ln K ln(SAH^2K^2))::
 
         N_h(s,a,s'), N_h(s,a) per step h;  P_hat_h(s'|s,a) = N_h(s,a,s') / N_h(s,a)
         L = ln(S A H K / delta);  b_h(s,a) = 2 H sqrt(L / N_h(s,a))
