@@ -82,6 +82,30 @@ def test_pessimism_invariant_vi_lcb(c_L):
         assert res.V.max() > 0  # it did learn something at this N
 
 
+def test_vi_lcb_starts_from_the_behaviour_of_fold_0():
+    """Issue 14 item 1: Algorithm 3 (as recalled) sets pi_0(s) = argmax_a m_0(s, a) from fold 0,
+    the behaviour-cloning fallback of the near-expert regime; the former default started from a
+    random policy and never read fold 0. On near-expert data (C* = 1.05) at N = 2000, where few
+    lower bounds have risen, the behaviour start is near-optimal and the random one is not."""
+    from theorylab.algorithms.offline.empirical import fold_blocks
+
+    mdp = make("multiscale-bandit:gamma=0.5")
+    ds = make_dataset(mdp, 2000, coverage=1 / 1.05, other="adversarial", seeds=16)
+    bc = fit("vi-lcb", ds, c_L=0.5)  # the default
+    rnd = fit("vi-lcb", ds, c_L=0.5, initial_policy="random")
+    assert bc.params["initial_policy"] == "behaviour"
+    # where V never rose, the policy is fold 0's most frequent action (ties: smallest index)
+    T = bc.info["T"]
+    m0 = fold_blocks(ds, T + 1)[0].counts()  # (B, S, A)
+    never = bc.V <= 0  # (B, S)
+    np.testing.assert_array_equal(bc.policy[never], m0.argmax(axis=-1)[never])
+    assert never.any()
+    sub_bc, sub_rnd = suboptimality(mdp, bc.policy).mean(), suboptimality(mdp, rnd.policy).mean()
+    assert sub_bc < 0.01 < 0.1 < sub_rnd, (sub_bc, sub_rnd)  # measured 0.0029 vs 0.166
+    with pytest.raises(ValueError, match="initial_policy must be one of 'behaviour'"):
+        fit("vi-lcb", ds, initial_policy="expert")
+
+
 def test_naive_vi_estimate_is_optimistic_on_partial_coverage():
     """The contrast: naive VI's own estimate exceeds its policy's value on the tempting arms."""
     mdp = make("tempting-arms")

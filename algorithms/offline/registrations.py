@@ -15,7 +15,9 @@ from theorylab.algorithms.offline.vw_pevi import vw_pevi
 
 
 @register("vi-lcb")
-def fit_vi_lcb(dataset, delta: float = 0.1, c_L: float = C_L_CODE, initial_policy: str = "random"):
+def fit_vi_lcb(
+    dataset, delta: float = 0.1, c_L: float = C_L_CODE, initial_policy: str = "behaviour"
+):
     """VI-LCB with data splitting (Rashidinejad et al. 2021, Alg. 3; discounted)."""
     return vi_lcb(dataset, delta=delta, c_L=c_L, initial_policy=initial_policy)
 

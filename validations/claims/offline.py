@@ -208,7 +208,7 @@ class LCBRates(OfflineClaim):
                     v["N"],
                     v["seeds"],
                     seed,
-                    {"c_L": v["c_L"]},
+                    {"c_L": v["c_L"], "initial_policy": v["initial_policy"]},
                     chunk=v.get("chunk"),
                     coverage=cov,
                     other=other,
@@ -260,6 +260,10 @@ register_validation(
                     "seeds": 32,
                     "chunk": 8,
                     "c_L": 0.5,
+                    # the slopes in docs/algorithms/vi-lcb.md were measured with the code's random
+                    # start; the default is now Algorithm 3's behaviour start (issue 14), not yet
+                    # re-measured at this scale
+                    "initial_policy": "random",
                 },
             },
         },
