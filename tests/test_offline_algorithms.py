@@ -3,6 +3,8 @@ batched == alone, zero-penalty reductions, and naive VI's failure on partial cov
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -104,6 +106,52 @@ def test_vi_lcb_starts_from_the_behaviour_of_fold_0():
     assert sub_bc < 0.01 < 0.1 < sub_rnd, (sub_bc, sub_rnd)  # measured 0.0029 vs 0.166
     with pytest.raises(ValueError, match="initial_policy must be one of 'behaviour'"):
         fit("vi-lcb", ds, initial_policy="expert")
+
+
+def reference_bernstein_vi(ds, b: int, c_b: float, delta: float, form: str) -> np.ndarray:
+    """Li et al.'s Algorithm 2 for seed b, written as loops over the raw samples (an independent
+    oracle): Q_hat_h(s, a) = max{r_hat + P_hat V_hat_{h+1} - b_h, 0} with the penalty of Eq. (55)
+    (``form="sum"``) or the former max form. Returns Q ``(H, S, A)``."""
+    S, A, H = ds.S, ds.A, ds.horizon
+    L = math.log(ds.states.shape[1] * H / delta)
+    V = np.zeros((H + 1, S))
+    Q = np.zeros((H, S, A))
+    for h in range(H - 1, -1, -1):
+        for s_ in range(S):
+            for a in range(A):
+                rows = (ds.stages[b] == h) & (ds.states[b] == s_) & (ds.actions[b] == a)
+                n = int(rows.sum())
+                if n == 0:
+                    continue  # penalty H: Q = 0
+                v = V[h + 1][ds.next_states[b][rows]]
+                var = float(np.mean(v**2) - np.mean(v) ** 2)
+                width = math.sqrt(c_b * L * max(var, 0.0) / n)
+                if form == "sum":
+                    pen = min(width + c_b * H * L / n, H)
+                else:
+                    pen = min(max(width, 2 * c_b * H * L / n), H)
+                Q[h, s_, a] = max(ds.rewards[b][rows].mean() + v.mean() - pen, 0.0)
+            V[h, s_] = Q[h, s_].max()
+    return Q
+
+
+@pytest.mark.parametrize("form", ["sum", "max"])
+def test_bernstein_penalty_is_the_finite_horizon_form(form):
+    """Issue 14 item 4: Li et al.'s finite-horizon penalty, Eq. (55), adds the variance term and
+    c_b H L / n (the authors' code: min{H - h, c_b H / n + sqrt(c_b Var / n)}); the module used
+    the discounted max{., 2 c_b H L / n} shape, now kept as bernstein_form="max". A small c_b
+    keeps Q above 0 so that the two forms differ."""
+    mdp = _finite_mdp()
+    ds = make_dataset(mdp, 3000, coverage=0.5, other="uniform", seeds=2, seed=3)
+    spec = "pessimistic-vi-bernstein:c_b=0.01" + ("" if form == "sum" else ",bernstein_form=max")
+    res = fit(spec, ds)  # the sum form is the default
+    for b in range(2):
+        ref = reference_bernstein_vi(ds, b, 0.01, 0.1, form)
+        np.testing.assert_allclose(res.Q[b], ref, rtol=0, atol=1e-9)
+    if form == "sum":
+        other = fit("pessimistic-vi-bernstein:c_b=0.01,bernstein_form=max", ds)
+        assert np.abs(other.Q - res.Q).max() > 1e-3  # the two forms are different algorithms
+        assert res.params["bernstein_form"] == "sum"
 
 
 def test_naive_vi_estimate_is_optimistic_on_partial_coverage():

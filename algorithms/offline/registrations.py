@@ -34,11 +34,22 @@ def fit_pessimistic_vi_hoeffding(
 
 @register("pessimistic-vi-bernstein")
 def fit_pessimistic_vi_bernstein(
-    dataset, delta: float = 0.1, c_b: float = 16.0, subsample: bool = False, c_trim: float = 10.0
+    dataset,
+    delta: float = 0.1,
+    c_b: float = 16.0,
+    subsample: bool = False,
+    c_trim: float = 10.0,
+    bernstein_form: str = "sum",
 ):
-    """Finite-horizon pessimistic VI, Bernstein penalty (Li et al. 2022; [M] constants)."""
+    """Finite-horizon pessimistic VI, Bernstein penalty (Li et al. 2022, Alg. 2, Eq. (55))."""
     return pessimistic_vi(
-        dataset, penalty="bernstein", delta=delta, c_b=c_b, subsample=subsample, c_trim=c_trim
+        dataset,
+        penalty="bernstein",
+        delta=delta,
+        c_b=c_b,
+        subsample=subsample,
+        c_trim=c_trim,
+        bernstein_form=bernstein_form,
     )
 
 
