@@ -70,6 +70,8 @@ EXPECTED_NAMES = {
     "du2023-icvar-thm1",
     "du2023-icvar-lower-visitation",
     "du2023-icvar-lower-exponential",
+    "du2023-maxwp",
+    "xiong2023-linpevi-adv-plus",
     "zhao2024-cvar-lowrank-h7",
     "zhao2024-cvar-lowrank-h2",
 }
@@ -243,10 +245,14 @@ def test_exponent_of_a_monomial_with_log_factors_is_its_power(a, b, e, k):
 
 def test_rates_of_the_registered_bounds():
     regret_sqrt_k = [
-        b for b in all_bounds() if b.quantity == "regret" and b.name != "oful-abbasi2011"
+        b
+        for b in all_bounds()
+        if b.quantity == "regret" and b.name not in ("oful-abbasi2011", "du2023-maxwp")
     ]
     for b in regret_sqrt_k:
         assert b.exponent("K") == HALF, b.name
+    maxwp = get_bound("du2023-maxwp")  # constant in K (Du et al. Theorem 4)
+    assert maxwp.rate_variable == "K" and maxwp.exponent("K") == 0
     assert get_bound("oful-abbasi2011").exponent("T") == HALF
     for b in all_bounds():
         if b.quantity == "sample_complexity":
