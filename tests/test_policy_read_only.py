@@ -50,7 +50,7 @@ def one_episode(mdp, agent, policy, rngs):
     agent.update(traj)
 
 
-@pytest.mark.parametrize("name", list_algorithms())
+@pytest.mark.parametrize("name", list_algorithms("online"))
 def test_policy_is_read_only_and_not_an_alias(name):
     mdp = make(PROBLEM.get(name, "riverswim:S=4,H=3"))
     if name.startswith("ucbvi"):

@@ -44,7 +44,7 @@ from theorylab.algorithms.online.empirical_model import EmpiricalModel, resolve_
 from theorylab.algorithms.registry import register
 
 
-@register("greedy")
+@register("greedy", kind="online", problem="tabular", bounds=())
 class CertaintyEquivalentGreedy:
     """Plan on the empirical model and play its greedy policy (no exploration).
 
@@ -56,7 +56,6 @@ class CertaintyEquivalentGreedy:
     """
 
     name = "greedy"
-    bound = None  # linear regret: the contrast to the provable algorithms
 
     def __init__(
         self,
@@ -141,7 +140,7 @@ class CertaintyEquivalentGreedy:
         self._plan()
 
 
-@register("epsilon-greedy")
+@register("epsilon-greedy", kind="online", problem="tabular", bounds=())
 class EpsilonGreedy(CertaintyEquivalentGreedy):
     """Certainty-equivalent greedy mixed with the uniform policy (weight eps_k).
 
@@ -150,7 +149,6 @@ class EpsilonGreedy(CertaintyEquivalentGreedy):
     """
 
     name = "epsilon-greedy"
-    bound = None
 
     def __init__(
         self,

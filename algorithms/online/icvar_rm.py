@@ -133,7 +133,16 @@ class _PlanFromCounts:
         self._V = self._pi = None
 
 
-@register("icvar-rm")
+@register(
+    "icvar-rm",
+    kind="online",
+    problem="tabular",
+    bounds=(
+        "du2023-icvar-thm1",
+        "du2023-icvar-lower-visitation",
+        "du2023-icvar-lower-exponential",
+    ),
+)
 class ICVaRRM(_PlanFromCounts):
     """ICVaR-RM (Du, Wang, Huang 2023, Algorithm 1): optimistic iterated-CVaR value iteration.
 
@@ -184,7 +193,7 @@ class ICVaRRM(_PlanFromCounts):
         self._V, self._pi = V, pi
 
 
-@register("maxwp")
+@register("maxwp", kind="online", problem="tabular", bounds=("du2023-maxwp",))
 class MaxWP(_PlanFromCounts):
     """MaxWP (Du, Wang, Huang 2023, Algorithm 2): greedy worst-path planning on seen successors.
 

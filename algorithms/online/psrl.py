@@ -78,7 +78,7 @@ def batched_backward_induction(
     return Q, V, Q.argmax(axis=-1)
 
 
-@register("psrl")
+@register("psrl", kind="online", problem="tabular", bounds=("psrl-osband2013",))
 class PSRL:
     """Posterior sampling RL (Osband, Russo, Van Roy 2013), batched over B seeds.
 
@@ -92,7 +92,6 @@ class PSRL:
     """
 
     name = "psrl"
-    bound = "psrl-osband2013"
 
     def __init__(
         self,

@@ -318,12 +318,11 @@ class UCBVI(_OptimisticTabularAgent):
             self._finish_stage_observed(h, rows)
 
 
-@register("ucbvi-hoeffding")
+@register("ucbvi-hoeffding", kind="online", problem="tabular", bounds=("azar2017-thm1",))
 class UCBVIHoeffding(UCBVI):
     """UCBVI-CH (Azar et al. 2017, Alg. 3): b = 7 H L sqrt(1/N(x,a)), pooled stationary model."""
 
     name = "ucbvi-hoeffding"
-    bound = "azar2017-thm1"  # the theorem this algorithm carries (theorylab.bounds)
 
     def plan(self) -> None:
         if self.model.storage != "sparse":
@@ -340,12 +339,11 @@ class UCBVIHoeffding(UCBVI):
         return rows, PV, 7.0 * self.H * self.L * np.sqrt(1.0 / N)
 
 
-@register("ucbvi-bernstein")
+@register("ucbvi-bernstein", kind="online", problem="tabular", bounds=("azar2017-thm2",))
 class UCBVIBernstein(UCBVI):
     """UCBVI-BF (Azar et al. 2017, Alg. 4): empirical-Bernstein bonus with the N'_{k,h+1} term."""
 
     name = "ucbvi-bernstein"
-    bound = "azar2017-thm2"  # the theorem this algorithm carries (theorylab.bounds)
 
     def plan(self) -> None:
         H, L = float(self.H), self.L
@@ -386,12 +384,16 @@ class UCBVIBernstein(UCBVI):
         return self._mean_and_bonus(E, self._N)  # N = max(N_k(x, a), 1): (B, S, A)
 
 
-@register("ucbvi-ajks")
+@register(
+    "ucbvi-ajks",
+    kind="online",
+    problem="tabular",
+    bounds=("ajks-thm7.1", "ajks-thm7.1-delta", "ajks-thm7.6"),
+)
 class UCBVIAJKS(_OptimisticTabularAgent):
     """UCBVI as in AJKS Ch. 7: per-step model P_hat_h, b = 2 H sqrt(L / N_h(s,a)), Q capped at H."""
 
     name = "ucbvi-ajks"
-    bound = "ajks-thm7.1"  # the theorem this algorithm carries (theorylab.bounds)
     per_step_model = True
 
     @property
