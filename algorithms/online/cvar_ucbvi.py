@@ -81,7 +81,7 @@ import numpy as np
 from theorylab.agent import EnvSpec
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.risk.augmented_policy import AugmentedPolicy
-from theorylab.algorithms.risk.objectives import StaticCVaR
+from theorylab.algorithms.risk.objectives import static_cvar_of
 from theorylab.algorithms.risk.reward_lattice import reward_lattice_from_means
 from theorylab.algorithms.risk.static_cvar_planning import first_argmax, first_argmin
 from theorylab.risk_measures import _check_tau
@@ -95,6 +95,7 @@ RANGE_TERM_CONSTANT = 7.0 / 3.0  # Maurer-Pontil empirical Bernstein (n-1 replac
     kind="online",
     problem="tabular",
     bounds=("wang2023-cvar-general", "wang2023-cvar-continuous", "wang2023-cvar-lower"),
+    objective=static_cvar_of,
 )
 class CVaRUCBVI:
     """CVaR-UCBVI (Wang, Kallus, Sun 2023): optimistic value iteration on the augmented MDP."""
@@ -135,7 +136,6 @@ class CVaRUCBVI:
         n_stages = H if env.stage_dependent else 1
         self.n = np.zeros((B, n_stages, S, A), dtype=np.int64)
         self.n_next = np.zeros((B, n_stages, S, A, S), dtype=np.int64)
-        self.objective = StaticCVaR(self.tau)
         self._policy: AugmentedPolicy | None = None
         self._estimate: np.ndarray | None = None
 

@@ -63,10 +63,7 @@ import numpy as np
 from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.risk.iterated_cvar import _check_alpha, cvar_next
-from theorylab.algorithms.risk.objectives import (
-    IteratedCVaR,
-    WorstPath,
-)
+from theorylab.algorithms.risk.objectives import iterated_cvar_of, worst_path_of
 from theorylab.algorithms.risk.static_cvar_planning import first_argmax
 
 
@@ -142,6 +139,7 @@ class _PlanFromCounts:
         "du2023-icvar-lower-visitation",
         "du2023-icvar-lower-exponential",
     ),
+    objective=iterated_cvar_of,
 )
 class ICVaRRM(_PlanFromCounts):
     """ICVaR-RM (Du, Wang, Huang 2023, Algorithm 1): optimistic iterated-CVaR value iteration.
@@ -169,7 +167,6 @@ class ICVaRRM(_PlanFromCounts):
         self.alpha, self.delta, self.K, self.bonus_scale = alpha, delta, int(episodes), bonus_scale
         self.L = math.log(self.K * env.H * env.S * env.A / (delta / 5))  # delta' = delta / 5
         self.counts = _PooledCounts(env, n_seeds, "ICVaR-RM")
-        self.objective = IteratedCVaR(alpha)
         self._V: np.ndarray | None = None  # (B, H+1, S) optimistic values of the next episode
         self._pi: np.ndarray | None = None  # (B, H, S)
 
@@ -193,7 +190,9 @@ class ICVaRRM(_PlanFromCounts):
         self._V, self._pi = V, pi
 
 
-@register("maxwp", kind="online", problem="tabular", bounds=("du2023-maxwp",))
+@register(
+    "maxwp", kind="online", problem="tabular", bounds=("du2023-maxwp",), objective=worst_path_of
+)
 class MaxWP(_PlanFromCounts):
     """MaxWP (Du, Wang, Huang 2023, Algorithm 2): greedy worst-path planning on seen successors.
 
@@ -201,7 +200,6 @@ class MaxWP(_PlanFromCounts):
     """
 
     name = "maxwp"
-    objective = WorstPath()
 
     def __init__(self, env: EnvSpec, n_seeds: int, rngs) -> None:
         self.env, self.n_seeds, self.rngs = env, n_seeds, rngs
