@@ -307,3 +307,31 @@ def test_run_offline_is_a_deprecated_alias_of_run():
         "pevi-tabular:c_beta=0.05", "random:S=4,A=2,H=3", dataset_size=600, coverage=0.5, seeds=3
     )
     assert out["suboptimality"] == res.suboptimality[:, 0].tolist()
+
+
+def test_vw_pevi_is_linpevi_adv_plus_weighted_ridge_with_lambda_one_over_h2():
+    """Issue 14 item 5: vw-pevi follows Xiong et al.'s LinPEVI-ADV+ ([S]: lambda = 1/H^2, beta =
+    O(sqrt(d))); it used PEVI's lambda = 1. The last stage's Q is checked against a weighted ridge
+    regression written directly on the raw samples of the main half."""
+    from theorylab.algorithms.offline.vw_pevi import split_halves
+
+    mdp = make("offline-linear")
+    ds = make_dataset(mdp, 2000, coverage=0.5, other="uniform", seeds=2, seed=4)
+    res = fit("vw-pevi", ds, phi=mdp.phi)
+    H = ds.horizon
+    assert res.params["lam"] == pytest.approx(1.0 / H**2)
+    _, main = split_halves(ds)
+    phi = np.asarray(mdp.phi)  # (S, A, d)
+    d = phi.shape[-1]
+    h = H - 1  # V_hat_H = 0: the target is the reward alone
+    for b in range(2):
+        rows = main.stages[b] == h
+        X = phi[main.states[b][rows], main.actions[b][rows]]  # (n, d)
+        wts = 1.0 / res.info["sigma2"][b, h][main.states[b][rows], main.actions[b][rows]]
+        gram = (X.T * wts) @ X + np.eye(d) / H**2
+        w = np.linalg.solve(gram, (X.T * wts) @ main.rewards[b][rows])
+        width = np.sqrt(np.einsum("sad,de,sae->sa", phi, np.linalg.inv(gram), phi))
+        q = np.clip(phi @ w - res.params["beta"] * width, 0.0, 1.0)
+        np.testing.assert_allclose(res.Q[b, h], q, rtol=0, atol=1e-9)
+    old = fit("vw-pevi", ds, phi=mdp.phi, lam=1.0)  # the former default
+    assert np.abs(old.Q - res.Q).max() > 1e-6

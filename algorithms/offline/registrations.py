@@ -110,11 +110,11 @@ def fit_vw_pevi(
     c_beta: float = 1.0,
     beta: float = -1.0,
     c_beta_ref: float = 1.0,
-    lam: float = 1.0,
+    lam: float = -1.0,
     sigma2_min: float = 1.0,
     split: bool = True,
 ):
-    """Variance-weighted pessimistic LSVI (linear PNLSVI; [M])."""
+    """Variance-weighted pessimistic LSVI, LinPEVI-ADV+ form (Xiong et al. 2023; lam < 0: 1/H^2)."""
     return vw_pevi(
         dataset,
         phi=phi,
@@ -122,7 +122,7 @@ def fit_vw_pevi(
         c_beta=c_beta,
         beta=None if beta < 0 else beta,
         c_beta_ref=c_beta_ref,
-        lam=lam,
+        lam=None if lam < 0 else lam,
         sigma2_min=sigma2_min,
         split=split,
     )
