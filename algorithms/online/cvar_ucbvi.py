@@ -49,7 +49,13 @@ What must be checked against the paper (theory.md marks it [M]):
 * the exact Bernstein bonus of Wang et al. (its constants, whether it carries the lower/upper gap
   term or another correction, the range in the lower-order term, the log argument L). The paper's
   RL bonus formulas (Hoeffding and Bernstein) were not found in any readable source (searched
-  2026-11-21), so both bonuses here remain this library's construction [M];
+  2026-11-21 and again for issue 14 on 2026-11-24: stored pages give the abstract and
+  introduction only; the code and document stores give two secondary summaries -- the bandit bonus
+  above and "a Hoeffding bonus (no b-dependence, matches vanilla UCBVI) and a Bernstein bonus
+  (b-dependent, captures Var((b - R)^+))" -- and citations; no reimplementation), so both bonuses
+  here remain this library's construction [M]. ``bonus="bernstein"`` stays the default because
+  its optimism induction is written out above and tested on every episode; it is not the paper's
+  bonus, only one with the summary's ingredients;
 * whether the paper's bonus is subtracted from the shortfall estimate (as here) or added to an
   equivalent reward-to-go form, and whether it clips at 0 / b;
 * returns are normalised to [0, 1] in the paper; here rewards are in [0, 1] per step and returns

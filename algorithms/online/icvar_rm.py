@@ -20,8 +20,8 @@ Bound carried: Theorem 1 (bounds registry ``du2023-icvar-thm1``), with probabili
               / alpha * log(K H S A / delta) ),
 
 and the lower bounds of Theorem 2 (``du2023-icvar-lower-visitation``,
-``du2023-icvar-lower-exponential``) on the ``icvar-lower-bound`` family. Theorem 4 (MaxWP) has no
-registry entry yet.
+``du2023-icvar-lower-exponential``) on the ``icvar-lower-bound`` family. MaxWP carries Theorem 4
+(``du2023-maxwp``).
 Regret is measured exactly every episode under the iterated-CVaR objective
 (:class:`theorylab.algorithms.risk.IteratedCVaR`): ``V*_1(mu0) - V^{pi_k}_1(mu0)``.
 The proof's optimism ``Vbar^k_1 >= V*_1`` is exposed as ``value_estimate()`` and tested.
