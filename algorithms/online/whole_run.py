@@ -251,8 +251,16 @@ def run_whole(
                 )
             if (ckpt / "state.npz").exists():
                 loop.restore(load_arrays(ckpt / "state.npz"))
-                for i in range(loop.episodes_done // n_seg + (loop.episodes_done % n_seg > 0)):
-                    parts.append(load_arrays(ckpt / "segments" / f"{i:06d}.npz"))
+                have = 0  # finished segments in order (a segment written after the last
+                while have < loop.episodes_done:  # state, by a run interrupted there, is redone)
+                    part = load_arrays(ckpt / "segments" / f"{len(parts):06d}.npz")
+                    parts.append(part)
+                    have += part["regret"].shape[1]
+                if have != loop.episodes_done:
+                    raise ValueError(
+                        f"checkpoint {ckpt}: the segments hold {have} episodes, the state "
+                        f"{loop.episodes_done}"
+                    )
         else:
             (ckpt / "segments").mkdir(parents=True, exist_ok=True)
             atomic_write_json(meta_path, ident)
