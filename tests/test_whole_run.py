@@ -18,12 +18,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from theorylab.algorithms.objectives import RISK_NEUTRAL
 from theorylab.algorithms.online.whole_run import CompiledLoop, compiled_variant, run_whole
 from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
 from theorylab.algorithms.registry import make_agent
 from theorylab.experiment import env_spec, run
 from theorylab.mdps import TabularMDP, make
-from theorylab.objectives import RISK_NEUTRAL
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators, seed_indices
 
 SEED = 5
@@ -54,7 +54,10 @@ def _compiled(algorithm, mdp, episodes, seeds, segment, known_rewards=True, **pa
 
 
 def _both(algorithm, mdp, episodes=240, seeds=3, segment=70, known_rewards=True, **params):
-    ref = run(algorithm, mdp, episodes, seeds, seed=SEED, known_rewards=known_rewards, **params)
+    ref = run(
+        algorithm, mdp, episodes, seeds, seed=SEED, known_rewards=known_rewards, loop="python",
+        **params,
+    )  # fmt: skip
     loop = _compiled(algorithm, mdp, episodes, seeds, segment, known_rewards, **params)
     return ref, run_whole(loop, episodes, segment=segment)
 
@@ -140,7 +143,7 @@ def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path):
 def test_negative_controls_fail_the_comparison():
     mdp = make("random:S=5,A=3,H=5,seed=11").to_sparse()
     kw = {"storage": "sparse", "bonus_scale": 0.05}  # small bonuses: Q below the cap H
-    ref = run("ucbvi-bernstein", mdp, 200, 2, seed=SEED, **kw)
+    ref = run("ucbvi-bernstein", mdp, 200, 2, seed=SEED, loop="python", **kw)
     same = run_whole(_compiled("ucbvi-bernstein", mdp, 200, 2, 200, **kw), 200)
     assert np.array_equal(same["estimates"], ref.value_estimates)
     # a one-ulp change of a constant (the bonus scale) is detected
@@ -167,3 +170,56 @@ def test_agents_without_a_kernel_are_refused():
 def test_pairwise_sum_is_numpys_sum(n, lo, scale):
     x = np.random.default_rng(n).random(n + lo + 2) * scale
     assert pairwise_sum(x, lo, n) == x[lo : lo + n].sum()
+
+
+# ------------------------------------------------------------------ tl.run and the CLI
+def test_tl_run_loops_agree_and_auto_picks_the_kernel_for_long_runs():
+    import theorylab as tl
+
+    mdp = make("random:S=5,A=3,H=5,seed=11").to_sparse()
+    kw = {"seed": SEED, "storage": "sparse"}
+    py = tl.run("ucbvi-hoeffding", mdp, 300, 2, loop="python", **kw)
+    cc = tl.run("ucbvi-hoeffding", mdp, 300, 2, loop="compiled", segment=128, **kw)
+    assert (py.config["loop"], cc.config["loop"]) == ("python", "compiled")
+    assert np.array_equal(py.regret, cc.regret) and np.array_equal(py.returns, cc.returns)
+    assert np.array_equal(py.value_estimates, cc.value_estimates)
+    assert tl.run("ucbvi-hoeffding", mdp, 300, 2, **kw).config["loop"] == "python"  # short
+    long = tl.run("ucbvi-hoeffding", mdp, 10_000, 2, **kw)  # 20,000 seed-episodes
+    assert long.config["loop"] == "compiled"
+    assert np.array_equal(long.regret[:, :300], py.regret)  # K enters L: same K, same numbers
+    with pytest.raises(ValueError, match="has no whole-run kernel"):
+        tl.run("epsilon-greedy", mdp, 10, 1, loop="compiled")
+    with pytest.raises(ValueError, match="loop must be one of"):
+        tl.run("ucbvi-hoeffding", mdp, 10, 1, loop="fast")
+
+
+def test_null_regret_is_the_uniform_policys_exact_regret():
+    from theorylab.runners.online import null_regret
+
+    rng = np.random.default_rng(3)
+    P = rng.dirichlet(np.ones(4), size=(4, 3))
+    R = rng.random((4, 3))
+    mu0 = np.array([0.5, 0.5, 0.0, 0.0])
+    one_step = TabularMDP(P, R, mu0, horizon=1)  # H = 1: V* = mu0 . max_a R, V^unif = mean_a
+    v_star = float(mu0 @ R.max(axis=1))
+    assert null_regret(one_step, v_star) == pytest.approx(v_star - mu0 @ R.mean(axis=1), abs=1e-15)
+
+
+def test_cli_long_run_summaries_stay_small(tmp_path):
+    import csv
+    import json
+
+    from theorylab.cli import main
+
+    out_json, out_csv = tmp_path / "run.json", tmp_path / "run.csv"
+    argv = ["run", "ucbvi-hoeffding", "random:S=5,A=3,H=5,seed=11", "--episodes", "30000"]
+    argv += ["--seeds", "2", "--json", str(out_json), "--csv", str(out_csv), "--no-progress"]
+    assert main(argv) == 0
+    d = json.loads(out_json.read_text())
+    assert d["config"]["loop"] == "compiled"
+    assert d["K_grid"][0] == 1 and d["K_grid"][-1] == 30_000 and len(d["K_grid"]) < 100
+    assert len(d["cumulative_regret"]) == 2 and len(d["cumulative_regret"][0]) == len(d["K_grid"])
+    assert d["null_regret_per_episode"] > 0 and "burn_in" in d
+    with open(out_csv) as fh:
+        rows = list(csv.reader(fh))
+    assert len(rows) == 1 + 2 * len(d["K_grid"])

@@ -221,6 +221,9 @@ RUN_BUDGET_FLAGS = {
     "sampling": "sampling",
     "backend": "backend",
     "device": "device",
+    "loop": "loop",
+    "segment": "segment",
+    "checkpoint": "checkpoint",
 }
 
 
@@ -399,6 +402,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="online: kernel backend (default numpy: the bit-reproducible reference)",
     )
     q.add_argument("--device", help="online: cpu (default) or cuda (torch backend)")
+    q.add_argument(
+        "--loop",
+        choices=["auto", "python", "compiled"],
+        help="online: the episode loop (python), the whole-run compiled kernel (compiled: "
+        "ucbvi-hoeffding/-bernstein/-ajks, greedy) or auto (default: compiled for runs of "
+        "20,000 seed-episodes and more when the algorithm has a kernel)",
+    )
+    q.add_argument(
+        "--segment", type=int, help="online, compiled loop: episodes per kernel call (100000)"
+    )
+    q.add_argument(
+        "--checkpoint",
+        help="online, compiled loop: directory keeping finished segments; rerun the same "
+        "command with it to resume an interrupted run",
+    )
     q.add_argument("--tau", type=float, help="CVaR level of cvar-ucbvi (same as -p tau=...)")
     q.add_argument("--alpha", type=float, help="risk level of icvar-rm (same as -p alpha=...)")
     q.add_argument("--dataset-size", "-N", type=int, help="offline: samples N per seed")

@@ -13,6 +13,10 @@ import numpy as np
 
 from theorylab.results.base import Result, register_result
 
+FULL_CURVE_EPISODES = 10_000
+"""Runs up to this many episodes keep every episode in their JSON and CSV summaries; longer
+runs keep a log-spaced grid of K (the full curves stay in the binary store, ``save()``)."""
+
 
 @register_result("regret")
 @dataclass
@@ -72,9 +76,28 @@ class RegretResult(Result):
             config=meta["config"],
         )
 
+    @property
+    def null_regret(self) -> float | None:
+        """Per-episode regret of the uniform random policy (exact; None when the runner did not
+        compute it, e.g. for a risk objective)."""
+        value = self.config.get("null_regret")
+        return None if value is None else float(value)
+
+    def burn_in(self) -> int | None:
+        """The burn-in point (:func:`theorylab.curves.burn_in`): the first K after which the
+        seed-mean per-episode regret, smoothed over a trailing window (1% of K, 10 to 10^5
+        episodes), stays below half of the null agent's regret; None if the run ends above it
+        or the null regret is unknown."""
+        from theorylab.curves import burn_in
+
+        if self.null_regret is None:
+            return None
+        return burn_in(self.regret.mean(axis=0), 0.5 * self.null_regret)
+
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
         """Plain numbers for a summary table: final cumulative regret and mean return per
-        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``)."""
+        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``),
+        the null agent's regret per episode and the burn-in point."""
         from theorylab.stats import final_ci
 
         regret = final_ci(self.cumulative_regret[:, -1], confidence)
@@ -94,6 +117,8 @@ class RegretResult(Result):
             "confidence": confidence,
             "wall_seconds": self.wall_seconds,
             "episodes_per_second": self.episodes_per_second,
+            "null_regret_per_episode": self.null_regret,
+            "burn_in": self.burn_in(),
         }
 
     def table_row(self) -> dict[str, str]:
@@ -107,12 +132,24 @@ class RegretResult(Result):
             "final regret (mean)": f"{s['final_regret_mean']:.2f}",
             "95% CI": f"[{s['final_regret_ci_low']:.2f}, {s['final_regret_ci_high']:.2f}]",
             "episodes/s (seed-episodes)": f"{self.episodes_per_second:.0f}",
+            "burn-in K": _burn_in_text(s["burn_in"], self.null_regret),
         }
 
+    def episode_grid(self) -> np.ndarray:
+        """Episode counts that summaries carry: all of them up to ``FULL_CURVE_EPISODES``, else
+        a log-spaced grid of K (:func:`theorylab.curves.log_grid`, 20 per decade, 1 and K
+        included); the full curves stay in ``save()``'s binary store."""
+        from theorylab.curves import log_grid
+
+        K = self.episodes
+        return np.arange(1, K + 1) if K <= FULL_CURVE_EPISODES else log_grid(K, 20)
+
     def json_summary(self) -> dict[str, Any]:
-        """What ``theorylab run --json`` writes: the summary, the config and the per-seed
-        cumulative regret curves."""
+        """What ``theorylab run --json`` writes: the summary, the config, the burn-in point and
+        the per-seed cumulative regret at the episode counts ``K_grid`` (:meth:`episode_grid`),
+        whose last entry is K (the final values)."""
         s = self.summary()
+        grid = self.episode_grid()
         return {
             "algorithm": self.config.get("algorithm"),
             "mdp": self.config.get("mdp"),
@@ -122,19 +159,26 @@ class RegretResult(Result):
             "final_regret_ci": [s["final_regret_ci_low"], s["final_regret_ci_high"]],
             "episodes_per_second": self.episodes_per_second,
             "wall_seconds": self.wall_seconds,
-            "cumulative_regret": np.round(self.cumulative_regret, 10).tolist(),
+            "null_regret_per_episode": s["null_regret_per_episode"],
+            "burn_in": s["burn_in"],
+            "K_grid": grid.tolist(),
+            "cumulative_regret": np.round(self.cumulative_regret[:, grid - 1], 10).tolist(),
         }
 
     def frame_columns(self) -> dict[str, np.ndarray]:
-        """One row per seed x episode: seed, episode (1..K), regret, cumulative_regret,
-        return, value_estimate."""
+        """One row per seed x episode: seed, episode, regret, cumulative_regret, return,
+        value_estimate; every episode 1..K up to ``FULL_CURVE_EPISODES`` episodes, else the
+        log-spaced :meth:`episode_grid` (a long run's table stays small; the full curves are in
+        ``save()``'s store)."""
         B, K = self.regret.shape
+        grid = self.episode_grid()
+        at = grid - 1
         return {
-            **self.long_index(B, np.arange(1, K + 1), "episode"),
-            "regret": np.asarray(self.regret, dtype=float).ravel(),
-            "cumulative_regret": self.cumulative_regret.ravel(),
-            "return": np.asarray(self.returns, dtype=float).ravel(),
-            "value_estimate": np.asarray(self.value_estimates, dtype=float).ravel(),
+            **self.long_index(B, grid, "episode"),
+            "regret": np.asarray(self.regret, dtype=float)[:, at].ravel(),
+            "cumulative_regret": self.cumulative_regret[:, at].ravel(),
+            "return": np.asarray(self.returns, dtype=float)[:, at].ravel(),
+            "value_estimate": np.asarray(self.value_estimates, dtype=float)[:, at].ravel(),
         }
 
     def plot(self, path=None, *, ax=None, bound_curves=None, rescale_bound=False, **kwargs):
@@ -154,6 +198,12 @@ class RegretResult(Result):
             **kwargs,
         )
         return self._finish_plot(ax, path)
+
+
+def _burn_in_text(k: int | None, null: float | None) -> str:
+    if null is None:
+        return "-"
+    return "not reached" if k is None else str(k)
 
 
 RunResult = RegretResult
