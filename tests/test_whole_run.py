@@ -2,9 +2,10 @@
 
 * bit for bit (``np.array_equal`` on exact regret, returns and value estimates) wherever the
   reference's products are left-to-right sums: the true model stored sparse (scipy CSR) and the
-  empirical model on its CSR path (``storage="sparse"``, or S >= 64), for UCBVI-CH/BF/AJKS and
-  greedy, known and estimated rewards, Bernoulli rewards, a spread initial distribution,
-  stage-dependent transitions and both tie-breaking rules;
+  empirical model on its CSR path (``storage="sparse"``, or S >= 64), for UCBVI-CH/BF/AJKS,
+  greedy and optimistic Q-learning (Hoeffding, Bernstein), known and estimated rewards,
+  Bernoulli rewards, a spread initial distribution, stage-dependent transitions and both
+  tie-breaking rules;
 * to round-off on dense models (the reference's BLAS products sum in a CPU-dependent order);
 * segments, checkpoints and resumption change nothing;
 * negative controls: a one-ulp change of a constant (the bonus scale) or the wrong random
@@ -82,6 +83,9 @@ ORDERED_CASES = [  # (algorithm, MDP, params, known rewards)
     ("ucbvi-hoeffding", "random-sparse:S=70,A=2,H=6,seed=3", {}, True),
     ("greedy", "random-sparse:S=70,A=2,H=6,seed=3", {"unvisited_value": 6.0}, True),
     ("greedy", "random-sparse:S=64,A=3,H=5,seed=1", {}, False),
+    ("optimistic-q-hoeffding", "spread-bernoulli", {"c": 0.5}, True),
+    ("optimistic-q-bernstein", "riverswim:S=6,H=12", {}, True),
+    ("optimistic-q-bernstein", "spread", {"c1": 0.2, "c2": 1.0}, True),
 ]
 
 

@@ -406,7 +406,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--loop",
         choices=["auto", "python", "compiled"],
         help="online: the episode loop (python), the whole-run compiled kernel (compiled: "
-        "ucbvi-hoeffding/-bernstein/-ajks, greedy) or auto (default: compiled for runs of "
+        "ucbvi-*, greedy, optimistic-q-*) or auto (default: compiled for runs of "
         "20,000 seed-episodes and more when the algorithm has a kernel)",
     )
     q.add_argument(

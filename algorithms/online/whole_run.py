@@ -7,10 +7,11 @@ exact regret, rollout, count update) runs inside one numba call per *segment* of
 per-episode exact regret, returns and value estimates as the Python loop on the same seeds (bit
 for bit where the reference's products are left-to-right sums; see the kernel's docstring).
 
-Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks`` and
-``greedy`` (exact classes, the risk-neutral objective, a finite horizon). The kernel reads the
-constants (L, the bonus coefficients, tie-breaking, known rewards) off the constructed Python
-agent, so parameters are validated and computed in one place.
+Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks``,
+``greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein`` (exact classes, the
+risk-neutral objective, a finite horizon). The kernel reads the constants (L, the bonus
+coefficients, tie-breaking, known rewards) off the constructed Python agent, so parameters are
+validated and computed in one place.
 
 Segments and checkpoints (``segment`` episodes at a time): between segments the driver reports
 progress (episodes/s) and, with ``checkpoint=DIR``, stores the finished segment's curves
@@ -21,7 +22,7 @@ finished segment (``DIR/run.json`` must describe the same run, else it refuses).
 
 Randomness: the environment's uniforms are drawn per seed from its generator as
 ``rng.random((n, 1 + 3H))`` for a segment of n episodes: the same numbers, in the same order, as
-the Python loop's n calls of ``rng.random(1 + 3H)``. UCBVI and greedy draw none of their own.
+the Python loop's n calls of ``rng.random(1 + 3H)``. These agents draw no random numbers.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from typing import Any
 
 import numpy as np
 
-STATE_FIELDS = ("nsa", "rsum", "nhs", "cnt", "pc", "succ", "nsucc", "Q", "V", "pol")
+STATE_FIELDS = ("nsa", "rsum", "nhs", "cnt", "pc", "succ", "nsucc", "Q", "V", "pol", "qstat")
 CURVES = ("regret", "returns", "estimates")
 DEFAULT_SEGMENT = 100_000
 MAX_UNIFORM_BYTES = 64 * 2**20  # one segment's pre-drawn uniforms (B x n x (1 + 3H) float64)
@@ -44,12 +45,15 @@ def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy
+    from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
         VARIANT_AJKS,
         VARIANT_BF,
         VARIANT_CH,
         VARIANT_GREEDY,
+        VARIANT_QB,
+        VARIANT_QH,
     )
 
     if getattr(agent, "objective", None) is not None:
@@ -59,6 +63,8 @@ def compiled_variant(agent) -> int | None:
         UCBVIBernstein: VARIANT_BF,
         UCBVIAJKS: VARIANT_AJKS,
         CertaintyEquivalentGreedy: VARIANT_GREEDY,
+        OptimisticQHoeffding: VARIANT_QH,
+        OptimisticQBernstein: VARIANT_QB,
     }
     return variants.get(type(agent))
 
@@ -99,7 +105,11 @@ class CompiledLoop:
     """
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
-        from theorylab.algorithms.online.whole_run_kernel import VARIANT_GREEDY
+        from theorylab.algorithms.online.whole_run_kernel import (
+            VARIANT_GREEDY,
+            VARIANT_QB,
+            VARIANT_QH,
+        )
         from theorylab.backends import transition_model
 
         variant = compiled_variant(agent)
@@ -118,11 +128,22 @@ class CompiledLoop:
         S, A, H = mdp.S, mdp.A, int(mdp.horizon)
         self.B, self.S, self.A, self.H = B, S, A, H
         greedy = variant == VARIANT_GREEDY
-        per_step = agent.stage_dependent if greedy else agent.per_step_model
+        q_learning = variant in (VARIANT_QH, VARIANT_QB)
+        if q_learning:  # N_h(x, a) per step, no empirical model
+            per_step = True
+        else:
+            per_step = agent.stage_dependent if greedy else agent.per_step_model
         Hm = H if per_step else 1
+        S_model = 1 if q_learning else S  # the (.., S, A, S) model arrays are unused there
         # constants, computed by the same Python expressions as the agent's plan()
         Hf = float(H)
-        if greedy:
+        qc = np.zeros(6)
+        if q_learning:  # [c, c1, c2, iota, H^3 iota, sqrt(H^7 S A)] (optimistic_q.py)
+            self.tie, bonus_scale, c_bonus, L, c_g, unvisited = 0, 0.0, 0.0, 0.0, 0.0, Hf
+            known, r_known = False, np.zeros((1, S, A))
+            iota = agent.iota
+            qc[:] = (agent.c, agent.c1, agent.c2, iota, H**3 * iota, np.sqrt(H**7 * S * A))
+        elif greedy:
             self.tie, bonus_scale, c_bonus, L, c_g = 0, 0.0, 0.0, 0.0, 0.0
             unvisited = agent.unvisited_value
             known = agent.known_rewards
@@ -153,7 +174,7 @@ class CompiledLoop:
             np.ascontiguousarray(model.mu0, dtype=np.float64), mu0_cdf, int(last_mu0),
             self.v_star,
         )  # fmt: skip
-        need = 8 * B * Hm * S * A * S * 3  # cnt, phat, succ
+        need = 8 * B * Hm * S * A * S_model * 3  # cnt, pc, succ
         if need > 2 * 2**30:
             raise MemoryError(
                 f"the whole-run state (B, Hm, S, A, S) = {(B, Hm, S, A, S)} needs "
@@ -163,9 +184,9 @@ class CompiledLoop:
             "nsa": np.zeros((B, Hm, S, A)),
             "rsum": np.zeros((B, Hm, S, A)),
             "nhs": np.zeros((B, H + 1, S)),
-            "cnt": np.zeros((B, Hm, S, A, S)),
-            "pc": np.zeros((B, Hm, S, A, S)),
-            "succ": np.zeros((B, Hm, S, A, S), np.int64),
+            "cnt": np.zeros((B, Hm, S, A, S_model)),
+            "pc": np.zeros((B, Hm, S, A, S_model)),
+            "succ": np.zeros((B, Hm, S, A, S_model), np.int64),
             "nsucc": np.zeros((B, Hm, S, A), np.int64),
             "Q": np.full((B, H, S, A), Hf),
             "V": np.zeros((B, H + 1, S)),
@@ -175,8 +196,13 @@ class CompiledLoop:
         self._g = np.zeros((B, H + 1, S))
         self._bon = np.zeros((B, S, A))
         self._work = np.zeros((B, 3 * S + H + 1))
+        self._qc = qc
+        self.state["qstat"] = np.zeros((B, 3, H * S * A if q_learning else 1))  # mu, sigma, beta
         self.episodes_done = 0
-        self._plan_all()
+        if q_learning:  # Q_h = H, V_h = H, V_{H+1} = 0, greedy action 0
+            self.state["V"][:, :H] = Hf
+        else:
+            self._plan_all()
 
     def _state_args(self):
         st = self.state
@@ -210,7 +236,8 @@ class CompiledLoop:
         run_segment(
             *self.params, *self.model_args,
             st["nsa"], st["rsum"], st["nhs"], st["cnt"], st["pc"], st["succ"], st["nsucc"],
-            st["Q"], st["V"], st["pol"], self._F, self._g, self._bon, self._work,
+            st["Q"], st["V"], st["pol"], self._F, self._g, self._bon, self._work, self._qc,
+            st["qstat"],
             U, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
         self.episodes_done += n

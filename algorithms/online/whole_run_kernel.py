@@ -25,6 +25,13 @@ whose docstrings carry the papers' equations; the bound each carries is unchange
   Q_h = min{r_h + b_h + P_hat_h V_{h+1}, H} (no min with the previous episode), L = ln(SAHK/delta).
 * ``VARIANT_GREEDY`` -- certainty-equivalent greedy (no bonus, no cap; unvisited pairs get
   ``unvisited_value``), the linear-regret contrast.
+* ``VARIANT_QH``, ``VARIANT_QB`` -- optimistic Q-learning, Jin, Allen-Zhu, Bubeck, Jordan 2018,
+  Algorithm 1 (UCB-Hoeffding: b_t = c sqrt(H^3 iota / t)) and Algorithm 2 (UCB-Bernstein: b_t
+  from beta_t = min{c1 (sqrt(H/t (W_t + H) iota) + sqrt(H^7 S A) iota / t), c2 sqrt(H^3 iota/t)}),
+  alpha_t = (H + 1) / (H + t), Q_h <- (1 - alpha_t) Q_h + alpha_t (r + V_{h+1}(x') + b_t),
+  V_h = min{H, max_a Q_h} (``algorithms/online/optimistic_q.py``): model-free, so steps (4)-(5)
+  are replaced by the H updates of the episode, made right after each step, which is the order
+  of the paper and of the Python agent's replay.
 
 Unvisited pairs have Q = H (UCBVI) and are never multiplied through P_hat (whose row is zero).
 
@@ -55,6 +62,7 @@ import numpy as np
 from numba import njit, prange
 
 VARIANT_CH, VARIANT_BF, VARIANT_AJKS, VARIANT_GREEDY = 0, 1, 2, 3
+VARIANT_QH, VARIANT_QB = 4, 5  # optimistic Q-learning, Hoeffding / Bernstein (model-free)
 TIE_FIRST, TIE_LEAST_VISITED = 0, 1
 
 
@@ -285,11 +293,48 @@ def plan_all(
         )  # fmt: skip
 
 
+@njit(cache=True, error_model="numpy")
+def q_learning_step(variant, H, qc, S, A, t, s, a, rwd, y, N, Q, V, pol, mu, sigma, beta):
+    """One update of optimistic Q-learning after step t = (s, a, rwd, y) of one seed (Jin et al.
+    2018, Alg. 1 line 7-8 / Alg. 2 lines 7-11), in place. N, Q (H, S, A) and V (H+1, S), pol
+    (H, S), mu, sigma, beta (H, S, A), flattened; qc = [c, c1, c2, iota, H^3 iota,
+    sqrt(H^7 S A)] as the Python agent computes them."""
+    i = (t * S + s) * A + a
+    N[i] += 1.0
+    tt = N[i]  # t = N_h(x_h, a_h)
+    alpha = (H + 1.0) / (H + tt)  # alpha_t = (H + 1) / (H + t)
+    v_next = V[(t + 1) * S + y]  # V_{h+1}(x_{h+1}) before its own update
+    hoeffding = np.sqrt(qc[4] / tt)  # sqrt(H^3 iota / t)
+    if variant == VARIANT_QH:
+        bonus = qc[0] * hoeffding  # b_t = c sqrt(H^3 iota / t)
+    else:  # W_t: empirical variance of the next-state values; b_t from beta_t (beta_0 = 0)
+        mu[i] += v_next
+        sigma[i] += v_next * v_next
+        m = mu[i] / tt
+        W = sigma[i] / tt - m * m
+        W = W if W > 0.0 else 0.0
+        beta_prev = beta[i]
+        first = qc[1] * (np.sqrt(H / tt * (W + H) * qc[3]) + qc[5] * qc[3] / tt)
+        second = qc[2] * hoeffding
+        beta[i] = first if first < second else second
+        bonus = (beta[i] - (1.0 - alpha) * beta_prev) / (2.0 * alpha)
+    Q[i] = (1.0 - alpha) * Q[i] + alpha * ((rwd + v_next) + bonus)
+    q0 = (t * S + s) * A
+    best = Q[q0]
+    act = 0
+    for a2 in range(1, A):
+        if Q[q0 + a2] > best:
+            best = Q[q0 + a2]
+            act = a2
+    V[t * S + s] = H if H < best else best  # V_h(x) = min{H, max_a Q_h(x, a)}
+    pol[t * S + s] = act  # the greedy action of the next episode
+
+
 @njit(parallel=True, cache=True, error_model="numpy")
 def run_segment(
     variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
     indptr, indices, data, cum, last, n_stages, R, bernoulli, mu0, mu0_cdf, last_mu0, v_star,
-    nsa, rsum, nhs, cnt, pc, succ, nsucc, Q, V, pol, F, g, bon, work,
+    nsa, rsum, nhs, cnt, pc, succ, nsucc, Q, V, pol, F, g, bon, work, qc, qstat,
     U, regret, returns, estimates,
 ):  # fmt: skip
     """The next n episodes of every seed (see the module docstring), parallel over seeds.
@@ -300,8 +345,9 @@ def run_segment(
     (B, Hm, S, A, S) counts N(s, a, s'); succ (B, Hm, S, A, S) observed successors, ascending,
     nsucc (B, Hm, S, A) how many, pc (B, Hm, S, A, S) P_hat at them; Q (B, H, S, A); V
     (B, H+1, S); pol (B, H, S). Scratch: F (B, S, 4), g (B, H+1, S), bon (B, S, A), work
-    (B, 3S + H + 1). U (B, n, 1 + 3H): each episode's uniforms. Out: regret, returns,
-    estimates (B, n).
+    (B, 3S + H + 1). Q-learning: constants qc (6,) and statistics qstat (B, 3, H*S*A) (mu, sigma,
+    beta; N is nsa with Hm = H). U (B, n, 1 + 3H): each episode's uniforms. Out: regret,
+    returns, estimates (B, n).
     """
     B, n_ep = regret.shape
     Hm, S, A = nsa.shape[1], nsa.shape[2], nsa.shape[3]
@@ -361,6 +407,13 @@ def run_segment(
                     U[b, k, 2 + 3 * t],
                 )  # fmt: skip
                 w[rew0 + t] = rwd
+                if variant >= VARIANT_QH:  # model-free: the step's Q-learning update
+                    q_learning_step(
+                        variant, H, qc, S, A, t, s, a, rwd, y, nsa_b, Q_b, V_b, pol_b,
+                        qstat[b, 0], qstat[b, 1], qstat[b, 2],
+                    )  # fmt: skip
+                    s = y
+                    continue
 
                 # (4) counts (EmpiricalModel.update): N(s,a), R_sum(s,a), N(s,a,y) (a new
                 #     successor is inserted in ascending order), N'_{k,t}(s); P_hat's row
@@ -381,8 +434,10 @@ def run_segment(
                 for j in range(j0, j0 + nsucc_b[row]):  # P_hat(y|s,a) = N(s,a,y) / N(s,a)
                     pc_b[j] = cnt_b[j0 + succ_b[j]] / n
                 s = y
-            nhs_b[n_steps * S + s] += 1.0  # x_{k,H+1}, the state after the last action
             returns[b, k] = pairwise_sum(w, rew0, n_steps)
+            if variant >= VARIANT_QH:
+                continue
+            nhs_b[n_steps * S + s] += 1.0  # x_{k,H+1}, the state after the last action
 
             # (5) the next episode's plan
             plan_seed(

@@ -121,7 +121,8 @@ def _use_compiled(loop, agent, bk, seed_episodes, segment, checkpoint) -> bool:
     if loop == "compiled" and not has_kernel:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
-            "ucbvi-hoeffding, ucbvi-bernstein, ucbvi-ajks, greedy); use loop='python' or 'auto'"
+            "ucbvi-hoeffding/-bernstein/-ajks, greedy, optimistic-q-hoeffding/-bernstein); use "
+            "loop='python' or 'auto'"
         )
     if loop == "python" and (segment is not None or checkpoint is not None):
         raise ValueError("segment and checkpoint apply to the compiled loop (loop='compiled')")
