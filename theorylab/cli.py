@@ -252,6 +252,9 @@ def cmd_run(args) -> int:
         **params,
     )
     print(_table([result.table_row()]))
+    burn_in_line = getattr(result, "burn_in_line", None)
+    if burn_in_line is not None and burn_in_line():
+        print(burn_in_line())
     if args.json:
         from theorylab.store import atomic_write_json
 

@@ -94,6 +94,23 @@ class RegretResult(Result):
             return None
         return burn_in(self.regret.mean(axis=0), 0.5 * self.null_regret)
 
+    def burn_in_line(self) -> str:
+        """One sentence on the burn-in for ``theorylab run`` (empty without a null regret)."""
+        from theorylab.curves import default_window
+
+        null = self.null_regret
+        if null is None:
+            return ""
+        w = default_window(self.episodes)
+        last = float(self.regret[:, -w:].mean())
+        k = self.burn_in()
+        where = f"ends at K = {k:,}" if k is not None else "not reached by the end of the run"
+        return (
+            f"burn-in {where} (per-episode regret, seed mean over a trailing {w:,}-episode "
+            f"window, stays below {0.5 * null:.4g} = half the uniform policy's {null:.4g}; "
+            f"final window: {last:.4g})"
+        )
+
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
         """Plain numbers for a summary table: final cumulative regret and mean return per
         episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``),
