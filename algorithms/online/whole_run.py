@@ -20,9 +20,10 @@ progress (episodes/s) and, with ``checkpoint=DIR``, stores the finished segment'
 most the segment in flight; :func:`run_whole` with the same ``checkpoint`` resumes after the last
 finished segment (``DIR/run.json`` must describe the same run, else it refuses).
 
-Randomness: the environment's uniforms are drawn per seed from its generator as
-``rng.random((n, 1 + 3H))`` for a segment of n episodes: the same numbers, in the same order, as
-the Python loop's n calls of ``rng.random(1 + 3H)``. These agents draw no random numbers.
+Randomness: the kernel advances each seed's environment generator (numpy's PCG64, whose
+algorithm it implements) by ``1 + 3H`` doubles per episode: the same numbers, in the same order,
+as the Python loop's ``rng.random(1 + 3H)``; the generators' states are handed back after each
+segment. These agents draw no random numbers.
 """
 
 from __future__ import annotations
@@ -38,7 +39,8 @@ import numpy as np
 STATE_FIELDS = ("nsa", "rsum", "nhs", "cnt", "pc", "succ", "nsucc", "Q", "V", "pol", "qstat")
 CURVES = ("regret", "returns", "estimates")
 DEFAULT_SEGMENT = 100_000
-MAX_UNIFORM_BYTES = 64 * 2**20  # one segment's pre-drawn uniforms (B x n x (1 + 3H) float64)
+MAX_SEGMENT_BYTES = 256 * 2**20  # one segment's curves (3 x B x n float64)
+_MASK64 = (1 << 64) - 1
 
 
 def compiled_variant(agent) -> int | None:
@@ -94,6 +96,30 @@ def positive_entries(model) -> tuple[np.ndarray, ...]:
         np.ascontiguousarray(cum[keep]),
         new_pos[last].astype(np.int64),
     )
+
+
+def pcg64_states(rngs: Sequence[np.random.Generator]) -> np.ndarray:
+    """``(B, 4)`` uint64: each generator's PCG64 state (hi, lo) and increment (hi, lo), for
+    :func:`theorylab.algorithms.online.whole_run_kernel.pcg64_random`."""
+    out = np.empty((len(rngs), 4), np.uint64)
+    for b, g in enumerate(rngs):
+        st = g.bit_generator.state
+        if st.get("bit_generator") != "PCG64":
+            raise ValueError(
+                f"the whole-run kernel draws numpy's PCG64 stream; seed {b}'s generator is "
+                f"{st.get('bit_generator')!r} (theorylab.seeding makes PCG64 generators)"
+            )
+        s, inc = st["state"]["state"], st["state"]["inc"]
+        out[b] = (s >> 64, s & _MASK64, inc >> 64, inc & _MASK64)
+    return out
+
+
+def set_pcg64_states(rngs: Sequence[np.random.Generator], states: np.ndarray) -> None:
+    """Hand the kernel's advanced PCG64 states ``(B, 4)`` back to the generators."""
+    for g, (hi, lo, inc_hi, inc_lo) in zip(rngs, states.tolist(), strict=True):
+        st = g.bit_generator.state
+        st["state"] = {"state": (hi << 64) | lo, "inc": (inc_hi << 64) | inc_lo}
+        g.bit_generator.state = st
 
 
 class CompiledLoop:
@@ -195,7 +221,7 @@ class CompiledLoop:
         self._F = np.zeros((B, S, 4))
         self._g = np.zeros((B, H + 1, S))
         self._bon = np.zeros((B, S, A))
-        self._work = np.zeros((B, 3 * S + H + 1))
+        self._work = np.zeros((B, 3 * S + H + 2 + 3 * H))
         self._qc = qc
         self.state["qstat"] = np.zeros((B, 3, H * S * A if q_learning else 1))  # mu, sigma, beta
         self.episodes_done = 0
@@ -217,20 +243,18 @@ class CompiledLoop:
         plan_all(*self.params, *self._state_args())
 
     def segment_length(self, requested: int) -> int:
-        """Episodes per kernel call: ``requested``, capped so that the pre-drawn uniforms stay
-        under ``MAX_UNIFORM_BYTES``."""
-        per_episode = 8 * self.B * (1 + 3 * self.H)
-        return max(1, min(int(requested), MAX_UNIFORM_BYTES // per_episode))
+        """Episodes per kernel call: ``requested``, capped so that one segment's curves stay
+        under ``MAX_SEGMENT_BYTES``."""
+        per_episode = 8 * self.B * len(CURVES)
+        return max(1, min(int(requested), MAX_SEGMENT_BYTES // per_episode))
 
     def advance(self, n: int) -> dict[str, np.ndarray]:
         """Run the next ``n`` episodes of every seed; returns ``regret``, ``returns`` and
         ``estimates``, each ``(B, n)``."""
         from theorylab.algorithms.online.whole_run_kernel import run_segment
 
-        B, H = self.B, self.H
-        U = np.empty((B, n, 1 + 3 * H))
-        for b, g in enumerate(self.env_rngs):  # the Python loop's draws, n at once
-            U[b] = g.random((n, 1 + 3 * H))
+        B = self.B
+        rng = pcg64_states(self.env_rngs)  # (B, 4): advanced in the kernel, handed back below
         out = {name: np.empty((B, n)) for name in CURVES}
         st = self.state
         run_segment(
@@ -238,8 +262,9 @@ class CompiledLoop:
             st["nsa"], st["rsum"], st["nhs"], st["cnt"], st["pc"], st["succ"], st["nsucc"],
             st["Q"], st["V"], st["pol"], self._F, self._g, self._bon, self._work, self._qc,
             st["qstat"],
-            U, out["regret"], out["returns"], out["estimates"],
+            rng, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
+        set_pcg64_states(self.env_rngs, rng)
         self.episodes_done += n
         return out
 

@@ -46,8 +46,9 @@ Every floating-point expression is the reference's, operation for operation and 
   same elementwise operations; ``min``/``max``/``argmax`` are exact;
 * sums over states of ``V * mu0`` (value estimate, regret) and over steps of the rewards
   (returns) are numpy's pairwise summation (:func:`pairwise_sum`), as ``ndarray.sum`` does;
-* the environment's uniforms are the same stream: the caller draws ``rng.random((n, 1 + 3H))``
-  per seed, which is ``n`` consecutive ``rng.random(1 + 3H)`` calls.
+* the environment's uniforms are the same stream: each seed's numpy PCG64 generator is advanced
+  inside the kernel (:func:`pcg64_random`, numpy's algorithm) by 1 + 3H doubles per episode,
+  exactly the Python loop's ``rng.random(1 + 3H)``, and its state is handed back afterwards.
 
 Dense products (a dense true model, or the empirical model at S < 64 with dense storage) go
 through BLAS in the reference, whose summation order depends on the CPU and the call (gemv or
@@ -138,6 +139,47 @@ def pairwise_sum(x, lo, n):
             f_lo[sp], f_n[sp], phase[sp] = f_lo[top] + n2, m - n2, 0
             sp += 1
     return result
+
+
+# numpy's PCG64 (O'Neill's pcg_setseq_128_xsl_rr_64): the 128-bit LCG state advances as
+# state <- state * M + inc (mod 2^128), the output is rotr64(hi ^ lo, hi >> 58), and a double is
+# (output >> 11) * 2^-53, as ``Generator.random`` draws it. State: (hi, lo, inc_hi, inc_lo).
+_PCG_M_HI = np.uint64(0x2360ED051FC65DA4)
+_PCG_M_LO = np.uint64(0x4385DF649FCCF645)
+_MASK32 = np.uint64(0xFFFFFFFF)
+_U32 = np.uint64(32)
+
+
+@njit(cache=True, error_model="numpy")
+def _mul64(a, b):
+    """(hi, lo) of the 128-bit product of two uint64 (four 32-bit partial products)."""
+    a_lo = a & _MASK32
+    a_hi = a >> _U32
+    b_lo = b & _MASK32
+    b_hi = b >> _U32
+    p0 = a_lo * b_lo
+    p1 = a_lo * b_hi
+    p2 = a_hi * b_lo
+    mid = (p0 >> _U32) + (p1 & _MASK32) + (p2 & _MASK32)
+    lo = (p0 & _MASK32) | (mid << _U32)
+    hi = a_hi * b_hi + (p1 >> _U32) + (p2 >> _U32) + (mid >> _U32)
+    return hi, lo
+
+
+@njit(cache=True, error_model="numpy")
+def pcg64_random(st):
+    """The next ``Generator.random()`` double of the PCG64 state ``st`` (uint64 (4,): state
+    hi, lo, increment hi, lo), advanced in place."""
+    hi, lo = _mul64(st[1], _PCG_M_LO)
+    hi = hi + st[0] * _PCG_M_LO + st[1] * _PCG_M_HI
+    lo2 = lo + st[3]
+    hi = hi + st[2] + (np.uint64(1) if lo2 < lo else np.uint64(0))
+    st[0] = hi
+    st[1] = lo2
+    x = hi ^ lo2
+    rot = hi >> np.uint64(58)
+    out = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+    return np.float64(out >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True, error_model="numpy")
@@ -335,7 +377,7 @@ def run_segment(
     variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
     indptr, indices, data, cum, last, n_stages, R, bernoulli, mu0, mu0_cdf, last_mu0, v_star,
     nsa, rsum, nhs, cnt, pc, succ, nsucc, Q, V, pol, F, g, bon, work, qc, qstat,
-    U, regret, returns, estimates,
+    rng, regret, returns, estimates,
 ):  # fmt: skip
     """The next n episodes of every seed (see the module docstring), parallel over seeds.
 
@@ -345,8 +387,9 @@ def run_segment(
     (B, Hm, S, A, S) counts N(s, a, s'); succ (B, Hm, S, A, S) observed successors, ascending,
     nsucc (B, Hm, S, A) how many, pc (B, Hm, S, A, S) P_hat at them; Q (B, H, S, A); V
     (B, H+1, S); pol (B, H, S). Scratch: F (B, S, 4), g (B, H+1, S), bon (B, S, A), work
-    (B, 3S + H + 1). Q-learning: constants qc (6,) and statistics qstat (B, 3, H*S*A) (mu, sigma,
-    beta; N is nsa with Hm = H). U (B, n, 1 + 3H): each episode's uniforms. Out: regret,
+    (B, 3S + H + 2 + 3H). Q-learning: constants qc (6,) and statistics qstat (B, 3, H*S*A)
+    (mu, sigma, beta; N is nsa with Hm = H). rng (B, 4) uint64: each seed's environment PCG64
+    state, advanced by 1 + 3H draws per episode (:func:`pcg64_random`). Out: regret,
     returns, estimates (B, n).
     """
     B, n_ep = regret.shape
@@ -387,8 +430,12 @@ def run_segment(
                 w[s] = w[nxt + s] * mu0[s]
             regret[b, k] = v_star - pairwise_sum(w, 0, S)
 
-            # (3) rollout of pi_k from the episode's uniforms [mu0, (action, next, reward) x H]
-            u0 = U[b, k, 0]
+            # (3) rollout of pi_k from the episode's uniforms [mu0, (action, next, reward) x H],
+            #     drawn as the Python loop's rng.random(1 + 3H)
+            u = 3 * S + n_steps  # the uniforms in w[u : u + 1 + 3H]
+            for i in range(1 + 3 * n_steps):
+                w[u + i] = pcg64_random(rng[b])
+            u0 = w[u]
             c = 0
             for x in range(S):
                 if mu0_cdf[x] <= u0:
@@ -399,12 +446,12 @@ def run_segment(
                 a = pol_b[t * S + s]
                 mean = R[min(t, n_R - 1), s, a]
                 if bernoulli:
-                    rwd = 1.0 if U[b, k, 3 + 3 * t] < mean else 0.0
+                    rwd = 1.0 if w[u + 3 + 3 * t] < mean else 0.0
                 else:
                     rwd = mean
                 y = _search(
                     indptr, indices, cum, last, min(t, n_stages - 1) * S * A + s * A + a,
-                    U[b, k, 2 + 3 * t],
+                    w[u + 2 + 3 * t],
                 )  # fmt: skip
                 w[rew0 + t] = rwd
                 if variant >= VARIANT_QH:  # model-free: the step's Q-learning update
