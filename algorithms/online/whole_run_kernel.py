@@ -244,6 +244,7 @@ def plan_seed(
         hr = min(h, n_R - 1)
         for s in range(S):
             best = 0.0
+            act = 0
             for a in range(A):
                 row = (m * S + s) * A + a  # the pair's row of the counts
                 q_at = (h * S + s) * A + a
@@ -297,17 +298,13 @@ def plan_seed(
                 else:
                     q = unvisited  # H for UCBVI
                 Q[q_at] = q
-                if a == 0 or q > best:
+                if a == 0 or q > best:  # strict: the first maximiser
                     best = q
+                    act = a
             V[h * S + s] = best  # V_{k,h}(x) = max_a Q_{k,h}(x, a)
-            # greedy action: the first maximiser, or the least-visited maximiser
+            # greedy action: the first maximiser (act), or the least-visited maximiser
             q0 = (h * S + s) * A
-            act = 0
-            if tie == TIE_FIRST:
-                for a in range(1, A):
-                    if Q[q0 + a] > Q[q0 + act]:
-                        act = a
-            else:
+            if tie != TIE_FIRST:
                 n0 = (m * S + s) * A
                 fewest = np.inf
                 for a in range(A):
