@@ -76,45 +76,9 @@ class RegretResult(Result):
             config=meta["config"],
         )
 
-    @property
-    def null_regret(self) -> float | None:
-        """Per-episode regret of the uniform random policy (exact; None when the runner did not
-        compute it, e.g. for a risk objective)."""
-        value = self.config.get("null_regret")
-        return None if value is None else float(value)
-
-    def burn_in(self) -> int | None:
-        """The burn-in point (:func:`theorylab.curves.burn_in`): the first K after which the
-        seed-mean per-episode regret, smoothed over a trailing window (1% of K, 10 to 10^5
-        episodes), stays below half of the null agent's regret; None if the run ends above it
-        or the null regret is unknown."""
-        from theorylab.curves import burn_in
-
-        if self.null_regret is None:
-            return None
-        return burn_in(self.regret.mean(axis=0), 0.5 * self.null_regret)
-
-    def burn_in_line(self) -> str:
-        """One sentence on the burn-in for ``theorylab run`` (empty without a null regret)."""
-        from theorylab.curves import default_window
-
-        null = self.null_regret
-        if null is None:
-            return ""
-        w = default_window(self.episodes)
-        last = float(self.regret[:, -w:].mean())
-        k = self.burn_in()
-        where = f"ends at K = {k:,}" if k is not None else "not reached by the end of the run"
-        return (
-            f"burn-in {where} (per-episode regret, seed mean over a trailing {w:,}-episode "
-            f"window, stays below {0.5 * null:.4g} = half the uniform policy's {null:.4g}; "
-            f"final window: {last:.4g})"
-        )
-
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
         """Plain numbers for a summary table: final cumulative regret and mean return per
-        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``),
-        the null agent's regret per episode and the burn-in point."""
+        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``)."""
         from theorylab.stats import final_ci
 
         regret = final_ci(self.cumulative_regret[:, -1], confidence)
@@ -134,8 +98,6 @@ class RegretResult(Result):
             "confidence": confidence,
             "wall_seconds": self.wall_seconds,
             "episodes_per_second": self.episodes_per_second,
-            "null_regret_per_episode": self.null_regret,
-            "burn_in": self.burn_in(),
         }
 
     def table_row(self) -> dict[str, str]:
@@ -149,7 +111,6 @@ class RegretResult(Result):
             "final regret (mean)": f"{s['final_regret_mean']:.2f}",
             "95% CI": f"[{s['final_regret_ci_low']:.2f}, {s['final_regret_ci_high']:.2f}]",
             "episodes/s (seed-episodes)": f"{self.episodes_per_second:.0f}",
-            "burn-in K": _burn_in_text(s["burn_in"], self.null_regret),
         }
 
     def episode_grid(self) -> np.ndarray:
@@ -162,9 +123,9 @@ class RegretResult(Result):
         return np.arange(1, K + 1) if K <= FULL_CURVE_EPISODES else log_grid(K, 20)
 
     def json_summary(self) -> dict[str, Any]:
-        """What ``theorylab run --json`` writes: the summary, the config, the burn-in point and
-        the per-seed cumulative regret at the episode counts ``K_grid`` (:meth:`episode_grid`),
-        whose last entry is K (the final values)."""
+        """What ``theorylab run --json`` writes: the summary, the config and the per-seed
+        cumulative regret at the episode counts ``K_grid`` (:meth:`episode_grid`), whose last
+        entry is K (the final values)."""
         s = self.summary()
         grid = self.episode_grid()
         return {
@@ -176,8 +137,6 @@ class RegretResult(Result):
             "final_regret_ci": [s["final_regret_ci_low"], s["final_regret_ci_high"]],
             "episodes_per_second": self.episodes_per_second,
             "wall_seconds": self.wall_seconds,
-            "null_regret_per_episode": s["null_regret_per_episode"],
-            "burn_in": s["burn_in"],
             "K_grid": grid.tolist(),
             "cumulative_regret": np.round(self.cumulative_regret[:, grid - 1], 10).tolist(),
         }
@@ -215,12 +174,6 @@ class RegretResult(Result):
             **kwargs,
         )
         return self._finish_plot(ax, path)
-
-
-def _burn_in_text(k: int | None, null: float | None) -> str:
-    if null is None:
-        return "-"
-    return "not reached" if k is None else str(k)
 
 
 RunResult = RegretResult

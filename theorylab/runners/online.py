@@ -85,7 +85,6 @@ def run(
     # What regret measures: the agent's own objective (e.g. CVaR at its tau), else expected return.
     objective = getattr(agent, "objective", None) or RISK_NEUTRAL
     v_star = objective.optimal_value(mdp)
-    null = null_regret(mdp, v_star) if objective is RISK_NEUTRAL else None
     compiled = _use_compiled(loop, agent, bk, B * episodes, segment, checkpoint)
     if compiled:
         regret, returns, estimates, wall = _run_compiled(
@@ -109,7 +108,6 @@ def run(
         "backend": bk.name,
         "device": bk.device,
         "loop": "compiled" if compiled else "python",
-        "null_regret": null,
     }
     return RegretResult(regret, returns, estimates, float(v_star), wall, config)
 
@@ -132,17 +130,6 @@ def _use_compiled(loop, agent, bk, seed_episodes, segment, checkpoint) -> bool:
     return loop == "compiled"
 
 
-def null_regret(mdp, v_star: float) -> float:
-    """Per-episode regret of the null agent, the uniform random policy, computed exactly:
-    V*_1(mu0) - V^unif_1(mu0). The burn-in threshold of long runs is half of it
-    (:mod:`theorylab.curves`)."""
-    from theorylab.algorithms.planning import evaluate_policies
-
-    uniform = np.full((1, mdp.horizon, mdp.S, mdp.A), 1.0 / mdp.A)  # (1, H, S, A)
-    V = evaluate_policies(mdp, uniform, batched=True)
-    return float(v_star - (V[:, 0] * mdp.mu0).sum(axis=-1)[0])
-
-
 def _run_compiled(
     entry, agent, mdp, v_star, env_rngs, episodes, seeds, seed, params, progress, segment,
     checkpoint,
@@ -152,16 +139,15 @@ def _run_compiled(
 
     t0 = time.perf_counter()
     whole = CompiledLoop(agent, mdp, v_star, env_rngs)
-    bar = None
-    report = None
-    if progress:
-        from tqdm.auto import tqdm
+    from theorylab.progress import progress_bar
 
-        bar = tqdm(total=episodes, desc=f"{entry.name} on {mdp.name} (compiled)", unit="ep")
+    bar = progress_bar(episodes, f"{entry.name} on {mdp.name} (compiled)", "ep", enabled=progress)
 
-        def report(done: int, total: int, rate: float) -> None:
-            bar.update(done - bar.n)
-            bar.set_postfix_str(f"{rate:,.0f} ep/s, {rate * whole.B:,.0f} seed-ep/s")
+    def report(done: int, total: int, rate: float) -> None:
+        postfix = getattr(bar, "set_postfix_str", None)  # a tqdm bar on a terminal
+        if postfix is not None:
+            postfix(f"{rate:,.0f} ep/s, {rate * whole.B:,.0f} seed-ep/s", refresh=False)
+        bar.update(done - bar.n)
 
     run_id = {
         "algorithm": entry.name,
@@ -181,8 +167,7 @@ def _run_compiled(
             progress=report,
         )
     finally:
-        if bar is not None:
-            bar.close()
+        bar.close()
     wall = time.perf_counter() - t0
     return out["regret"], out["returns"], out["estimates"], wall
 
@@ -196,11 +181,9 @@ def _run_python(entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, pr
     returns = np.empty((B, episodes))
     estimates = np.full((B, episodes), np.nan)
     has_estimate = hasattr(agent, "value_estimate")
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from theorylab.progress import progress_bar
 
-        bar = tqdm(total=episodes, desc=f"{entry.name} on {mdp.name}", unit="ep", leave=False)
+    bar = progress_bar(episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False)
     t0 = time.perf_counter()
     for k in range(episodes):
         pi = agent.policy()
@@ -210,9 +193,7 @@ def _run_python(entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, pr
         traj = objective.rollout(mdp, pi, env_rngs)
         returns[:, k] = traj.returns()
         agent.update(traj)
-        if bar is not None:
-            bar.update(1)
+        bar.update(1)
     wall = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
+    bar.close()
     return regret, returns, estimates, wall
