@@ -9,7 +9,8 @@ Every row runs UCBVI-CH (``ucbvi-hoeffding``, Azar et al.'s constants) through o
   (:mod:`theorylab.algorithms.online.whole_run`) through ``theorylab.run(..., loop="compiled")``,
   with numba's thread count set to 1 and to all cores.
 
-A row reports the wall seconds, the process CPU seconds (which time spent descheduled on a loaded
+Each row runs in a fresh process (``OMP_WAIT_POLICY=PASSIVE``, see :func:`_row_in_child`) and
+reports the wall seconds, the process CPU seconds (which time spent descheduled on a loaded
 machine does not inflate), ``seed_episodes_per_s = B K / wall`` and ``per_cpu_s = B K / cpu``,
 and the 1-minute load before and after. Compilation is excluded: one short run of each
 configuration warms the kernel first (numba's on-disk cache makes later processes start fast).
@@ -95,14 +96,36 @@ def configs(quick: bool, cores: int) -> list[tuple[str, str, int, int, int]]:
     return rows
 
 
+def _row_in_child(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
+    """:func:`time_run` in a fresh Python process with ``OMP_WAIT_POLICY=PASSIVE``: numba's
+    OpenMP workers spin-wait after a parallel region by default, and in one process they slowed
+    the Python loop timed after the compiled runs about 20x on a loaded 2-core machine."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from theorylab.bench.long import time_run\n"
+        f"print(json.dumps(time_run({method!r}, {problem!r}, {seeds}, {episodes}, {threads})))\n"
+    )
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench long row {method} {problem} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def bench_long(quick: bool = False) -> list[dict]:
-    """Rows of the table (module docstring)."""
+    """Rows of the table (module docstring), each timed in a fresh process."""
     import numba
 
     cores = numba.config.NUMBA_NUM_THREADS
     out = []
     for method, problem, seeds, episodes, threads in configs(quick, cores):
-        row = time_run(method, problem, seeds, episodes, threads)
+        row = _row_in_child(method, problem, seeds, episodes, threads)
         if method == "compiled":
             row["method"] = f"compiled {threads} thread{'s' if threads > 1 else ''}"
         out.append(row)
