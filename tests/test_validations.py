@@ -19,7 +19,7 @@ from theorylab.cli import main
 from theorylab.validations import VALIDATIONS, list_validations, validate
 from theorylab.validations.claim import Check, Report, below_bound_check, claim_verdict
 from theorylab.validations.mutations import MUTATIONS
-from theorylab.validations.vacuity import informative_from
+from theorylab.validations.reference import informative_from
 
 NAMES = list_validations()
 

@@ -215,7 +215,7 @@ class Validation:
     ) -> Report:
         from theorylab.experiment import run
         from theorylab.mdps import make
-        from theorylab.validations.vacuity import informative_from
+        from theorylab.validations.reference import informative_from
 
         if scale not in self.scales:
             raise ValueError(
@@ -268,9 +268,7 @@ class Validation:
         )
         cum = result.cumulative_regret  # (B, K)
         rep.smoke = sc.smoke
-        yard = episode_yardstick(
-            mdp, result, run_objective(self.algorithm, mdp, params, sc.episodes)
-        )
+        yard = episode_yardstick(mdp, result, run_objective(self.algorithm, params))
         rep.config["max_episode_regret"] = yard.max_regret
         rep.config["null_episode_regret"] = yard.null_regret
         bound_curve = None
@@ -328,15 +326,15 @@ class Validation:
 
 
 def algorithm_bound(algorithm: str) -> str | None:
-    """The registry name of the theorem an online algorithm carries (its class attribute
-    ``bound``), or None."""
+    """The registry name of the main theorem an algorithm carries (the first of its
+    registration's ``bounds``), or None."""
     from theorylab.algorithms.registry import get_algorithm
 
     try:
         entry = get_algorithm(algorithm)
     except Exception:  # an agent class run by itself, not a registered name
         return None
-    return getattr(entry.factory, "bound", None)
+    return entry.bounds[0] if entry.bounds else None
 
 
 def carried_bound_curves(result, delta: float) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -451,22 +449,19 @@ def episode_yardstick(mdp, result, objective=None) -> Yardstick:
     return Yardstick(max_episode_regret_for_objective(mdp, v_star), null, cap)
 
 
-def run_objective(algorithm: str, mdp, params: dict[str, Any], episodes: int):
-    """The objective an algorithm's agent is scored by (its ``objective`` attribute, built the
-    way the runner builds the agent), or None for the expected return."""
-    import inspect
+def run_objective(algorithm: str, params: dict[str, Any]):
+    """The objective a run of ``algorithm`` with ``params`` is scored by, from its registration
+    (``theorylab.algorithms.objectives.objective_of``, never from the agent), or None for the
+    expected return."""
+    from theorylab.algorithms.objectives import RISK_NEUTRAL, objective_of
+    from theorylab.algorithms.registry import get_algorithm
+    from theorylab.registry import convert_parameters, parse_spec
 
-    from theorylab.algorithms.registry import ALGORITHMS, load_algorithms, make_agent
-    from theorylab.experiment import env_spec
-    from theorylab.registry import parse_spec
-
-    load_algorithms()
-    params = dict(params)
-    if "episodes" in inspect.signature(ALGORITHMS.get(parse_spec(algorithm)[0])).parameters:
-        params.setdefault("episodes", episodes)
-    agent = make_agent(algorithm, env_spec(mdp), 1, [np.random.default_rng(0)], **params)
-    obj = getattr(agent, "objective", None)
-    return None if obj is None or obj.name == "expected return" else obj
+    entry = get_algorithm(algorithm)
+    raw = parse_spec(algorithm)[1]
+    typed = {**convert_parameters(entry.name, "algorithm", raw, entry.parameters()), **params}
+    obj = objective_of(entry, typed)
+    return None if obj is RISK_NEUTRAL else obj
 
 
 def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:
@@ -545,12 +540,14 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
     regret over the last tenth of the run is at most half the null agent's per-episode regret
     (the learner has removed at least half of what a uniformly random agent loses; a frozen or
     random agent cannot). Reported: the first K at which the per-episode regret, averaged over
-    seeds and a window of K/50 episodes, falls below the null agent's; the burn-in K -- the
-    first episode from which that mean stays at or below half the null agent's (the test's
-    threshold, so a frozen agent that happens to beat the null slightly is still "in burn-in");
-    and the log-log slope of R(k) - R(k_burn) against k - k_burn after it.
+    seeds and a window of max(10, K/50) episodes, falls below the null agent's; the burn-in K
+    (:func:`theorylab.validations.reference.burn_in_end`: the first episode from which that mean
+    stays below half the null agent's, the test's threshold, so a frozen agent that happens to
+    beat the null slightly is still "in burn-in"); and the log-log slope of R(k) - R(k_burn)
+    against k - k_burn after it.
     """
     from theorylab.stats import final_ci, loglog_slope
+    from theorylab.validations.reference import burn_in_end
 
     B, K = regret.shape
     if null_regret is None or not null_regret > 0:
@@ -558,17 +555,12 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
     tail = regret[:, K - max(1, K // 10) :].mean(axis=1)  # (B,)
     ci = final_ci(tail)
     passed = ci.ci_high <= 0.5 * null_regret
-    w = max(1, K // 50)
-    smooth = np.convolve(regret.mean(axis=0), np.ones(w) / w, mode="valid")  # (K - w + 1,)
-    below = np.nonzero(smooth < null_regret)[0]
-    first_below = int(below[0] + w) if below.size else None  # window ends at episode i + w
-    above = np.nonzero(smooth > 0.5 * null_regret)[0]
-    if above.size == 0:
-        k_burn = 1
-    elif above[-1] + w < K:
-        k_burn = int(above[-1] + w + 1)  # the window after the last one above half the null's
-    else:
-        k_burn = None
+    k_burn = burn_in_end(regret, null_regret)  # stays below half the null's (one definition)
+    per_episode = regret.mean(axis=0)  # (K,)
+    w = min(K, max(10, K // 50))
+    c = np.concatenate([[0.0], np.cumsum(per_episode)])
+    below = np.flatnonzero((c[w:] - c[:-w]) / w < null_regret)  # windows starting at episode i+1
+    first_below = int(below[0]) + 1 if below.size else None
     slope_text = "no burn-in end within the run"
     values = {"burn_in_K": k_burn, "first_below_null_K": first_below}
     if k_burn is not None and K - k_burn >= 20:
@@ -603,8 +595,7 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
         passed,
         f"per-episode regret over the last tenth {ci.mean:.4g} (95% CI upper {ci.ci_high:.4g}) "
         f"vs the null agent's {null_regret:.4g} (must be <= half of it); {burn} (the first K "
-        f"from which the K/{K // w}-episode window mean stays at or below half the null's); "
-        f"{slope_text}",
+        f"from which the {w}-episode window mean stays below half the null's); {slope_text}",
         values,
         status=status,
     )

@@ -319,7 +319,8 @@ class LinearRegretClaim:
         """Violation rate at K <= delta; VACUOUS when the bound at K is at or above the trivial
         bound K Delta_max (docs/validations.md, "Three verdicts")."""
         from theorylab.validations.claim import below_bound_check
-        from theorylab.validations.vacuity import informative_from, max_episode_regret
+        from theorylab.validations.reference import informative_from
+        from theorylab.validations.vacuity import max_episode_regret
 
         final, b = cum[:, -1], float(bound_curve[-1])
         K = cum.shape[1]
