@@ -28,7 +28,6 @@ KNOWN_UNPOWERED = {
     "icvar-regret-grows-as-alpha-shrinks-tuned-bonus": "frozen and random agents pass it",
     "lsvi-ucb-regret-vs-d": "frozen and random agents pass it",
     "offline-lcb-cstar": "frozen and random agents pass it",
-    "offline-pessimism-lower-bound": "a frozen agent reporting V_hat = 0 passes (issue 13 item 5)",
     "pevi-data-dependent-bound": "the bound is above the sub-optimality range at every quick N",
 }
 
