@@ -471,6 +471,8 @@ def _informative_cell(report) -> str:
     inf = getattr(report, "informative_from", None)
     if not inf:
         return "-"
+    if inf["value"] is None and inf.get("from_sweep"):
+        return f"not at {inf['variable']} <= {inf['at']:,}"
     if inf["value"] is None:
         return f"never ({inf['variable']} <= 1e15)"
     return f"{inf['variable']} >= {inf['value']:,}"

@@ -134,7 +134,10 @@ class Report:
         inf = self.informative_from
         if not inf:
             return "no bound checked"
-        text = describe_informative(inf["variable"], inf["at"], inf["value"])
+        if inf.get("from_sweep") and inf["value"] is None:
+            text = f"not informative at any {inf['variable']} of the sweep (<= {inf['at']:,})"
+        else:
+            text = describe_informative(inf["variable"], inf["at"], inf["value"])
         return f"{inf.get('bound') or 'bound'}: {text}"
 
     def power_text(self) -> str:

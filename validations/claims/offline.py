@@ -552,6 +552,7 @@ class PEVIBound(OfflineClaim):
             "value": first_n,
             "at": int(cfg["N"][-1]),
             "bound": "pevi-linear (data-dependent: read off the sweep, not solved)",
+            "from_sweep": True,
             "max_episode_regret": value_range,
         }
         rep.checks.append(
