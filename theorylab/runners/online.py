@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from theorylab.agent import env_spec
-from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral
+from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral, objective_of
 from theorylab.backends import get_backend
 from theorylab.results import RegretResult
 from theorylab.runners.problems import resolve_mdp
@@ -82,8 +82,9 @@ def run(
         agent_params.setdefault("backend", bk)
     agent = entry.factory(env, B, agent_rngs, **agent_params)
 
-    # What regret measures: the agent's own objective (e.g. CVaR at its tau), else expected return.
-    objective = getattr(agent, "objective", None) or RISK_NEUTRAL
+    # What regret measures: the registration's objective at these parameters (e.g. CVaR at tau),
+    # built without the agent (it never grades itself), else expected return.
+    objective = objective_of(entry, params)
     v_star = objective.optimal_value(mdp)
     compiled = _use_compiled(loop, agent, bk, B * episodes, segment, checkpoint)
     if compiled:
