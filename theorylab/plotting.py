@@ -267,3 +267,26 @@ def save_figure(
             figure.savefig(fh, format=fmt, dpi=dpi, metadata=metadata)
         out.append(p)
     return out
+
+
+def plot_twin_curves(traces, path: str | None = None, ax: Axes | None = None, title: str = ""):
+    """Training curves of tabular twins (theorylab.algorithms.deep.twins.TwinTrace or anything
+    with ``twin``, ``steps``, ``tv_predicted`` and ``kl_optimum``): TV to the predicted fixed
+    point (solid) and KL to pi*_beta (dashed), log scale."""
+    own = ax is None
+    ax = new_axes() if own else ax
+    for tr, color in zip(traces, _colors(len(traces)), strict=True):
+        floor = 1e-16
+        ax.plot(tr.steps, np.maximum(tr.tv_predicted, floor), color=color,
+                label=f"{tr.twin}: TV to its predicted point")  # fmt: skip
+        ax.plot(tr.steps, np.maximum(tr.kl_optimum, floor), color=color, linestyle="--",
+                label=f"{tr.twin}: KL to pi*_beta")  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel("gradient step")
+    ax.set_ylabel("exact distance")
+    if title:
+        ax.set_title(title)
+    _legend_below(ax)
+    if own and path:
+        save_figure(ax.figure, path)
+    return ax
