@@ -509,18 +509,20 @@ def plot_cvar_regret(curves: Mapping[str, np.ndarray], *, objective: str = "CVaR
 
 
 # ------------------------------------------------------------------------------ deep twins
-def plot_twin_curves(traces, path: str | None = None, ax: Axes | None = None, title: str = ""):
-    """Training curves of tabular twins (theorylab.algorithms.deep.twins.TwinTrace or anything
-    with ``twin``, ``steps``, ``tv_predicted`` and ``kl_optimum``): TV to the predicted fixed
-    point (solid) and KL to pi*_beta (dashed), log scale."""
+def plot_twin_curves(
+    curves: Mapping[str, tuple], path: str | None = None, ax: Axes | None = None, title: str = ""
+) -> Axes:
+    """Training curves of tabular deep twins: ``{label: (steps (n,), tv_predicted, kl_optimum)}``
+    with (n,) or (B, n) curves (the mean over seeds is drawn): the TV to the twin's predicted
+    fixed point (solid) and the KL to pi*_beta (dashed), log scale, floored at 1e-16."""
     own = ax is None
     ax = new_axes() if own else ax
-    for tr, color in zip(traces, _colors(len(traces)), strict=True):
-        floor = 1e-16
-        ax.plot(tr.steps, np.maximum(tr.tv_predicted, floor), color=color,
-                label=f"{tr.twin}: TV to its predicted point")  # fmt: skip
-        ax.plot(tr.steps, np.maximum(tr.kl_optimum, floor), color=color, linestyle="--",
-                label=f"{tr.twin}: KL to pi*_beta")  # fmt: skip
+    for (label, (steps, tv, kl)), color in zip(curves.items(), _colors(len(curves)), strict=True):
+        tv = np.atleast_2d(np.asarray(tv, dtype=float)).mean(axis=0)
+        kl = np.atleast_2d(np.asarray(kl, dtype=float)).mean(axis=0)
+        ax.plot(steps, np.maximum(tv, 1e-16), color=color, label=f"{label}: TV to its prediction")
+        ax.plot(steps, np.maximum(kl, 1e-16), color=color, linestyle="--",
+                label=f"{label}: KL to pi*_beta")  # fmt: skip
     ax.set_yscale("log")
     ax.set_xlabel("gradient step")
     ax.set_ylabel("exact distance")

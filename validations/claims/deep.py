@@ -113,7 +113,8 @@ class TwinFixedPoint:
         if plot:
             from theorylab.plotting import plot_twin_curves
 
-            plot_twin_curves(traces, path=plot, title=f"{self.name} on {sc.task}")
+            curves = {t.twin: (t.steps, t.tv_predicted, t.kl_optimum) for t in traces}
+            plot_twin_curves(curves, path=plot, title=f"{self.name} on {sc.task}")
             figure = plot
         cfg = {
             "task": sc.task, "steps": sc.steps, "tol": sc.tol, "seed": seed,
