@@ -59,7 +59,7 @@ def test_the_wrong_kl_direction_fails_the_enumeration_identity():
 
 
 DEEP_CLAIMS = (
-    "dpo-ipo-twins-closed-form",
+    "preference-twins-closed-form",
     "rloo-twin-kl-optimum",
     "grpo-k3-twin-fixed-point",
     "dr-grpo-k2-effective-beta",

@@ -109,3 +109,26 @@ def ipo_optimum(task: TokenTreeTask, tau: float) -> np.ndarray:
     p_beats = (pref * np.exp(ref)[:, None, :]).sum(axis=-1)
     logits = ref + p_beats / tau
     return logits - logsumexp(logits, axis=1, keepdims=True)
+
+
+def chipo_optimum(task: TokenTreeTask, beta: float) -> np.ndarray:
+    """chi-PO's population minimiser (P, Y) for pairs from ref x ref with Bradley-Terry labels
+    (the clip inactive, 2R >= the reward range): beta (z + log z) = r - lambda(x), z = pi/ref,
+    i.e. pi = ref W(exp((r - lambda)/beta)) with W the Lambert function and lambda(x) set by
+    bisection so that pi sums to 1 (the mixed chi^2 + KL regularised optimum, Huang et al. 2025)."""
+    from scipy.special import lambertw
+
+    r = task.mean_reward
+    ref = np.exp(task.ref_logprobs)
+
+    def pi_of(lam):
+        return ref * np.real(lambertw(np.exp((r - lam[:, None]) / beta)))
+
+    lo = r.min(axis=1) - 50.0 * beta - 1.0  # sum pi > 1 here
+    hi = r.max(axis=1) + 1.0  # z + log z = c < 1 -> z < 1 everywhere: sum pi < 1
+    for _ in range(BISECTION_STEPS):
+        mid = 0.5 * (lo + hi)
+        over = pi_of(mid).sum(axis=1) > 1.0
+        lo, hi = np.where(over, mid, lo), np.where(over, hi, mid)
+    pi = pi_of(0.5 * (lo + hi))
+    return np.log(pi / pi.sum(axis=1, keepdims=True))

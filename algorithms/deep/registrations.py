@@ -42,6 +42,12 @@ def ipo_twin(task, tau: float = 0.5, lr: float = 5.0) -> TwinConfig:
     return _config("ipo", task, beta=tau, lr=lr)
 
 
+@register("chipo-twin", kind="deep", problem="token-tree")
+def chipo_twin(task, beta: float = 0.5, lr: float = 30.0) -> TwinConfig:
+    """chi-PO (Huang et al. 2025) on a logit table; fixed point beta(z + log z) = r - lambda."""
+    return _config("chipo", task, beta=beta, lr=lr)
+
+
 @register("rloo-twin", kind="deep", problem="token-tree")
 def rloo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 10.0) -> TwinConfig:
     """RLOO with the KL in the reward (Ahmadian et al. 2024); fixed point pi*_beta."""

@@ -12,8 +12,8 @@ trains it by gradient descent on
 
 After every ``record_every`` steps it records exact metrics of the current policy: its TV and KL
 to the twin's *predicted* fixed point, its KL to pi*_beta, expected reward, accuracy and pass@k.
-Twins (``TWINS``): dpo, ipo, rloo (KL in the reward), grpo (std advantage, k3 in the loss, 0/1
-rewards), dr-grpo (group mean, k3), dr-grpo-k2 (group mean, k2), cvar-grpo.
+Twins (``TWINS``): dpo, ipo, chipo, rloo (KL in the reward), grpo (std advantage, k3 in the
+loss, 0/1 rewards), dr-grpo (group mean, k3), dr-grpo-k2 (group mean, k2), cvar-grpo.
 """
 
 from __future__ import annotations
@@ -25,19 +25,20 @@ import numpy as np
 import torch
 
 from theorylab.algorithms.deep.fixed_points import (
+    chipo_optimum,
     grpo_fixed_point,
     grpo_kappa,
     ipo_optimum,
     node_recursion,
 )
 from theorylab.algorithms.deep.group_enumeration import enumerate_multisets, group_probabilities
-from theorylab.algorithms.deep.preference_losses import dpo, ipo
 from theorylab.algorithms.deep.registry import make_loss
 from theorylab.mdps.token_tree import TokenTreeTask
 
 D = torch.float64
-TWINS = ("dpo", "ipo", "rloo", "grpo", "dr-grpo", "dr-grpo-k2", "cvar-grpo")
+TWINS = ("dpo", "ipo", "chipo", "rloo", "grpo", "dr-grpo", "dr-grpo-k2", "cvar-grpo")
 MODES = ("exact", "sampled")
+PAIR_TWINS = ("dpo", "ipo", "chipo")
 
 
 @dataclass
@@ -121,6 +122,8 @@ def predicted_point(task: TokenTreeTask, twin: str, beta: float, G: int, alpha: 
         return task.soft_optimum(beta).seq_logp
     if twin == "ipo":
         return ipo_optimum(task, beta)
+    if twin == "chipo":
+        return chipo_optimum(task, beta)
     kappa = np.full(task.n_prompts, (G - 1) / G)
     if twin == "dr-grpo":
         return task.sequence_logprobs(node_recursion(task, kappa, beta, "k3"))
@@ -134,6 +137,17 @@ def predicted_point(task: TokenTreeTask, twin: str, beta: float, G: int, alpha: 
         with np.errstate(divide="ignore"):
             return np.log(w)
     raise ValueError(f"unknown twin {twin!r}; expected one of {TWINS}")
+
+
+def pair_loss(twin: str, beta: float):
+    """The registered loss of a pair twin as f(chosen, rejected, ref_chosen, ref_rejected, w)."""
+    if twin == "dpo":
+        return make_loss("dpo", beta=beta)
+    if twin == "ipo":
+        return make_loss("ipo", tau=beta)
+    if twin == "chipo":  # R = 1 covers the margins of rewards in [0, 1]: the clip stays inactive
+        return make_loss("chipo", beta=beta, clip_r=1.0)
+    raise ValueError(f"{twin!r} is not a pair twin")
 
 
 def group_loss(twin: str, beta: float, alpha: float):
@@ -179,12 +193,12 @@ class ExactObjective:
         self.ref_seq = torch.as_tensor(task.ref_logprobs)
         self.ref_cond = torch.as_tensor(np.log(task.ref_cond))
         self.r = torch.as_tensor(task.mean_reward)
-        if twin in ("dpo", "ipo"):
+        if twin in PAIR_TWINS:
             self.pairs = _pairs(task)
         if twin == "grpo" and not np.isin(task.mean_reward, (0.0, 1.0)).all():
             raise ValueError("the grpo twin needs 0/1 rewards (reward=binary)")
         if self.enumerate:
-            if twin in ("dpo", "ipo"):
+            if twin in PAIR_TWINS:
                 raise ValueError(f"{twin} enumerates pairs, not groups")
             self._setup_groups()
 
@@ -204,11 +218,11 @@ class ExactObjective:
     def __call__(self) -> torch.Tensor:
         pol, task = self.policy, self.task
         cond = pol.cond_logp()
-        if self.twin in ("dpo", "ipo"):
+        if self.twin in PAIR_TWINS:
             x, yw, yl, w = self.pairs
             seq = pol.seq_logp(cond)
             args = (seq[x, yw], seq[x, yl], self.ref_seq[x, yw], self.ref_seq[x, yl], w)
-            return dpo(*args, beta=self.beta) if self.twin == "dpo" else ipo(*args, tau=self.beta)
+            return pair_loss(self.twin, self.beta)(*args)
         if self.enumerate:
             return self._enumerated_groups(cond)
         seq = pol.seq_logp(cond)
@@ -267,10 +281,8 @@ class SampledObjective:
         self.policy, self.batch = policy, batch
         self.rng = np.random.default_rng(seed)
         self.ref_seq = task.ref_logprobs
-        if twin == "dpo":
-            self.loss = make_loss("dpo", beta=beta)
-        elif twin == "ipo":
-            self.loss = make_loss("ipo", tau=beta)
+        if twin in PAIR_TWINS:
+            self.loss = pair_loss(twin, beta)
         else:
             self.loss = group_loss(twin, beta, alpha)
 
@@ -284,7 +296,7 @@ class SampledObjective:
         task, pol = self.task, self.policy
         P = task.n_prompts
         cond = pol.cond_logp()
-        if self.twin in ("dpo", "ipo"):
+        if self.twin in PAIR_TWINS:
             ref = np.exp(self.ref_seq)
             a, b = self._sample(ref, self.batch), self._sample(ref, self.batch)
             r = task.mean_reward

@@ -128,13 +128,15 @@ FULL_TASK = "tokentree:V=4,L=4,prompts=8,ref=random"
 
 register_validation(
     TwinFixedPoint(
-        "dpo-ipo-twins-closed-form",
+        "preference-twins-closed-form",
         "A logit-table policy trained by gradient descent on the exact expected DPO loss "
         "(pairs from ref x ref, Bradley-Terry labels, beta = 0.5) ends on pi*_beta = ref "
-        "exp(r/beta)/Z, and on the exact IPO loss (tau = 0.5) on ref exp(p(y > ref)/tau)/Z; "
-        "mean TV <= 1e-3 (quick, tokentree:V=4,L=3) or 1e-6 (full, V=4, L=4, 8 prompts, random "
-        "ref). Control: the same policies are > 10 tol from the points at 2 beta.",
-        (TwinRun("dpo", 100.0), TwinRun("ipo", 5.0)),
+        "exp(r/beta)/Z; on the exact IPO loss (tau = 0.5) on ref exp(p(y > ref)/tau)/Z; on the "
+        "exact chi-PO loss (beta = 0.5, R = 1) on ref W(exp((r - lambda)/beta)) (beta (z + log z) "
+        "= r - lambda, the mixed chi^2 + KL optimum). Mean TV <= 1e-3 (quick, tokentree:V=4,L=3) "
+        "or 1e-6 (full, V=4, L=4, 8 prompts, random ref). Control: the same policies are > 10 tol "
+        "from the points at 2 beta.",
+        (TwinRun("dpo", 100.0), TwinRun("ipo", 5.0), TwinRun("chipo", 30.0)),
         {
             "quick": TwinScale(QUICK_TASK, 400, 1e-3),
             "full": TwinScale(FULL_TASK, 6000, 1e-6),
@@ -258,7 +260,7 @@ class MCScale:
 class MonteCarloGradients:
     name: str = "deep-loss-gradients-mc"
     statement: str = (
-        "For DPO, IPO, RLOO, GRPO, Dr. GRPO (k3) and Dr. GRPO (k2), the gradient of the "
+        "For DPO, IPO, chi-PO, RLOO, GRPO, Dr. GRPO (k3) and Dr. GRPO (k2), the gradient of the "
         "registered loss on sampled batches (pairs from ref x ref with BT labels, or G = 4 "
         "responses per prompt from the policy), averaged over n draws at a random logit table on "
         "tokentree:V=2,L=2 (2 prompts, random ref), lies within 4 standard errors of the exact "
@@ -266,7 +268,7 @@ class MonteCarloGradients:
         "1e-3 each). Control: the exact gradient at 2 beta is rejected in at least one "
         "coordinate. Quick n = 200, full n = 4000."
     )
-    twins: tuple[str, ...] = ("dpo", "ipo", "rloo", "grpo", "dr-grpo", "dr-grpo-k2")
+    twins: tuple[str, ...] = ("dpo", "ipo", "chipo", "rloo", "grpo", "dr-grpo", "dr-grpo-k2")
     scales: dict[str, MCScale] = field(
         default_factory=lambda: {"quick": MCScale(200, 16), "full": MCScale(4000, 16)}
     )
