@@ -34,7 +34,7 @@ def test_tl_run_a_twin_and_round_trip_its_result(tmp_path):
 
 def test_sampled_mode_runs_once_per_seed():
     res = tl.run(
-        "grpo-twin:lr=1.0", "tokentree:V=2,L=2", steps=20, mode="sampled", batch=8, seeds=2
+        "grpo-twin:lr=0.25", "tokentree:V=2,L=2", steps=20, mode="sampled", batch=8, seeds=2
     )
     assert res.tv_predicted.shape[0] == 2
     assert not np.array_equal(res.final_seq_logp[0], res.final_seq_logp[1])

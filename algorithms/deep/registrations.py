@@ -31,43 +31,43 @@ def _config(twin: str, task, **params) -> TwinConfig:
 
 
 @register("dpo-twin", kind="deep", problem="token-tree")
-def dpo_twin(task, beta: float = 0.5, lr: float = 100.0) -> TwinConfig:
+def dpo_twin(task, beta: float = 0.5, lr: float = 25.0) -> TwinConfig:
     """DPO (Rafailov et al. 2023) on a logit table; fixed point pi*_beta = ref e^{r/beta}/Z."""
     return _config("dpo", task, beta=beta, lr=lr)
 
 
 @register("ipo-twin", kind="deep", problem="token-tree")
-def ipo_twin(task, tau: float = 0.5, lr: float = 5.0) -> TwinConfig:
+def ipo_twin(task, tau: float = 0.5, lr: float = 1.25) -> TwinConfig:
     """IPO (Azar et al. 2024) on a logit table; fixed point ref e^{p(y > ref)/tau}/Z."""
     return _config("ipo", task, beta=tau, lr=lr)
 
 
 @register("chipo-twin", kind="deep", problem="token-tree")
-def chipo_twin(task, beta: float = 0.5, lr: float = 30.0) -> TwinConfig:
+def chipo_twin(task, beta: float = 0.5, lr: float = 7.5) -> TwinConfig:
     """chi-PO (Huang et al. 2025) on a logit table; fixed point beta(z + log z) = r - lambda."""
     return _config("chipo", task, beta=beta, lr=lr)
 
 
 @register("rloo-twin", kind="deep", problem="token-tree")
-def rloo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 10.0) -> TwinConfig:
+def rloo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.5) -> TwinConfig:
     """RLOO with the KL in the reward (Ahmadian et al. 2024); fixed point pi*_beta."""
     return _config("rloo", task, beta=beta, group_size=group_size, lr=lr)
 
 
 @register("grpo-twin", kind="deep", problem="token-tree")
-def grpo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 10.0) -> TwinConfig:
+def grpo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.5) -> TwinConfig:
     """GRPO, std advantage, k3 in the loss (Shao et al. 2024); a forward-KL fixed point."""
     return _config("grpo", task, beta=beta, group_size=group_size, lr=lr)
 
 
 @register("dr-grpo-twin", kind="deep", problem="token-tree")
-def dr_grpo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 10.0) -> TwinConfig:
+def dr_grpo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.5) -> TwinConfig:
     """Dr. GRPO with k3 in the loss (Liu et al. 2025); forward-KL point at kappa = (G-1)/G."""
     return _config("dr-grpo", task, beta=beta, group_size=group_size, lr=lr)
 
 
 @register("dr-grpo-k2-twin", kind="deep", problem="token-tree")
-def dr_grpo_k2_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 10.0) -> TwinConfig:
+def dr_grpo_k2_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.5) -> TwinConfig:
     """Dr. GRPO with k2 in the loss; per-node KL optimum at beta G/(G-1) (pi* when L = 1)."""
     return _config("dr-grpo-k2", task, beta=beta, group_size=group_size, lr=lr)
 

@@ -344,7 +344,10 @@ def train_twin(
     record_every: int = 0,
     theta0: np.ndarray | None = None,
 ) -> TwinTrace:
-    """Train a twin by gradient descent (step size ``lr``) and record exact metrics.
+    """Train a twin by gradient descent and record exact metrics.
+
+    lr: the step size per prompt (every prompt has its own table and the objective is the mean
+    over prompts, so the gradient is multiplied by P: a step does not shrink as prompts are added).
 
     beta: the loss's KL temperature (IPO's tau); group_size: G; alpha: CVaR level; batch:
     pairs (or responses) per prompt per step in sampled mode; k: the k of pass@k;
@@ -415,8 +418,8 @@ def _train(
     for step in range(1, steps + 1):
         loss = objective()
         (g,) = torch.autograd.grad(loss, pol.theta)
-        with torch.no_grad():
-            pol.theta -= lr * g
+        with torch.no_grad():  # lr per prompt: each prompt's table sees 1/P of the mean's gradient
+            pol.theta -= lr * task.n_prompts * g
         if step % every == 0 or step == steps:
             record(step)
     return TwinTrace(

@@ -133,13 +133,13 @@ register_validation(
         "(pairs from ref x ref, Bradley-Terry labels, beta = 0.5) ends on pi*_beta = ref "
         "exp(r/beta)/Z; on the exact IPO loss (tau = 0.5) on ref exp(p(y > ref)/tau)/Z; on the "
         "exact chi-PO loss (beta = 0.5, R = 1) on ref W(exp((r - lambda)/beta)) (beta (z + log z) "
-        "= r - lambda, the mixed chi^2 + KL optimum). Mean TV <= 1e-3 (quick, tokentree:V=4,L=3) "
-        "or 1e-6 (full, V=4, L=4, 8 prompts, random ref). Control: the same policies are > 10 tol "
-        "from the points at 2 beta.",
-        (TwinRun("dpo", 100.0), TwinRun("ipo", 5.0), TwinRun("chipo", 30.0)),
+        "= r - lambda, the mixed chi^2 + KL optimum). Mean TV <= 1e-3 (quick, tokentree:V=4,L=3, "
+        "400 steps) or 1e-4 (full, 16 prompts, random ref, 4000 steps). Control: the same "
+        "policies are > 10 tol from the points at 2 beta.",
+        (TwinRun("dpo", 25.0), TwinRun("ipo", 1.25), TwinRun("chipo", 7.5)),
         {
             "quick": TwinScale(QUICK_TASK, 400, 1e-3),
-            "full": TwinScale(FULL_TASK, 6000, 1e-6),
+            "full": TwinScale("tokentree:V=4,L=3,prompts=16,ref=random", 4000, 1e-4),
         },
     )
 )
@@ -149,11 +149,12 @@ register_validation(
         "rloo-twin-kl-optimum",
         "RLOO with the KL folded into the reward (beta = 0.5, G = 4), trained on its exact "
         "expected update grad(E r - beta KL(pi||ref)), ends on the soft-Bellman optimum pi*_beta "
-        "(mean TV <= 1e-3 quick, 1e-6 full). Control: pi*_{2 beta} is > 10 tol away.",
-        (TwinRun("rloo", 10.0),),
+        "(mean TV <= 1e-3 quick: tokentree:V=4,L=3, 800 steps; 1e-4 full: V=4, L=4, 8 prompts, "
+        "random ref, 40000 steps). Control: pi*_{2 beta} is > 10 tol away.",
+        (TwinRun("rloo", 2.5),),
         {
             "quick": TwinScale(QUICK_TASK, 800, 1e-3),
-            "full": TwinScale(FULL_TASK, 4000, 1e-6),
+            "full": TwinScale(FULL_TASK, 40000, 1e-4),
         },
     )
 )
@@ -165,15 +166,16 @@ register_validation(
         "with k3 (group-mean advantage) do NOT converge to pi*_beta: k3's expected gradient is "
         "that of the forward KL(ref||pi) at each node, so the fixed point is pi(a|h) = "
         "ref(a|h)/(1 - (kappa/beta)(Q(h,a) - V(h))) with kappa = (G-1)/G (Dr. GRPO) or GRPO's "
-        "kappa(p) solved at the fixed point. Exact training ends within 1e-3 (quick) / 1e-6 "
-        "(full) mean TV of the predicted point; control: pi*_beta is > 10 tol away.",
+        "kappa(p) solved at the fixed point. Exact training ends within 1e-3 (quick: "
+        "tokentree:V=4,L=3, 1000 steps) / 1e-4 (full: V=4, L=4, 8 prompts, random ref, 40000 "
+        "steps) mean TV of the predicted point; control: pi*_beta is > 10 tol away.",
         (
-            TwinRun("grpo", 10.0, control="pi*_beta"),
-            TwinRun("dr-grpo", 10.0, control="pi*_beta"),
+            TwinRun("grpo", 2.5, control="pi*_beta"),
+            TwinRun("dr-grpo", 2.5, control="pi*_beta"),
         ),
         {
             "quick": TwinScale(QUICK_TASK, 1000, 1e-3),
-            "full": TwinScale("tokentree:V=8,L=4,prompts=64,ref=random", 4000, 1e-6),
+            "full": TwinScale(FULL_TASK, 40000, 1e-4),
         },
     )
 )
@@ -183,12 +185,13 @@ register_validation(
         "dr-grpo-k2-effective-beta",
         "Dr. GRPO (group-mean advantage, G = 4) with k2 in the loss (beta = 0.3) on one-token "
         "responses (tokentree:V=8,L=1, graded rewards) converges to pi*_{beta G/(G-1)}: the KL "
-        "optimum at the effective temperature beta x 4/3, not pi*_beta. Mean TV <= 1e-4 (quick) / "
-        "1e-8 (full). Control: pi*_beta is > 10 tol away.",
-        (TwinRun("dr-grpo-k2", 10.0, beta=0.3, control="pi*_beta"),),
+        "optimum at the effective temperature beta x 4/3, not pi*_beta. Mean TV <= 1e-4 (quick: "
+        "4 prompts, uniform ref, 600 steps) / 1e-6 (full: 64 prompts, random ref, 3000 steps). "
+        "Control: pi*_beta is > 10 tol away.",
+        (TwinRun("dr-grpo-k2", 2.5, beta=0.3, control="pi*_beta"),),
         {
             "quick": TwinScale("tokentree:V=8,L=1,prompts=4,reward=graded", 600, 1e-4),
-            "full": TwinScale("tokentree:V=8,L=1,prompts=64,reward=graded,ref=random", 3000, 1e-8),
+            "full": TwinScale("tokentree:V=8,L=1,prompts=64,reward=graded,ref=random", 3000, 1e-6),
         },
     )
 )
