@@ -113,3 +113,13 @@ def test_bad_twin_arguments():
         train_twin(task, "dpo", steps=1, beta=0.0)
     with pytest.raises(ValueError, match="needs 0/1 rewards"):
         train_twin(make("tokentree:V=2,L=2,reward=graded"), "grpo", steps=1)
+
+
+def test_sampled_rloo_reaches_the_kl_optimum_where_its_gradient_noise_vanishes():
+    """At pi*_beta the KL-shaped reward r - beta log(pi*/ref) = beta log Z is the same for every
+    response, so every leave-one-out advantage is 0: pi*_beta is a fixed point of the *sampled*
+    dynamics too, and SGD on the registered loss reaches it to round-off."""
+    task = make("tokentree:V=2,L=2")
+    tr = train_twin(task, "rloo", steps=1200, lr=0.25, mode="sampled", batch=16, seed=1)
+    assert tr.tv_predicted[-1] <= 1e-7
+    assert task.tv(tr.final_seq_logp, task.soft_optimum(1.0).seq_logp).mean() > 0.05  # 2 beta
