@@ -532,3 +532,32 @@ def plot_twin_curves(
     if own and path:
         save_figure(ax.figure, path)
     return ax
+
+
+def plot_lines(
+    x,
+    curves: Mapping[str, np.ndarray],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    logx: bool = False,
+    path: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Plain exact curves against one parameter: ``{label: (len(x),) values}`` (no bands: the
+    values are exact, not estimates)."""
+    own = ax is None
+    ax = new_axes() if own else ax
+    for (label, y), color in zip(curves.items(), _colors(len(curves)), strict=True):
+        ax.plot(x, y, color=color, marker="o", markersize=3, label=label)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    _legend_below(ax)
+    if own and path:
+        save_figure(ax.figure, path)
+    return ax
