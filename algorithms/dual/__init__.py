@@ -8,6 +8,9 @@ data distribution, and the algorithms that are its duals (Sikchi et al., ICLR 20
 * ``regularized_primal``: the primal solved by cvxpy (the reference answer);
 * ``dual_v``: the dual-V form solved directly (closed-form gradient, Newton or L-BFGS);
 * ``dual_q``: the dual-Q form for a fixed policy;
+* ``reps``: REPS (Peters et al. 2010), exact, with the infeasible (unbounded-dual) case detected;
+* ``cmdp``: constrained MDPs: the LP with cost rows, Lagrangian GDA and optimistic GDA;
+* ``empirical_model``, ``optidice``, ``dualdice``: the DICE methods on offline datasets;
 * ``smooth_dual_solver``: the Newton / L-BFGS minimiser both duals share;
 * ``inputs``: input checks (alpha, d^O, coverage of the flow).
 """
