@@ -54,6 +54,7 @@ def test_registry_lists_every_algorithm():
         "vw-pevi",
         "naive-vi",
         "behaviour-cloning",
+        "optidice",  # algorithms/dual (tests/test_dual_dice.py)
     }
 
 
