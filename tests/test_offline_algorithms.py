@@ -25,7 +25,7 @@ from theorylab.experiment import run, run_offline
 from theorylab.mdps import make
 from theorylab.mdps.families.offline_instances import tempting_arms_coverage
 
-DISCOUNTED_ONLY = ("vi-lcb", "optidice")  # optidice: algorithms/dual, tests/test_dual_dice.py
+DISCOUNTED_ONLY = ("vi-lcb", "optidice", "f-dvl")  # the last two: algorithms/dual
 FINITE = [n for n in list_algorithms("offline") if n not in DISCOUNTED_ONLY]
 DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
 PESSIMISTIC_FINITE = [
@@ -56,6 +56,7 @@ def test_registry_lists_every_algorithm():
         "naive-vi",
         "behaviour-cloning",
         "optidice",  # algorithms/dual (tests/test_dual_dice.py)
+        "f-dvl",  # algorithms/dual (tests/test_dual_f_dvl.py)
     }
 
 

@@ -5,12 +5,14 @@
   (``theorylab.runners.dual``) supplies the model, d^O and alpha and scores primal, dual, gap and
   flow residual exactly. ``dual-v`` (the dual-V form, Newton / L-BFGS) and
   ``regularized-primal`` (cvxpy on the primal, the reference answer).
-* kind ``"offline"``: ``optidice`` (tabular OptiDICE, ``fit(dataset, alpha, f)``).
+* kind ``"offline"``: ``optidice`` (tabular OptiDICE, ``fit(dataset, alpha, f)``) and ``f-dvl``
+  (tabular f-DVL with the code's surrogate losses, ``fit(dataset, loss, loss_temp)``).
 """
 
 from __future__ import annotations
 
 from theorylab.algorithms.dual.dual_v import solve_dual_v
+from theorylab.algorithms.dual.f_dvl import f_dvl
 from theorylab.algorithms.dual.optidice import optidice
 from theorylab.algorithms.dual.regularized_primal import solve_regularized_primal
 from theorylab.algorithms.registry import register
@@ -32,3 +34,9 @@ def regularized_primal(mdp, d_ref, alpha, f: str = "kl"):
 def fit_optidice(dataset, alpha: float = 0.1, f: str = "half-chi2"):
     """Tabular OptiDICE: dual-V on the empirical model, half chi^2 (Lee et al. 2021; [M])."""
     return optidice(dataset, alpha=alpha, f=f)
+
+
+@register("f-dvl", kind="offline", problem="dataset", horizon="discounted")
+def fit_f_dvl(dataset, loss: str = "chi-square", loss_temp: float = 0.8):
+    """Tabular f-DVL: the DVL code's V-loss and mean Q-target to the fixed point (Sikchi 2024)."""
+    return f_dvl(dataset, loss=loss, loss_temp=loss_temp)
