@@ -1,7 +1,8 @@
 """The one result family (ground floor): ``Result`` and one subclass per kind of run.
 
-``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DualResult`` (dual solvers). A new kind of
-result adds a module here and one import line below (``docs/architecture.md``).
+``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DualResult``
+(dual solvers). A new kind of result adds a module here and one import line below
+(``docs/architecture.md``).
 """
 
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
