@@ -34,7 +34,7 @@ optimal multipliers (checked against the LP's). Projection onto K is exact:
 :func:`project_onto_occupancies` solves the dual of
 ``min ||d - z||^2 / 2 s.t. M^T d = (1 - gamma) mu, d >= 0`` by the semismooth Newton method of
 :mod:`~theorylab.algorithms.dual.smooth_dual_solver` (the problem has the dual-V form with
-``c(y) = max(0, y)^2 / 2``) to a gradient (= flow residual) of 1e-11.
+``c(y) = max(0, y)^2 / 2``) to a gradient (= flow residual) of 1e-13.
 """
 
 from __future__ import annotations

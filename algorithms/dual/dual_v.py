@@ -13,7 +13,7 @@ In matrix form ``delta_V = r - M V`` with the LP matrix ``M = E - gamma P`` of
 :mod:`theorylab.algorithms.planning.lp`, so L is problem (*) of
 :mod:`theorylab.algorithms.dual.smooth_dual_solver` with ``x = V``, ``b = (1 - gamma) mu``,
 ``c = f*_p`` and the rows of M on the support of d^O. Its gradient ``(1 - gamma) mu - M^T d(V)`` is
-minus the flow residual of the recovered d, so stopping at ``|grad|_inf <= 1e-11`` certifies the
+minus the flow residual of the recovered d, so stopping at ``|grad|_inf <= 1e-13`` certifies the
 flow constraint to that tolerance, and ``L(V) - [E_d r - alpha D_f(d || d^O)]`` (the duality gap,
 computed exactly from V and d) certifies optimality.
 

@@ -15,7 +15,7 @@ of :mod:`~theorylab.algorithms.dual.dual_v` with d^O = d^D. The policy is read o
 Tabular exact sub-problem (the deviation from the paper, which fits nu and w with networks by
 stochastic gradients): every expectation is under the empirical distribution of the dataset
 (:mod:`~theorylab.algorithms.dual.empirical_model`), and the convex nu-problem is solved to
-optimality (Newton, |grad| <= 1e-11). Where ``d*(s, .) = 0`` (states the solution never visits
+optimality (Newton, |grad| <= 1e-13). Where ``d*(s, .) = 0`` (states the solution never visits
 under the empirical model) the policy falls back to the empirical behaviour policy (uniform where
 there is no data): OptiDICE itself has no policy there. ``value_estimate`` is
 ``E_{d*}[r_hat] / (1 - gamma)``, OptiDICE's own estimate of its policy's value (not pessimistic).

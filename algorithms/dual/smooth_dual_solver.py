@@ -43,7 +43,7 @@ from theorylab.errors import TheorylabError
 
 Method = Literal["newton", "lbfgs"]
 DENSE_MAX = 3000  # solve the Newton system densely below this many variables
-GRAD_TOL = 1e-11
+GRAD_TOL = 1e-13
 
 
 class DualSolverError(TheorylabError, RuntimeError):
