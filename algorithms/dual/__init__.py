@@ -11,6 +11,11 @@ data distribution, and the algorithms that are its duals (Sikchi et al., ICLR 20
 * ``reps``: REPS (Peters et al. 2010), exact, with the infeasible (unbounded-dual) case detected;
 * ``cmdp``: constrained MDPs: the LP with cost rows, Lagrangian GDA and optimistic GDA;
 * ``empirical_model``, ``optidice``, ``dualdice``: the DICE methods on offline datasets;
+* ``f_dvl``: tabular f-DVL with the authors' surrogate value losses (kept apart from the exact
+  conjugates);
+* ``reference``: the default d^O (a behaviour policy's occupancy);
+* ``registrations``: ``dual-v``, ``regularized-primal`` (kind "dual"), ``optidice``, ``f-dvl``
+  (kind "offline") on the one registry;
 * ``smooth_dual_solver``: the Newton / L-BFGS minimiser both duals share;
 * ``inputs``: input checks (alpha, d^O, coverage of the flow).
 """
