@@ -35,7 +35,11 @@ class RiskNeutral:
     def policy_values(self, mdp, policies: np.ndarray) -> np.ndarray:
         from theorylab.algorithms.planning import evaluate_policies
 
-        return evaluate_policies(mdp, policies, batched=True)[:, 0] @ mdp.mu0
+        # sum_s mu0(s) V(s) as a row sum (numpy's pairwise order, the same for every batch
+        # size), not ``V @ mu0`` (BLAS: gemv for one seed and a blocked kernel for several, whose
+        # last bits differ): a seed's regret is the same alone or batched, and the whole-run
+        # kernel (algorithms/online/whole_run_kernel.py) reproduces it bit for bit
+        return (evaluate_policies(mdp, policies, batched=True)[:, 0] * mdp.mu0).sum(axis=-1)
 
     def rollout(self, mdp, policies: np.ndarray, rngs):
         return mdp.rollout(policies, rng=rngs)
@@ -61,7 +65,7 @@ class BackendRiskNeutral:
         from theorylab.algorithms.planning import evaluate_policies
 
         V = evaluate_policies(mdp, policies, batched=True, backend=self.backend)
-        return V[:, 0] @ mdp.mu0
+        return (V[:, 0] * mdp.mu0).sum(axis=-1)  # as RiskNeutral.policy_values
 
     def rollout(self, mdp, policies: np.ndarray, rngs):
         from theorylab.mdps import Trajectories
