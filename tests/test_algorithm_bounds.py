@@ -55,10 +55,7 @@ MAIN_THEOREM = {
 
 
 def test_every_algorithm_is_accounted_for():
-    """Every online and offline algorithm (the kinds of issue 14; later kinds declare theirs
-    with their own registrations)."""
-    tabular_kinds = set(list_algorithms("online")) | set(list_algorithms("offline"))
-    assert tabular_kinds == NO_THEOREM | set(MAIN_THEOREM) | DEEP_TWINS
+    assert set(list_algorithms()) == NO_THEOREM | set(MAIN_THEOREM) | DEEP_TWINS
 
 
 @pytest.mark.parametrize("name", sorted(MAIN_THEOREM))
