@@ -18,6 +18,12 @@ NO_THEOREM = {
     "naive-vi",
     "behaviour-cloning",
     "pessimistic-vi-hoeffding",
+    # dual RL (algorithms/dual): exact solvers and tabular DICE / f-DVL; their claims are
+    # identities and rates (validations/claims/dual.py), no registered bound card
+    "dual-v",
+    "regularized-primal",
+    "optidice",
+    "f-dvl",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
