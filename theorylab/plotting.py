@@ -567,3 +567,86 @@ def plot_cvar_regret(curves: Mapping[str, np.ndarray], *, objective: str = "CVaR
     """
     kwargs.setdefault("ylabel", f"cumulative {objective} regret")
     return plot_regret(curves, **kwargs)
+
+
+# ------------------------------------------------------------------------------ deep twins
+def plot_twin_curves(
+    curves: Mapping[str, tuple], path: str | None = None, ax: Axes | None = None, title: str = ""
+) -> Axes:
+    """Training curves of tabular deep twins: ``{label: (steps (n,), tv_predicted, kl_optimum)}``
+    with (n,) or (B, n) curves (the mean over seeds is drawn): the TV to the twin's predicted
+    fixed point (solid) and the KL to pi*_beta (dashed), log scale, floored at 1e-16."""
+    own = ax is None
+    ax = new_axes() if own else ax
+    for (label, (steps, tv, kl)), color in zip(curves.items(), _colors(len(curves)), strict=True):
+        tv = np.atleast_2d(np.asarray(tv, dtype=float)).mean(axis=0)
+        kl = np.atleast_2d(np.asarray(kl, dtype=float)).mean(axis=0)
+        ax.plot(steps, np.maximum(tv, 1e-16), color=color, label=f"{label}: TV to its prediction")
+        ax.plot(steps, np.maximum(kl, 1e-16), color=color, linestyle="--",
+                label=f"{label}: KL to pi*_beta")  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel("gradient step")
+    ax.set_ylabel("exact distance")
+    if title:
+        ax.set_title(title)
+    _legend_below(ax)
+    if own and path:
+        save_figure(ax.figure, path)
+    return ax
+
+
+def plot_lines(
+    x,
+    curves: Mapping[str, np.ndarray],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    logx: bool = False,
+    path: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Plain exact curves against one parameter: ``{label: (len(x),) values}`` (no bands: the
+    values are exact, not estimates)."""
+    own = ax is None
+    ax = new_axes() if own else ax
+    for (label, y), color in zip(curves.items(), _colors(len(curves)), strict=True):
+        ax.plot(x, y, color=color, marker="o", markersize=3, label=label)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    _legend_below(ax)
+    if own and path:
+        save_figure(ax.figure, path)
+
+
+def plot_regularised_values(
+    alphas,
+    values,
+    lp_value: float,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """The alpha -> 0 picture of f-regularised RL: the gap ``J_LP - J(alpha)`` against alpha on
+    log-log axes, with the slope-1 guide through the smallest alpha.
+
+    alphas: ``(M,)`` increasing; values: ``(M,)`` J(alpha); lp_value: J_LP (same units).
+    """
+    ax = new_axes() if ax is None else ax
+    a = np.asarray(alphas, dtype=float)
+    gap = lp_value - np.asarray(values, dtype=float)
+    ax.plot(a, np.maximum(gap, 1e-300), marker="o", label="J_LP - J(alpha)")
+    if a.size > 1 and gap[0] > 0:
+        ax.plot(a, gap[0] * a / a[0], color="0.4", ls=":", label="slope 1 (rate alpha)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("regularisation gap")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return ax
