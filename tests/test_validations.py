@@ -32,6 +32,31 @@ KNOWN_UNPOWERED = {
 }
 
 
+# Registered on main by other issues (deep / dual / preference kinds) without a negative control:
+# reported UNPOWERED ("no controls registered") until each gets one (issue 13, item 2). A claim
+# registered without a control and not listed here fails test_every_claim_registers_a_control.
+NO_CONTROL_YET = {
+    "cmdp-ogda-last-iterate",
+    "cvar-grpo-twin-cvar-optimum",
+    "deep-loss-gradients-mc",
+    "dr-grpo-k2-effective-beta",
+    "dual-v-alpha-to-zero",
+    "dual-v-strong-duality",
+    "dualdice-ope-rate",
+    "grpo-k3-twin-fixed-point",
+    "preference-twins-closed-form",
+    "reps-binding-kl",
+    "rloo-twin-kl-optimum",
+}
+for _name in NO_CONTROL_YET & set(NAMES):
+    KNOWN_UNPOWERED[_name] = "no control registered yet (new kind)"
+
+
+def test_every_claim_registers_a_control():
+    missing = {n for n in NAMES if not VALIDATIONS.controls(n)}
+    assert missing <= NO_CONTROL_YET, sorted(missing - NO_CONTROL_YET)
+
+
 def test_claims_are_registered():
     assert {
         "ucbvi-hoeffding-riverswim",
@@ -49,7 +74,7 @@ def test_claim_holds_and_is_powered_at_quick_scale(name):
         assert report.power["failing"] == report.power["controls"] >= 1, report.format()
 
 
-@pytest.mark.parametrize("name", sorted(KNOWN_UNPOWERED))
+@pytest.mark.parametrize("name", sorted(set(KNOWN_UNPOWERED) & set(NAMES)))
 def test_known_unpowered_claims_hold_but_cannot_fail(name):
     """Listed honestly: these hold, and are UNPOWERED (their controls pass, or they have none).
     Controls are not re-run here (CI time); when one gains power, move it out of the list."""
