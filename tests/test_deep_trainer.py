@@ -146,3 +146,17 @@ def test_bad_input():
     if not torch.cuda.is_available():
         with pytest.raises(DeviceUnavailableError, match="CUDA is not available"):
             train("tiny", tt, "grpo", steps=1, device="cuda")
+
+
+def test_cli_train(tmp_path, capsys):
+    from theorylab.cli import main
+
+    png, saved = tmp_path / "curve.png", tmp_path / "run"
+    model = "tiny:d_model=32,n_layer=1,n_head=2"
+    rc = main(["train", "grpo", "tokentree:V=3,L=2", "--model", model, "--steps", "2", "--eval-every", "1", "--plot", str(png), "--save", str(saved),
+               "--no-progress"])  # fmt: skip
+    assert rc == 0 and png.stat().st_size > 0
+    assert "accuracy (start -> end)" in capsys.readouterr().out
+    assert Result.load(saved).accuracy.shape == (1, 3)
+    assert main(["train", "gpro", "tokentree:V=3,L=2", "--steps", "1"]) == 2
+    assert "unknown loss 'gpro'; available:" in capsys.readouterr().err

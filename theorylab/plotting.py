@@ -506,3 +506,16 @@ def plot_cvar_regret(curves: Mapping[str, np.ndarray], *, objective: str = "CVaR
     """
     kwargs.setdefault("ylabel", f"cumulative {objective} regret")
     return plot_regret(curves, **kwargs)
+
+
+# ------------------------------------------------------------------------------ deep training
+def plot_training_panels(
+    result, metrics: Sequence[str] = ("accuracy", "kl_optimum"), *, panel_size=(6.0, 4.8)
+) -> Figure:
+    """Side-by-side panels of a training result's exact-metric curves (one per metric), each
+    drawn by ``result.plot(ax=..., metric=...)``; returns the Figure."""
+    fig = Figure(figsize=(panel_size[0] * len(metrics), panel_size[1]), layout="constrained")
+    FigureCanvasAgg(fig)
+    for ax, metric in zip(fig.subplots(1, len(metrics), squeeze=False)[0], metrics, strict=True):
+        result.plot(ax=ax, metric=metric)
+    return fig

@@ -128,12 +128,15 @@ class TrainingResult(Result):
             raise ValueError(f"unknown metric {metric!r}; expected one of {METRICS + ('loss',)}")
         arr = np.asarray(getattr(self, metric))
         x = np.arange(1, arr.shape[1] + 1) if metric == "loss" else np.asarray(self.steps)
-        label = f"{self.config.get('loss')} on {self.config.get('model')}"
+        label = f"{self.config.get('loss')}, model {self.config.get('model')}"
         bound = None
         if metric in ("accuracy", "expected_reward"):
             opt = self.optimum_accuracy if metric == "accuracy" else self.optimum_reward
             bound = {"pi*_beta (exact)": np.full(x.shape, float(np.mean(opt)))}
-        kwargs.setdefault("title", str(self.config.get("task", "")))
+        beta = self.config.get("params", {}).get("target_beta")
+        kwargs.setdefault(
+            "title", f"{self.config.get('task', '').split(',reward')[0]}, beta={beta}"
+        )
         ax = plot_regret(
             {label: arr},
             bound,
