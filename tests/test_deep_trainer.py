@@ -153,8 +153,9 @@ def test_cli_train(tmp_path, capsys):
 
     png, saved = tmp_path / "curve.png", tmp_path / "run"
     model = "tiny:d_model=32,n_layer=1,n_head=2"
-    rc = main(["train", "grpo", "tokentree:V=3,L=2", "--model", model, "--steps", "2", "--eval-every", "1", "--plot", str(png), "--save", str(saved),
-               "--no-progress"])  # fmt: skip
+    args = ["train", "grpo", "tokentree:V=3,L=2", "--model", model, "--steps", "2"]
+    args += ["--eval-every", "1", "--plot", str(png), "--save", str(saved), "--no-progress"]
+    rc = main(args)
     assert rc == 0 and png.stat().st_size > 0
     assert "accuracy (start -> end)" in capsys.readouterr().out
     assert Result.load(saved).accuracy.shape == (1, 3)
