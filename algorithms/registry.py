@@ -88,6 +88,22 @@ register_kind(
 )
 
 
+register_kind(
+    Kind(
+        "deep",
+        constructor_args=("task",),
+        budget={
+            "steps": "gradient steps (required; CLI --steps)",
+            "mode": "exact (default: the loss's exact expected update) or sampled (batches)",
+            "batch": "sampled mode: pairs or responses per prompt per step (default 64)",
+            "record_every": "exact metrics every this many steps (default: about 100 records)",
+        },
+        runner="theorylab.runners.deep:run",
+        summary="tabular twin of a deep loss on a token tree; exact metrics per step",
+    )
+)
+
+
 @dataclass(frozen=True)
 class AlgorithmEntry:
     """One registered algorithm."""
@@ -193,6 +209,7 @@ register = ALGORITHMS.register
 ALGORITHM_PACKAGES = (
     "theorylab.algorithms.online",
     "theorylab.algorithms.offline.registrations",
+    "theorylab.algorithms.deep.registrations",
 )
 
 

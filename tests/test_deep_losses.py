@@ -463,3 +463,33 @@ def test_fdvl_value_minimisers():
     best = float(grid[int(vals.argmin())])
     assert 2.0 <= best <= 5.0
     assert float((q > best).to(D).mean()) <= (1 - lam) / lam + 1e-12
+
+
+# --------------------------------------------------------------------------- CUDA
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("name", ["dpo", "grpo", "dr-grpo", "rloo", "cvar-grpo"])
+def test_losses_on_cuda_equal_cpu(name):
+    g = torch.Generator().manual_seed(0)
+    B, T = 8, 5
+    logp = -torch.rand(B, T, generator=g, dtype=D)
+    ref = -torch.rand(B, T, generator=g, dtype=D)
+    mask = (torch.arange(T)[None, :] < torch.randint(1, T + 1, (B,), generator=g)[:, None]).to(D)
+    r = torch.rand(B, generator=g, dtype=D)
+    group = torch.arange(B) // 4
+    loss = make_loss(name)
+
+    def call(dev):
+        lp, rf, m, rw, gr = (x.to(dev) for x in (logp, ref, mask, r, group))
+        lp = lp.clone().requires_grad_()
+        if name == "dpo":
+            out = loss(lp.sum(1)[:4], lp.sum(1)[4:], rf.sum(1)[:4], rf.sum(1)[4:])
+        elif name == "rloo":
+            out = loss(lp, rf, m, rw, gr)
+        else:
+            out = loss(lp, None, rf, m, rw, gr)
+        (grad,) = torch.autograd.grad(out, lp)
+        return out.detach().cpu(), grad.cpu()
+
+    (a, ga), (b, gb) = call("cpu"), call("cuda")
+    assert torch.allclose(a, b, atol=1e-12) and torch.allclose(ga, gb, atol=1e-12)

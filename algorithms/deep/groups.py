@@ -7,8 +7,6 @@ are computed without gradient (they are constants of the loss, as in every paper
 
 from __future__ import annotations
 
-import math
-
 import torch
 
 from theorylab.algorithms.deep.masking import InvalidBatchError, check_vector
@@ -82,9 +80,10 @@ def group_advantages(
         if kind == "cvar":
             if not 0 < alpha <= 1:
                 raise InvalidBatchError(f"alpha must be in (0, 1], got {alpha!r}")
-            q = torch.empty(n_groups, dtype=r.dtype, device=r.device)
-            for k in range(n_groups):
-                rk = torch.sort(r[g == k]).values
-                q[k] = rk[max(math.ceil(alpha * rk.shape[0] - 1e-9), 1) - 1]
+            order = torch.argsort(r, stable=True)
+            order = order[torch.argsort(g[order], stable=True)]  # by group, then by reward
+            starts = torch.cumsum(sizes, 0) - sizes
+            rank = torch.clamp(torch.ceil(alpha * sizes - 1e-9), min=1) - 1
+            q = r[order][(starts + rank).to(torch.int64)]  # (n_groups,)
             return torch.clamp(r - q[g], max=0.0) / alpha
     raise InvalidBatchError(f"unknown advantage {kind!r}; expected one of {ADVANTAGES}")
