@@ -161,3 +161,18 @@ def test_cli_train(tmp_path, capsys):
     assert Result.load(saved).accuracy.shape == (1, 3)
     assert main(["train", "gpro", "tokentree:V=3,L=2", "--steps", "1"]) == 2
     assert "unknown loss 'gpro'; available:" in capsys.readouterr().err
+
+
+def test_tl_run_trains_a_registered_transformer_entry():
+    import theorylab as tl
+
+    res = tl.run("dpo-transformer:beta=0.2", "tokentree:V=3,L=2", steps=2, eval_every=1,
+                 model="tiny:d_model=32,n_layer=1,n_head=2", seeds=2)  # fmt: skip
+    assert isinstance(res, TrainingResult) and res.accuracy.shape == (2, 3)
+    assert res.config["loss"] == "dpo:beta=0.2" and res.config["target_beta"] == 0.2
+    with pytest.raises(ValueError, match="grpo-transformer .* has no parameter 'gamma'"):
+        tl.run("grpo-transformer", "tokentree:V=3,L=2", steps=2, gamma=3)
+    with pytest.raises(ValueError, match="needs a budget: steps"):
+        tl.run("grpo-transformer", "tokentree:V=3,L=2")
+    with pytest.raises(ValueError, match="runs on a token-tree task"):
+        tl.run("grpo-transformer", "riverswim:S=4,H=5", steps=2)

@@ -54,13 +54,11 @@ from theorylab.algorithms.deep.logprobs import token_logprobs
 from theorylab.algorithms.deep.masking import InvalidBatchError
 from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_device
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
+from theorylab.algorithms.deep.transformer_registrations import ONLINE_LOSSES, PREFERENCE_LOSSES
 from theorylab.mdps.token_tree import TokenTreeTask
 from theorylab.registry import parse_spec
 from theorylab.results.training import TrainingResult
 from theorylab.seeding import seed_indices
-
-PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
-ONLINE_LOSSES = ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip")
 
 
 # --------------------------------------------------------------------------- tokens and tables
@@ -221,7 +219,10 @@ def train(
 
         task = make_task(task)
     if not isinstance(task, TokenTreeTask):
-        raise TypeError(f"task must be a token-tree task, got {type(task).__name__}")
+        raise ValueError(
+            f"the trainer runs on a token-tree task (e.g. tokentree:V=4,L=3), got "
+            f"{type(task).__name__} {getattr(task, 'name', '')!r}"
+        )
     positive = (("steps", steps, 1), ("group_size", group_size, 2), ("eval_every", eval_every, 1),
                 ("pass_k", pass_k, 1), ("pairs_per_prompt", pairs_per_prompt, 1))  # fmt: skip
     for name, v, lo in positive:
@@ -272,6 +273,7 @@ def train(
             "family": family,
             "model": model_name,
             "task": task.name,
+            "target_beta": beta,
             "params": {
                 "steps": steps,
                 "lr": lr,

@@ -133,7 +133,7 @@ class TrainingResult(Result):
         if metric in ("accuracy", "expected_reward"):
             opt = self.optimum_accuracy if metric == "accuracy" else self.optimum_reward
             bound = {"pi*_beta (exact)": np.full(x.shape, float(np.mean(opt)))}
-        beta = self.config.get("params", {}).get("target_beta")
+        beta = self.config.get("target_beta")
         kwargs.setdefault(
             "title", f"{self.config.get('task', '').split(',reward')[0]}, beta={beta}"
         )
