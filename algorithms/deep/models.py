@@ -144,8 +144,13 @@ class HFCausalLM(nn.Module):
         self.model = model
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
 
-    def forward(self, input_ids: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=input_ids, use_cache=False).logits
+    def forward(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """input_ids (B, T), attention_mask (B, T) 0/1 or None -> logits (B, T, W)."""
+        return self.model(
+            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
+        ).logits
 
 
 HF_CONFIGS = {
