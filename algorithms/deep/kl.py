@@ -9,9 +9,10 @@ With ``lr = log pi_theta(y_t|h) - log pi_ref(y_t|h)`` at a token sampled from pi
 
 Placed in the *loss* and differentiated per sample (on-policy, no importance ratio), their expected
 gradients differ: k1's is 0 (E_pi[grad log pi] = 0), k2's is grad KL(pi||ref) and k3's is
-grad KL(**ref||pi**), the forward KL (docs/algorithms/deep-losses.md, "GRPO's KL term"). Folded
-into the reward (PPO, RLOO: no gradient through it) the sum of k1 over the response gives the
-sequence KL(pi||ref) exactly in expectation, with the score-function gradient of KL(pi||ref).
+grad KL(**ref||pi**), the forward KL (docs/algorithms/deep-losses.md, "Expected updates,
+exactly"). Folded into the reward (PPO, RLOO: no gradient through it) the sum of k1 over the
+response gives the sequence KL(pi||ref) exactly in expectation, with the score-function gradient
+of KL(pi||ref).
 """
 
 from __future__ import annotations

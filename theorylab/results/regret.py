@@ -110,6 +110,7 @@ class RegretResult(Result):
             "seeds": str(self.n_seeds),
             "final regret (mean)": f"{s['final_regret_mean']:.2f}",
             "95% CI": f"[{s['final_regret_ci_low']:.2f}, {s['final_regret_ci_high']:.2f}]",
+            "regret per episode, last 10%": f"{self.tail_rate():.4g}",
             "episodes/s (seed-episodes)": f"{self.episodes_per_second:.0f}",
         }
 
@@ -121,6 +122,12 @@ class RegretResult(Result):
 
         K = self.episodes
         return np.arange(1, K + 1) if K <= FULL_CURVE_EPISODES else log_grid(K, 20)
+
+    def tail_rate(self, fraction: float = 0.1) -> float:
+        """Mean exact regret per episode over the last ``fraction`` of the episodes (all seeds):
+        near 0 once the learner has converged, near the null agent's while it has not."""
+        K = self.episodes
+        return float(self.regret[:, K - max(1, int(K * fraction)) :].mean())
 
     def json_summary(self) -> dict[str, Any]:
         """What ``theorylab run --json`` writes: the summary, the config and the per-seed
