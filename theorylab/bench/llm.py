@@ -25,9 +25,10 @@ What one step is, on both sides:
   norm clipped at 1, AdamW step (TRL: ``trainer.training_step``, the accelerator's clipping and
   ``trainer.optimizer.step``);
 * GRPO given completions: reference per-token log-probs (no grad), group advantages, policy
-  per-token log-probs, loss, backward, clipping, AdamW step (TRL: ``_get_per_token_logps_and_entropies`` on
-  the reference model, its ``compute_loss``, ``accelerator.backward``, the optimiser step; the
-  generation of ``_generate_and_score_completions`` is left out on both sides).
+  per-token log-probs, loss, backward, clipping, AdamW step (TRL:
+  ``_get_per_token_logps_and_entropies`` on the reference model, its ``compute_loss``,
+  ``accelerator.backward``, clipping, the optimiser step; the generation of
+  ``_generate_and_score_completions`` is left out on both sides).
 
 A full GRPO step *with generation* is not benchmarked yet.
 """
