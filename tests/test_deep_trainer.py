@@ -176,3 +176,12 @@ def test_tl_run_trains_a_registered_transformer_entry():
         tl.run("grpo-transformer", "tokentree:V=3,L=2")
     with pytest.raises(ValueError, match="runs on a token-tree task"):
         tl.run("grpo-transformer", "riverswim:S=4,H=5", steps=2)
+
+
+@pytest.mark.gpu
+def test_trainer_runs_on_cuda():
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    res = train("tiny:d_model=32,n_layer=1,n_head=2", "tokentree:V=3,L=2", "grpo", steps=2,
+                eval_every=1, device="cuda")  # fmt: skip
+    assert res.config["params"]["device"].startswith("cuda") and res.accuracy.shape == (1, 3)
