@@ -57,7 +57,10 @@ def kl_k2(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> tor
     return masked_sum(kl_tokens(logp, ref_logp, "k2"), m)
 
 
-@register_loss("kl-k3")
+@register_loss(
+    "kl-k3",
+    summary="k3 = ref/pi - log(ref/pi) - 1 per token, summed per response (Schulman 2020; GRPO).",
+)
 def kl_k3(logp: torch.Tensor, ref_logp: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """k3 = ref/pi - log(ref/pi) - 1 per token, summed over each response: (B,) (Schulman 2020;
     GRPO eq. (4))."""

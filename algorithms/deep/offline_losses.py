@@ -32,7 +32,10 @@ from theorylab.algorithms.deep.registry import register_loss
 DVL_DIVERGENCES = ("chi-square", "total-variation", "reverse-kl")
 
 
-@register_loss("cql")
+@register_loss(
+    "cql",
+    summary="CQL(H): alpha [logsumexp Q - Q(s,a)] + TD regression (Kumar et al. 2020, eq. (4)).",
+)
 def cql(
     q_values: torch.Tensor,
     actions: torch.Tensor,
@@ -62,7 +65,10 @@ def cql(
     return reduce_examples(per, weights)
 
 
-@register_loss("fdvl-value")
+@register_loss(
+    "fdvl-value",
+    summary="f-DVL's value loss on Q - V: the official code's surrogates (Sikchi et al. 2024).",
+)
 def fdvl_value(
     q: torch.Tensor,
     v: torch.Tensor,

@@ -59,7 +59,10 @@ def _kl_penalty(logp, ref_logp, beta: float, kl: str) -> torch.Tensor | float:
     return beta * kl_tokens(logp, ref_logp, kl)
 
 
-@register_loss("ppo-clip")
+@register_loss(
+    "ppo-clip",
+    summary="PPO-clip with a KL penalty in the loss (Schulman et al. 2017, eq. (7)).",
+)
 def ppo_clip(
     logp: torch.Tensor,
     old_logp: torch.Tensor | None,
@@ -117,7 +120,10 @@ def _group_pg(
     return aggregate(tok, m, aggregation, max_length=max_length, weights=weights)
 
 
-@register_loss("grpo")
+@register_loss(
+    "grpo",
+    summary="GRPO: std-normalised group advantage, clipped ratio, k3 in the loss (Shao 2024).",
+)
 def grpo(
     logp: torch.Tensor,
     old_logp: torch.Tensor | None,
@@ -144,7 +150,10 @@ def grpo(
     )  # fmt: skip
 
 
-@register_loss("dr-grpo")
+@register_loss(
+    "dr-grpo",
+    summary="Dr. GRPO: group-mean advantage, token sum / (B max_length) (Liu et al. 2025).",
+)
 def dr_grpo(
     logp: torch.Tensor,
     old_logp: torch.Tensor | None,
@@ -169,7 +178,10 @@ def dr_grpo(
     )  # fmt: skip
 
 
-@register_loss("cvar-grpo")
+@register_loss(
+    "cvar-grpo",
+    summary="CVaR-GRPO: lower-tail advantage min(r - q_g, 0)/alpha (Tamar et al. 2015).",
+)
 def cvar_grpo(
     logp: torch.Tensor,
     old_logp: torch.Tensor | None,
@@ -196,7 +208,10 @@ def cvar_grpo(
     )  # fmt: skip
 
 
-@register_loss("rloo")
+@register_loss(
+    "rloo",
+    summary="RLOO: leave-one-out advantage, KL folded into the reward (Ahmadian et al. 2024).",
+)
 def rloo(
     logp: torch.Tensor,
     ref_logp: torch.Tensor | None,

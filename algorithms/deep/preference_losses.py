@@ -96,7 +96,10 @@ def _sft_term(name: str, logp: torch.Tensor, weights: torch.Tensor | None) -> to
     return reduce_examples(logp, weights)
 
 
-@register_loss("rpo")
+@register_loss(
+    "rpo",
+    summary="RPO: L_DPO + eta beta E_{pi_base}[-log pi] (Liu et al. 2024, eq. (4.8)).",
+)
 def rpo(
     policy_chosen: torch.Tensor,
     policy_rejected: torch.Tensor,
@@ -122,7 +125,10 @@ def rpo(
     return loss - eta * beta * base
 
 
-@register_loss("vpo")
+@register_loss(
+    "vpo",
+    summary="VPO: L_DPO + sign alpha beta E_{pi_cal}[log pi] (Cen et al., ICLR 2025).",
+)
 def vpo(
     policy_chosen: torch.Tensor,
     policy_rejected: torch.Tensor,
@@ -150,7 +156,10 @@ def vpo(
     return loss + sign * alpha * beta * cal
 
 
-@register_loss("xpo")
+@register_loss(
+    "xpo",
+    summary="XPO: L_DPO + alpha E_{y ~ ref}[log pi(y)] (Xie et al., ICLR 2025).",
+)
 def xpo(
     policy_chosen: torch.Tensor,
     policy_rejected: torch.Tensor,
@@ -175,7 +184,10 @@ def xpo(
     return loss + alpha * bonus
 
 
-@register_loss("chipo")
+@register_loss(
+    "chipo",
+    summary="chi-PO: DPO with the link z + log z, z = pi/ref, clipped at 2R (Huang et al. 2025).",
+)
 def chipo(
     policy_chosen: torch.Tensor,
     policy_rejected: torch.Tensor,
