@@ -171,7 +171,7 @@ class AlgorithmRegistry(Registry):
         *,
         kind: str,
         problem: str,
-        bounds: tuple[str, ...] | None = None,
+        bounds: tuple[str, ...] = (),
         summary: str | None = None,
         **extra: Any,
     ):
@@ -184,16 +184,12 @@ class AlgorithmRegistry(Registry):
         def deco(fn: Callable) -> Callable:
             base(fn)
             key = name.lower()
-            carried = bounds
-            if carried is None:  # an agent class may name its theorem as ``bound``
-                own = getattr(fn, "bound", None)
-                carried = (own,) if own else ()
             self._meta[key] = AlgorithmEntry(
                 name=key,
                 kind=kind,
                 problem=problem,
                 factory=fn,
-                bounds=tuple(carried),
+                bounds=tuple(bounds),
                 summary=self._summaries[key],
                 extra=dict(extra),
             )
