@@ -1,34 +1,241 @@
-"""The algorithm registry: online agents registered by name (``ALGORITHMS.get("ucbvi-hoeffding")``).
+"""The one algorithm registry: every algorithm, of every kind, registered once by name.
 
-Each entry is a class with the constructor ``(env: EnvSpec, n_seeds, rngs, **params)`` following
-``theorylab.agent``'s protocol. ``make_agent("ucbvi-hoeffding:delta=0.05", env, n_seeds, rngs)``
-builds one with typed parameters.
+    @register("ucbvi-bernstein", kind="online", problem="tabular", bounds=("azar2017-thm2",))
+    class UCBVIBernstein: ...               # online: (env, n_seeds, rngs, **params)
+
+    @register("vi-lcb", kind="offline", problem="dataset", bounds=("vi-lcb-upper",))
+    def fit_vi_lcb(dataset, delta: float = 0.1, ...): ...   # offline: fit(dataset, **params)
+
+An entry records the algorithm's *kind* (which runner runs it: :data:`KINDS`), the *problem* it
+needs (tabular model, linear features, low-rank model, an offline dataset, a comparison oracle,
+...), the bound cards it carries (names in :mod:`theorylab.bounds`), its factory and one-line
+summary. ``theorylab list algorithms`` prints this table; ``theorylab.run`` dispatches on the kind.
+
+A kind is declared once (:func:`register_kind`) with the factory arguments its runner supplies
+(not user parameters), the budget keywords ``tl.run`` accepts for it, and the import path of its
+runner (a string, so this floor imports nothing above it). How to add an algorithm or a kind:
+``docs/architecture.md``.
 """
 
 from __future__ import annotations
 
-from theorylab.registry import Registry
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
-ALGORITHMS = Registry("algorithm")
+from theorylab.errors import UnknownNameError
+from theorylab.registry import Registry, parse_spec
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A kind of algorithm: how ``tl.run`` runs it.
+
+    constructor_args: the factory's arguments the runner supplies (never user parameters).
+    budget: the budget keywords of ``tl.run`` for this kind -> a one-line description.
+    runner: ``"module:function"`` with signature
+        ``run(entry, problem, *, seeds, seed, progress, params, **budget) -> Result``.
+    """
+
+    name: str
+    constructor_args: tuple[str, ...]
+    budget: dict[str, str]
+    runner: str
+    summary: str = ""
+
+
+KINDS: dict[str, Kind] = {}
+
+
+def register_kind(kind: Kind) -> Kind:
+    """Declare a kind of algorithm (once)."""
+    if kind.name in KINDS and KINDS[kind.name] != kind:
+        raise ValueError(f"kind {kind.name!r} is declared twice")
+    KINDS[kind.name] = kind
+    return kind
+
+
+register_kind(
+    Kind(
+        "online",
+        constructor_args=("env", "n_seeds", "rngs"),
+        budget={
+            "episodes": "K episodes per seed (required; CLI --episodes/-K)",
+            "known_rewards": "give the learner the mean rewards (default True)",
+            "backend": "kernel backend: numpy (default), numba, torch, auto",
+            "device": "cpu (default) or cuda (torch backend)",
+        },
+        runner="theorylab.runners.online:run",
+        summary="episodic learner; exact regret per episode",
+    )
+)
+register_kind(
+    Kind(
+        "offline",
+        constructor_args=("dataset",),
+        budget={
+            "dataset_size": "N transitions per seed, or an increasing list of N (required; CLI "
+            "--dataset-size/-N)",
+            "coverage": "weight w of pi* in the behaviour mixture w pi* + (1 - w) other "
+            "(default 0: the `other` policy alone)",
+            "other": "the rest of the behaviour mixture: uniform (default) or adversarial",
+            "sampling": "trajectories (finite-horizon default) or samples (discounted default)",
+        },
+        runner="theorylab.runners.offline:run",
+        summary="fit(dataset) -> policy; exact sub-optimality",
+    )
+)
+
+
+@dataclass(frozen=True)
+class AlgorithmEntry:
+    """One registered algorithm."""
+
+    name: str
+    kind: str
+    problem: str
+    factory: Callable
+    bounds: tuple[str, ...] = ()
+    summary: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind_info(self) -> Kind:
+        return KINDS[self.kind]
+
+    def parameters(self) -> dict[str, Any]:
+        """User-settable parameters and their defaults (the factory's arguments less those the
+        kind's runner supplies)."""
+        sig = inspect.signature(self.factory)
+        supplied = set(self.kind_info.constructor_args)
+        return {
+            k: (None if p.default is inspect.Parameter.empty else p.default)
+            for k, p in sig.parameters.items()
+            if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY) and k not in supplied
+        }
+
+    def takes_any_keyword(self) -> bool:
+        """Whether the factory has a ``**kwargs`` (e.g. a subclass forwarding to its base):
+        then keywords are not checked against :meth:`parameters`."""
+        sig = inspect.signature(self.factory)
+        return any(p.kind == p.VAR_KEYWORD for p in sig.parameters.values())
+
+
+class AlgorithmRegistry(Registry):
+    """The registry of :class:`AlgorithmEntry` (a :class:`~theorylab.registry.Registry` whose
+    entries also carry kind, problem and bound cards)."""
+
+    def __init__(self) -> None:
+        super().__init__("algorithm")
+        self._meta: dict[str, AlgorithmEntry] = {}
+
+    def register(  # type: ignore[override]
+        self,
+        name: str,
+        *,
+        kind: str,
+        problem: str,
+        bounds: tuple[str, ...] | None = None,
+        summary: str | None = None,
+        **extra: Any,
+    ):
+        if kind not in KINDS:
+            raise ValueError(
+                f"algorithm {name!r}: unknown kind {kind!r}; declared kinds: {', '.join(KINDS)}"
+            )
+        base = super().register(name, summary)
+
+        def deco(fn: Callable) -> Callable:
+            base(fn)
+            key = name.lower()
+            carried = bounds
+            if carried is None:  # an agent class may name its theorem as ``bound``
+                own = getattr(fn, "bound", None)
+                carried = (own,) if own else ()
+            self._meta[key] = AlgorithmEntry(
+                name=key,
+                kind=kind,
+                problem=problem,
+                factory=fn,
+                bounds=tuple(carried),
+                summary=self._summaries[key],
+                extra=dict(extra),
+            )
+            return fn
+
+        return deco
+
+    def entry(self, name: str) -> AlgorithmEntry:
+        """The entry of a name or a spec (``"vi-lcb:c_L=0.5"`` -> ``vi-lcb``)."""
+        key = parse_spec(name)[0] if ":" in name else name.lower()
+        self.get(key)  # unknown names raise UnknownNameError with the list
+        return self._meta[key]
+
+    def parameters(self, name: str) -> dict[str, Any]:
+        return self.entry(name).parameters()
+
+    def names(self, kind: str | None = None) -> list[str]:  # type: ignore[override]
+        if kind is not None and kind not in KINDS:
+            raise UnknownNameError(f"unknown kind {kind!r}; kinds: {', '.join(KINDS)}")
+        return sorted(n for n, e in self._meta.items() if kind is None or e.kind == kind)
+
+    def make(self, spec: str, **supplied):
+        """Build an algorithm from a spec: the kind's runner passes the supplied arguments
+        (``env, n_seeds, rngs`` or ``dataset``) and user parameters as keywords."""
+        return super().make(spec, **supplied)
+
+
+ALGORITHMS = AlgorithmRegistry()
 register = ALGORITHMS.register
-CONSTRUCTOR_ARGS = ("env", "n_seeds", "rngs")
+
+# The modules whose import registers algorithms (one per family); new families add a line.
+ALGORITHM_PACKAGES = (
+    "theorylab.algorithms.online",
+    "theorylab.algorithms.offline.registrations",
+)
 
 
 def load_algorithms() -> None:
-    import theorylab.algorithms.online  # noqa: F401  (registers the online agents)
+    """Import every family package so that its registrations run (idempotent)."""
+    import importlib
+
+    for module in ALGORITHM_PACKAGES:
+        importlib.import_module(module)
+
+
+def get_algorithm(name: str) -> AlgorithmEntry:
+    """The registry entry of a name or spec; unknown names raise with the list of names."""
+    load_algorithms()
+    return ALGORITHMS.entry(name)
+
+
+def list_algorithms(kind: str | None = None) -> list[str]:
+    """Registered names, all or of one kind."""
+    load_algorithms()
+    return ALGORITHMS.names(kind)
+
+
+def algorithm_parameters(name: str) -> dict[str, Any]:
+    """User-settable parameters of an algorithm (without what its runner supplies)."""
+    return get_algorithm(name).parameters()
 
 
 def make_agent(spec: str, env, n_seeds: int, rngs, **params):
-    load_algorithms()
+    """Build an online agent from a spec (``"ucbvi-hoeffding:delta=0.05"``)."""
+    entry = get_algorithm(spec)
+    if entry.kind != "online":
+        raise ValueError(f"{entry.name!r} is an {entry.kind} algorithm, not an online agent")
     return ALGORITHMS.make(spec, env=env, n_seeds=n_seeds, rngs=rngs, **params)
 
 
-def algorithm_parameters(name: str) -> dict:
-    """User-settable parameters of an algorithm (constructor arguments less env/n_seeds/rngs)."""
-    load_algorithms()
-    return {k: v for k, v in ALGORITHMS.parameters(name).items() if k not in CONSTRUCTOR_ARGS}
-
-
-def list_algorithms() -> list[str]:
-    load_algorithms()
-    return ALGORITHMS.names()
+def fit(spec: str, dataset, **params):
+    """Fit the offline algorithm ``spec`` (a name or ``"name:k=v,..."``) to ``dataset`` and
+    return its :class:`~theorylab.algorithms.offline.result.OfflineResult`."""
+    entry = get_algorithm(spec)
+    if entry.kind != "offline":
+        raise ValueError(
+            f"{entry.name!r} is an {entry.kind} algorithm; fit() takes offline algorithms "
+            f"({', '.join(list_algorithms('offline'))})"
+        )
+    return ALGORITHMS.make(spec, dataset=dataset, **params)

@@ -384,12 +384,6 @@ class TabularMDP:
         """The same MDP with dense transitions."""
         return self if not self.sparse else self._replace(P=self.dense_P())
 
-    def as_gymnasium(self, **kwargs):
-        """This MDP as a ``gymnasium.Env`` (``theorylab.mdps.gymnasium_env.TabularEnv``)."""
-        from theorylab.mdps.gymnasium_env import TabularEnv
-
-        return TabularEnv(self, **kwargs)
-
     def with_objective(self, *, horizon: int | None = None, gamma: float | None = None):
         """The same model under another objective (e.g. a discount for value iteration)."""
         return self._replace(horizon=horizon, gamma=gamma)

@@ -1,8 +1,8 @@
-"""The shared benchmark table renderer (theorylab.bench.table)."""
+"""The shared benchmark table renderer (theorylab.table)."""
 
 import pytest
 
-from theorylab.bench.table import Column, Span, left, render, right
+from theorylab.table import Column, Span, left, render, right
 
 
 def test_alignment_and_widths_from_the_widest_cell_or_header():

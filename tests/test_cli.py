@@ -111,9 +111,22 @@ def test_run_offline_reports_suboptimality(tmp_path, capsys):
     [
         (["solve", "riverswim:S=1"], "riverswim needs S >= 2"),
         (["solve", "nosuchmdp"], "unknown MDP family 'nosuchmdp'"),
-        (["run", "ucbvi-hoeffding", "riverswim", "--seeds", "2"], "need --episodes"),
-        (["run", "vi-lcb", "riverswim"], "need --dataset-size N and --coverage C"),
+        (["run", "ucbvi-hoeffding", "riverswim", "--seeds", "2"], "needs a budget: episodes"),
+        (["run", "vi-lcb", "riverswim"], "needs a budget: dataset_size"),
         (["run", "nosuchalgo", "riverswim", "-K", "2"], "unknown algorithm 'nosuchalgo'"),
+        # the kind is read from the registry first: no "needs --episodes" for an unknown name
+        (["run", "nosuchalgo", "riverswim"], "unknown algorithm 'nosuchalgo'; available:"),
+        (
+            ["run", "ucbvi-bernstein", "riverswim", "-K", "2", "-p", "nosuch=1"],
+            "has no parameter 'nosuch'; its parameters: delta=0.1",
+        ),
+        (["run", "ucbvi-bernstein", "riverswim", "-K", "2", "--tau", "0.3"], "no parameter 'tau'"),
+        (
+            ["run", "vi-lcb", "riverswim", "-K", "5"],
+            "has no parameter 'episodes' (episodes= is the budget of online algorithms)",
+        ),
+        (["run", "vi-lcb", "riverswim:S=4,H=5", "-N", "100"], "stated for discounted MDPs"),
+        (["run", "greedy", "riverswim", "-N", "100"], "no parameter 'dataset_size'"),
         (["run", "ucbvi-hoeffding", "riverswim", "-K", "2", "-p", "delta"], "key=value"),
     ],
 )

@@ -12,20 +12,20 @@ from hypothesis import strategies as hst
 from theorylab.algorithms.offline import (
     InvalidDatasetError,
     fit,
-    list_offline_algorithms,
     make_dataset,
     population_dataset,
-    run_offline,
     suboptimality,
 )
 from theorylab.algorithms.offline.coverage import optimal_solution
-from theorylab.algorithms.offline.experiment import pessimism_holds, policy_values
 from theorylab.algorithms.offline.pevi import one_hot_features
+from theorylab.algorithms.offline.scoring import pessimism_holds, policy_values
 from theorylab.algorithms.offline.vi_lcb import vi_lcb_iterations
+from theorylab.algorithms.registry import list_algorithms
+from theorylab.experiment import run, run_offline
 from theorylab.mdps import make
 from theorylab.mdps.families.offline_instances import tempting_arms_coverage
 
-FINITE = [n for n in list_offline_algorithms() if n != "vi-lcb"]
+FINITE = [n for n in list_algorithms("offline") if n != "vi-lcb"]
 DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
 PESSIMISTIC_FINITE = [
     "pessimistic-vi-hoeffding",
@@ -45,7 +45,7 @@ def _discounted_mdp():
 
 
 def test_registry_lists_every_algorithm():
-    assert set(list_offline_algorithms()) == {
+    assert set(list_algorithms("offline")) == {
         "vi-lcb",
         "pessimistic-vi-hoeffding",
         "pessimistic-vi-bernstein",
@@ -155,7 +155,7 @@ def test_pevi_default_beta_uses_d_equal_to_S_times_A():
 
 
 # ------------------------------------------------------------------------------ batching
-@pytest.mark.parametrize("name", list_offline_algorithms())
+@pytest.mark.parametrize("name", list_algorithms("offline"))
 def test_batched_seeds_equal_seeds_alone(name):
     if name == "vi-lcb":
         mdp, params = _discounted_mdp(), {"c_L": 0.5}
@@ -215,17 +215,23 @@ def test_partial_coverage_naive_fails_pessimism_succeeds():
     pessimism never does."""
     N = 30_000
     w = tempting_arms_coverage(N)
-    naive = run_offline("naive-vi", "tempting-arms", N, w, seeds=32)
-    lcb = run_offline("pessimistic-vi-hoeffding", "tempting-arms", N, w, seeds=32)
+    naive = run("naive-vi", "tempting-arms", dataset_size=N, coverage=w, seeds=32)
+    lcb = run("pessimistic-vi-hoeffding", "tempting-arms", dataset_size=N, coverage=w, seeds=32)
     delta = 2 * (0.6 - 0.3)
-    assert np.mean(naive["suboptimality"]) > 0.8 * delta
-    assert max(lcb["suboptimality"]) < 1e-12
-    assert lcb["C_star"] < 1.02  # near-expert data
+    assert np.mean(naive.suboptimality) > 0.8 * delta
+    assert lcb.suboptimality.max() < 1e-12
+    assert lcb.coverage["C_star"] < 1.02  # near-expert data
 
 
-def test_run_offline_dict():
-    out = run_offline("pevi-tabular:c_beta=0.05", "random:S=4,A=2,H=3", 600, 0.5, seeds=3)
+def test_run_offline_is_a_deprecated_alias_of_run():
+    """The former entry point still returns its dict (same keys) and warns; its numbers are
+    tl.run's."""
+    with pytest.warns(DeprecationWarning, match="tl.run|theorylab.run"):
+        out = run_offline("pevi-tabular:c_beta=0.05", "random:S=4,A=2,H=3", 600, 0.5, seeds=3)
     for key in ("suboptimality", "value_estimate", "policy_value", "pessimism_holds"):
         assert len(out[key]) == 3
     assert out["N"] == 600 and out["C_star"] >= 1.0 and out["pevi_coverage"]
-    assert set(out["timings"]) == {"build_s", "data_s", "coverage_s", "fit_s", "evaluate_s"}
+    res = run(
+        "pevi-tabular:c_beta=0.05", "random:S=4,A=2,H=3", dataset_size=600, coverage=0.5, seeds=3
+    )
+    assert out["suboptimality"] == res.suboptimality[:, 0].tolist()

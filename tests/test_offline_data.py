@@ -19,13 +19,13 @@ from theorylab.algorithms.offline import (
     concentrability,
     dataset_concentrability,
     fit,
-    list_offline_algorithms,
     make_dataset,
     occupancy,
     pevi_coverage,
     population_dataset,
 )
 from theorylab.algorithms.offline.coverage import optimal_solution
+from theorylab.algorithms.registry import list_algorithms
 from theorylab.mdps import make
 from theorylab.mdps.families.offline_instances import (
     naive_failure_limit,
@@ -284,7 +284,7 @@ def test_invalid_inputs_raise_specific_errors():
     empty = make_dataset(mdp, 0, coverage=0.5, seeds=2)
     assert empty.N == 0
     disc = make_dataset(_random_discounted(0), 0, coverage=0.5)
-    for name in list_offline_algorithms():
+    for name in list_algorithms("offline"):
         data = disc if name == "vi-lcb" else empty
         with pytest.raises(EmptyDatasetError):
             fit(name, data)

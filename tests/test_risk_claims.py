@@ -8,13 +8,9 @@ import pytest
 
 from theorylab.algorithms.planning import backward_induction
 from theorylab.algorithms.risk import return_distribution
-from theorylab.algorithms.risk.plotting import (
-    plot_cvar_regret,
-    plot_return_distribution,
-    safe_risky_figure,
-)
+from theorylab.figures import safe_risky_figure
 from theorylab.mdps import make
-from theorylab.plotting import save_figure
+from theorylab.plotting import plot_cvar_regret, plot_return_distribution, save_figure
 
 PNG = b"\x89PNG\r\n\x1a\n"
 RISK_CLAIMS = {

@@ -12,13 +12,13 @@ from sweep_test_agents import RandomPolicyAgent  # tests/ is on sys.path (confte
 import theorylab.store as store
 import theorylab.sweep as sweep_mod
 from theorylab.experiment import RunResult, run
+from theorylab.results import load_result
 from theorylab.store import (
     atomic_write_bytes,
     atomic_write_json,
     atomic_writer,
     is_complete,
     load_arrays,
-    load_result,
     save_arrays,
     save_result,
 )

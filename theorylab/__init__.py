@@ -16,7 +16,13 @@ __version__ = "0.1.0"
 _EXPORTS = {
     # experiments (top floor)
     "run": "theorylab.experiment",
-    "RunResult": "theorylab.experiment",
+    "run_offline": "theorylab.experiment",  # deprecated: tl.run(..., dataset_size=N)
+    # the result family (ground floor)
+    "Result": "theorylab.results",
+    "RegretResult": "theorylab.results",
+    "RunResult": "theorylab.results",
+    "SuboptimalityResult": "theorylab.results",
+    "load_result": "theorylab.results",
     "sweep": "theorylab.sweep",
     "Grid": "theorylab.sweep",
     # MDPs
@@ -29,8 +35,8 @@ _EXPORTS = {
     "value_iteration": "theorylab.algorithms.planning",
     "policy_iteration": "theorylab.algorithms.planning",
     "evaluate_policies": "theorylab.algorithms.planning",
-    "list_algorithms": "theorylab.algorithms",
-    "run_offline": "theorylab.algorithms.offline",
+    "list_algorithms": "theorylab.algorithms.registry",
+    "get_algorithm": "theorylab.algorithms.registry",
     # bounds and validations
     "get_bound": "theorylab.bounds",
     "list_bounds": "theorylab.bounds",

@@ -63,3 +63,22 @@ class EpisodicAgent(Protocol):
     def policy(self) -> np.ndarray: ...
 
     def update(self, traj) -> None: ...
+
+
+def env_spec(mdp, *, known_rewards: bool = True) -> EnvSpec:
+    """The learner's view of ``mdp``: sizes, horizon, mu0 and (optionally) the mean rewards.
+
+    ``mdp`` is any model with the TabularMDP interface (duck-typed: this module imports no MDP).
+    """
+    if mdp.horizon is None:
+        raise ValueError(f"{mdp!r} has no finite horizon; online episodic runs need one")
+    return EnvSpec(
+        S=mdp.S,
+        A=mdp.A,
+        H=mdp.horizon,
+        reward=np.asarray(mdp.R) if known_rewards else None,
+        mu0=np.asarray(mdp.mu0),
+        stage_dependent=mdp.stage_dependent,
+        reward_model=mdp.reward_model,
+        features=getattr(mdp, "features", None),
+    )

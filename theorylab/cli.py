@@ -13,18 +13,7 @@ import sys
 import time
 
 from theorylab.errors import TheorylabError
-
-
-def _table(rows: list[dict], columns: list[str] | None = None) -> str:
-    if not rows:
-        return "(empty)"
-    columns = columns or list(rows[0])
-    cells = [[str(r.get(c, "")) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    line = "  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True))
-    sep = "  ".join("-" * w for w in widths)
-    body = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)) for row in cells]
-    return "\n".join([line, sep, *body])
+from theorylab.table import from_dicts as _table
 
 
 def _params(pairs: list[str] | None) -> dict:
@@ -60,31 +49,21 @@ def cmd_list(args) -> int:
             for n in list_families()
         ]
     elif what == "algorithms":
-        from theorylab.algorithms import ALGORITHMS, list_algorithms
-        from theorylab.algorithms.offline import (
-            OFFLINE_ALGORITHMS,
-            list_offline_algorithms,
-            offline_parameters,
-        )
-        from theorylab.algorithms.registry import algorithm_parameters
+        from theorylab.algorithms.registry import get_algorithm, list_algorithms
 
-        rows = [
-            {
-                "name": n,
-                "kind": "online",
-                "parameters": algorithm_parameters(n),
-                "summary": ALGORITHMS.summary(n),
-            }
-            for n in list_algorithms()
-        ] + [
-            {
-                "name": n,
-                "kind": "offline",
-                "parameters": offline_parameters(n),
-                "summary": OFFLINE_ALGORITHMS.summary(n),
-            }
-            for n in list_offline_algorithms()
-        ]
+        rows = []
+        for n in list_algorithms():
+            e = get_algorithm(n)
+            rows.append(
+                {
+                    "name": n,
+                    "kind": e.kind,
+                    "problem": e.problem,
+                    "bounds": ",".join(e.bounds) or "-",
+                    "parameters": e.parameters(),
+                    "summary": e.summary,
+                }
+            )
     elif what == "bounds":
         from theorylab.bounds import get_bound, list_bounds
 
@@ -233,148 +212,64 @@ def _solve_risk(args, mdp, build: float) -> int:
 
 
 # --------------------------------------------------------------------------- run
-def cmd_run(args) -> int:
-    import numpy as np
+# The budget flags of ``theorylab run``: flag attribute -> tl.run keyword (``Kind.budget``).
+RUN_BUDGET_FLAGS = {
+    "episodes": "episodes",
+    "dataset_size": "dataset_size",
+    "coverage": "coverage",
+    "other": "other",
+    "sampling": "sampling",
+    "backend": "backend",
+    "device": "device",
+}
 
-    from theorylab import stats
-    from theorylab.algorithms.offline import list_offline_algorithms
+
+def cmd_run(args) -> int:
+    """``theorylab run ALGO PROBLEM [budget] [-p k=v]``: a thin layer over :func:`theorylab.run`
+    (the algorithm's kind decides which budget flags apply; tl.run says which when one is
+    missing or does not apply)."""
     from theorylab.experiment import run
-    from theorylab.registry import parse_spec
 
     params = _params(args.param)
     for flag in ("tau", "alpha"):  # risk levels of cvar-ucbvi / icvar-rm
         if getattr(args, flag) is not None:
             params[flag] = getattr(args, flag)
-    if parse_spec(args.algorithm)[0] in list_offline_algorithms():
-        return _run_offline(args, params)
-    if args.episodes is None:
-        raise ValueError("online algorithms need --episodes K")
+    budget = {
+        key: getattr(args, flag)
+        for flag, key in RUN_BUDGET_FLAGS.items()
+        if getattr(args, flag) is not None
+    }
     result = run(
         args.algorithm,
         args.mdp,
-        episodes=args.episodes,
         seeds=args.seeds,
         seed=args.seed,
         progress=not args.no_progress,
-        backend=args.backend,
-        device=args.device,
+        **budget,
         **params,
     )
-    final = result.cumulative_regret[:, -1]
-    ci = stats.final_ci(final)
-    mean, lo, hi = ci.mean, ci.ci_low, ci.ci_high
-    row = {
-        "algorithm": args.algorithm,
-        "mdp": result.config["mdp"],
-        "K": result.episodes,
-        "seeds": result.n_seeds,
-        "final regret (mean)": f"{mean:.2f}",
-        "95% CI": f"[{lo:.2f}, {hi:.2f}]",
-        "episodes/s (seed-episodes)": f"{result.episodes_per_second:.0f}",
-    }
-    print(_table([row]))
+    print(_table([result.table_row()]))
     if args.json:
         from theorylab.store import atomic_write_json
 
-        atomic_write_json(
-            args.json,
-            {
-                "algorithm": args.algorithm,
-                "mdp": result.config["mdp"],
-                "config": result.config,
-                "optimal_value": result.optimal_value,
-                "final_regret_mean": mean,
-                "final_regret_ci": [lo, hi],
-                "episodes_per_second": result.episodes_per_second,
-                "wall_seconds": result.wall_seconds,
-                "cumulative_regret": np.round(result.cumulative_regret, 10).tolist(),
-            },
-        )
+        atomic_write_json(args.json, result.json_summary())
         print(f"wrote {args.json}")
+    for path, write in ((args.csv, result.to_csv), (args.parquet, result.to_parquet)):
+        if path:
+            write(path)
+            print(f"wrote {path}")
     if args.save:
         result.save(args.save)
         print(f"saved {args.save}")
     if args.plot:
-        from theorylab.plotting import plot_regret, save_figure
+        from theorylab.validations.claim import carried_bound_curves
 
-        bounds = _bound_curves(args.algorithm, result, params.get("delta", 0.1))
-        fig = plot_regret(
-            {args.algorithm: result.cumulative_regret},
-            bound_curves=bounds or None,
-            rescale_bound=bool(bounds),
-            title=f"{args.algorithm} on {result.config['mdp']} ({result.n_seeds} seeds)",
-        )
-        save_figure(fig, args.plot)
-        for label, curve in bounds.items():
-            print(
-                f"bound {label} at K: {curve[-1]:.4g} (max regret / bound = "
-                f"{final.max() / curve[-1]:.3g}); drawn rescaled to show its rate"
-            )
+        bounds, notes = carried_bound_curves(result, params.get("delta", 0.1))
+        drawn = {"bound_curves": bounds, "rescale_bound": True} if bounds else {}
+        result.plot(args.plot, **drawn)
+        for line in notes:
+            print(line)
         print(f"wrote {args.plot}")
-    return 0
-
-
-def _bound_curves(algorithm: str, result, delta: float) -> dict:
-    """The algorithm's own theorem evaluated at every episode, when the run supplies every
-    variable the bound needs; otherwise nothing is drawn (and the reason is printed)."""
-    import numpy as np
-
-    from theorylab.bounds import get_bound
-    from theorylab.validations.claim import algorithm_bound, run_bound_curve
-
-    name = algorithm_bound(algorithm)
-    if not name:
-        return {}
-    try:
-        curve, _ = run_bound_curve(name, result, delta)
-    except ValueError as exc:  # e.g. an unspecified absolute constant, or a variable we lack
-        print(f"(bound {name} not drawn: {exc})")
-        return {}
-    return {f"{name}: {get_bound(name).source_short()}": np.asarray(curve, dtype=float)}
-
-
-def _run_offline(args, params: dict) -> int:
-    """``theorylab run OFFLINE_ALGO MDP --dataset-size N --coverage C``: exact sub-optimality."""
-    import numpy as np
-
-    from theorylab import stats
-    from theorylab.algorithms.offline import run_offline
-
-    if args.dataset_size is None or args.coverage is None:
-        raise ValueError("offline algorithms need --dataset-size N and --coverage C (in [0, 1])")
-    out = run_offline(
-        args.algorithm,
-        args.mdp,
-        args.dataset_size,
-        args.coverage,
-        seeds=args.seeds,
-        seed=args.seed,
-        other=args.other,
-        kind=args.kind,
-        **params,
-    )
-    sub = np.asarray(out["suboptimality"], dtype=float)
-    ci = stats.final_ci(sub)
-    row = {
-        "algorithm": args.algorithm,
-        "mdp": args.mdp,
-        "N": out["N"],
-        "coverage": f"{args.coverage} ({args.other})",
-        "seeds": len(sub),
-        "sub-optimality (mean)": f"{ci.mean:.4g}",
-        "95% CI": f"[{ci.ci_low:.4g}, {ci.ci_high:.4g}]",
-        "C*": f"{out['C_star']:.4g}",
-        "pessimism holds": f"{int(np.sum(out['pessimism_holds']))}/{len(sub)}",
-    }
-    print(_table([row]))
-    if args.json:
-        from theorylab.store import atomic_write_json
-
-        atomic_write_json(
-            args.json,
-            {**out, "suboptimality_mean": ci.mean, "suboptimality_ci": [ci.ci_low, ci.ci_high]},
-        )
-        print(f"wrote {args.json}")
     return 0
 
 
@@ -478,11 +373,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     q = sub.add_parser(
         "run",
-        help="run an online algorithm (exact regret) or an offline one (exact sub-optimality)",
+        help="run any registered algorithm: online (exact regret), offline (exact "
+        "sub-optimality), ...",
     )
     q.add_argument("algorithm", help="algorithm name, e.g. ucbvi-bernstein")
     q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
-    q.add_argument("--episodes", "-K", type=int, help="episodes K (online algorithms)")
+    q.add_argument("--episodes", "-K", type=int, help="online: episodes K per seed")
     q.add_argument("--seeds", "-B", type=int, default=8)
     q.add_argument("--seed", type=int, default=0, help="root seed")
     q.add_argument(
@@ -493,31 +389,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="algorithm parameter (repeatable), e.g. -p delta=0.05",
     )
     q.add_argument("--plot", help="write the regret plot (PNG or SVG by suffix)")
-    q.add_argument("--json", help="write a JSON summary with per-seed cumulative regret")
+    q.add_argument("--json", help="write a JSON summary (per-seed values, config)")
+    q.add_argument("--csv", help="write the long table (one row per seed x step) as CSV")
+    q.add_argument("--parquet", help="write the long table as Parquet (needs pandas, pyarrow)")
     q.add_argument("--save", help="save the full result (arrays + metadata) to this directory")
     q.add_argument(
         "--backend",
-        default="numpy",
         choices=["numpy", "numba", "torch", "auto"],
-        help="kernel backend (numpy: the bit-reproducible reference)",
+        help="online: kernel backend (default numpy: the bit-reproducible reference)",
     )
-    q.add_argument("--device", default="cpu", help="cpu or cuda (torch backend)")
+    q.add_argument("--device", help="online: cpu (default) or cuda (torch backend)")
     q.add_argument("--tau", type=float, help="CVaR level of cvar-ucbvi (same as -p tau=...)")
     q.add_argument("--alpha", type=float, help="risk level of icvar-rm (same as -p alpha=...)")
     q.add_argument("--dataset-size", "-N", type=int, help="offline: samples N per seed")
     q.add_argument(
-        "--coverage", type=float, help="offline: weight of pi* in the behaviour mixture, in [0, 1]"
+        "--coverage",
+        type=float,
+        help="offline: weight w of pi* in the behaviour mixture w pi* + (1 - w) other, in [0, 1] "
+        "(default 0: the --other policy alone, uniform by default)",
     )
     q.add_argument(
         "--other",
-        default="uniform",
         choices=["uniform", "adversarial"],
-        help="offline: the rest of the behaviour mixture",
+        help="offline: the rest of the behaviour mixture (default uniform)",
     )
     q.add_argument(
+        "--sampling",
         "--kind",
+        dest="sampling",
         choices=["trajectories", "samples"],
-        help="offline: trajectories (finite horizon default) or independent samples",
+        help="offline: trajectories (finite horizon default) or independent samples "
+        "(--kind is the former name)",
     )
     q.add_argument("--no-progress", action="store_true")
     q.set_defaults(func=cmd_run)

@@ -32,9 +32,9 @@ def demo(
 ) -> int:
     from theorylab import stats
     from theorylab.bounds import get_bound
-    from theorylab.cli import _table
     from theorylab.experiment import run
     from theorylab.plotting import plot_regret, save_figure
+    from theorylab.table import from_dicts
     from theorylab.validations.claim import algorithm_bound, run_bound_curve
 
     K = episodes or 20_000
@@ -70,7 +70,7 @@ def demo(
             }
         )
     print(f"Exact regret on {DEMO_MDP}, K={K} episodes, {B} seeds (V*={res.optimal_value:.4f})")
-    print(_table(rows))
+    print(from_dicts(rows))
     print(
         "Reading the table: UCBVI-BF has left its burn-in and grows like K^(1/2) over the last\n"
         "quarter of log K. UCBVI-CH's printed bonus 7 H L / sqrt(N) keeps every Q at the cap H\n"

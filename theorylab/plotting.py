@@ -1,4 +1,4 @@
-"""Regret figures with the bound drawn on them (ground floor: no import of mdps/, algorithms/, ...).
+"""Every figure helper of theorylab (ground floor: no import of mdps/, algorithms/, ...).
 
 * :func:`plot_regret` -- mean cumulative regret over seeds with a pointwise bootstrap band
   (:func:`theorylab.stats.mean_curve_ci`: percentile bootstrap over seeds), and the theorem's
@@ -9,6 +9,17 @@
   (:func:`theorylab.stats.loglog_slope`, bootstrap CI in the legend) and a reference line of the
   bound's exponent.
 * :func:`save_figure` -- PNG / SVG / PDF by suffix, written atomically (temp file + os.replace).
+* offline RL: :func:`plot_suboptimality_vs_n` (log-log against the sample size N, with the
+  fitted slope and the bound drawn as printed or rescaled, the label saying so),
+  :func:`plot_suboptimality_vs_cstar` (against the concentrability C*),
+  :func:`plot_suboptimality_lines` (log-x, for curves that reach exactly 0) and
+  :func:`plot_suboptimality_seeds` (per-seed values at one N);
+* risk: :func:`plot_return_distribution` (an exact return law with VaR, CVaR and the mean
+  marked; the lines' ``gid`` are ``"var"``, ``"cvar"``, ``"mean"``) and :func:`plot_cvar_regret`.
+
+This is the one home of the library's figure helpers (``docs/architecture.md``); results draw
+themselves through it (``Result.plot``), and the scripts that *compute* the docs' figures live in
+``theorylab.figures``.
 
 No global state is touched: figures are built as ``matplotlib.figure.Figure`` objects (no pyplot
 figure manager, no ``matplotlib.use``, no rcParams changes), rendered with the Agg canvas, so the
@@ -267,3 +278,231 @@ def save_figure(
             figure.savefig(fh, format=fmt, dpi=dpi, metadata=metadata)
         out.append(p)
     return out
+
+
+# ------------------------------------------------------------------------------ offline RL
+def _with_bound(ax: Axes, x, curves, bound_curves, rescale: bool) -> None:
+    if not bound_curves:
+        return
+    first = np.atleast_2d(np.asarray(next(iter(curves.values())), dtype=float)).mean(axis=0)
+    for i, (label, b) in enumerate(bound_curves.items()):
+        b = np.asarray(b, dtype=float)
+        if rescale:
+            c = first[-1] / b[-1]
+            ax.plot(
+                x,
+                c * b,
+                ls="--",
+                color=f"C{5 + i}",
+                lw=1.3,
+                label=f"{label}, rescaled x{c:.2g} to meet the data (rate only)",
+            )
+        else:
+            ax.plot(x, b, ls="--", color=f"C{5 + i}", lw=1.3, label=label)
+    ax.legend(fontsize="x-small")
+
+
+def plot_suboptimality_vs_n(
+    N,
+    curves: Mapping[str, np.ndarray],
+    *,
+    bound_curves: Mapping[str, np.ndarray] | None = None,
+    bound_exponent: float | None = -0.5,
+    rescale_bound: bool = True,
+    fit_range=(0.5, 1.0),
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Log-log sub-optimality against the sample size N.
+
+    N: ``(K,)`` sample sizes; curves: ``{label: (B, K)}`` exact sub-optimality per seed (positive
+    means are required inside the fit range; zeros are dropped from the log axes).
+    bound_curves: ``{label: (K,)}`` a bound evaluated at N (e.g. ``get_bound("vi-lcb-upper")``
+    with its constant C = 1); bound_exponent: a reference line N^exponent.
+    """
+    Nv = np.asarray(N, dtype=float)
+    fits: dict[str, SlopeFit] = {}
+    for label, c in curves.items():
+        arr = np.atleast_2d(np.asarray(c, dtype=float))
+        ok = arr.mean(axis=0) > 0
+        if ok.sum() >= 2:
+            fits[label] = loglog_slope(Nv[ok], arr[:, ok], fit_range=fit_range)
+    ax = plot_loglog(
+        Nv,
+        curves,
+        fits,
+        bound_exponent,
+        x_name="N",
+        ax=ax,
+        title=title,
+        xlabel="samples N",
+        ylabel="sub-optimality V*(mu0) - V^pi_hat(mu0)",
+    )
+    _with_bound(ax, Nv, curves, bound_curves, rescale_bound)
+    return ax
+
+
+def plot_suboptimality_vs_cstar(
+    C_star,
+    curves: Mapping[str, np.ndarray],
+    *,
+    bound_exponent: float | None = 0.5,
+    fit_range=(0.5, 1.0),
+    ax: Axes | None = None,
+    title: str | None = None,
+    N: int | None = None,
+) -> Axes:
+    """Log-log sub-optimality against the single-policy concentrability C* at a fixed N."""
+    Cv = np.asarray(C_star, dtype=float)
+    fits = {}
+    for label, c in curves.items():
+        arr = np.atleast_2d(np.asarray(c, dtype=float))
+        if np.all(arr.mean(axis=0) > 0):
+            fits[label] = loglog_slope(Cv, arr, fit_range=fit_range)
+    return plot_loglog(
+        Cv,
+        curves,
+        fits,
+        bound_exponent,
+        x_name="{C^*}",
+        ax=ax,
+        title=title,
+        xlabel="single-policy concentrability C*" + (f"  (N = {N:g})" if N else ""),
+        ylabel="sub-optimality",
+    )
+
+
+def plot_suboptimality_lines(
+    N,
+    curves: Mapping[str, np.ndarray],
+    *,
+    reference: float | None = None,
+    reference_label: str = "",
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Mean sub-optimality (with a +-1 standard error band) against N on a log-x axis, for curves
+    that reach exactly 0 (which a log-log plot cannot show), e.g. partial coverage."""
+    ax = new_axes() if ax is None else ax
+    Nv = np.asarray(N, dtype=float)
+    for i, (label, c) in enumerate(curves.items()):
+        arr = np.atleast_2d(np.asarray(c, dtype=float))
+        m = arr.mean(axis=0)
+        se = arr.std(axis=0, ddof=1) / np.sqrt(arr.shape[0]) if arr.shape[0] > 1 else 0 * m
+        ax.plot(Nv, m, marker="o", color=f"C{i}", label=f"{label} (mean of {arr.shape[0]} seeds)")
+        ax.fill_between(Nv, m - se, m + se, color=f"C{i}", alpha=0.2, lw=0)
+    if reference is not None:
+        ax.axhline(reference, color="0.4", ls=":", label=reference_label)
+    ax.set_xscale("log")
+    ax.set_xlabel("samples N")
+    ax.set_ylabel("sub-optimality")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_suboptimality_seeds(
+    values: Mapping[str, np.ndarray],
+    *,
+    N: int | None = None,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """Per-seed exact sub-optimality at one dataset size: one column of points per algorithm,
+    with the mean and its Student t 95% interval.
+
+    values: ``{label: (B,)}`` sub-optimality per seed.
+    """
+    from theorylab.stats import final_ci
+
+    ax = new_axes((6.4, 4.2)) if ax is None else ax
+    for i, (label, v) in enumerate(values.items()):
+        v = np.asarray(v, dtype=float).ravel()
+        jitter = np.linspace(-0.15, 0.15, len(v)) if len(v) > 1 else np.zeros(1)
+        ax.plot(i + jitter, v, "o", color=f"C{i}", alpha=0.6, ms=4)
+        ci = final_ci(v)
+        ax.errorbar(
+            [i + 0.3],
+            [ci.mean],
+            yerr=[[ci.mean - ci.ci_low], [ci.ci_high - ci.mean]] if len(v) > 1 else None,
+            fmt="s",
+            color="k",
+            capsize=4,
+            label=f"{label}: mean {ci.mean:.3g} over {len(v)} seeds"
+            + (" (95% CI)" if len(v) > 1 else ""),
+        )
+    ax.set_xticks(range(len(values)), list(values))
+    ax.set_ylabel("sub-optimality V*(mu0) - V^pi_hat(mu0)")
+    if N is not None:
+        ax.set_xlabel(f"dataset size N = {N:g}")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return ax
+
+
+# ------------------------------------------------------------------------------ risk
+MARKERS = ("var", "cvar", "mean")
+
+
+def plot_return_distribution(
+    dist,
+    tau: float = 0.25,
+    *,
+    ax=None,
+    row: int = 0,
+    title: str | None = None,
+    tol: float = 1e-12,
+):
+    """Bars of an exact return distribution with VaR_tau, CVaR_tau and the mean marked.
+
+    dist: a return distribution with ``values (n,)`` and ``probs (n,)`` or ``(B, n)`` (e.g.
+        :class:`~theorylab.algorithms.risk.ReturnDistribution` (one policy, or a batch:
+        ``row`` picks the policy).
+    tau: the CVaR level in (0, 1].
+    ax: an Axes to draw on (default: a fresh one from ``theorylab.plotting.new_axes``).
+    Atoms with probability <= ``tol`` are not drawn. Returns the Axes.
+    """
+    from theorylab.risk_measures import cvar, var
+
+    if ax is None:
+        ax = new_axes((6.4, 4.2))
+    values = np.asarray(dist.values, dtype=float)
+    probs = np.asarray(dist.probs, dtype=float)
+    if probs.ndim == 2:
+        probs = probs[row]
+    keep = probs > tol
+    v, p = values[keep], probs[keep]
+    m = float(p @ v)
+    q = float(var(v, p, tau))
+    c = float(cvar(v, p, tau))
+    step = float(np.min(np.diff(values))) if len(values) > 1 else 1.0
+    width = 0.6 * step
+    # the tau-tail: mass below VaR fully, the VaR atom up to tau
+    below = np.cumsum(p) - p  # mass strictly before each atom (v sorted ascending)
+    tail = np.clip(tau - below, 0.0, p)
+    ax.bar(v, p, width=width, color="C0", alpha=0.35, label="Pr(Z = z)")
+    ax.bar(v, tail, width=width, color="C0", alpha=0.9, label=f"worst {tau:g} of the mass")
+    ax.axvline(q, color="C3", ls=":", lw=2, label=f"VaR_{tau:g} = {q:.3g}", gid="var")
+    ax.axvline(c, color="C3", ls="--", lw=2, label=f"CVaR_{tau:g} = {c:.3g}", gid="cvar")
+    ax.axvline(m, color="k", ls="-", lw=1.5, label=f"mean = {m:.3g}", gid="mean")
+    ax.set_xlabel("return Z")
+    ax.set_ylabel("probability")
+    ax.set_ylim(0, max(1.3 * float(p.max()), 0.05))
+    ax.set_xlim(float(values[0]) - step, float(values[-1]) + step)  # the whole return lattice
+    if title:
+        ax.set_title(title)
+    ax.legend(loc="upper left", fontsize="small", ncols=2)
+    return ax
+
+
+def plot_cvar_regret(curves: Mapping[str, np.ndarray], *, objective: str = "CVaR", **kwargs):
+    """Cumulative exact risk-sensitive regret: ``plot_regret`` with the objective in the label.
+
+    curves: ``{label: (B, K) cumulative regret}`` (e.g. ``run(...).cumulative_regret``);
+    objective: e.g. ``"static CVaR_0.25"`` or ``"iterated CVaR^0.25"``. Other keyword arguments
+    go to :func:`theorylab.plotting.plot_regret`.
+    """
+    kwargs.setdefault("ylabel", f"cumulative {objective} regret")
+    return plot_regret(curves, **kwargs)

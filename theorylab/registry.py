@@ -63,6 +63,20 @@ def parse_spec(spec: str) -> tuple[str, dict[str, str]]:
     return name.strip().lower(), params
 
 
+def convert_parameters(
+    name: str, what: str, raw: dict[str, str], defaults: dict[str, Any]
+) -> dict[str, Any]:
+    """Typed values of the raw ``key=value`` strings of a spec, checked against ``defaults``
+    (the factory's parameters); an unknown key raises a ValueError listing the parameters."""
+    out: dict[str, Any] = {}
+    for key, text in raw.items():
+        if key not in defaults:
+            listed = ", ".join(f"{k}={v!r}" for k, v in defaults.items()) or "(none)"
+            raise ValueError(f"{what} {name!r} has no parameter {key!r}; parameters: {listed}")
+        out[key] = _convert(text, defaults[key], key, name)
+    return out
+
+
 class Registry:
     """A registry of factories; ``make("name:k=v")`` builds one with typed parameters."""
 
@@ -110,14 +124,6 @@ class Registry:
     def make(self, spec: str, **overrides):
         name, raw = parse_spec(spec)
         fn = self.get(name)
-        defaults = self.parameters(name)
-        kwargs: dict[str, Any] = {}
-        for key, text in raw.items():
-            if key not in defaults:
-                raise ValueError(
-                    f"{self.kind} {name!r} has no parameter {key!r}; "
-                    f"parameters: {', '.join(f'{k}={v!r}' for k, v in defaults.items())}"
-                )
-            kwargs[key] = _convert(text, defaults[key], key, name)
+        kwargs = convert_parameters(name, self.kind, raw, self.parameters(name))
         kwargs.update(overrides)
         return fn(**kwargs)

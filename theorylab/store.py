@@ -5,17 +5,18 @@ is flushed, fsync'ed and then renamed over the target with :func:`os.replace` (a
 and on Windows within one volume). A crash or an exception at any point leaves either the old
 file or the new one, never a half-written file, and the temporary file is removed on error.
 
-A :class:`~theorylab.experiment.RunResult` is stored in one directory::
+A result of any kind (:mod:`theorylab.results`) is stored in one directory::
 
-    result.npz    regret, returns, value_estimates  (B, K) each      -- written first
-    result.json   format, config, optimal_value, wall_seconds, shapes, sha256 of result.npz
-                                                                     -- written last
+    result.npz    the result's arrays (e.g. regret, returns, value_estimates, (B, K) each)
+                                                                     -- written first
+    result.json   format, result_kind, config, wall_seconds, the kind's metadata, shapes,
+                  sha256 of result.npz                               -- written last
 
 ``result.json`` is the completion marker: a directory is a finished result when ``result.json``
-parses and ``result.npz`` has the size it records (:func:`is_complete`); :func:`load_result`
-also checks the SHA-256 it records. Overwriting a result first removes the old ``result.json``,
-so a crash in the middle never pairs new arrays with old metadata. This is what makes sweeps
-resumable.
+parses and ``result.npz`` has the size it records (:func:`is_complete`);
+:func:`read_stored_result` (behind :func:`theorylab.results.load_result`) also checks the SHA-256
+it records. Overwriting a result first removes the old ``result.json``, so a crash in the middle
+never pairs new arrays with old metadata. This is what makes sweeps resumable.
 
 JSON: numpy scalars and arrays, tuples and paths are converted to plain JSON (tuples become
 lists); NaN/inf are written as the ``NaN``/``Infinity`` tokens Python's json module reads back.
@@ -37,8 +38,9 @@ import numpy as np
 
 RESULT_JSON = "result.json"
 RESULT_NPZ = "result.npz"
-RESULT_FORMAT = "theorylab.RunResult/1"
-RESULT_ARRAYS = ("regret", "returns", "value_estimates")
+RESULT_FORMAT = "theorylab.Result/2"
+# Format 1 (before the result family) stored regret results only; it still loads.
+READABLE_FORMATS = (RESULT_FORMAT, "theorylab.RunResult/1")
 
 _umask: int | None = None
 
@@ -154,22 +156,26 @@ def _sha256(path: Path) -> str:
 
 
 def save_result(result, directory: str | os.PathLike) -> Path:
-    """Store a RunResult in ``directory``: ``result.npz`` first, ``result.json`` (marker) last.
+    """Store any :class:`~theorylab.results.Result` in ``directory``: ``result.npz`` first,
+    ``result.json`` (the completion marker) last.
 
-    Returns the directory. Any existing result there is replaced; until the new ``result.json``
-    lands the directory reads as incomplete.
+    ``result`` provides ``arrays()``, ``metadata()``, ``result_kind``, ``config`` and
+    ``wall_seconds`` (duck-typed: this module imports no result class). Returns the directory.
+    Any existing result there is replaced; until the new ``result.json`` lands the directory
+    reads as incomplete.
     """
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
-    arrays = {name: np.asarray(getattr(result, name)) for name in RESULT_ARRAYS}
+    arrays = {name: np.asarray(a) for name, a in result.arrays().items()}
     meta = {
         "format": RESULT_FORMAT,
-        "optimal_value": float(result.optimal_value),
+        "result_kind": result.result_kind,
+        **result.metadata(),
         "wall_seconds": float(result.wall_seconds),
         "shapes": {k: list(v.shape) for k, v in arrays.items()},
         "config": result.config,
     }
     to_json(meta)  # an unserialisable config raises TypeError before the disk is touched
+    d.mkdir(parents=True, exist_ok=True)
     with contextlib.suppress(FileNotFoundError):
         (d / RESULT_JSON).unlink()  # the directory reads as incomplete from here on
     save_arrays(d / RESULT_NPZ, **arrays)
@@ -180,21 +186,24 @@ def save_result(result, directory: str | os.PathLike) -> Path:
 
 
 def read_result_metadata(directory: str | os.PathLike) -> dict[str, Any]:
-    """The parsed ``result.json`` of a stored result (raises FileNotFoundError if absent)."""
-    with open(Path(directory) / RESULT_JSON, encoding="utf-8") as fh:
-        meta = json.load(fh)
-    if meta.get("format") != RESULT_FORMAT:
-        raise ValueError(
-            f"{Path(directory) / RESULT_JSON} has format {meta.get('format')!r}, "
-            f"expected {RESULT_FORMAT!r}"
-        )
+    """The parsed ``result.json`` of a stored result (raises FileNotFoundError if absent,
+    ValueError naming the file if it is not a theorylab result)."""
+    path = Path(directory) / RESULT_JSON
+    with open(path, encoding="utf-8") as fh:
+        try:
+            meta = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(meta, dict) or meta.get("format") not in READABLE_FORMATS:
+        found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
+        raise ValueError(f"{path} has format {found!r}, expected {RESULT_FORMAT!r}")
     return meta
 
 
 def is_complete(directory: str | os.PathLike, *, verify: bool = False) -> bool:
     """Whether ``directory`` holds a finished result: ``result.json`` parses and ``result.npz``
     has the size it records (cheap: a resumed sweep checks every cell). ``verify=True`` also
-    checks the SHA-256 checksum, as :func:`load_result` always does."""
+    checks the SHA-256 checksum, as :func:`read_stored_result` always does."""
     d = Path(directory)
     try:
         meta = read_result_metadata(d)
@@ -205,29 +214,21 @@ def is_complete(directory: str | os.PathLike, *, verify: bool = False) -> bool:
         return False
 
 
-def load_result(directory: str | os.PathLike):
-    """Load the RunResult stored in ``directory`` by :func:`save_result`.
+def read_stored_result(
+    directory: str | os.PathLike,
+) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+    """The verified ``(metadata, arrays)`` of the result stored in ``directory``;
+    :func:`theorylab.results.load_result` turns them into the result object.
 
     Raises FileNotFoundError when the directory holds no finished result, ValueError when the
     arrays do not match their metadata (checksum or shapes).
     """
-    # RunResult lives on the top floor (theorylab.experiment, whose module level imports only
-    # ground-floor modules); it is imported here, at call time, so this module stays ground floor.
-    from theorylab.experiment import RunResult
-
     d = Path(directory)
     meta = read_result_metadata(d)
     if meta.get("npz_sha256") != _sha256(d / RESULT_NPZ):
         raise ValueError(f"{d / RESULT_NPZ} does not match the checksum in {d / RESULT_JSON}")
     arrays = load_arrays(d / RESULT_NPZ)
-    for name in RESULT_ARRAYS:
-        if name not in arrays or list(arrays[name].shape) != meta["shapes"][name]:
+    for name, shape in meta["shapes"].items():
+        if name not in arrays or list(arrays[name].shape) != shape:
             raise ValueError(f"{d / RESULT_NPZ}: array {name!r} missing or of the wrong shape")
-    return RunResult(
-        regret=arrays["regret"],
-        returns=arrays["returns"],
-        value_estimates=arrays["value_estimates"],
-        optimal_value=float(meta["optimal_value"]),
-        wall_seconds=float(meta["wall_seconds"]),
-        config=meta["config"],
-    )
+    return meta, arrays

@@ -47,14 +47,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from theorylab.errors import TheorylabError
-from theorylab.experiment import RunResult, run
+from theorylab.experiment import run
 from theorylab.registry import parse_spec
+from theorylab.results import RunResult, load_result
 from theorylab.seeding import seed_indices
 from theorylab.store import (
     atomic_write_bytes,
     atomic_write_json,
     is_complete,
-    load_result,
     save_result,
     to_json,
 )

@@ -225,11 +225,37 @@ class Validation:
 def algorithm_bound(algorithm: str) -> str | None:
     """The registry name of the theorem an online algorithm carries (its class attribute
     ``bound``), or None."""
-    from theorylab.algorithms.registry import ALGORITHMS, load_algorithms
-    from theorylab.registry import parse_spec
+    from theorylab.algorithms.registry import get_algorithm
 
-    load_algorithms()
-    return getattr(ALGORITHMS.get(parse_spec(algorithm)[0]), "bound", None)
+    try:
+        entry = get_algorithm(algorithm)
+    except Exception:  # an agent class run by itself, not a registered name
+        return None
+    return getattr(entry.factory, "bound", None)
+
+
+def carried_bound_curves(result, delta: float) -> tuple[dict[str, np.ndarray], list[str]]:
+    """The theorem an online run's algorithm carries, evaluated at every episode when the run
+    supplies every variable it needs: ``({label: (K,)}, notes)``. Results of other kinds, and
+    algorithms without a drawable bound, give ``({}, [why])``."""
+    from theorylab.bounds import get_bound
+
+    if result.result_kind != "regret":
+        return {}, [f"(no bound drawn: {result.result_kind} results are drawn without one)"]
+    name = algorithm_bound(result.config.get("algorithm", ""))
+    if not name:
+        return {}, ["(no bound drawn: the algorithm carries no regret theorem)"]
+    try:
+        curve, _ = run_bound_curve(name, result, delta)
+    except ValueError as exc:  # e.g. an unspecified absolute constant, or a variable we lack
+        return {}, [f"(bound {name} not drawn: {exc})"]
+    curve = np.asarray(curve, dtype=float)
+    final = result.cumulative_regret[:, -1]
+    note = (
+        f"bound {name} at K: {curve[-1]:.4g} (max regret / bound = {final.max() / curve[-1]:.3g});"
+        " drawn rescaled to show its rate"
+    )
+    return {f"{name}: {get_bound(name).source_short()}": curve}, [note]
 
 
 def run_bound_curve(

@@ -1,4 +1,7 @@
-"""Registers every offline algorithm under its name (imported by ``registry._load``).
+"""Registers every offline algorithm in the one registry (``theorylab.algorithms.registry``).
+
+Extra registry fields: ``horizon`` ("discounted" or "finite": the setting the algorithm is
+stated for; absent: both) and ``features`` (it takes the MDP's feature map ``phi``).
 
 The wrappers spell out each algorithm's parameters (with the defaults of its module) so that
 ``theorylab list``-style tools and name-string parsing see them.
@@ -9,18 +12,26 @@ from __future__ import annotations
 from theorylab.algorithms.offline.baselines import behaviour_cloning, naive_vi
 from theorylab.algorithms.offline.pessimistic_vi import pessimistic_vi
 from theorylab.algorithms.offline.pevi import pevi, pevi_tabular
-from theorylab.algorithms.offline.registry import register
 from theorylab.algorithms.offline.vi_lcb import C_L_CODE, vi_lcb
 from theorylab.algorithms.offline.vw_pevi import vw_pevi
+from theorylab.algorithms.registry import register
 
 
-@register("vi-lcb")
+@register(
+    "vi-lcb",
+    kind="offline",
+    problem="dataset",
+    bounds=("vi-lcb-upper", "vi-lcb-lower", "vi-lcb-lower-near-expert"),
+    horizon="discounted",
+)
 def fit_vi_lcb(dataset, delta: float = 0.1, c_L: float = C_L_CODE, initial_policy: str = "random"):
     """VI-LCB with data splitting (Rashidinejad et al. 2021, Alg. 3; discounted)."""
     return vi_lcb(dataset, delta=delta, c_L=c_L, initial_policy=initial_policy)
 
 
-@register("pessimistic-vi-hoeffding")
+@register(
+    "pessimistic-vi-hoeffding", kind="offline", problem="dataset", bounds=(), horizon="finite"
+)
 def fit_pessimistic_vi_hoeffding(
     dataset, delta: float = 0.1, c_h: float = 1.0, subsample: bool = False, c_trim: float = 10.0
 ):
@@ -30,7 +41,13 @@ def fit_pessimistic_vi_hoeffding(
     )
 
 
-@register("pessimistic-vi-bernstein")
+@register(
+    "pessimistic-vi-bernstein",
+    kind="offline",
+    problem="dataset",
+    bounds=("li2022-offline-finite-horizon",),
+    horizon="finite",
+)
 def fit_pessimistic_vi_bernstein(
     dataset, delta: float = 0.1, c_b: float = 16.0, subsample: bool = False, c_trim: float = 10.0
 ):
@@ -40,7 +57,14 @@ def fit_pessimistic_vi_bernstein(
     )
 
 
-@register("pevi")
+@register(
+    "pevi",
+    kind="offline",
+    problem="dataset",
+    bounds=("pevi-linear", "pevi-well-explored"),
+    horizon="finite",
+    features=True,
+)
 def fit_pevi(
     dataset, phi=None, xi: float = 0.1, c_beta: float = 1.0, beta: float = -1.0, lam: float = 1.0
 ):
@@ -48,7 +72,9 @@ def fit_pevi(
     return pevi(dataset, phi=phi, xi=xi, c_beta=c_beta, beta=None if beta < 0 else beta, lam=lam)
 
 
-@register("pevi-tabular")
+@register(
+    "pevi-tabular", kind="offline", problem="dataset", bounds=("pevi-linear",), horizon="finite"
+)
 def fit_pevi_tabular(
     dataset, xi: float = 0.1, c_beta: float = 1.0, beta: float = -1.0, lam: float = 1.0
 ):
@@ -56,7 +82,7 @@ def fit_pevi_tabular(
     return pevi_tabular(dataset, xi=xi, c_beta=c_beta, beta=None if beta < 0 else beta, lam=lam)
 
 
-@register("vw-pevi")
+@register("vw-pevi", kind="offline", problem="dataset", bounds=(), horizon="finite", features=True)
 def fit_vw_pevi(
     dataset,
     phi=None,
@@ -82,13 +108,13 @@ def fit_vw_pevi(
     )
 
 
-@register("naive-vi")
+@register("naive-vi", kind="offline", problem="dataset", bounds=())
 def fit_naive_vi(dataset, tol: float = 1e-10):
     """Certainty-equivalent VI on the empirical model (no penalty): the contrast."""
     return naive_vi(dataset, tol=tol)
 
 
-@register("behaviour-cloning")
+@register("behaviour-cloning", kind="offline", problem="dataset", bounds=())
 def fit_behaviour_cloning(dataset, tol: float = 1e-10):
     """The empirical behaviour policy (imitation contrast)."""
     return behaviour_cloning(dataset, tol=tol)

@@ -81,16 +81,16 @@ import numpy as np
 from theorylab.agent import EnvSpec
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.risk.augmented_policy import AugmentedPolicy
-from theorylab.algorithms.risk.cvar import _check_tau
 from theorylab.algorithms.risk.objectives import StaticCVaR
 from theorylab.algorithms.risk.reward_lattice import reward_lattice_from_means
 from theorylab.algorithms.risk.static_cvar_planning import first_argmax, first_argmin
+from theorylab.risk_measures import _check_tau
 
 BONUSES = ("bernstein", "hoeffding")
 RANGE_TERM_CONSTANT = 7.0 / 3.0  # Maurer-Pontil empirical Bernstein (n-1 replaced by n)
 
 
-@register("cvar-ucbvi")
+@register("cvar-ucbvi", kind="online", problem="tabular", bounds=("wang2023-cvar-general",))
 class CVaRUCBVI:
     """CVaR-UCBVI (Wang, Kallus, Sun 2023): optimistic value iteration on the augmented MDP."""
 

@@ -44,7 +44,7 @@ from theorylab.algorithms.online.empirical_model import EmpiricalModel
 from theorylab.algorithms.registry import register
 
 
-@register("greedy")
+@register("greedy", kind="online", problem="tabular", bounds=())
 class CertaintyEquivalentGreedy:
     """Plan on the empirical model and play its greedy policy (no exploration).
 
@@ -139,7 +139,7 @@ class CertaintyEquivalentGreedy:
         self._plan()
 
 
-@register("epsilon-greedy")
+@register("epsilon-greedy", kind="online", problem="tabular", bounds=())
 class EpsilonGreedy(CertaintyEquivalentGreedy):
     """Certainty-equivalent greedy mixed with the uniform policy (weight eps_k).
 

@@ -133,7 +133,7 @@ class _PlanFromCounts:
         self._V = self._pi = None
 
 
-@register("icvar-rm")
+@register("icvar-rm", kind="online", problem="tabular", bounds=("du2023-icvar-thm1",))
 class ICVaRRM(_PlanFromCounts):
     """ICVaR-RM (Du, Wang, Huang 2023, Algorithm 1): optimistic iterated-CVaR value iteration.
 
@@ -184,7 +184,7 @@ class ICVaRRM(_PlanFromCounts):
         self._V, self._pi = V, pi
 
 
-@register("maxwp")
+@register("maxwp", kind="online", problem="tabular", bounds=())
 class MaxWP(_PlanFromCounts):
     """MaxWP (Du, Wang, Huang 2023, Algorithm 2): greedy worst-path planning on seen successors.
 

@@ -59,7 +59,7 @@ def oful_radius(
     )
 
 
-@register("linucb")
+@register("linucb", kind="online", problem="linear", bounds=("oful-abbasi2011",))
 class LinUCB:
     """OFUL (Abbasi-Yadkori, Pal, Szepesvari 2011): ridge estimate + self-normalised ellipsoid."""
 

@@ -19,7 +19,7 @@ from theorylab.algorithms.linear.lsvi import LeastSquaresValueIteration
 from theorylab.algorithms.registry import register
 
 
-@register("lsvi")
+@register("lsvi", kind="online", problem="linear", bounds=())
 class LSVI(LeastSquaresValueIteration):
     """Greedy least-squares value iteration (LSVI-UCB with beta = 0)."""
 

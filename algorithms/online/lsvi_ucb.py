@@ -58,7 +58,7 @@ def jin_beta(c: float, d: int, H: int, episodes: int, delta: float) -> float:
     return c * d * H * math.sqrt(jin_iota(d, H, episodes, delta))
 
 
-@register("lsvi-ucb")
+@register("lsvi-ucb", kind="online", problem="linear", bounds=("jin2020-lsvi-ucb",))
 class LSVIUCB(LeastSquaresValueIteration):
     """LSVI-UCB (Jin et al. 2020, Algorithm 1): ridge LSVI + beta ||phi||_{Lambda^-1}, Q <= H."""
 

@@ -195,7 +195,7 @@ class OptimisticQLearning:
             self.V[seeds, h, x] = np.minimum(H, self.Q[seeds, h, x].max(axis=-1))
 
 
-@register("optimistic-q-hoeffding")
+@register("optimistic-q-hoeffding", kind="online", problem="tabular")
 class OptimisticQHoeffding(OptimisticQLearning):
     """Q-learning with UCB-Hoeffding (Jin et al. 2018, Algorithm 1); O(sqrt(H^4 SAT iota))."""
 
@@ -215,7 +215,7 @@ class OptimisticQHoeffding(OptimisticQLearning):
         super().__init__(env, n_seeds, rngs, episodes=episodes, bonus="hoeffding", delta=delta, c=c)
 
 
-@register("optimistic-q-bernstein")
+@register("optimistic-q-bernstein", kind="online", problem="tabular")
 class OptimisticQBernstein(OptimisticQLearning):
     """Q-learning with UCB-Bernstein (Jin et al. 2018, Algorithm 2); O(sqrt(H^3 SAT iota))."""
 

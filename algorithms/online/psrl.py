@@ -75,7 +75,7 @@ def batched_backward_induction(
     return Q, V, Q.argmax(axis=-1)
 
 
-@register("psrl")
+@register("psrl", kind="online", problem="tabular")
 class PSRL:
     """Posterior sampling RL (Osband, Russo, Van Roy 2013), batched over B seeds.
 

@@ -101,7 +101,7 @@ def resolve_feature_class(env: EnvSpec, feature_class) -> np.ndarray:
     return cands
 
 
-@register("rep-ucb")
+@register("rep-ucb", kind="online", problem="lowrank", bounds=("rep-ucb-arxiv", "rep-ucb-earlier"))
 class RepUCB:
     """Rep-UCB (Uehara, Zhang, Sun 2022), episodic: MLE over the class, bonus, model planning."""
 

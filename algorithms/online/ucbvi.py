@@ -315,7 +315,7 @@ class UCBVI(_OptimisticTabularAgent):
             self._finish_stage_observed(h, rows)
 
 
-@register("ucbvi-hoeffding")
+@register("ucbvi-hoeffding", kind="online", problem="tabular")
 class UCBVIHoeffding(UCBVI):
     """UCBVI-CH (Azar et al. 2017, Alg. 3): b = 7 H L sqrt(1/N(x,a)), pooled stationary model."""
 
@@ -337,7 +337,7 @@ class UCBVIHoeffding(UCBVI):
         return rows, PV, 7.0 * self.H * self.L * np.sqrt(1.0 / N)
 
 
-@register("ucbvi-bernstein")
+@register("ucbvi-bernstein", kind="online", problem="tabular")
 class UCBVIBernstein(UCBVI):
     """UCBVI-BF (Azar et al. 2017, Alg. 4): empirical-Bernstein bonus with the N'_{k,h+1} term."""
 
@@ -383,7 +383,7 @@ class UCBVIBernstein(UCBVI):
         return self._mean_and_bonus(E, self._N)  # N = max(N_k(x, a), 1): (B, S, A)
 
 
-@register("ucbvi-ajks")
+@register("ucbvi-ajks", kind="online", problem="tabular")
 class UCBVIAJKS(_OptimisticTabularAgent):
     """UCBVI as in AJKS Ch. 7: per-step model P_hat_h, b = 2 H sqrt(L / N_h(s,a)), Q capped at H."""
 

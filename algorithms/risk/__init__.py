@@ -25,7 +25,6 @@ from theorylab.algorithms.risk.brute_force import (
     enumerate_markov_policies,
     outcome_paths,
 )
-from theorylab.algorithms.risk.cvar import cvar, cvar_objective, mean, var, worst_case
 from theorylab.algorithms.risk.iterated_cvar import (
     cvar_next,
     evaluate_iterated_cvar,
@@ -42,6 +41,7 @@ from theorylab.algorithms.risk.reward_lattice import (
     reward_lattice_from_means,
 )
 from theorylab.algorithms.risk.static_cvar_planning import StaticCVaRSolution, static_cvar_planning
+from theorylab.risk_measures import cvar, cvar_objective, mean, var, worst_case
 
 __all__ = [
     "AugmentedPolicy",

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theorylab.algorithms.risk.cvar import _check_tau, tail_masses
 from theorylab.errors import TheorylabError
+from theorylab.risk_measures import _check_tau, tail_masses
 
 POLICY_CLASSES = ("markov", "augmented", "history")
 

@@ -29,8 +29,8 @@ import time
 import numpy as np
 
 from theorylab.algorithms.planning.solution import Solution
-from theorylab.algorithms.risk.cvar import tail_masses
 from theorylab.algorithms.risk.static_cvar_planning import first_argmax
+from theorylab.risk_measures import tail_masses
 
 
 def _check_alpha(alpha: float) -> float:

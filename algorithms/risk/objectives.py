@@ -20,7 +20,6 @@ from __future__ import annotations
 import numpy as np
 
 from theorylab.algorithms.risk.augmented_policy import AugmentedPolicy, budget_rollout
-from theorylab.algorithms.risk.cvar import _check_tau
 from theorylab.algorithms.risk.iterated_cvar import (
     _check_alpha,
     iterated_cvar_planning,
@@ -28,6 +27,7 @@ from theorylab.algorithms.risk.iterated_cvar import (
 )
 from theorylab.algorithms.risk.return_distribution import return_distribution
 from theorylab.algorithms.risk.static_cvar_planning import static_cvar_planning
+from theorylab.risk_measures import _check_tau
 
 
 class StaticCVaR:

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from theorylab.algorithms.risk.augmented_policy import AugmentedPolicy
-from theorylab.algorithms.risk.cvar import cvar, var
 from theorylab.algorithms.risk.reward_lattice import RewardLattice, reward_lattice
+from theorylab.risk_measures import cvar, var
 
 
 @dataclass(frozen=True)

@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from theorylab.algorithms.risk.augmented_policy import AugmentedPolicy
-from theorylab.algorithms.risk.cvar import _check_tau
 from theorylab.algorithms.risk.reward_lattice import RewardLattice, reward_lattice
+from theorylab.risk_measures import _check_tau
 
 TIE_TOL = 1e-12
 

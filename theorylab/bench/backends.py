@@ -54,7 +54,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from theorylab.bench.table import Row, Span, left, render, right
+from theorylab.table import Row, Span, left, render, right
 
 BACKENDS = ("numpy", "numba", "torch")
 

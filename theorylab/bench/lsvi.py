@@ -31,7 +31,7 @@ import time
 import tracemalloc
 from collections.abc import Sequence
 
-from theorylab.bench.table import left, render, right
+from theorylab.table import left, render, right
 
 RLBERRY_REFERENCE = {
     "problem": "Chain(L=10), one-hot, d=20, K=300, H=20",

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from theorylab.bench.table import Row, Span, left, render, right
+from theorylab.table import Row, Span, left, render, right
 
 FINITE_ALGORITHMS = (
     "pessimistic-vi-hoeffding",

@@ -65,7 +65,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from theorylab.bench.table import left, render, right
+from theorylab.table import left, render, right
 
 
 def sweep_bytes(S: int, A: int, nnz: int, *, data_bytes: int = 8, index_bytes: int = 4) -> int:

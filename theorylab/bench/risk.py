@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import time
 
-from theorylab.bench.table import left, render, right
+from theorylab.table import left, render, right
 
 PLANNING_KEYS = ("S", "A", "H", "eta", "grid_points", "us_per_grid_point", "value")
 UCBVI_KEYS = ("seeds", "episodes", "seed_episodes_per_s", "episodes_per_s")

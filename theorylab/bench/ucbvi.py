@@ -35,7 +35,7 @@ from functools import partial
 
 import numpy as np
 
-from theorylab.bench.table import Row, Span, left, render, right
+from theorylab.table import Row, Span, left, render, right
 
 DEFAULT_CONFIGS: tuple[tuple[str, int, int], ...] = tuple(
     (family, S, H) for family in ("riverswim", "chain") for S in (10, 100, 1000) for H in (20, 50)

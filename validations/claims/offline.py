@@ -72,7 +72,7 @@ def _sweep_n(
     not depend on its batch, so the result is the same."""
     from theorylab.algorithms.offline import fit, make_dataset
     from theorylab.algorithms.offline.coverage import optimal_solution
-    from theorylab.algorithms.offline.experiment import suboptimality
+    from theorylab.algorithms.offline.scoring import suboptimality
 
     v_star = optimal_solution(mdp).value
     out = np.empty((B, len(Ns)))
@@ -215,7 +215,7 @@ class LCBRates(OfflineClaim):
                 )
         rep.config["slopes"] = {k: [f.slope, f.ci_low, f.ci_high] for k, f in fits.items()}
         if plot:
-            from theorylab.algorithms.offline.plotting import plot_suboptimality_vs_n
+            from theorylab.plotting import plot_suboptimality_vs_n
 
             lcb = {k: c for k, c in curves.items() if k.startswith("LCB")}
             ax = plot_suboptimality_vs_n(
@@ -268,7 +268,7 @@ class LCBConcentrability(OfflineClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import dataset_concentrability, fit, make_dataset
         from theorylab.algorithms.offline.coverage import optimal_solution
-        from theorylab.algorithms.offline.experiment import suboptimality
+        from theorylab.algorithms.offline.scoring import suboptimality
         from theorylab.bounds import get_bound
         from theorylab.mdps import make
         from theorylab.mdps.families.offline_instances import covariate_shift_distribution
@@ -302,7 +302,7 @@ class LCBConcentrability(OfflineClaim):
         rep.config["C_star_measured"] = measured
         rep.config["mean_suboptimality"] = sub.mean(axis=0).tolist()
         if plot:
-            from theorylab.algorithms.offline.plotting import plot_suboptimality_vs_cstar
+            from theorylab.plotting import plot_suboptimality_vs_cstar
 
             ax = plot_suboptimality_vs_cstar(
                 measured, {"LCB (covariate shift)": sub}, N=N, title=f"{self.name} [{rep.scale}]"
@@ -345,7 +345,7 @@ class PartialCoverage(OfflineClaim):
 
         from theorylab.algorithms.offline import dataset_concentrability, fit, make_dataset
         from theorylab.algorithms.offline.coverage import optimal_solution
-        from theorylab.algorithms.offline.experiment import suboptimality
+        from theorylab.algorithms.offline.scoring import suboptimality
         from theorylab.mdps import make
         from theorylab.mdps.families.offline_instances import (
             naive_failure_limit,
@@ -404,7 +404,7 @@ class PartialCoverage(OfflineClaim):
             )
         rep.config["C_star"] = cstars
         if plot:
-            from theorylab.algorithms.offline.plotting import plot_suboptimality_lines
+            from theorylab.plotting import plot_suboptimality_lines
 
             ax = plot_suboptimality_lines(
                 cfg["N"],
@@ -449,7 +449,7 @@ class PEVIBound(OfflineClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import fit, make_dataset, pevi_coverage
         from theorylab.algorithms.offline.coverage import optimal_solution
-        from theorylab.algorithms.offline.experiment import suboptimality
+        from theorylab.algorithms.offline.scoring import suboptimality
         from theorylab.bounds import get_bound
         from theorylab.mdps import make
         from theorylab.stats import fraction_below
@@ -505,7 +505,7 @@ class PEVIBound(OfflineClaim):
         rep.config["mean_bound"] = bounds.mean(axis=0).tolist()
         rep.config["mean_suboptimality"] = subs.mean(axis=0).tolist()
         if plot:
-            from theorylab.algorithms.offline.plotting import plot_suboptimality_lines
+            from theorylab.plotting import plot_suboptimality_lines
 
             ax = plot_suboptimality_lines(
                 cfg["N"],
@@ -551,7 +551,7 @@ register_validation(
 class PessimismInvariant(OfflineClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import fit, make_dataset
-        from theorylab.algorithms.offline.experiment import pessimism_holds, policy_values
+        from theorylab.algorithms.offline.scoring import pessimism_holds, policy_values
         from theorylab.mdps import make
         from theorylab.stats import fraction_below
 
@@ -699,7 +699,7 @@ class ImitationConverges(OfflineClaim):
         from theorylab.algorithms.offline import fit, make_dataset
         from theorylab.algorithms.offline.coverage import optimal_solution
         from theorylab.algorithms.offline.dataset import behaviour_policy
-        from theorylab.algorithms.offline.experiment import suboptimality
+        from theorylab.algorithms.offline.scoring import suboptimality
         from theorylab.algorithms.planning import policy_values
         from theorylab.mdps import make
 
@@ -756,7 +756,7 @@ class ImitationConverges(OfflineClaim):
             )
         rep.config["suboptimality_behaviour"] = sub_b
         if plot:
-            from theorylab.algorithms.offline.plotting import plot_suboptimality_lines
+            from theorylab.plotting import plot_suboptimality_lines
 
             ax = plot_suboptimality_lines(
                 Ns,

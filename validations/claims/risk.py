@@ -292,7 +292,7 @@ class OptimalDiffers:
         ]
         rep = _report(self.name, self.statement, scale, checks, t0, {"cases": cases})
         if plot:  # the exact claims draw no figure except this one (the tutorial's)
-            from theorylab.algorithms.risk.plotting import safe_risky_figure
+            from theorylab.figures import safe_risky_figure
 
             safe_risky_figure(plot, tau=0.25, H=3)
             rep.figure = plot

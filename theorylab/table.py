@@ -1,4 +1,4 @@
-"""One plain-text table renderer for the benchmark modules' ``format_table``.
+"""One plain-text table renderer (ground floor): the CLI, the demo and the benchmarks use it.
 
 Each ``theorylab.bench`` module formats its own cells (number formats, units, column order) and
 hands them here; this module only lays them out. Widths come from the content: a column is as
@@ -165,3 +165,12 @@ def render(
             out.append((plain(cells) + gap if cells else "") + text)
     out += list(notes)
     return "\n".join(out)
+
+
+def from_dicts(rows: Sequence[dict], columns: Sequence[str] | None = None) -> str:
+    """A left-aligned table of dicts (the keys of the first row are the columns unless given);
+    ``"(empty)"`` when there is no row."""
+    if not rows:
+        return "(empty)"
+    names = list(columns or rows[0])
+    return render([left(c) for c in names], [[str(r.get(c, "")) for c in names] for r in rows])

@@ -1,4 +1,4 @@
-"""What "regret" measures: the objective an online run is scored by (top floor).
+"""What "regret" measures: the objective an online run is scored by.
 
 An objective tells :func:`theorylab.run` three things about the true MDP:
 
@@ -38,3 +38,28 @@ class RiskNeutral:
 
 
 RISK_NEUTRAL = RiskNeutral()
+
+
+class BackendRiskNeutral:
+    """The risk-neutral objective (:data:`RISK_NEUTRAL`) with its exact policy evaluation and its
+    rollouts run by a backend. With the numpy backend the numbers are RISK_NEUTRAL's, bit for
+    bit; rollouts give the same trajectories on every backend."""
+
+    name = RISK_NEUTRAL.name
+
+    def __init__(self, backend) -> None:
+        self.backend = backend
+
+    def optimal_value(self, mdp) -> float:
+        return RISK_NEUTRAL.optimal_value(mdp)
+
+    def policy_values(self, mdp, policies: np.ndarray) -> np.ndarray:
+        from theorylab.algorithms.planning import evaluate_policies
+
+        V = evaluate_policies(mdp, policies, batched=True, backend=self.backend)
+        return V[:, 0] @ mdp.mu0
+
+    def rollout(self, mdp, policies: np.ndarray, rngs):
+        from theorylab.mdps import Trajectories
+
+        return Trajectories(*self.backend.rollout_mdp(mdp, policies, list(rngs)))

@@ -1,4 +1,4 @@
-"""CVaR and VaR of a discrete distribution, exactly, by sorting.
+"""CVaR and VaR of a discrete distribution, exactly, by sorting (ground floor: numpy only).
 
 Lower tail (returns are rewards; CVaR is the mean of the worst tau-fraction), as in Wang, Kallus,
 Sun (ICML 2023, eq. 1) and Du, Wang, Huang (ICLR 2023, section 3), after Rockafellar and Uryasev:

@@ -1,0 +1,157 @@
+"""The scripts that compute the documentation's figures from the code (top floor).
+
+They run algorithms on MDP families and draw with :mod:`theorylab.plotting`:
+``make_tutorial_figures`` (docs/tutorials/why-pessimism.md) and ``safe_risky_figure``
+(docs/tutorials/risk-sensitive.md).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theorylab.plotting import (
+    plot_return_distribution,
+    plot_suboptimality_lines,
+    plot_suboptimality_vs_cstar,
+    plot_suboptimality_vs_n,
+)
+
+
+def make_tutorial_figures(outdir: str = "docs/figures", *, quick: bool = False, seed: int = 0):
+    """The three figures of docs/tutorials/why-pessimism.md (returns their paths and the data).
+
+    1. partial coverage (``tempting-arms``): naive VI, pessimistic VI and behaviour cloning
+       against N;
+    2. rates (``multiscale-bandit``): LCB on generic (C* = 4) and near-expert (C* = 1.05) data, and
+       naive VI on generic data, log-log against N;
+    3. concentrability: LCB's sub-optimality against C* at fixed N, with C* varied by covariate
+       shift and by the behaviour's action mixture.
+    """
+    from pathlib import Path
+
+    from theorylab.algorithms.offline import dataset_concentrability, fit, make_dataset
+    from theorylab.algorithms.offline.coverage import optimal_solution
+    from theorylab.algorithms.offline.scoring import suboptimality
+    from theorylab.mdps import make
+    from theorylab.mdps.families.offline_instances import (
+        covariate_shift_distribution,
+        naive_failure_limit,
+        tempting_arms_coverage,
+    )
+    from theorylab.plotting import save_figure
+
+    out = Path(outdir)
+    B = 8 if quick else 32
+    data: dict = {}
+    # 1. partial coverage
+    mdp = make("tempting-arms")
+    Ns = [3000, 10_000, 30_000, 100_000] + ([] if quick else [300_000, 1_000_000])
+    algos = (
+        "naive-vi",
+        "pessimistic-vi-hoeffding",
+        "pessimistic-vi-bernstein",
+        "behaviour-cloning",
+    )
+    v_star = optimal_solution(mdp).value
+    curves = {a: np.empty((B, len(Ns))) for a in algos}
+    for k, N in enumerate(Ns):
+        ds = make_dataset(mdp, N, coverage=tempting_arms_coverage(N), seeds=B, seed=seed)
+        for a in algos:
+            curves[a][:, k] = suboptimality(mdp, fit(a, ds).policy, v_star)
+    ax = plot_suboptimality_lines(
+        Ns,
+        curves,
+        reference=naive_failure_limit() * 0.6,
+        reference_label="naive VI, predicted limit (1 - (1 - q_m)^K) x gap",
+        title="tempting-arms: each of 20 tempting arms tried twice (C* -> 1)",
+    )
+    p1 = save_figure(ax, out / "why-pessimism-1-partial-coverage.png")[0]
+    data["partial_coverage"] = {a: c.mean(axis=0).tolist() for a, c in curves.items()}
+    # 2. rates in N
+    mdp = make("multiscale-bandit")
+    Ns = [1000, 3000, 10_000, 30_000, 100_000] + ([] if quick else [300_000, 1_000_000])
+    v_star = optimal_solution(mdp).value
+    curves = {}
+    for label, algo, cov, other in (
+        ("LCB, generic data (C* = 4)", "pessimistic-vi-hoeffding", 0.25, "adversarial"),
+        ("LCB, near-expert data (C* = 1.05)", "pessimistic-vi-hoeffding", 0.9, "uniform"),
+        ("naive VI, generic data (C* = 4)", "naive-vi", 0.25, "adversarial"),
+    ):
+        ds = make_dataset(
+            mdp, max(Ns), coverage=cov, other=other, seeds=B, seed=seed, kind="samples"
+        )
+        curves[label] = np.stack(
+            [suboptimality(mdp, fit(algo, ds.head(n)).policy, v_star) for n in Ns], axis=1
+        )
+    ax = plot_suboptimality_vs_n(
+        Ns, curves, bound_exponent=-0.5, title="multiscale-bandit: rates in N"
+    )
+    p2 = save_figure(ax, out / "why-pessimism-2-rates.png")[0]
+    data["rates"] = {k: c.mean(axis=0).tolist() for k, c in curves.items()}
+    # 3. growth in C*
+    mdp = make("multiscale-bandit:n_gap=20,gap_ratio=0.7,n_mass=0,junk=true")
+    N = 100_000 if quick else 1_000_000
+    Cs = [2, 4, 8, 16, 32, 64] + ([] if quick else [128, 256])
+    v_star = optimal_solution(mdp).value
+    shift = np.empty((B, len(Cs)))
+    mix = np.empty((B, len(Cs)))
+    for k, C in enumerate(Cs):
+        ds = make_dataset(
+            mdp,
+            N,
+            data_distribution=covariate_shift_distribution(mdp, C),
+            seeds=B,
+            seed=seed,
+            kind="samples",
+        )
+        shift[:, k] = suboptimality(mdp, fit("pessimistic-vi-hoeffding", ds).policy, v_star)
+        ds = make_dataset(
+            mdp, N, coverage=1.0 / C, other="adversarial", seeds=B, seed=seed, kind="samples"
+        )
+        assert abs(dataset_concentrability(mdp, ds)["C_star"] - C) < 1e-9 * C
+        mix[:, k] = suboptimality(mdp, fit("pessimistic-vi-hoeffding", ds).policy, v_star)
+    ax = plot_suboptimality_vs_cstar(
+        Cs,
+        {"LCB, C* by covariate shift": shift, "LCB, C* by action mixture": mix},
+        N=N,
+        title="multiscale-bandit: growth in C* at fixed N",
+    )
+    p3 = save_figure(ax, out / "why-pessimism-3-cstar.png")[0]
+    data["cstar"] = {
+        "C_star": Cs,
+        "covariate_shift": shift.mean(axis=0).tolist(),
+        "action_mixture": mix.mean(axis=0).tolist(),
+    }
+    return [p1, p2, p3], data
+
+
+def safe_risky_figure(path, *, tau: float = 0.25, H: int = 3):
+    """The tutorial figure: risk-neutral vs CVaR_tau-optimal return laws on ``cvar-safe-risky``."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    from theorylab.algorithms.planning import backward_induction
+    from theorylab.algorithms.risk import return_distribution, static_cvar_planning
+    from theorylab.mdps import make
+    from theorylab.plotting import save_figure
+
+    mdp = make(f"cvar-safe-risky:H={H}")
+    neutral = backward_induction(mdp)
+    sol = static_cvar_planning(mdp, tau)
+    fig = Figure(figsize=(11, 4.2), layout="constrained")
+    FigureCanvasAgg(fig)
+    left, right = fig.subplots(1, 2, sharey=True)
+    plot_return_distribution(
+        return_distribution(mdp, neutral.policy),
+        tau,
+        ax=left,
+        title=f"risk-neutral optimum (V* = {float(neutral.value):.3g}): RISKY",
+    )
+    plot_return_distribution(
+        return_distribution(mdp, sol.policy),
+        tau,
+        ax=right,
+        title=f"CVaR_{tau:g}-optimal (CVaR* = {sol.value:.3g}): SAFE",
+    )
+    fig.suptitle(f"{mdp.name}: exact return distributions")
+    return save_figure(fig, path)

@@ -1,0 +1,19 @@
+"""The one result family (ground floor): ``Result`` and one subclass per kind of run.
+
+``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline). A new kind of
+result adds a module here and one import line below (``docs/architecture.md``).
+"""
+
+from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
+from theorylab.results.regret import RegretResult, RunResult
+from theorylab.results.suboptimality import SuboptimalityResult
+
+__all__ = [
+    "RESULT_TYPES",
+    "RegretResult",
+    "Result",
+    "RunResult",
+    "SuboptimalityResult",
+    "load_result",
+    "register_result",
+]

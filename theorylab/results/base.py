@@ -1,0 +1,190 @@
+"""The one result family: what every run of every kind of algorithm returns (ground floor).
+
+A :class:`Result` carries the run's ``config`` (algorithm, problem, parameters, seeds, root seed,
+package versions) and ``wall_seconds``, and offers the same verbs whatever the kind:
+
+* ``summary()`` -- plain numbers for a table (means with confidence intervals over seeds);
+* ``to_frame()`` -- a tidy long table, one row per seed x step (a pandas DataFrame when pandas
+  is installed, else a dict of equal-length numpy columns); ``to_csv(path)``, ``to_parquet(path)``;
+* ``plot(path=None, ax=None)`` -- its figure, drawn by :mod:`theorylab.plotting`;
+* ``save(directory)`` / ``Result.load(directory)`` -- atomic storage through
+  :mod:`theorylab.store` (arrays in ``result.npz``, metadata and a checksum in ``result.json``).
+
+A kind of result is a subclass registered with :func:`register_result` that says which arrays it
+holds (``arrays()``), which extra metadata (``metadata()``), how to rebuild itself
+(``from_stored``), its summary, its long-table columns (``frame_columns()``) and its figure. The
+store needs no import of the experiment layer to load any of them: ``result.json`` names the
+result kind. How a new kind plugs in: ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, ClassVar
+
+import numpy as np
+
+RESULT_TYPES: dict[str, type[Result]] = {}
+
+
+def register_result(name: str):
+    """Class decorator: register a :class:`Result` subclass under ``name`` (stored in
+    ``result.json`` as ``result_kind``)."""
+
+    def deco(cls: type[Result]) -> type[Result]:
+        if name in RESULT_TYPES and RESULT_TYPES[name] is not cls:
+            raise ValueError(f"result kind {name!r} is registered twice")
+        cls.result_kind = name
+        RESULT_TYPES[name] = cls
+        return cls
+
+    return deco
+
+
+class Result:
+    """Base of every result. Subclasses are dataclasses with ``config`` and ``wall_seconds``."""
+
+    result_kind: ClassVar[str] = ""
+    config: dict[str, Any]
+    wall_seconds: float
+
+    # ---------------------------------------------------------------- what a kind defines
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays stored in ``result.npz`` (leading seed axis)."""
+        raise NotImplementedError
+
+    def metadata(self) -> dict[str, Any]:
+        """JSON-able scalars stored beside ``config`` in ``result.json``."""
+        return {}
+
+    @classmethod
+    def from_stored(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]) -> Result:
+        raise NotImplementedError
+
+    def summary(self, confidence: float = 0.95) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def table_row(self) -> dict[str, str]:
+        """One line of ``theorylab run``'s table (formatted strings)."""
+        return {
+            k: f"{v:.4g}" if isinstance(v, float) else str(v) for k, v in self.summary().items()
+        }
+
+    def json_summary(self) -> dict[str, Any]:
+        """The JSON object ``theorylab run --json`` writes (summary, config, per-seed values)."""
+        return {**self.summary(), "config": self.config}
+
+    def frame_columns(self) -> dict[str, np.ndarray]:
+        """The tidy long table as equal-length columns (one row per seed x step)."""
+        raise NotImplementedError
+
+    def plot(self, path=None, *, ax=None, **kwargs):
+        """Draw this result (and write it to ``path`` when given); returns the Axes."""
+        raise NotImplementedError
+
+    # ---------------------------------------------------------------- shared verbs
+    @property
+    def seeds(self) -> list[int]:
+        """The seed indices of the run (rows of every array)."""
+        return list(self.config.get("seeds", []))
+
+    def long_index(self, B: int, steps: np.ndarray, step_name: str) -> dict[str, np.ndarray]:
+        """The two index columns of a long table over a ``(B, len(steps))`` grid: the seed index
+        (from ``config["seeds"]``, else 0..B-1) repeated per step, and the steps tiled per seed."""
+        seeds = np.asarray(self.seeds if len(self.seeds) == B else range(B), dtype=np.int64)
+        steps = np.asarray(steps, dtype=np.int64)
+        return {"seed": np.repeat(seeds, len(steps)), step_name: np.tile(steps, B)}
+
+    def to_frame(self):
+        """The long table: a ``pandas.DataFrame`` when pandas is installed, else a dict of
+        numpy columns of equal length."""
+        cols = self.frame_columns()
+        try:
+            import pandas as pd
+        except ImportError:
+            return cols
+        return pd.DataFrame(cols)
+
+    def to_csv(self, path: str | os.PathLike) -> Path:
+        """Write the long table as CSV (atomically; no pandas needed)."""
+        import csv
+        import io
+
+        from theorylab.store import atomic_write_bytes
+
+        cols = self.frame_columns()
+        names = list(cols)
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(names)
+        columns = [np.asarray(cols[n]) for n in names]
+        for row in zip(*columns, strict=True):
+            writer.writerow([_csv_cell(v) for v in row])
+        return atomic_write_bytes(path, buf.getvalue().encode("utf-8"))
+
+    def to_parquet(self, path: str | os.PathLike) -> Path:
+        """Write the long table as Parquet (needs pandas with pyarrow or fastparquet)."""
+        frame = self.to_frame()
+        if isinstance(frame, dict):
+            raise ImportError(
+                "writing Parquet needs pandas (and pyarrow): pip install pandas pyarrow"
+            )
+        from theorylab.store import atomic_writer
+
+        with atomic_writer(path, "wb") as fh:
+            frame.to_parquet(fh, index=False)
+        return Path(path)
+
+    def save(self, directory: str | os.PathLike) -> Path:
+        """Store this result in ``directory`` (:func:`theorylab.store.save_result`)."""
+        from theorylab.store import save_result
+
+        return save_result(self, directory)
+
+    @classmethod
+    def load(cls, directory: str | os.PathLike) -> Result:
+        """Load any stored result (the kind is read from ``result.json``); called on a subclass,
+        also checks that the stored result is of that kind."""
+        res = load_result(directory)
+        if cls is not Result and not isinstance(res, cls):
+            raise ValueError(
+                f"{directory} holds a {type(res).__name__} ({res.result_kind!r}), "
+                f"not a {cls.__name__}"
+            )
+        return res
+
+    def _finish_plot(self, ax, path):
+        if path is not None:
+            from theorylab.plotting import save_figure
+
+            save_figure(ax, path)
+        return ax
+
+
+def _csv_cell(v) -> str:
+    if isinstance(v, (float, np.floating)):
+        return repr(float(v))
+    if isinstance(v, (np.bool_, bool)):
+        return str(bool(v))
+    if isinstance(v, np.integer):
+        return str(int(v))
+    return str(v)
+
+
+def load_result(directory: str | os.PathLike) -> Result:
+    """Load the result stored in ``directory`` by :meth:`Result.save`, whatever its kind.
+
+    Raises FileNotFoundError when the directory holds no finished result, ValueError when the
+    arrays do not match their metadata (checksum or shapes) or the result kind is unknown.
+    """
+    from theorylab.store import read_stored_result
+
+    meta, arrays = read_stored_result(directory)
+    kind = meta.get("result_kind", "regret")  # format 1 stored only regret results
+    cls = RESULT_TYPES.get(kind)
+    if cls is None:
+        raise ValueError(
+            f"{Path(directory)}: unknown result kind {kind!r}; known: {', '.join(RESULT_TYPES)}"
+        )
+    return cls.from_stored(meta, arrays)

@@ -1,0 +1,140 @@
+"""The runner of ``kind="offline"``: draw a dataset per seed, fit, score exactly.
+
+For each seed a dataset of N transitions is drawn from the behaviour mixture
+``coverage * pi* + (1 - coverage) * other`` (``theorylab.algorithms.offline.dataset``; the
+default ``coverage=0, other="uniform"`` is the uniform behaviour policy), the algorithm is fitted
+and its policy is scored on the true model:
+
+    SubOpt(pi_hat) = V*(mu0) - V^{pi_hat}(mu0)
+
+by exact policy evaluation (``theorylab.algorithms.offline.scoring``). With a list of dataset
+sizes the largest dataset is drawn once and the smaller ones are its first N rows (nested data,
+so a curve against N is one draw). Called through :func:`theorylab.run`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from theorylab.algorithms.offline.coverage import (
+    optimal_solution,
+)
+from theorylab.algorithms.offline.data_coverage import dataset_concentrability, pevi_coverage
+from theorylab.algorithms.offline.dataset import make_dataset
+from theorylab.algorithms.offline.scoring import fit_and_score
+from theorylab.results import SuboptimalityResult
+from theorylab.runners.problems import resolve_mdp
+
+
+def _sizes(dataset_size) -> list[int]:
+    sizes = list(dataset_size) if isinstance(dataset_size, Sequence) else [dataset_size]
+    if not sizes:
+        raise ValueError("dataset_size must be a positive integer or a non-empty list of them")
+    for n in sizes:
+        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+            raise ValueError(f"dataset_size must be positive integers, got {n!r}")
+    if sorted(sizes) != sizes or len(set(sizes)) != len(sizes):
+        raise ValueError(f"dataset_size must be increasing, got {sizes}")
+    return [int(n) for n in sizes]
+
+
+def run(
+    entry,
+    problem,
+    *,
+    seeds: list[int],
+    seed: int,
+    progress: bool,
+    params: dict[str, Any],
+    dataset_size: int | Sequence[int],
+    coverage: float = 0.0,
+    other: str = "uniform",
+    sampling: str | None = None,
+) -> SuboptimalityResult:
+    """Fit the offline algorithm ``entry`` on datasets of ``dataset_size`` transitions per seed
+    drawn on ``problem`` (a model or a family spec) and score it exactly.
+
+    coverage: the weight w of pi* in the behaviour mixture ``w pi* + (1 - w) other`` (default 0:
+    ``other`` alone); other: "uniform" or "adversarial"; sampling: "trajectories" (default for
+    finite horizon) or "samples" (default when discounted).
+    """
+    sizes = _sizes(dataset_size)
+    t_start = time.perf_counter()
+    mdp = resolve_mdp(problem)
+    horizon_setting = entry.extra.get("horizon")
+    if horizon_setting == "discounted" and mdp.horizon is not None:
+        # A model that states both H and gamma (``random:...,gamma=0.9``) is solved as the
+        # discounted problem by a discounted-only algorithm; the config records it.
+        if mdp.gamma is None or not 0 < mdp.gamma < 1:
+            raise ValueError(
+                f"{entry.name} is stated for discounted MDPs; {mdp.name} has horizon H = "
+                f"{mdp.horizon} and no discount factor in (0, 1) (give gamma=..., e.g. 0.9)"
+            )
+        mdp = mdp.with_objective(gamma=mdp.gamma, horizon=None)
+    if horizon_setting == "finite" and mdp.horizon is None:
+        raise ValueError(
+            f"{entry.name} is stated for finite-horizon MDPs; {mdp.name} is discounted"
+        )
+    ds_all = make_dataset(
+        mdp, sizes[-1], coverage=coverage, other=other, kind=sampling, seeds=seeds, seed=seed
+    )
+    cover = dataset_concentrability(mdp, ds_all)
+    v_star = optimal_solution(mdp).value
+    B, M = len(seeds), len(sizes)
+    sub, val, est = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
+    holds = np.empty((B, M), dtype=bool)
+    pevi_cov = np.empty((B, M)) if mdp.horizon is not None else None
+    bar = None
+    if progress and M > 1:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=M, desc=f"{entry.name} on {mdp.name}", unit="N", leave=False)
+    fitted = None
+    used = list(sizes)
+    for j, n in enumerate(sizes):
+        ds = ds_all if n == sizes[-1] else ds_all.head(n)  # (trajectories: whole episodes)
+        scored = fit_and_score(entry.name, mdp, ds, optimal_value=v_star, **params)
+        fitted = scored["result"]
+        used[j] = ds.N  # trajectory data holds whole episodes: N can be a little below
+        sub[:, j] = scored["suboptimality"]
+        val[:, j] = scored["policy_value"]
+        est[:, j] = np.asarray(scored["value_estimate"], dtype=float)
+        holds[:, j] = scored["pessimism_holds"]
+        if pevi_cov is not None:
+            pevi_cov[:, j] = pevi_coverage(mdp, ds, getattr(mdp, "phi", None))
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    wall = time.perf_counter() - t_start
+    info = {k: v for k, v in fitted.info.items() if isinstance(v, (int, float, str, bool))}
+    config = {
+        "mdp": getattr(mdp, "name", str(problem)),
+        "S": mdp.S,
+        "A": mdp.A,
+        "H": mdp.horizon,
+        "gamma": mdp.gamma if mdp.horizon is None else None,
+        "dataset_size": used if M > 1 else used[0],
+        "sampling": ds_all.kind,
+        "fitted_params": {
+            k: v for k, v in fitted.params.items() if isinstance(v, (int, float, str, bool))
+        },
+    }
+    return SuboptimalityResult(
+        suboptimality=sub,
+        policy_value=val,
+        value_estimate=est,
+        pessimism_holds=holds,
+        dataset_sizes=np.asarray(used, dtype=np.int64),
+        optimal_value=float(v_star),
+        wall_seconds=wall,
+        config=config,
+        coverage={"coverage": coverage, "other": other, **cover},
+        pevi_coverage=pevi_cov,
+        pessimistic=bool(fitted.pessimistic),
+        info=info,
+    )
