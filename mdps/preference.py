@@ -271,6 +271,17 @@ class PreferenceMatrixOracle(_CountingOracle):
         self.queries += p.shape[1] * int(repeats)
         return out
 
+    def compare_seed(self, b: int, i: int, j: int, repeats: int = 1) -> int:
+        """Seed b alone: wins of item i over item j in ``repeats`` comparisons (drawn from
+        ``rngs[b]``, counted in ``queries[b]``): for learners whose seeds query at different
+        times."""
+        if not (0 <= i < self.N and 0 <= j < self.N):
+            raise PreferenceError(f"items ({i}, {j}) are not both in 0..{self.N - 1}")
+        if isinstance(repeats, bool) or int(repeats) != repeats or repeats < 1:
+            raise PreferenceError(f"repeats must be a positive integer, got {repeats!r}")
+        self.queries[b] += int(repeats)
+        return int(self.rngs[b].binomial(int(repeats), self.P[i, j]))
+
 
 def trajectory_features(states, actions, phi) -> np.ndarray:
     """psi(tau) = sum_h phi(s_h, a_h): ``states, actions (B, H)``, ``phi (S, A, d)`` or
@@ -585,3 +596,18 @@ def btl_preferences(rewards: tuple = (0.0, 0.5, 1.0, 0.2)) -> PreferenceGame:
     """BTL preferences of a reward vector (transitive; the vN winner is the argmax item)."""
     r = np.asarray(rewards, dtype=np.float64)
     return PreferenceGame(btl_matrix(r), np.full(r.size, 1.0 / r.size), "btl-preferences")
+
+
+def random_comparison_bandit(
+    S: int = 3, A: int = 6, d: int = 5, B: float = 2.0, norm: float = 1.0, seed: int = 0
+) -> ComparisonBandit:
+    """A random instance: phi ~ N(0, 1/d) entries (S, A, d), uniform rho, theta* drawn on the
+    sum-zero sphere of radius ``norm`` <= B (fixed by ``seed``)."""
+    if not 0 < norm <= B:
+        raise PreferenceError(f"need 0 < norm <= B, got norm = {norm}, B = {B}")
+    rng = np.random.default_rng(seed)
+    phi = rng.normal(scale=1.0 / np.sqrt(d), size=(S, A, d))
+    theta = rng.normal(size=d)
+    theta -= theta.mean()
+    theta *= norm / np.linalg.norm(theta)
+    return ComparisonBandit(phi, np.full(S, 1.0 / S), theta, B, name="comparison-bandit")

@@ -221,6 +221,8 @@ RUN_BUDGET_FLAGS = {
     "sampling": "sampling",
     "backend": "backend",
     "device": "device",
+    "feedback": "feedback",
+    "design": "design",
 }
 
 
@@ -420,6 +422,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["trajectories", "samples"],
         help="offline: trajectories (finite horizon default) or independent samples "
         "(--kind is the former name)",
+    )
+    q.add_argument(
+        "--feedback",
+        choices=["btl"],
+        help="preference: the comparison oracle answering the learner (default btl)",
+    )
+    q.add_argument(
+        "--design",
+        choices=["uniform", "zjj-thm39"],
+        help="preference-offline: which pairs are compared (default uniform)",
     )
     q.add_argument("--no-progress", action="store_true")
     q.set_defaults(func=cmd_run)
