@@ -104,19 +104,26 @@ def btl_loss(X: np.ndarray, y: np.ndarray, counts: np.ndarray | None = None) -> 
     return fgh
 
 
-def plackett_luce_loss(F: np.ndarray) -> Loss:
-    """l_K, its gradient and Hessian: ``F (n, K, d)`` features of each ranking, best first."""
+def plackett_luce_loss(F: np.ndarray, stages: int | None = None) -> Loss:
+    """l_K, its gradient and Hessian: ``F (n, K, d)`` features of each ranking, best first.
+
+    stages: keep only the first ``stages`` factors j = 0..stages-1 of each ranking's likelihood
+    (default K - 1: the full PL likelihood; 1: the top-choice multinomial logit, which discards
+    the rest of the ranking -- used as a less efficient contrast)."""
     n, K, _ = F.shape
-    suffix = np.triu(np.ones((K - 1, K), dtype=bool))  # row j: items k >= j, j = 0..K-2
+    stages = K - 1 if stages is None else int(stages)
+    if not 1 <= stages <= K - 1:
+        raise MLEError(f"stages must lie in 1..K-1 = 1..{K - 1}, got {stages}")
+    suffix = np.triu(np.ones((K - 1, K), dtype=bool))[:stages]  # row j: items k >= j
 
     def fgh(theta):
         z = F @ theta  # (n, K)
         zz = np.where(suffix[None], z[:, None, :], -np.inf)  # (n, K-1, K)
         lse = logsumexp(zz, axis=-1)  # (n, K-1)
-        f = float((lse - z[:, : K - 1]).sum() / n)
-        p = np.exp(zz - lse[..., None])  # softmax over each suffix: (n, K-1, K)
-        mean = p @ F  # E_{p_j}[f]: (n, K-1, d)
-        g = (mean - F[:, : K - 1]).sum(axis=(0, 1)) / n
+        f = float((lse - z[:, :stages]).sum() / n)
+        p = np.exp(zz - lse[..., None])  # softmax over each suffix: (n, stages, K)
+        mean = p @ F  # E_{p_j}[f]: (n, stages, d)
+        g = (mean - F[:, :stages]).sum(axis=(0, 1)) / n
         second = np.einsum("njk,nkd,nke->de", p, F, F)
         H = (second - np.einsum("njd,nje->de", mean, mean)) / n
         return f, g, H
@@ -257,8 +264,12 @@ def btl_mle(X, y, B: float, *, solver: str = "newton") -> np.ndarray:
     return out
 
 
-def plackett_luce_mle(F, B: float, *, solver: str = "newton") -> np.ndarray:
-    """True K-wise MLE per seed: ``F (B, n, K, d)`` features, best first -> ``(B, d)``."""
+def plackett_luce_mle(
+    F, B: float, *, solver: str = "newton", stages: int | None = None
+) -> np.ndarray:
+    """True K-wise MLE per seed: ``F (B, n, K, d)`` features, best first -> ``(B, d)``.
+
+    stages: see :func:`plackett_luce_loss` (Newton only; default: the full likelihood)."""
     _check(B, solver)
     F = np.asarray(F, dtype=np.float64)
     if F.ndim != 4 or F.shape[2] < 2:
@@ -266,9 +277,12 @@ def plackett_luce_mle(F, B: float, *, solver: str = "newton") -> np.ndarray:
     out = np.empty((F.shape[0], F.shape[3]))
     for b in range(F.shape[0]):
         if solver == "cvxpy":
+            if stages is not None:
+                raise MLEError("stages is supported by the Newton solver only")
             out[b] = _cvxpy_pl(F[b], B)
         else:
-            out[b] = ball_constrained_minimiser(plackett_luce_loss(F[b]), F.shape[3], B)
+            loss = plackett_luce_loss(F[b], stages)
+            out[b] = ball_constrained_minimiser(loss, F.shape[3], B)
     return out
 
 
