@@ -1,7 +1,7 @@
 """Package map: the repository's top-level folders install as sub-packages of ``theorylab``.
 
 ``mdps/`` -> ``theorylab.mdps``, ``algorithms/`` -> ``theorylab.algorithms``, ``bounds/`` ->
-``theorylab.bounds``, ``validations/`` -> ``theorylab.validations`` (see ARCHITECTURE.md).
+``theorylab.bounds``, ``validations/`` -> ``theorylab.validations`` (see docs/architecture.md).
 Everything else is configured in pyproject.toml.
 """
 

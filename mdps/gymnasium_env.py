@@ -1,4 +1,5 @@
-"""Any :class:`TabularMDP` as a ``gymnasium.Env`` (peers.md section 1.17: gymnasium conventions).
+"""Any :class:`TabularMDP` as a ``gymnasium.Env`` (gymnasium's ``Env`` API conventions:
+terminated vs truncated, seeding through ``reset``).
 
 ``TabularEnv(mdp)`` (or ``to_gymnasium(mdp)``) samples episodes from the exact model:
 
@@ -15,8 +16,9 @@
   changes no return. ``terminal_states=`` names them explicitly instead (``()`` for none).
 * **truncated** is the time limit: a finite horizon H is implemented as truncation after H steps
   (the MDP has no terminal state at time H, bootstrapping past it is legitimate in the
-  discounted view; peers.md 1.17). ``max_episode_steps`` may shorten it (1 <= it <= H). A purely
-  discounted MDP (no horizon) is never truncated unless ``max_episode_steps`` is given.
+  discounted view, as gymnasium's documentation of time limits says). ``max_episode_steps``
+  may shorten it (1 <= it <= H). A purely discounted MDP (no horizon) is never truncated
+  unless ``max_episode_steps`` is given.
 * ``info`` holds ``stage`` (steps taken before this step), ``prob`` (probability of the sampled
   transition) and ``mean_reward`` (``r_h(s, a)``).
 * Stepping after the episode ended raises ``RuntimeError`` (call ``reset()``).

@@ -1,6 +1,6 @@
 """The tabular MDP: the exact model every algorithm, regret and bound in theorylab is computed on.
 
-Conventions (ARCHITECTURE.md):
+Conventions (docs/architecture.md):
 
 * axes are always (state, action, next state); stages are 0-based in code, ``h = 0 .. H-1``
   (papers write ``h = 1 .. H``);

@@ -1,8 +1,8 @@
 """Gymnasium toy-text models (FrozenLake, Taxi, CliffWalking) as exact :class:`TabularMDP` s.
 
 A toy-text env exposes its model as ``env.unwrapped.P[s][a] = [(prob, next_state, reward,
-terminated), ...]`` (peers.md section 1.17). :func:`from_toy_text` turns that list model into
-arrays:
+terminated), ...]`` (gymnasium's toy-text documentation). :func:`from_toy_text` turns that list
+model into arrays:
 
 * **States**: the env's ``nS`` states keep their indices; one state is *added*, index ``nS``, the
   explicit terminal state. Every transition flagged ``terminated`` goes there instead of to its

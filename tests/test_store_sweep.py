@@ -10,7 +10,7 @@ import pytest
 from sweep_test_agents import RandomPolicyAgent  # tests/ is on sys.path (conftest.py)
 
 import theorylab.store as store
-import theorylab.sweep as sweep_mod
+import theorylab.sweeps as sweep_mod
 from theorylab.experiment import RunResult, run
 from theorylab.results import load_result
 from theorylab.store import (
@@ -22,7 +22,7 @@ from theorylab.store import (
     save_arrays,
     save_result,
 )
-from theorylab.sweep import Cell, Grid, SweepError, open_sweep, sweep
+from theorylab.sweeps import Cell, Grid, SweepError, open_sweep, sweep
 
 MDP = "riverswim:S=4,H=5"
 

@@ -23,8 +23,8 @@ _EXPORTS = {
     "RunResult": "theorylab.results",
     "SuboptimalityResult": "theorylab.results",
     "load_result": "theorylab.results",
-    "sweep": "theorylab.sweep",
-    "Grid": "theorylab.sweep",
+    "sweep": "theorylab.sweeps",
+    "Grid": "theorylab.sweeps",
     # MDPs
     "make": "theorylab.mdps",
     "TabularMDP": "theorylab.mdps",

@@ -34,6 +34,19 @@ def _params(pairs: list[str] | None) -> dict:
     return out
 
 
+def _positive_float(text: str) -> float:
+    """argparse type: a finite number > 0."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
     what = args.what
@@ -78,10 +91,38 @@ def cmd_list(args) -> int:
         for r in rows:
             if "parameters" in r:
                 r["parameters"] = ",".join(f"{k}={v}" for k, v in r["parameters"].items())
-            if len(r["summary"]) > 90:  # the full text: --json
-                r["summary"] = r["summary"][:87].rstrip() + "..."
-        print(_table(rows))
+        print(_table(_fit_to_terminal(rows, ("bounds", "parameters", "summary"))))  # all: --json
     return 0
+
+
+def _fit_to_terminal(rows: list[dict], flexible: tuple[str, ...]) -> list[dict]:
+    """Shorten the ``flexible`` columns (with "...") so that the table fits the terminal's
+    width (``COLUMNS``, else the terminal, else 100 columns when output is piped)."""
+    import shutil
+
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    if not rows:
+        return rows
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    fixed = sum(w for c, w in widths.items() if c not in flexible) + 2 * (len(columns) - 1)
+    room = max(len(flexible) * 12, width - fixed)
+    present = [c for c in flexible if c in widths]
+    # share the room: a column that needs less than its share gives the rest to the others
+    limits: dict[str, int] = {}
+    for i, c in enumerate(sorted(present, key=lambda c: widths[c])):
+        share = room // (len(present) - i)
+        limits[c] = max(len(c), min(widths[c], share))
+        room -= limits[c]
+    out = []
+    for r in rows:
+        r = dict(r)
+        for c, limit in limits.items():
+            text = str(r.get(c, ""))
+            if len(text) > limit:
+                r[c] = text[: limit - 3].rstrip() + "..."
+        out.append(r)
+    return out
 
 
 # --------------------------------------------------------------------------- solve
@@ -101,22 +142,31 @@ def cmd_solve(args) -> int:
     method = args.method
     if method == "auto":
         method = "backward_induction" if mdp.horizon is not None else "value_iteration"
+    vi_options = {"tol": args.tol, "stopping": args.stopping}
+    given = [f"--{k}" for k, v in vi_options.items() if v is not None]
+    if given and method != "value_iteration":
+        raise ValueError(
+            f"{' and '.join(given)} set value iteration's stopping rule; the method here is "
+            f"{method} (a discounted MDP, --gamma, or --method value_iteration uses them)"
+        )
+    options = {k: v for k, v in vi_options.items() if v is not None}
+    if method == "lp":
+        options["kind"] = "dual"
     t0 = time.perf_counter()
-    if method == "backward_induction":
-        sol = planning.backward_induction(mdp)
-    elif method == "value_iteration":
-        sol = planning.value_iteration(mdp, tol=args.tol, stopping=args.stopping)
-    elif method == "policy_iteration":
-        sol = planning.policy_iteration(mdp)
-    else:
-        from theorylab.algorithms.planning.lp import lp_solve
-
-        sol = lp_solve(mdp, kind="dual")
+    sol = planning.solve(mdp, method, **options)
     seconds = time.perf_counter() - t0
     pol = np.asarray(sol.policy)
+    undetermined = None
     if not np.issubdtype(pol.dtype, np.integer):  # the LP's pi(a|s) = d(s,a) / sum_a d(s,a)
+        # The LP's policy is defined where the optimal occupancy d(s, .) has mass (states an
+        # optimal policy reaches from mu0); elsewhere every action is LP-optimal, so those
+        # states are marked undetermined instead of showing an arbitrary action.
+        undetermined = np.asarray(sol.occupancy).sum(axis=-1) <= 0  # (H, S) or (S,)
         pol = pol.argmax(axis=-1)
     first = pol[0] if pol.ndim == 2 else pol  # stage h = 0, or the stationary policy
+    first_undetermined = None
+    if undetermined is not None:
+        first_undetermined = undetermined[0] if undetermined.ndim == 2 else undetermined
     out = {
         "mdp": mdp.name,
         "S": mdp.S,
@@ -127,8 +177,21 @@ def cmd_solve(args) -> int:
         "value": float(sol.value),
         "solve_seconds": seconds,
         "build_seconds": build,
-        "policy_first_stage": first.tolist() if mdp.S <= 64 else None,
-        "policy_action_counts": np.bincount(first, minlength=mdp.A).tolist(),
+        "policy_first_stage": (
+            [
+                None if first_undetermined is not None and first_undetermined[s] else int(a)
+                for s, a in enumerate(first)
+            ]
+            if mdp.S <= 64
+            else None
+        ),
+        "policy_action_counts": np.bincount(
+            first if first_undetermined is None else first[~first_undetermined],
+            minlength=mdp.A,
+        ).tolist(),
+        "policy_undetermined_states": (
+            int(first_undetermined.sum()) if first_undetermined is not None else 0
+        ),
         "error_bound": getattr(sol, "info", {}).get("error_bound", 0.0),
     }
     if method == "value_iteration":
@@ -146,9 +209,15 @@ def cmd_solve(args) -> int:
     )
     stage = "h=0 " if mdp.horizon is not None else ""
     if out["policy_first_stage"] is not None:
-        print(f"policy   {stage}{' '.join(map(str, out['policy_first_stage']))}")
+        shown = ("-" if a is None else str(a) for a in out["policy_first_stage"])
+        print(f"policy   {stage}{' '.join(shown)}")
     counts = ", ".join(f"a={a}: {c}" for a, c in enumerate(out["policy_action_counts"]))
     print(f"actions  {stage}{counts}")
+    if out["policy_undetermined_states"]:
+        print(
+            f"         ('-': {out['policy_undetermined_states']} state(s) no optimal policy "
+            "reaches from mu0 at this stage;\n          the LP leaves their action undetermined)"
+        )
     print(f"time     {seconds * 1e3:.3f} ms solve, {build * 1e3:.3f} ms build")
     return 0
 
@@ -241,6 +310,9 @@ def cmd_run(args) -> int:
         for flag, key in RUN_BUDGET_FLAGS.items()
         if getattr(args, flag) is not None
     }
+    for path in (args.plot, args.json, args.csv, args.parquet):
+        if path:
+            _check_writable(path)  # before the run, not after it
     result = run(
         args.algorithm,
         args.mdp,
@@ -264,15 +336,41 @@ def cmd_run(args) -> int:
         result.save(args.save)
         print(f"saved {args.save}")
     if args.plot:
-        from theorylab.validations.claim import carried_bound_curves
-
-        bounds, notes = carried_bound_curves(result, params.get("delta", 0.1))
-        drawn = {"bound_curves": bounds, "rescale_bound": True} if bounds else {}
-        result.plot(args.plot, **drawn)
-        for line in notes:
+        for line in _write_run_plot(result, args.plot, params.get("delta", 0.1), args.loglog):
             print(line)
         print(f"wrote {args.plot}")
     return 0
+
+
+def _write_run_plot(result, path: str, delta: float, loglog: bool) -> list[str]:
+    """Draw ``result`` to ``path``; return the lines to print. A regret run (expected return)
+    is drawn with the null agent's exact regret, and its theorem as printed where it is
+    informative (log-log axes: always, beside the trivial bound); the lines say, from the run's
+    numbers, whether the theorem is informative and whether the run left its burn-in."""
+    from theorylab.validations.reference import burn_in_end, plot_keywords, regret_reference
+
+    if result.result_kind != "regret" or result.config.get("objective") != "expected return":
+        result.plot(path)
+        return [f"(drawn without reference lines: {result.result_kind} result)"]
+    ref = regret_reference(result, delta=delta)
+    result.plot(path, **plot_keywords(ref, loglog=loglog))
+    lines = list(ref.notes)
+    end = burn_in_end(result.regret, ref.null_per_episode)
+    tail = float(result.regret[:, -max(1, result.episodes // 10) :].mean())
+    lines.append(
+        f"null agent (uniform random policy): {ref.null_per_episode:.4g} regret per episode; "
+        f"this run, last 10% of episodes: {tail:.4g}"
+    )
+    if end is None:
+        lines.append(
+            f"the run is still in its burn-in at K = {result.episodes} (per-episode regret not "
+            "below half the null agent's): run more episodes"
+        )
+    else:
+        lines.append(f"the run left its burn-in at about episode {end}")
+    if ref.bound_name is not None:
+        lines.append(ref.bound_status())
+    return lines
 
 
 # --------------------------------------------------------------------------- validate
@@ -282,12 +380,25 @@ def cmd_validate(args) -> int:
     if args.all == (args.name is not None):
         raise ValueError("give one validation NAME or --all (see: theorylab list validations)")
     names = list_validations() if args.all else [args.name]
+    if args.plot and args.all:  # a folder: one figure per claim, named after it
+        from pathlib import Path
+
+        Path(args.plot).mkdir(parents=True, exist_ok=True)
+        _check_writable(str(Path(args.plot) / "x.png"))
+    elif args.plot:
+        _check_writable(args.plot)
     reports = []
     for name in names:
-        plot = args.plot if not args.all else None
+        plot = args.plot
+        if args.plot and args.all:
+            plot = os.path.join(args.plot, f"{name}.png")
         rep = validate(name, scale=args.scale, plot=plot, progress=not args.no_progress)
         reports.append(rep)
         print(rep.format())
+        if plot and rep.figure:
+            print(f"wrote {rep.figure}")
+        elif plot:
+            print(f"(no figure: {name} checks exact identities or values and draws none)")
         print()
     rows = [
         {
@@ -306,6 +417,79 @@ def cmd_validate(args) -> int:
         atomic_write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0 if all(r.passed for r in reports) else 1
+
+
+# --------------------------------------------------------------------------- sweep
+def cmd_sweep(args) -> int:
+    from theorylab.grid_file import load_grid_file
+    from theorylab.sweep_tables import check_export_path, export, summary_rows
+    from theorylab.sweeps import sweep
+
+    if args.address is not None and args.executor != "ray":
+        raise ValueError(f"--address is for --executor ray, not {args.executor}")
+    cells = load_grid_file(args.grid)
+    if args.export:
+        check_export_path(args.export)
+        _check_writable(args.export)
+    print(f"{len(cells)} cells from {args.grid}; results under {args.store}", file=sys.stderr)
+    result = sweep(
+        cells,
+        directory=args.store,
+        executor=args.executor,
+        max_workers=args.workers,
+        progress=not args.no_progress,
+        on_error="collect",
+        address=args.address,
+    )
+    rows = summary_rows(result)
+    print(_table(rows))
+    print(
+        f"{len(result.computed)} computed, {len(result.skipped)} already stored, "
+        f"{len(result.failures)} failed, of {len(result.cells)} cells"
+    )
+    from theorylab.store import atomic_write_bytes
+
+    summary_csv = os.path.join(args.store, "summary.csv")
+    atomic_write_bytes(summary_csv, _csv_text(rows).encode("utf-8"))
+    print(f"wrote {summary_csv}")
+    if args.export:
+        export(result, args.export)
+        print(f"wrote {args.export}")
+    for cell_id, text in result.failures.items():
+        last = text.strip().splitlines()[-1] if text.strip() else "(no message)"
+        print(f"cell {cell_id} failed: {last} (traceback in its error.txt)", file=sys.stderr)
+    return 1 if result.failures else 0
+
+
+def _csv_text(rows: list[dict]) -> str:
+    import csv
+    import io
+
+    columns: list[str] = []
+    for r in rows:
+        columns += [c for c in r if c not in columns]
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
+    writer.writeheader()
+    writer.writerows(rows)
+    return buf.getvalue()
+
+
+def _check_writable(path: str) -> None:
+    """Fail before a long computation, not after it, when ``path`` cannot be written: its folder
+    must exist (or be creatable) and accept a new file."""
+    import tempfile
+    from pathlib import Path
+
+    folder = Path(path).resolve().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise ValueError(
+            f"cannot write {path}: {exc.strerror or exc} (checked before running)"
+        ) from None
 
 
 # --------------------------------------------------------------------------- bench
@@ -335,6 +519,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="theorylab",
         description="Provable RL algorithms checked against their theorems.",
     )
+    from theorylab import __version__
+
+    p.add_argument("--version", action="version", version=f"theorylab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     q = sub.add_parser("list", help="list MDP families, algorithms, bounds or validations")
@@ -351,11 +538,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="auto",
         choices=["auto", "backward_induction", "value_iteration", "policy_iteration", "lp"],
     )
-    q.add_argument("--tol", type=float, default=1e-10, help="value-iteration tolerance")
+    q.add_argument(
+        "--tol",
+        type=_positive_float,
+        help="value iteration: the certified error ||V - V*|| it stops at (default 1e-10)",
+    )
     q.add_argument(
         "--stopping",
         choices=["sup", "span"],
-        default="sup",
         help="value iteration's certified stopping rule: sup (contraction) or span (MacQueen's "
         "bounds: same certificate, usually far fewer sweeps)",
     )
@@ -381,7 +571,13 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("algorithm", help="algorithm name, e.g. ucbvi-bernstein")
     q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
     q.add_argument("--episodes", "-K", type=int, help="online: episodes K per seed")
-    q.add_argument("--seeds", "-B", type=int, default=8)
+    q.add_argument(
+        "--seeds",
+        "-B",
+        type=int,
+        default=8,
+        help="number of seeds B, run batched (default 8); seed i is reproducible alone",
+    )
     q.add_argument("--seed", type=int, default=0, help="root seed")
     q.add_argument(
         "--param",
@@ -390,7 +586,16 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE",
         help="algorithm parameter (repeatable), e.g. -p delta=0.05",
     )
-    q.add_argument("--plot", help="write the regret plot (PNG or SVG by suffix)")
+    q.add_argument(
+        "--plot",
+        help="write the figure (PNG, SVG or PDF by suffix): regret runs are drawn with the null "
+        "agent's exact regret and the theorem where it is informative",
+    )
+    q.add_argument(
+        "--loglog",
+        action="store_true",
+        help="with --plot: log-log axes, the theorem drawn as printed beside the trivial bound",
+    )
     q.add_argument("--json", help="write a JSON summary (per-seed values, config)")
     q.add_argument("--csv", help="write the long table (one row per seed x step) as CSV")
     q.add_argument("--parquet", help="write the long table as Parquet (needs pandas, pyarrow)")
@@ -433,22 +638,67 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["uniform", "zjj-thm39"],
         help="preference-offline: which pairs are compared (default uniform)",
     )
-    q.add_argument("--no-progress", action="store_true")
+    q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_run)
 
     q = sub.add_parser("validate", help="check a claim: algorithm x MDP x bound")
     q.add_argument("name", nargs="?", help="validation name (theorylab list validations)")
     q.add_argument("--all", action="store_true", help="run every validation")
-    q.add_argument("--scale", choices=["quick", "full"], default="quick")
+    q.add_argument(
+        "--scale",
+        choices=["quick", "full"],
+        default="quick",
+        help="quick: seconds, what CI runs (default); full: the claim's real check (minutes)",
+    )
     q.add_argument("--json", help="write the report as JSON")
-    q.add_argument("--plot", help="write the figure (single validation)")
-    q.add_argument("--no-progress", action="store_true")
+    q.add_argument(
+        "--plot",
+        help="write the claim's figure to this file; with --all, a folder that gets one "
+        "NAME.png per claim that draws one (the others say that they draw none)",
+    )
+    q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_validate)
+
+    q = sub.add_parser(
+        "sweep",
+        help="run a grid of experiments (TOML file), resumable, locally or on a Ray cluster",
+        description="Run every cell of GRID.toml (algorithms x MDP specs x parameters x seeds; "
+        "see docs/tutorials/sweeps.md) not already stored under --store, then print a summary "
+        "table. Re-running the same command resumes: finished cells are skipped.",
+    )
+    q.add_argument("grid", help="grid file (TOML): algorithms, mdps, episodes, seeds, params")
+    q.add_argument("--store", required=True, help="result directory (one folder per cell)")
+    q.add_argument(
+        "--executor",
+        default="process",
+        choices=["process", "serial", "ray"],
+        help="process: a local process pool (default); serial: one cell after another in this "
+        "process; ray: one Ray task per cell",
+    )
+    q.add_argument(
+        "--address",
+        help="with --executor ray: the cluster to join, HOST:PORT of a head started with "
+        "'ray start --head', 'auto', or ray://HOST:10001 (Ray Client); default: a local Ray",
+    )
+    q.add_argument("--workers", type=int, help="process executor: pool size (default: CPU count)")
+    q.add_argument(
+        "--export",
+        metavar="FILE",
+        help="write one row per cell x seed x episode to FILE.csv or FILE.parquet",
+    )
+    q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
+    q.set_defaults(func=cmd_sweep)
 
     from theorylab.bench.suite import BENCHMARKS
 
     q = sub.add_parser("bench", help="benchmarks (tables, not timed tests)")
-    q.add_argument("which", nargs="?", default="all", choices=[*BENCHMARKS, "all"])
+    q.add_argument(
+        "which",
+        nargs="?",
+        default="all",
+        choices=[*BENCHMARKS, "all"],
+        help="which benchmark table to produce (default: all of them)",
+    )
     q.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     q.add_argument(
         "--backend",
@@ -463,8 +713,8 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("demo", help="UCBVI against greedy on RiverSwim: table + regret.png")
     q.add_argument("--out", default="regret.png", help="figure path (PNG or SVG)")
     q.add_argument("--episodes", type=int, default=None)
-    q.add_argument("--seeds", type=int, default=None)
-    q.add_argument("--no-progress", action="store_true")
+    q.add_argument("--seeds", type=int, default=None, help="seeds per algorithm (default 8)")
+    q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_demo)
     return p
 
@@ -473,6 +723,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
+    except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT
+        kept = " (finished cells are stored: run the same command to resume)"
+        print(
+            f"\ntheorylab {args.command}: interrupted{kept if args.command == 'sweep' else ''}",
+            file=sys.stderr,
+        )
+        return 130
     except BrokenPipeError:  # the reader went away (``theorylab list mdps | head``): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

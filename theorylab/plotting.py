@@ -88,6 +88,10 @@ def plot_regret(
     title: str | None = None,
     xlabel: str = "episode k",
     ylabel: str = "cumulative regret",
+    references: Mapping[str, np.ndarray] | None = None,
+    informative_from: Mapping[str, int | None] | None = None,
+    notes: Sequence[str] = (),
+    loglog: bool = False,
 ) -> Axes:
     """Mean cumulative regret per algorithm with bootstrap bands, and the bound curves.
 
@@ -99,9 +103,20 @@ def plot_regret(
         "rescaled × c"); a curve label instead of True rescales to that curve; ``"both"`` draws
         the raw and the rescaled bound.
     x: ``(K,)`` x values (default episodes 1..K; curves of different K get their own 1..K).
+    references: ``{label: (K,)}`` exact reference curves drawn in grey, e.g. the null agent's
+        cumulative regret (uniformly random policy; dash-dot) and the trivial bound K x the
+        largest per-episode regret (dotted), from ``theorylab.validations.reference``.
+    informative_from: ``{bound label: K or None}`` the K from which each bound is informative
+        (below the trivial bound): a vertical line marks it when it falls inside the plotted
+        range; otherwise the bound's legend entry says it is vacuous over the plotted range.
+    notes: extra legend lines (no curve), e.g. why a bound is not drawn.
+    loglog: logarithmic axes (non-positive points dropped), on which a bound drawn as printed
+        fits beside the data.
     """
     if not curves:
         raise ValueError("plot_regret needs at least one curve")
+    if loglog and rescale_bound is not False:
+        raise ValueError("loglog=True draws the bounds as printed: pass rescale_bound=False")
     ax = new_axes() if ax is None else ax
     colors = _colors(len(curves) + len(bound_curves or {}))
     means: dict[str, np.ndarray] = {}
@@ -113,12 +128,34 @@ def plot_regret(
         if xv.shape != (K,):
             raise ValueError(f"x has shape {xv.shape}, curve {label!r} has {K} points")
         mean, lo, hi = mean_curve_ci(arr, confidence, n_resamples=n_resamples)
+        ok = mean > 0 if loglog else np.ones(K, dtype=bool)  # log axes: positive points only
         ax.plot(
-            xv, mean, color=colors[i], lw=1.6, label=_band_label(label, arr.shape[0], confidence)
+            xv[ok],
+            mean[ok],
+            color=colors[i],
+            lw=1.6,
+            label=_band_label(label, arr.shape[0], confidence),
         )
         if arr.shape[0] > 1:
-            ax.fill_between(xv, lo, hi, color=colors[i], alpha=0.2, lw=0)
+            low = np.maximum(lo[ok], mean[ok] * 1e-3) if loglog else lo[ok]
+            ax.fill_between(xv[ok], low, hi[ok], color=colors[i], alpha=0.2, lw=0)
         means[label], xs[label] = mean, xv
+
+    first_x = xs[next(iter(curves))]
+    for j, (label, ref) in enumerate((references or {}).items()):
+        r = np.asarray(ref, dtype=float)  # (K,)
+        if r.shape != first_x.shape:
+            raise ValueError(f"reference {label!r} has shape {r.shape}, expected {first_x.shape}")
+        ok = r > 0 if loglog else np.ones(r.shape, dtype=bool)
+        ax.plot(
+            first_x[ok],
+            r[ok],
+            color=str(0.2 + 0.25 * j),
+            lw=1.3,
+            ls=("-." if j == 0 else ":"),
+            label=label,
+        )
+    informative = dict(informative_from or {})
 
     if bound_curves:
         target = next(iter(curves)) if rescale_bound in (True, "both") else rescale_bound
@@ -132,8 +169,27 @@ def plot_regret(
             xb = xs[target] if target is not False else xs[next(iter(curves))]
             if b.shape != xb.shape:
                 raise ValueError(f"bound {label!r} has shape {b.shape}, expected {xb.shape}")
+            shown = label
+            if label in informative:
+                k_inf = informative[label]
+                if k_inf is not None and k_inf <= xb[-1]:
+                    ax.axvline(
+                        k_inf,
+                        color=color,
+                        ls=":",
+                        lw=1.2,
+                        label=f"{label.split(' ')[0]} informative from K = {k_inf}",
+                    )
+                elif k_inf is None:
+                    shown = f"{label}: vacuous over the plotted range (and beyond)"
+                else:
+                    shown = (
+                        f"{label}: vacuous over the plotted range "
+                        f"(informative from K = {k_inf:.3g})"
+                    )
             if rescale_bound is False or rescale_bound == "both":
-                ax.plot(xb, b, ls="--", color=color, lw=1.4, label=label)
+                ok = b > 0 if loglog else np.ones(b.shape, dtype=bool)
+                ax.plot(xb[ok], b[ok], ls="--", color=color, lw=1.4, label=shown)
             if target is not False:
                 if b[-1] <= 0:
                     raise ValueError(f"bound {label!r} is not positive at the last episode")
@@ -144,8 +200,13 @@ def plot_regret(
                     ls=":" if rescale_bound == "both" else "--",
                     color=color,
                     lw=1.4,
-                    label=f"{label}, rescaled ×{c:.3g} to meet {target} at the end (rate only)",
+                    label=f"{shown}, rescaled ×{c:.3g} to meet {target} at the end (rate only)",
                 )
+    for note in notes:
+        ax.plot([], [], " ", label=note)
+    if loglog:
+        ax.set_xscale("log")
+        ax.set_yscale("log")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     if title:

@@ -36,6 +36,8 @@ from typing import IO, Any
 
 import numpy as np
 
+from theorylab.errors import TheorylabError
+
 RESULT_JSON = "result.json"
 RESULT_NPZ = "result.npz"
 RESULT_FORMAT = "theorylab.Result/2"
@@ -43,6 +45,10 @@ RESULT_FORMAT = "theorylab.Result/2"
 READABLE_FORMATS = (RESULT_FORMAT, "theorylab.RunResult/1")
 
 _umask: int | None = None
+
+
+class CorruptResultError(TheorylabError, ValueError):
+    """A stored result whose files do not read back (garbage metadata, wrong checksum)."""
 
 
 def _file_mode() -> int:
@@ -187,16 +193,19 @@ def save_result(result, directory: str | os.PathLike) -> Path:
 
 def read_result_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     """The parsed ``result.json`` of a stored result (raises FileNotFoundError if absent,
-    ValueError naming the file if it is not a theorylab result)."""
+    :class:`CorruptResultError`, a ValueError naming the file, if it is not a theorylab result)."""
     path = Path(directory) / RESULT_JSON
-    with open(path, encoding="utf-8") as fh:
-        try:
+    try:
+        with open(path, encoding="utf-8") as fh:
             meta = json.load(fh)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not valid JSON ({exc.msg} at line {exc.lineno})") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise CorruptResultError(
+            f"{path} is not a stored result's metadata (not valid JSON: {exc}); delete the "
+            "directory to recompute it"
+        ) from None
     if not isinstance(meta, dict) or meta.get("format") not in READABLE_FORMATS:
         found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
-        raise ValueError(f"{path} has format {found!r}, expected {RESULT_FORMAT!r}")
+        raise CorruptResultError(f"{path} has format {found!r}, expected {RESULT_FORMAT!r}")
     return meta
 
 
@@ -226,7 +235,9 @@ def read_stored_result(
     d = Path(directory)
     meta = read_result_metadata(d)
     if meta.get("npz_sha256") != _sha256(d / RESULT_NPZ):
-        raise ValueError(f"{d / RESULT_NPZ} does not match the checksum in {d / RESULT_JSON}")
+        raise CorruptResultError(
+            f"{d / RESULT_NPZ} does not match the checksum in {d / RESULT_JSON}"
+        )
     arrays = load_arrays(d / RESULT_NPZ)
     for name, shape in meta["shapes"].items():
         if name not in arrays or list(arrays[name].shape) != shape:

@@ -55,5 +55,12 @@ def validate(
     progress: bool = False,
     seed: int = 0,
 ):
-    """Run the named validation at ``scale`` ("quick" or "full") and return its Report."""
-    return VALIDATIONS.get(name).run(scale, plot=plot, progress=progress, seed=seed)
+    """Run the named validation at ``scale`` ("quick" or "full") and return its Report.
+
+    An unknown scale raises ``ValueError`` naming the validation's scales before anything runs.
+    """
+    validation = VALIDATIONS.get(name)
+    scales = sorted(getattr(validation, "scales", None) or ("quick", "full"))
+    if not isinstance(scale, str) or scale not in scales:
+        raise ValueError(f"validation {name!r} has scales {scales}, not {scale!r}")
+    return validation.run(scale, plot=plot, progress=progress, seed=seed)

@@ -14,11 +14,51 @@ from theorylab.algorithms.planning.value_iteration import (
 )
 
 
-def solve(mdp, **kwargs) -> Solution:
-    """Backward induction for a finite-horizon MDP, value iteration for a discounted one."""
-    if mdp.horizon is not None and kwargs.get("gamma") is None:
+SOLVE_METHODS = ("auto", "backward_induction", "value_iteration", "policy_iteration", "lp")
+
+# The keywords each method takes (besides the MDP); anything else is refused, not ignored.
+_METHOD_KEYWORDS = {
+    "backward_induction": (),
+    "value_iteration": ("gamma", "tol", "stopping", "max_iter", "V0"),
+    "policy_iteration": ("gamma", "max_iter"),
+    "lp": ("gamma", "kind", "mu", "solver", "solver_options"),
+}
+
+
+def solve(mdp, method: str = "auto", **kwargs):
+    """Solve ``mdp`` exactly with ``method``.
+
+    method: ``"auto"`` (backward induction for a finite-horizon MDP when no ``gamma`` is given,
+        value iteration otherwise), ``"backward_induction"``, ``"value_iteration"``,
+        ``"policy_iteration"`` or ``"lp"`` (:func:`lp_solve`).
+    kwargs: the chosen method's own keywords (value iteration: ``gamma``, ``tol``, ``stopping``,
+        ``max_iter``, ``V0``; policy iteration: ``gamma``, ``max_iter``; LP: ``gamma``, ``kind``,
+        ``mu``, ``solver``, ``solver_options``; backward induction: none). A keyword the method
+        does not take raises ``TypeError`` naming the ones it does, rather than being ignored.
+    """
+    if method not in SOLVE_METHODS:
+        raise ValueError(f"unknown method {method!r}; methods: {', '.join(SOLVE_METHODS)}")
+    if method == "auto":
+        finite = mdp.horizon is not None and kwargs.get("gamma") is None
+        method = "backward_induction" if finite else "value_iteration"
+    allowed = _METHOD_KEYWORDS[method]
+    extra = sorted(set(kwargs) - set(allowed))
+    if extra:
+        takes = (
+            ", ".join(allowed) if allowed else "no keywords (it is exact and needs no tolerance)"
+        )
+        raise TypeError(f"solve(method={method!r}) does not take {extra}; {method} takes {takes}")
+    if method == "backward_induction":
+        if mdp.horizon is None:
+            raise ValueError(f"{mdp!r} has no finite horizon: backward induction needs one")
         return backward_induction(mdp)
-    return value_iteration(mdp, **kwargs)
+    if method == "value_iteration":
+        return value_iteration(mdp, **kwargs)
+    if method == "policy_iteration":
+        return policy_iteration(mdp, **kwargs)
+    from theorylab.algorithms.planning.lp import lp_solve
+
+    return lp_solve(mdp, **kwargs)
 
 
 __all__ = [
@@ -30,6 +70,7 @@ __all__ = [
     "policy_iteration",
     "policy_values",
     "solve",
+    "SOLVE_METHODS",
     "value_iteration",
 ]
 

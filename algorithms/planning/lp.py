@@ -68,6 +68,9 @@ formulation.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -197,11 +200,17 @@ def _solve(problem: cp.Problem, solver: str, solver_options: dict | None, what: 
         for key in ("primal_feasibility_tolerance", "dual_feasibility_tolerance"):
             if key not in options and key not in nested:
                 nested[key] = HIGHS_TOLERANCE
+        if "output_flag" not in options and "output_flag" not in nested:
+            nested["output_flag"] = bool(options.get("verbose"))  # HiGHS's log: only if verbose
         options["highs_options"] = nested
     try:
         with warnings.catch_warnings():  # an inaccurate solution is reported below, as an error
             warnings.filterwarnings("ignore", message="Solution may be inaccurate")
-            problem.solve(solver=solver, **options)
+            # HiGHS prints a banner from C when its first instance is created, before any
+            # option applies: keep the process's stdout clean unless the caller asked for logs
+            quiet = contextlib.nullcontext() if options.get("verbose") else _stdout_silenced()
+            with quiet:
+                problem.solve(solver=solver, **options)
     except cp.error.SolverError as exc:
         raise LPSolverError(f"{solver} failed on the {what}: {exc}") from exc
     if problem.status != cp.OPTIMAL:
@@ -210,6 +219,25 @@ def _solve(problem: cp.Problem, solver: str, solver_options: dict | None, what: 
             "a valid MDP's LP is always feasible and bounded, so this is a solver failure: "
             "try another solver (solver='CLARABEL') or looser solver_options"
         )
+
+
+@contextlib.contextmanager
+def _stdout_silenced():
+    """File descriptor 1 points at /dev/null inside the block (C libraries write there
+    directly, past ``sys.stdout``); Python's own stdout is flushed first and restored after."""
+    try:
+        sys.stdout.flush()
+        saved = os.dup(1)
+    except (OSError, ValueError, AttributeError):  # no real fd 1 (an embedded interpreter)
+        yield
+        return
+    try:
+        with open(os.devnull, "wb") as null:
+            os.dup2(null.fileno(), 1)
+        yield
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
 
 
 def _stats(problem: cp.Problem, solver: str, M: sp.csr_array) -> dict:

@@ -65,6 +65,10 @@ def value_iteration(
     g = _gamma(mdp, gamma)
     if stopping not in ("sup", "span"):
         raise ValueError(f"stopping must be 'sup' or 'span', got {stopping!r}")
+    if not (isinstance(tol, (int, float, np.floating)) and np.isfinite(tol) and tol > 0):
+        raise ValueError(f"tol must be a positive number (the certified error), got {tol!r}")
+    if isinstance(max_iter, bool) or int(max_iter) != max_iter or max_iter < 1:
+        raise ValueError(f"max_iter must be a positive integer, got {max_iter!r}")
     t0 = time.perf_counter()
     V = np.zeros(mdp.S) if V0 is None else np.array(V0, dtype=np.float64)
     threshold = tol * (1 - g) / g if g > 0 else np.inf

@@ -1,8 +1,8 @@
 r"""The backend interface: the hot kernels every batched algorithm calls, in one place.
 
-ARCHITECTURE.md: "Hot kernels live behind one backend interface with three implementations:
+Hot kernels live behind one backend interface with three implementations (docs/architecture.md):
 numpy (the readable reference), numba (CPU, compiled, parallel) and torch (CPU or CUDA).
-Algorithms call the kernels; they do not branch on the backend."
+Algorithms call the kernels; they do not branch on the backend.
 
 Kernels (shapes: B seeds, S states, A actions, H steps, k columns, d features)
 ------------------------------------------------------------------------------

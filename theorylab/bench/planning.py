@@ -58,6 +58,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 import time
 import tracemalloc
 from collections.abc import Callable, Sequence
@@ -196,13 +197,32 @@ def bench_planning(
     if read_gbs is None:
         read_gbs = memory_read_bandwidth(nbytes=2**28 if quick else 2**30)["numba_gbs"]
     rows = []
-    for S in sizes:
+    sizes = [int(S) for S in sizes]
+    _say(
+        f"planning: {len(sizes)} size(s) S = {', '.join(f'{S:.0e}' for S in sizes)} "
+        f"({A} actions, {b} successors, {repeats} repeats{', pymdptoolbox' if peers else ''}); "
+        "the time of the rest is estimated from the first size (the work grows linearly in S)"
+    )
+    t_start = time.perf_counter()
+    for i, S in enumerate(sizes):
+        t0 = time.perf_counter()
+        _say(f"planning: S = {S:.0e} ({i + 1} of {len(sizes)}) ...")
         gc.collect()
         rows.append(
-            _bench_size(int(S), A, b, repeats, gamma, tol, seed, solve, float32, peers, read_gbs)
+            _bench_size(S, A, b, repeats, gamma, tol, seed, solve, float32, peers, read_gbs)
         )
         gc.collect()
+        took = time.perf_counter() - t0
+        rest = sum(sizes[i + 1 :]) / S * took
+        more = f"; the remaining sizes: about {rest:.0f} s" if i + 1 < len(sizes) else ""
+        _say(f"planning: S = {S:.0e} took {took:.1f} s{more}")
+    _say(f"planning: done in {time.perf_counter() - t_start:.1f} s")
     return rows
+
+
+def _say(line: str) -> None:
+    """A progress line on stderr (the tables go to stdout)."""
+    print(line, file=sys.stderr, flush=True)
 
 
 def _bench_size(

@@ -19,10 +19,10 @@ Memory cap: the dense empirical model holds 2 x 8 x B x S x A x S bytes (x H for
 A configuration above ``max_model_bytes`` (default 2 GiB, e.g. S = 1000 with B = 256: 8 GiB) is
 reported as skipped, not run.
 
-Reference (peers.md / the brief): rlberry-scool 0.7.3's UCBVIAgent ran about 600 episodes/s on
-Chain(L=10), H=20 and about 4 episodes/s on Chain(L=100), H=50 on a 2-core machine (one seed at a
-time). ``RLBERRY_REFERENCE`` holds those numbers; ``measure_rlberry`` measures it again when a
-Python with rlberry-scool is available (it is not a dependency of theorylab).
+Reference (docs/benchmarks.md, "Peers"): rlberry-scool 0.7.3's UCBVIAgent ran about 600
+episodes/s on Chain(L=10), H=20 and about 4 episodes/s on Chain(L=100), H=50 on a 2-core machine
+(one seed at a time). ``RLBERRY_REFERENCE`` holds those numbers; ``measure_rlberry`` measures it
+again when a Python with rlberry-scool is available (it is not a dependency of theorylab).
 """
 
 from __future__ import annotations

@@ -88,11 +88,11 @@ def run(
     sub, val, est = np.empty((B, M)), np.empty((B, M)), np.empty((B, M))
     holds = np.empty((B, M), dtype=bool)
     pevi_cov = np.empty((B, M)) if mdp.horizon is not None else None
-    bar = None
-    if progress and M > 1:
-        from tqdm.auto import tqdm
+    from theorylab.progress import progress_bar
 
-        bar = tqdm(total=M, desc=f"{entry.name} on {mdp.name}", unit="N", leave=False)
+    bar = progress_bar(
+        M, f"{entry.name} on {mdp.name}", "N", enabled=progress and M > 1, leave=False
+    )
     fitted = None
     used = list(sizes)
     for j, n in enumerate(sizes):

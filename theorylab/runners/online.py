@@ -73,11 +73,9 @@ def run(
     returns = np.empty((B, episodes))
     estimates = np.full((B, episodes), np.nan)
     has_estimate = hasattr(agent, "value_estimate")
-    bar = None
-    if progress:
-        from tqdm.auto import tqdm
+    from theorylab.progress import progress_bar
 
-        bar = tqdm(total=episodes, desc=f"{entry.name} on {mdp.name}", unit="ep", leave=False)
+    bar = progress_bar(episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False)
     t0 = time.perf_counter()
     for k in range(episodes):
         pi = agent.policy()
@@ -87,11 +85,9 @@ def run(
         traj = objective.rollout(mdp, pi, env_rngs)
         returns[:, k] = traj.returns()
         agent.update(traj)
-        if bar is not None:
-            bar.update(1)
+        bar.update(1)
     wall = time.perf_counter() - t0
-    if bar is not None:
-        bar.close()
+    bar.close()
     config = {
         "mdp": mdp.name,
         "S": mdp.S,

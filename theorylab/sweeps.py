@@ -320,8 +320,15 @@ def _as_cells(grid: Grid | Iterable[Cell | Mapping[str, Any]]) -> list[Cell]:
     return cells
 
 
+RAY_TASK_RETRIES = 3
+
+
 def _execute(
-    todo: list[Cell], executor: str, max_workers: int | None, mp_context: str
+    todo: list[Cell],
+    executor: str,
+    max_workers: int | None,
+    mp_context: str,
+    address: str | None = None,
 ) -> Iterator[tuple[Cell, RunResult | None, BaseException | None]]:
     """Yield ``(cell, result, None)`` or ``(cell, None, error)`` as cells finish."""
     if not todo:
@@ -349,7 +356,15 @@ def _execute(
             raise ImportError(
                 "executor='ray' needs Ray, which is not installed: pip install 'theorylab[ray]'"
             ) from exc
-        remote = ray.remote(_run_cell)
+        if address is not None:
+            if not ray.is_initialized():
+                ray.init(address=address, log_to_driver=False)
+        elif not ray.is_initialized():
+            ray.init(log_to_driver=False)
+        # A worker process that dies (killed, out of memory, its node lost) has its task run
+        # again, up to RAY_TASK_RETRIES times; an exception raised by the cell itself is not
+        # retried (it would raise again) and is reported as the cell's failure.
+        remote = ray.remote(max_retries=RAY_TASK_RETRIES, retry_exceptions=False)(_run_cell)
         refs = {remote.remote(cell): cell for cell in todo}
         pending = list(refs)
         while pending:
@@ -372,6 +387,7 @@ def sweep(
     progress: bool = True,
     mp_context: str = "spawn",
     on_error: Literal["raise", "collect"] = "raise",
+    address: str | None = None,
 ) -> SweepResult:
     """Run every cell of ``grid`` not already finished under ``directory``; store each result.
 
@@ -380,7 +396,11 @@ def sweep(
     directory: root of the store; cell results go to ``directory/<slug>-<id>/`` and the list of
         cells of this sweep to ``directory/sweep.json``.
     executor: ``"process"`` (local pool, ``max_workers`` defaults to the CPU count), ``"serial"``
-        or ``"ray"`` (see the module docstring). progress: a tqdm bar over cells.
+        or ``"ray"`` (see the module docstring). progress: a report over cells (a bar on a
+        terminal, a line per tenth otherwise: :func:`theorylab.progress.progress_bar`).
+    address: ``executor="ray"`` only: the cluster to join (``"auto"``, ``"HOST:PORT"`` of a
+        head started with ``ray start --head``, or ``"ray://HOST:10001"`` for Ray Client).
+        None starts a local Ray instance unless this process is already connected.
     on_error: a failing cell never stops the others (they are stored, its traceback goes to
         ``<cell dir>/error.txt``); afterwards ``"raise"`` raises :class:`SweepError`, ``"collect"``
         returns the SweepResult with ``failures`` filled in.
@@ -389,21 +409,25 @@ def sweep(
         raise ValueError(f"on_error must be 'raise' or 'collect', got {on_error!r}")
     if executor not in ("process", "serial", "ray"):
         raise ValueError(f"executor must be 'process', 'serial' or 'ray', got {executor!r}")
+    if address is not None and executor != "ray":
+        raise ValueError(f"address={address!r} is for executor='ray', not {executor!r}")
     cells = _as_cells(grid)
     root = Path(directory)
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_json(root / SWEEP_MANIFEST, {"cells": [_manifest_entry(c) for c in cells]})
     out = SweepResult(root, cells)
-    todo = [cell for cell in cells if not is_complete(out.path(cell))]
+    # verify=True: a result.npz of the right size but the wrong bytes (a corrupted copy) is
+    # recomputed here rather than found at load time
+    todo = [cell for cell in cells if not is_complete(out.path(cell), verify=True)]
     todo_ids = {cell.id for cell in todo}
     out.skipped = [cell.id for cell in cells if cell.id not in todo_ids]
 
-    from tqdm.auto import tqdm
+    from theorylab.progress import progress_bar
 
-    bar = tqdm(
-        total=len(cells), initial=len(out.skipped), desc="sweep", unit="cell", disable=not progress
+    bar = progress_bar(
+        len(cells), f"sweep {root}", "cells", enabled=progress, initial=len(out.skipped)
     )
-    finished = _execute(todo, executor, max_workers, mp_context)
+    finished = _execute(todo, executor, max_workers, mp_context, address)
     try:
         for cell, result, exc in finished:
             cell_dir = out.path(cell)

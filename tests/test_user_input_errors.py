@@ -1,0 +1,211 @@
+"""Bad input a new user hits (issue 16): each gets a clear, specific error instead of being
+ignored, silently replaced by a default, or surfacing as a raw exception."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import theorylab as tl
+from theorylab.algorithms.planning import backward_induction, solve, value_iteration
+from theorylab.cli import main
+from theorylab.mdps import make
+
+
+@pytest.fixture(scope="module")
+def river():
+    return make("riverswim:S=4,H=4")
+
+
+def test_solve_refuses_an_unknown_method(river):
+    with pytest.raises(ValueError, match="unknown method 'nosuch'; methods: auto, backward"):
+        solve(river, method="nosuch")
+
+
+@pytest.mark.parametrize("keyword", [{"tol": 1e-3}, {"stopping": "span"}, {"max_iter": 5}])
+def test_solve_refuses_keywords_backward_induction_does_not_take(river, keyword):
+    with pytest.raises(TypeError, match="backward_induction takes no keywords"):
+        tl.solve(river, **keyword)
+
+
+def test_solve_passes_keywords_to_the_method_that_takes_them(river):
+    sol = solve(river, gamma=0.9, tol=1e-6, stopping="span")
+    assert sol.info["stopping"] == "span" and sol.info["error_bound"] <= 1e-6
+    with pytest.raises(TypeError, match="policy_iteration takes gamma, max_iter"):
+        solve(river, "policy_iteration", gamma=0.9, tol=1e-6)
+    assert solve(river, "backward_induction").value == backward_induction(river).value
+
+
+@pytest.mark.parametrize("tol", [-1.0, 0.0, float("nan"), float("inf")])
+def test_value_iteration_refuses_a_non_positive_tolerance(river, tol):
+    with pytest.raises(ValueError, match="tol must be a positive number"):
+        value_iteration(river, gamma=0.9, tol=tol)
+
+
+def test_cli_solve_refuses_a_negative_tolerance_and_tol_on_backward_induction(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["solve", "riverswim:S=4,H=4", "--gamma", "0.9", "--tol", "-1"])
+    assert info.value.code == 2
+    assert "--tol: must be a positive number, got -1" in capsys.readouterr().err
+    assert main(["solve", "riverswim:S=4,H=4", "--tol", "1e-3"]) == 2
+    assert "the method here is backward_induction" in capsys.readouterr().err
+
+
+def test_validate_refuses_an_unknown_scale():
+    with pytest.raises(ValueError, match=r"has scales \['full', 'quick'\], not 'huge'"):
+        tl.validate("lsvi-ucb-onehot-count-bonus", scale="huge")
+
+
+def test_lp_policy_agrees_with_backward_induction_and_marks_unreachable_states(capsys):
+    assert main(["solve", "riverswim:S=4,H=4", "--method", "lp", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    bi = backward_induction(make("riverswim:S=4,H=4")).policy[0]
+    shown = out["policy_first_stage"]
+    assert shown[0] == bi[0]  # mu0 is state 0: the only state reachable at h = 0
+    assert shown[1:] == [None, None, None]
+    assert out["policy_undetermined_states"] == 3
+    assert main(["solve", "riverswim:S=4,H=4", "--method", "lp"]) == 0
+    text = capsys.readouterr().out
+    assert "policy   h=0 1 - - -" in text and "undetermined" in text
+
+
+def test_lp_prints_no_solver_banner():
+    code = (
+        "from theorylab.mdps import make\n"
+        "from theorylab.algorithms.planning.lp import lp_solve\n"
+        "sol = lp_solve(make('riverswim:S=3,H=3'))\n"
+        "print('value', round(sol.value, 6))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert proc.stdout.splitlines() == [f"value {round(float(_v3()), 6)}"], proc.stdout
+
+
+def _v3() -> float:
+    return backward_induction(make("riverswim:S=3,H=3")).value
+
+
+def test_tables_have_no_trailing_spaces(capsys):
+    assert main(["list", "bounds"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and all(line == line.rstrip() for line in lines)
+
+
+def test_demo_refuses_zero_episodes_or_seeds(capsys):
+    for flag in ("--episodes", "--seeds"):
+        assert main(["demo", flag, "0", "--no-progress", "--out", "x.png"]) == 2
+        assert "positive integer" in capsys.readouterr().err
+
+
+def test_policy_iteration_values_match_value_iteration(river):
+    # an exactness check beside the input checks above: the methods of solve() agree
+    pi = solve(river, "policy_iteration", gamma=0.9)
+    vi = solve(river, gamma=0.9, tol=1e-12)
+    np.testing.assert_allclose(pi.V, vi.V, atol=1e-9)
+
+
+def test_plot_destination_is_checked_before_running(capsys, monkeypatch):
+    import theorylab.experiment as experiment
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("ran before checking the destination")
+
+    monkeypatch.setattr(experiment, "run", must_not_run)
+    code = main(
+        ["run", "ucbvi-bernstein", "riverswim:S=3,H=3", "-K", "5", "--plot", "/proc/nosuch/x.png"]
+    )
+    assert code == 2
+    assert "cannot write /proc/nosuch/x.png" in capsys.readouterr().err
+
+
+def test_ctrl_c_exits_130_with_one_line(capsys, monkeypatch):
+    import theorylab.cli as cli
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_run", interrupted)
+    monkeypatch.setattr(cli, "cmd_sweep", interrupted)
+    assert main(["run", "greedy", "riverswim:S=3,H=3", "-K", "5"]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == "theorylab run: interrupted"
+    assert main(["sweep", "g.toml", "--store", "s"]) == 130
+    assert "run the same command to resume" in capsys.readouterr().err
+
+
+def test_version_and_help_texts(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["--version"])
+    assert info.value.code == 0 and capsys.readouterr().out.startswith("theorylab ")
+    from theorylab.cli import build_parser
+
+    parser = build_parser()
+    sub = next(a for a in parser._actions if a.dest == "command")
+    for command, flag in [
+        ("run", "--seeds"),
+        ("validate", "--scale"),
+        ("run", "--no-progress"),
+        ("demo", "--seeds"),
+        ("bench", "which"),
+    ]:
+        action = next(
+            a for a in sub.choices[command]._actions if flag in a.option_strings or a.dest == flag
+        )
+        assert action.help, f"{command} {flag} has no help text"
+
+
+def test_list_fits_the_terminal(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    for what in ("mdps", "algorithms"):
+        assert main(["list", what]) == 0
+        lines = capsys.readouterr().out.splitlines()
+        assert max(map(len, lines)) <= 100, what
+        assert all(line == line.rstrip() for line in lines)
+
+
+def test_validate_all_plot_writes_one_figure_per_claim_or_says_why_not(
+    tmp_path, capsys, monkeypatch
+):
+    import theorylab.validations as validations
+
+    class Rep:
+        def __init__(self, name, plot):
+            self.name, self.scale, self.passed, self.seconds = name, "quick", True, 0.0
+            self.figure = None
+            if name == "draws":
+                from pathlib import Path
+
+                Path(plot).write_bytes(b"png")
+                self.figure = plot
+
+        def format(self):
+            return f"PASS {self.name}"
+
+        def to_dict(self):
+            return {"name": self.name}
+
+    monkeypatch.setattr(validations, "list_validations", lambda: ["draws", "exact"])
+    monkeypatch.setattr(validations, "validate", lambda n, scale, plot, progress: Rep(n, plot))
+    assert main(["validate", "--all", "--plot", str(tmp_path / "figs")]) == 0
+    out = capsys.readouterr().out
+    assert (tmp_path / "figs" / "draws.png").exists()
+    assert f"wrote {tmp_path / 'figs' / 'draws.png'}" in out
+    assert "(no figure: exact checks exact identities or values and draws none)" in out
+
+
+def test_bench_planning_reports_progress_per_size(capsys, monkeypatch):
+    import theorylab.bench.planning as planning
+
+    monkeypatch.setattr(planning, "_bench_size", lambda S, *args: {"S": S})
+    rows = planning.bench_planning(sizes=(1000, 4000), read_gbs=1.0, peers=False)
+    assert [r["S"] for r in rows] == [1000, 4000]
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith("planning: 2 size(s) S = 1e+03, 4e+03")
+    assert "planning: S = 1e+03 (1 of 2) ..." in err
+    assert any(
+        line.startswith("planning: S = 1e+03 took") and "remaining sizes" in line for line in err
+    )
+    assert err[-1].startswith("planning: done in")

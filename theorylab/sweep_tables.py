@@ -1,0 +1,167 @@
+"""Top floor: a sweep's results as tables -- one summary row per cell, and the tidy long table
+(one row per cell x seed x episode) exported to CSV or Parquet.
+
+Columns of the long table: ``cell`` (the cell id), ``algorithm``, ``mdp``, ``params`` (JSON,
+keys sorted), one column ``param.NAME`` per parameter of any cell (empty where a cell does not
+set it), ``seed`` (the seed index), ``episode`` (1..K), ``regret`` (exact, that episode),
+``cumulative_regret``, ``return`` (realised) and ``value_estimate`` (NaN when the agent has none).
+Parquet needs pyarrow (``pip install pyarrow``); CSV needs nothing.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from theorylab.stats import final_ci
+from theorylab.store import atomic_writer
+from theorylab.sweeps import SweepResult
+
+LONG_COLUMNS = (
+    "cell",
+    "algorithm",
+    "mdp",
+    "params",
+    "seed",
+    "episode",
+    "regret",
+    "cumulative_regret",
+    "return",
+    "value_estimate",
+)
+
+
+def summary_rows(result: SweepResult, confidence: float = 0.95) -> list[dict[str, Any]]:
+    """One row per cell of the sweep: its configuration, its status (``computed`` by this call,
+    ``stored`` before it, ``failed`` or ``missing``) and, when finished, the final cumulative
+    regret's mean with a Student t interval over seeds."""
+    computed, failed = set(result.computed), set(result.failures)
+    done = {c.id for c in result.completed}
+    rows = []
+    for cell in result.cells:
+        cfg = cell.config()
+        row: dict[str, Any] = {
+            "cell": cell.id,
+            "algorithm": cfg["algorithm"],
+            "mdp": cfg["mdp"],
+            "params": ",".join(f"{k}={v}" for k, v in cfg["params"].items()),
+            "K": cfg["episodes"],
+            "seeds": len(cfg["seeds"]),
+        }
+        if cell.id in failed:
+            row["status"] = "failed"
+        elif cell.id not in done:
+            row["status"] = "missing"
+        else:
+            row["status"] = "computed" if cell.id in computed else "stored"
+            res = result.result(cell)
+            ci = final_ci(res.cumulative_regret[:, -1], confidence)
+            row["final regret (mean)"] = f"{ci.mean:.4g}"
+            row[f"{100 * confidence:g}% CI"] = f"[{ci.ci_low:.4g}, {ci.ci_high:.4g}]"
+            row["regret per episode, last 10%"] = f"{_tail_rate(res.regret):.4g}"
+        rows.append(row)
+    return rows
+
+
+def _tail_rate(regret: np.ndarray) -> float:
+    """Mean per-episode regret over the last tenth of the episodes (all seeds)."""
+    K = regret.shape[1]
+    return float(regret[:, K - max(1, K // 10) :].mean())
+
+
+def long_columns(result: SweepResult) -> dict[str, np.ndarray]:
+    """The tidy long table of every finished cell as columns (see the module docstring): the
+    cell's own columns, then its result's :meth:`~theorylab.results.Result.frame_columns`."""
+    param_names = sorted({k for c in result.completed for k in c.config()["params"]})
+    parts: list[dict[str, np.ndarray]] = []
+    for cell in result.completed:
+        frame = result.result(cell).frame_columns()
+        cfg = cell.config()
+        n = len(next(iter(frame.values())))
+
+        def const(value: Any, n: int = n) -> np.ndarray:
+            return np.full(n, value, dtype=object)
+
+        cols = {
+            "cell": const(cell.id),
+            "algorithm": const(cfg["algorithm"]),
+            "mdp": const(cfg["mdp"]),
+            "params": const(json.dumps(cfg["params"], sort_keys=True)),
+            **frame,
+        }
+        cols.update({f"param.{p}": const(cfg["params"].get(p)) for p in param_names})
+        parts.append(cols)
+    if not parts:
+        return {name: np.empty(0, dtype=object) for name in LONG_COLUMNS}
+    names = list(parts[0])
+    for cols in parts[1:]:
+        names += [c for c in cols if c not in names]
+    return {
+        name: np.concatenate(
+            [c[name] if name in c else np.full(len(c["cell"]), None, dtype=object) for c in parts]
+        )
+        for name in names
+    }
+
+
+def check_export_path(path: str | os.PathLike) -> str:
+    """The export format of ``path`` (``"csv"`` or ``"parquet"``); raises before any work when
+    the suffix is neither or Parquet is asked for without pyarrow."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in (".csv", ".parquet"):
+        raise ValueError(f"cannot tell the export format of {path}: use a .csv or .parquet name")
+    if suffix == ".parquet":
+        try:
+            import pyarrow  # noqa: F401
+            import pyarrow.parquet  # noqa: F401
+        except ImportError:
+            raise ValueError(
+                f"writing {path} needs pyarrow, which is not installed: pip install pyarrow "
+                "(or export to .csv)"
+            ) from None
+    return suffix[1:]
+
+
+def export(result: SweepResult, path: str | os.PathLike) -> Path:
+    """Write the long table of every finished cell to ``path``: ``.csv`` or ``.parquet``
+    (written atomically). Returns the path."""
+    path = Path(path)
+    suffix = "." + check_export_path(path)
+    cols = long_columns(result)
+    if suffix == ".csv":
+        with atomic_writer(path, "w") as fh:
+            writer = csv.writer(fh, lineterminator="\n")
+            writer.writerow(cols)
+            writer.writerows(zip(*(_csv_values(v) for v in cols.values()), strict=True))
+        return path
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.table({k: _arrow_values(v) for k, v in cols.items()})
+    with atomic_writer(path, "wb") as fh:
+        pq.write_table(table, fh)
+    return path
+
+
+def _csv_values(column: np.ndarray) -> list:
+    if column.dtype == object:
+        return ["" if v is None else v for v in column.tolist()]
+    if np.issubdtype(column.dtype, np.floating):
+        return [repr(float(v)) for v in column]  # shortest round-trip form
+    return column.tolist()
+
+
+def _arrow_values(column: np.ndarray):
+    if column.dtype != object:
+        return column
+    values = column.tolist()
+    kinds = {type(v) for v in values if v is not None}
+    if kinds <= {int, float} and kinds:
+        return [None if v is None else float(v) for v in values]
+    return [None if v is None else str(v) for v in values]
