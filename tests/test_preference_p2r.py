@@ -129,3 +129,8 @@ def test_p2r_bad_parameters():
         P2RUCBVI(env, 1, generators(0, [0], 1), oracle, episodes=5)
     with pytest.raises(ValueError, match="eps0 must lie in"):
         tl.run("p2r-ucbvi:eps0=2.0", MDP, episodes=5)
+
+
+def test_solve_refuses_a_comparison_bandit(capsys):
+    assert main(["solve", "zjj-thm39"]) == 2
+    assert "ComparisonBandit, not an MDP" in capsys.readouterr().err

@@ -135,6 +135,11 @@ def cmd_solve(args) -> int:
     t0 = time.perf_counter()
     mdp = make(args.mdp)
     build = time.perf_counter() - t0
+    if not hasattr(mdp, "horizon"):  # a comparison bandit or a preference game: no MDP to solve
+        raise ValueError(
+            f"{args.mdp} is a {type(mdp).__name__}, not an MDP: solve plans on MDPs (its optimum "
+            "is computed exactly by the runs of the algorithms that take it)"
+        )
     if args.gamma is not None:
         mdp = mdp.with_objective(gamma=args.gamma, horizon=None)
     if args.cvar is not None or args.iterated_cvar is not None:
