@@ -18,9 +18,9 @@ from theorylab.seeding import generators
 MDP = "riverswim:S=3,H=4"
 
 
-def test_queries_bounded_and_labels_accurate():
+def test_queries_bounded_and_every_step_answered_by_one_branch():
     """Tabular class: each pair is queried at most once (queries <= (SA - 1) m on every seed)
-    and every label is within eps0 of r(s, a) - r(s0, a0) (the Hoeffding event, delta = 0.01)."""
+    and every visited step is answered by exactly one branch."""
     mdp = make(MDP)
     res = tl.run("p2r-ucbvi:delta=0.01", mdp, episodes=300, seeds=4, feedback="btl")
     assert isinstance(res, PreferenceResult) and res.measure == "regret"
