@@ -1,4 +1,4 @@
-"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|preference|all]``: run the
+"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|preference|all]``: run the
 benchmark tables and collect them as JSON.
 
 Benchmarks print tables; they are not timed tests. Each table module exposes
@@ -22,7 +22,7 @@ import inspect
 import time
 from typing import Any
 
-BENCHMARKS = ("planning", "ucbvi", "lsvi", "offline", "risk", "backends", "preference")
+BENCHMARKS = ("planning", "ucbvi", "lsvi", "offline", "risk", "backends", "long", "preference")
 
 
 def _accepts(fn, name: str) -> bool:
