@@ -9,8 +9,9 @@ from theorylab.algorithms.registry import get_algorithm, list_algorithms
 from theorylab.bounds import get_bound, list_bounds
 from theorylab.cli import main
 
-# Contrasts without a theorem of their own: greedy planners, behaviour cloning, and the Hoeffding
-# baseline of pessimistic VI (its bound is [M] and has no card).
+# Contrasts without a theorem of their own: greedy planners, behaviour cloning, greedy-on-MLE, and
+# the Hoeffding baseline of pessimistic VI (its bound is [M] and has no card); and P2R, whose
+# paper's theorem (numbers, exponents) was not recovered (docs/algorithms/p2r.md).
 NO_THEOREM = {
     "greedy",
     "epsilon-greedy",
@@ -18,6 +19,8 @@ NO_THEOREM = {
     "naive-vi",
     "behaviour-cloning",
     "pessimistic-vi-hoeffding",
+    "greedy-mle",
+    "p2r-ucbvi",
 }
 # The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
 MAIN_THEOREM = {
@@ -39,6 +42,7 @@ MAIN_THEOREM = {
     "pevi": "pevi-linear",
     "pevi-tabular": "pevi-linear",
     "vw-pevi": "xiong2023-linpevi-adv-plus",
+    "pessimistic-mle": "zjj-thm3.2",
 }
 
 
