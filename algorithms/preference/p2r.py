@@ -98,7 +98,7 @@ class VersionSpace:
         return float(lo.fun), float(-hi.fun)
 
 
-@register("p2r-ucbvi", kind="preference", problem="comparison-oracle", bounds=())
+@register("p2r-ucbvi", kind="preference", problem="tabular", bounds=())
 class P2RUCBVI:
     """P2R (Wang-Liu-Jin 2023, Alg. 1) feeding UCBVI-BF rewards from pairwise comparisons."""
 

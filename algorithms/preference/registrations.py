@@ -21,7 +21,7 @@ from theorylab.algorithms.registry import register
 @register(
     "pessimistic-mle",
     kind="preference-offline",
-    problem="comparison-bandit",
+    problem="pref-bandit",
     bounds=("zjj-thm3.2",),
 )
 def pessimistic_mle(
@@ -41,7 +41,7 @@ class GreedyMLEResult:
     queries: np.ndarray
 
 
-@register("greedy-mle", kind="preference-offline", problem="comparison-bandit", bounds=())
+@register("greedy-mle", kind="preference-offline", problem="pref-bandit", bounds=())
 def greedy_mle(bandit, data, solver: str = "newton"):
     """Greedy on the constrained BTL MLE (the contrast that fails on ZJJ Theorem 3.9)."""
     theta = fit_btl(bandit, data, solver=solver)
