@@ -65,7 +65,7 @@ def format_table(rows: list[dict]) -> str:
             str(r["d"]),
             f"{r['newton_s']:.4f}",
             f"{r['cvxpy_s']:.3f}",
-            f"{r['cvxpy_s'] / r['newton_s']:.0f}x",
+            f"{r['cvxpy_s'] / r['newton_s']:.2g}x",
             f"{r['max_abs_diff']:.1e}",
         ]
         for r in rows
