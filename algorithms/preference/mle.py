@@ -33,8 +33,8 @@ Two solvers of the same convex program, which agree to 1e-6 (tests/test_preferen
   at tolerances 1e-11. Measured against Newton over the test instances (K = 2, 3, 5; B = 0.5,
   1, 5; the Theorem 3.9 data): theta agrees to 7e-7 at worst, objective values to 1e-12; at
   tolerance 1e-10 or with the 1/n-normalised objective the worst case is 4e-6 to 1e-5 (the
-  exponential-cone interior point stops there). Newton is the reference: its KKT residual is
-  below 1e-12.
+  exponential-cone interior point stops there; ``theorylab bench preference`` saw 2.9e-6 for BTL
+  at n = 10^4, d = 16). Newton is the reference: its KKT residual is below 1e-12.
 
 Shapes: everything is batched over seeds, a leading axis B; one convex program per seed.
 """
