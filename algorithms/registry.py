@@ -95,6 +95,20 @@ register_kind(
 
 register_kind(
     Kind(
+        "dual",
+        constructor_args=("mdp", "d_ref", "alpha"),
+        budget={
+            "alpha": "regulariser weight alpha > 0, or an increasing list of them (required; "
+            "CLI --alpha)",
+            "coverage": "d^O is the occupancy of w pi* + (1 - w) other (default w = 0)",
+            "other": "the rest of the behaviour mixture: uniform (default) or adversarial",
+        },
+        runner="theorylab.runners.dual:run",
+        summary="solve the f-regularised occupancy problem; exact duality gap and flow residual",
+    )
+)
+register_kind(
+    Kind(
         "preference",
         constructor_args=("env", "n_seeds", "rngs", "oracle"),
         budget={
@@ -240,6 +254,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.online",
     "theorylab.algorithms.offline.registrations",
     "theorylab.algorithms.deep.registrations",
+    "theorylab.algorithms.dual.registrations",
     "theorylab.algorithms.preference.registrations",
 )
 

@@ -19,6 +19,12 @@ NO_THEOREM = {
     "naive-vi",
     "behaviour-cloning",
     "pessimistic-vi-hoeffding",
+    # dual RL (algorithms/dual): exact solvers and tabular DICE / f-DVL; their claims are
+    # identities and rates (validations/claims/dual.py), no registered bound card
+    "dual-v",
+    "regularized-primal",
+    "optidice",
+    "f-dvl",
     "greedy-mle",
     "p2r-ucbvi",
 }

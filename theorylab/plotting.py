@@ -621,6 +621,34 @@ def plot_lines(
     _legend_below(ax)
     if own and path:
         save_figure(ax.figure, path)
+
+
+def plot_regularised_values(
+    alphas,
+    values,
+    lp_value: float,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """The alpha -> 0 picture of f-regularised RL: the gap ``J_LP - J(alpha)`` against alpha on
+    log-log axes, with the slope-1 guide through the smallest alpha.
+
+    alphas: ``(M,)`` increasing; values: ``(M,)`` J(alpha); lp_value: J_LP (same units).
+    """
+    ax = new_axes() if ax is None else ax
+    a = np.asarray(alphas, dtype=float)
+    gap = lp_value - np.asarray(values, dtype=float)
+    ax.plot(a, np.maximum(gap, 1e-300), marker="o", label="J_LP - J(alpha)")
+    if a.size > 1 and gap[0] > 0:
+        ax.plot(a, gap[0] * a / a[0], color="0.4", ls=":", label="slope 1 (rate alpha)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("regularisation gap")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
     return ax
 
 
