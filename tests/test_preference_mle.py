@@ -128,11 +128,12 @@ def test_mle_invariant_to_relabelling(seed):
 @given(seed=st.integers(0, 1000))
 def test_mle_recovers_theta_star_as_n_grows(seed):
     """The estimation error falls like n^(-1/2): a 16x larger sample must at least halve the mean
-    error over 4 seeds (the rate predicts a factor 4), and the largest sample is within 0.15."""
+    error over 16 seeds (the rate predicts a factor 4; with 4 seeds the measured ratio reached
+    0.54 on one instance), and the largest sample is within 0.15."""
     bandit = random_bandit(seed, B=2.0, scale=0.5)
     errs = []
     for n in (500, 8000):
-        data = sample_pairwise(bandit, n, seeds=4, seed=seed)
+        data = sample_pairwise(bandit, n, seeds=16, seed=seed)
         errs.append(np.linalg.norm(fit_btl(bandit, data) - bandit.theta, axis=1).mean())
     assert errs[1] < 0.5 * errs[0]
     assert errs[1] < 0.15
