@@ -142,6 +142,11 @@ def cmd_solve(args) -> int:
     t0 = time.perf_counter()
     mdp = make(args.mdp)
     build = time.perf_counter() - t0
+    if not hasattr(mdp, "horizon"):  # a comparison bandit or a preference game: no MDP to solve
+        raise ValueError(
+            f"{args.mdp} is a {type(mdp).__name__}, not an MDP: solve plans on MDPs (its optimum "
+            "is computed exactly by the runs of the algorithms that take it)"
+        )
     if args.gamma is not None:
         mdp = mdp.with_objective(gamma=args.gamma, horizon=None)
     if args.cvar is not None or args.iterated_cvar is not None:
@@ -348,6 +353,8 @@ RUN_BUDGET_FLAGS = {
     "loop": "loop",
     "segment": "segment",
     "checkpoint": "checkpoint",
+    "feedback": "feedback",
+    "design": "design",
 }
 
 
@@ -756,6 +763,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["trajectories", "samples"],
         help="offline: trajectories (finite horizon default) or independent samples "
         "(--kind is the former name)",
+    )
+    q.add_argument(
+        "--feedback",
+        choices=["btl"],
+        help="preference: the comparison oracle answering the learner (default btl)",
+    )
+    q.add_argument(
+        "--design",
+        choices=["uniform", "zjj-thm39"],
+        help="preference-offline: which pairs are compared (default uniform)",
     )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_run)
