@@ -1,5 +1,6 @@
-"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|llm|all]``: run the benchmark
-tables and collect them as JSON (``all`` leaves out ``llm``, which needs TRL: run it by name).
+"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|dual|preference|llm|all]``:
+run the benchmark tables and collect them as JSON (``all`` leaves out ``llm``, which needs TRL: run
+it by name).
 
 Benchmarks print tables; they are not timed tests. Each table module exposes
 ``bench_<name>(quick=...) -> list[dict]`` and ``format_table(rows) -> str``. A module whose
@@ -22,7 +23,18 @@ import inspect
 import time
 from typing import Any
 
-BENCHMARKS = ("planning", "ucbvi", "lsvi", "offline", "risk", "backends", "long", "llm")
+BENCHMARKS = (
+    "planning",
+    "ucbvi",
+    "lsvi",
+    "offline",
+    "risk",
+    "backends",
+    "long",
+    "dual",
+    "preference",
+    "llm",
+)
 # Run by name only (not by ``all``): llm needs TRL, the [bench] extra.
 BY_NAME_ONLY = ("llm",)
 
