@@ -150,6 +150,19 @@ register_kind(
         summary="tabular twin of a deep loss on a token tree; exact metrics per step",
     )
 )
+register_kind(
+    Kind(
+        "transformer",
+        constructor_args=("task",),
+        budget={
+            "steps": "optimiser steps per seed (required; CLI --steps)",
+            "eval_every": "exact evaluation every this many steps (default 10)",
+            "device": "cpu (default) or cuda",
+        },
+        runner="theorylab.runners.transformer:run",
+        summary="a causal LM trained with a deep loss on a token tree; exact metrics per step",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -254,6 +267,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.online",
     "theorylab.algorithms.offline.registrations",
     "theorylab.algorithms.deep.registrations",
+    "theorylab.algorithms.deep.transformer_registrations",
     "theorylab.algorithms.dual.registrations",
     "theorylab.algorithms.preference.registrations",
 )

@@ -569,6 +569,19 @@ def plot_cvar_regret(curves: Mapping[str, np.ndarray], *, objective: str = "CVaR
     return plot_regret(curves, **kwargs)
 
 
+# ------------------------------------------------------------------------------ deep training
+def plot_training_panels(
+    result, metrics: Sequence[str] = ("accuracy", "kl_optimum"), *, panel_size=(6.0, 4.8)
+) -> Figure:
+    """Side-by-side panels of a training result's exact-metric curves (one per metric), each
+    drawn by ``result.plot(ax=..., metric=...)``; returns the Figure."""
+    fig = Figure(figsize=(panel_size[0] * len(metrics), panel_size[1]), layout="constrained")
+    FigureCanvasAgg(fig)
+    for ax, metric in zip(fig.subplots(1, len(metrics), squeeze=False)[0], metrics, strict=True):
+        result.plot(ax=ax, metric=metric)
+    return fig
+
+
 # ------------------------------------------------------------------------------ deep twins
 def plot_twin_curves(
     curves: Mapping[str, tuple], path: str | None = None, ax: Axes | None = None, title: str = ""

@@ -1,7 +1,8 @@
 """The one result family (ground floor): ``Result`` and one subclass per kind of run.
 
 ``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
-(deep twins), ``DualResult`` (dual solvers), ``PreferenceResult`` (preference feedback: regret or
+(deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
+step), ``DualResult`` (dual solvers), ``PreferenceResult`` (preference feedback: regret or
 sub-optimality with query counts). A new kind of result adds a module here and one import line
 below (``docs/architecture.md``).
 """
@@ -12,6 +13,7 @@ from theorylab.results.dual import DualResult
 from theorylab.results.preference import PreferenceResult
 from theorylab.results.regret import RegretResult, RunResult
 from theorylab.results.suboptimality import SuboptimalityResult
+from theorylab.results.training import TrainingResult
 
 __all__ = [
     "RESULT_TYPES",
@@ -22,6 +24,7 @@ __all__ = [
     "Result",
     "RunResult",
     "SuboptimalityResult",
+    "TrainingResult",
     "load_result",
     "register_result",
 ]
