@@ -217,7 +217,7 @@ def test_cli_plot_for_an_offline_run_writes_the_figure(tmp_path, capsys):
     argv = ["run", *OFFLINE, "-N", "2000", "-B", "3", "--plot", str(png), "--no-progress"]
     assert main(argv) == 0
     assert png.read_bytes()[:4] == b"\x89PNG"
-    assert "no bound drawn" in capsys.readouterr().out
+    assert "without reference lines: suboptimality result" in capsys.readouterr().out
 
 
 def test_agent_classes_still_run_without_registration():
