@@ -209,3 +209,29 @@ def test_bench_planning_reports_progress_per_size(capsys, monkeypatch):
         line.startswith("planning: S = 1e+03 took") and "remaining sizes" in line for line in err
     )
     assert err[-1].startswith("planning: done in")
+
+
+def test_ctrl_c_during_run_keeps_the_finished_episodes_with_save(tmp_path, capsys, monkeypatch):
+    from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy as cls
+    from theorylab.results import load_result
+
+    real_update, calls = cls.update, []
+
+    def update_then_interrupt(self, traj):
+        calls.append(1)
+        if len(calls) == 7:
+            raise KeyboardInterrupt
+        return real_update(self, traj)
+
+    monkeypatch.setattr(cls, "update", update_then_interrupt)
+    save = tmp_path / "partial"
+    argv = ["run", "greedy", "riverswim:S=3,H=3", "-K", "50", "-B", "2", "--save", str(save)]
+    assert main([*argv, "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted after 6 episodes; saved those" in err
+    res = load_result(save)
+    assert res.regret.shape == (2, 6) and res.config["interrupted_after"] == 6
+    assert res.config["algorithm"] == "greedy"
+    calls.clear()
+    full = tl.run("greedy", "riverswim:S=3,H=3", episodes=6, seeds=2)
+    np.testing.assert_array_equal(res.regret, full.regret)  # the same episodes, bit for bit

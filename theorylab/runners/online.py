@@ -20,6 +20,7 @@ import numpy as np
 from theorylab.agent import env_spec
 from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral
 from theorylab.backends import get_backend
+from theorylab.errors import RunInterrupted
 from theorylab.results import RegretResult
 from theorylab.runners.problems import resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
@@ -77,26 +78,58 @@ def run(
 
     bar = progress_bar(episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False)
     t0 = time.perf_counter()
-    for k in range(episodes):
-        pi = agent.policy()
-        if has_estimate:
-            estimates[:, k] = agent.value_estimate()
-        regret[:, k] = v_star - objective.policy_values(mdp, pi)
-        traj = objective.rollout(mdp, pi, env_rngs)
-        returns[:, k] = traj.returns()
-        agent.update(traj)
-        bar.update(1)
+    done = 0  # episodes every seed has finished
+    try:
+        for k in range(episodes):
+            pi = agent.policy()
+            if has_estimate:
+                estimates[:, k] = agent.value_estimate()
+            regret[:, k] = v_star - objective.policy_values(mdp, pi)
+            traj = objective.rollout(mdp, pi, env_rngs)
+            returns[:, k] = traj.returns()
+            agent.update(traj)
+            done = k + 1
+            bar.update(1)
+    except KeyboardInterrupt as exc:
+        bar.close()
+        if done == 0:
+            raise
+        partial = _result(
+            regret,
+            returns,
+            estimates,
+            done,
+            v_star,
+            time.perf_counter() - t0,
+            mdp,
+            known_rewards,
+            objective,
+            bk,
+        )
+        partial.config["interrupted_after"] = done
+        raise RunInterrupted(partial, done) from exc
     wall = time.perf_counter() - t0
     bar.close()
+    return _result(
+        regret, returns, estimates, episodes, v_star, wall, mdp, known_rewards, objective, bk
+    )
+
+
+def _result(
+    regret, returns, estimates, done, v_star, wall, mdp, known_rewards, objective, bk
+) -> RegretResult:
+    """The RegretResult of the first ``done`` episodes (all of them unless interrupted)."""
     config = {
         "mdp": mdp.name,
         "S": mdp.S,
         "A": mdp.A,
         "H": mdp.horizon,
-        "episodes": episodes,
+        "episodes": done,
         "known_rewards": known_rewards,
         "objective": objective.name,
         "backend": bk.name,
         "device": bk.device,
     }
-    return RegretResult(regret, returns, estimates, float(v_star), wall, config)
+    return RegretResult(
+        regret[:, :done], returns[:, :done], estimates[:, :done], float(v_star), wall, config
+    )
