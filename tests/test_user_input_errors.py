@@ -235,3 +235,11 @@ def test_ctrl_c_during_run_keeps_the_finished_episodes_with_save(tmp_path, capsy
     calls.clear()
     full = tl.run("greedy", "riverswim:S=3,H=3", episodes=6, seeds=2)
     np.testing.assert_array_equal(res.regret, full.regret)  # the same episodes, bit for bit
+
+
+def test_plot_is_written_for_offline_runs_too(tmp_path, capsys):
+    out = tmp_path / "offline.png"
+    argv = ["run", "vi-lcb", "random:S=4,A=2,gamma=0.9,seed=3", "-N", "500", "-B", "2"]
+    assert main([*argv, "--plot", str(out), "--no-progress"]) == 0
+    assert out.stat().st_size > 0
+    assert f"wrote {out}" in capsys.readouterr().out
