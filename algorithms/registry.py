@@ -65,6 +65,12 @@ register_kind(
             "known_rewards": "give the learner the mean rewards (default True)",
             "backend": "kernel backend: numpy (default), numba, torch, auto",
             "device": "cpu (default) or cuda (torch backend)",
+            "loop": "python (the episode loop), compiled (the whole-run kernel of ucbvi-*, greedy, "
+            "optimistic-q-*) or auto (default: compiled for runs of 20,000 "
+            "seed-episodes and more when there is a kernel)",
+            "segment": "compiled loop: episodes per kernel call (default 100,000)",
+            "checkpoint": "compiled loop: a directory that keeps finished segments; an "
+            "interrupted run given the same directory resumes there",
         },
         runner="theorylab.runners.online:run",
         summary="episodic learner; exact regret per episode",

@@ -255,11 +255,15 @@ class Bound:
 
     @property
     def rate_variable(self) -> str | None:
-        """The variable the rate is stated in: K or T (regret), N or K (offline), eps."""
+        """The variable the rate is stated in: K or T (regret), N or K (offline), eps.
+
+        A bound that does not depend on it (MaxWP's regret is constant in K; a data-dependent
+        offline bound whose K enters only through its data term) is stated in the quantity's
+        usual variable, in which its exponent is 0."""
         for name in ("eps", "K", "N", "T"):
             if name in self.variables:
                 return name
-        return None
+        return {"regret": "K", "suboptimality": "K", "sample_complexity": "eps"}.get(self.quantity)
 
     # -- evaluation --------------------------------------------------------------------------
     def _form(self, form: str) -> sp.Expr:

@@ -98,6 +98,20 @@ _ENTRIES = [
         low_closed=True,
         latex=r"\sum_{h} \mathbb{E}_{\pi^{\star}} \lVert \phi \rVert_{\Lambda_h^{-1}}",
     ),
+    Variable(
+        "phi_norm_sum_var",
+        "sum_h E_{pi*}[ ||phi(s_h, a_h)||_{Sigma*_h^{-1}} | s_1 = x ], Sigma*_h = E_D[phi phi^T / "
+        "max{1, Var_h V*_{h+1}}] (the variance-weighted term of LinPEVI-ADV+)",
+        low_closed=True,
+        latex=r"\sum_{h} \mathbb{E}_{\pi^{\star}} \lVert \phi \rVert_{\Sigma_h^{\star -1}}",
+    ),
+    Variable(
+        "wp_sum",
+        "MaxWP's instance term: sum over (s, a) of 1 / (min_pi v_pi(s, a) * min_{s' in supp "
+        "p(.|s,a)} p(s'|s, a)), v_pi(s, a) the probability that pi visits (s, a)",
+        low_closed=True,
+        latex=r"\sum_{(s,a)} \frac{1}{v_{\min}(s,a)\, p_{\min}(s,a)}",
+    ),
     # small parameters (exponent as x -> 0+)
     Variable("delta", "failure probability (printed delta, p or xi)", limit="0", high=1.0),
     Variable("eps", "target accuracy", limit="0", latex=r"\varepsilon"),

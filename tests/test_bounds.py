@@ -43,6 +43,7 @@ EXPECTED_NAMES = {
     "azar2017-thm1",
     "azar2017-thm2",
     "ajks-thm7.1",
+    "ajks-thm7.1-delta",
     "ajks-thm7.6",
     "lower-stationary",
     "lower-stage-dependent",
@@ -69,6 +70,8 @@ EXPECTED_NAMES = {
     "du2023-icvar-thm1",
     "du2023-icvar-lower-visitation",
     "du2023-icvar-lower-exponential",
+    "du2023-maxwp",
+    "xiong2023-linpevi-adv-plus",
     "zhao2024-cvar-lowrank-h7",
     "zhao2024-cvar-lowrank-h2",
 }
@@ -242,10 +245,14 @@ def test_exponent_of_a_monomial_with_log_factors_is_its_power(a, b, e, k):
 
 def test_rates_of_the_registered_bounds():
     regret_sqrt_k = [
-        b for b in all_bounds() if b.quantity == "regret" and b.name != "oful-abbasi2011"
+        b
+        for b in all_bounds()
+        if b.quantity == "regret" and b.name not in ("oful-abbasi2011", "du2023-maxwp")
     ]
     for b in regret_sqrt_k:
         assert b.exponent("K") == HALF, b.name
+    maxwp = get_bound("du2023-maxwp")  # constant in K (Du et al. Theorem 4)
+    assert maxwp.rate_variable == "K" and maxwp.exponent("K") == 0
     assert get_bound("oful-abbasi2011").exponent("T") == HALF
     for b in all_bounds():
         if b.quantity == "sample_complexity":
@@ -312,6 +319,27 @@ def test_other_cards_against_hand_arithmetic():
     assert v == pytest.approx(expected, rel=1e-12)
 
 
+def test_ajks_theorem_7_1_has_the_log_inside_the_root():
+    """Issue 14 item 2: the typeset theorem (AJKS p. 75) and its proof (p. 78) give
+    10 H^2 S sqrt(AK ln(SAH^2K^2)) + 2 at delta = 1/(KH), and
+    10 H^2 S sqrt(AK ln(SAHK/delta)) + 2 delta K H at any delta. The former card had the log
+    outside the root, 4.5x larger at S = 4, A = 2, H = 4, K = 2000."""
+    S_, A_, H_, K_ = 4, 2, 4, 2000
+    inside = 10 * H_**2 * S_ * math.sqrt(A_ * K_ * math.log(S_ * A_ * H_**2 * K_**2)) + 2
+    outside = 10 * H_**2 * S_ * math.sqrt(A_ * K_) * math.log(S_ * A_ * H_**2 * K_**2)
+    assert outside / inside == pytest.approx(4.48, abs=0.01)
+    v = get_bound("ajks-thm7.1").evaluate(S=S_, A=A_, H=H_, K=K_)
+    assert v == pytest.approx(inside, rel=1e-12)
+    delta = 0.1
+    with_delta = 10 * H_**2 * S_ * math.sqrt(A_ * K_ * math.log(S_ * A_ * H_ * K_ / delta))
+    v = get_bound("ajks-thm7.1-delta").evaluate(S=S_, A=A_, H=H_, K=K_, delta=delta)
+    assert v == pytest.approx(with_delta + 2 * delta * K_ * H_, rel=1e-12)
+    # at delta = 1/(KH) the two cards agree
+    v = get_bound("ajks-thm7.1-delta").evaluate(S=S_, A=A_, H=H_, K=K_, delta=1 / (K_ * H_))
+    assert v == pytest.approx(inside, rel=1e-12)
+    assert get_bound("ajks-thm7.1").probability.startswith("expectation")
+
+
 def test_vectorised_evaluation_equals_scalar_evaluation():
     b = get_bound("azar2017-thm1")
     ks = np.arange(1, 1001)
@@ -358,6 +386,7 @@ PAIR_POINTS = {
     "azar2017-thm1": dict(S=6, A=2, H=20, delta=0.1),
     "azar2017-thm2": dict(S=6, A=2, H=20, delta=0.1),
     "ajks-thm7.1": dict(S=6, A=2, H=20),
+    "ajks-thm7.1-delta": dict(S=6, A=2, H=20, delta=0.1),
     "ajks-thm7.6": dict(S=6, A=2, H=20),
     "jin2018-ucb-hoeffding": dict(S=6, A=2, H=20, delta=0.1),
     "jin2018-ucb-bernstein": dict(S=6, A=2, H=20, delta=0.1),

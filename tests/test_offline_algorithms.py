@@ -3,6 +3,8 @@ batched == alone, zero-penalty reductions, and naive VI's failure on partial cov
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -80,6 +82,76 @@ def test_pessimism_invariant_vi_lcb(c_L):
     assert pessimism_holds(res.value_estimate, values).all()
     if c_L == 0.5:
         assert res.V.max() > 0  # it did learn something at this N
+
+
+def test_vi_lcb_starts_from_the_behaviour_of_fold_0():
+    """Issue 14 item 1: Algorithm 3 (as recalled) sets pi_0(s) = argmax_a m_0(s, a) from fold 0,
+    the behaviour-cloning fallback of the near-expert regime; the former default started from a
+    random policy and never read fold 0. On near-expert data (C* = 1.05) at N = 2000, where few
+    lower bounds have risen, the behaviour start is near-optimal and the random one is not."""
+    from theorylab.algorithms.offline.empirical import fold_blocks
+
+    mdp = make("multiscale-bandit:gamma=0.5")
+    ds = make_dataset(mdp, 2000, coverage=1 / 1.05, other="adversarial", seeds=16)
+    bc = fit("vi-lcb", ds, c_L=0.5)  # the default
+    rnd = fit("vi-lcb", ds, c_L=0.5, initial_policy="random")
+    assert bc.params["initial_policy"] == "behaviour"
+    # where V never rose, the policy is fold 0's most frequent action (ties: smallest index)
+    T = bc.info["T"]
+    m0 = fold_blocks(ds, T + 1)[0].counts()  # (B, S, A)
+    never = bc.V <= 0  # (B, S)
+    np.testing.assert_array_equal(bc.policy[never], m0.argmax(axis=-1)[never])
+    assert never.any()
+    sub_bc, sub_rnd = suboptimality(mdp, bc.policy).mean(), suboptimality(mdp, rnd.policy).mean()
+    assert sub_bc < 0.01 < 0.1 < sub_rnd, (sub_bc, sub_rnd)  # measured 0.0029 vs 0.166
+    with pytest.raises(ValueError, match="initial_policy must be one of 'behaviour'"):
+        fit("vi-lcb", ds, initial_policy="expert")
+
+
+def reference_bernstein_vi(ds, b: int, c_b: float, delta: float, form: str) -> np.ndarray:
+    """Li et al.'s Algorithm 2 for seed b, written as loops over the raw samples (an independent
+    oracle): Q_hat_h(s, a) = max{r_hat + P_hat V_hat_{h+1} - b_h, 0} with the penalty of Eq. (55)
+    (``form="sum"``) or the former max form. Returns Q ``(H, S, A)``."""
+    S, A, H = ds.S, ds.A, ds.horizon
+    L = math.log(ds.states.shape[1] * H / delta)
+    V = np.zeros((H + 1, S))
+    Q = np.zeros((H, S, A))
+    for h in range(H - 1, -1, -1):
+        for s_ in range(S):
+            for a in range(A):
+                rows = (ds.stages[b] == h) & (ds.states[b] == s_) & (ds.actions[b] == a)
+                n = int(rows.sum())
+                if n == 0:
+                    continue  # penalty H: Q = 0
+                v = V[h + 1][ds.next_states[b][rows]]
+                var = float(np.mean(v**2) - np.mean(v) ** 2)
+                width = math.sqrt(c_b * L * max(var, 0.0) / n)
+                if form == "sum":
+                    pen = min(width + c_b * H * L / n, H)
+                else:
+                    pen = min(max(width, 2 * c_b * H * L / n), H)
+                Q[h, s_, a] = max(ds.rewards[b][rows].mean() + v.mean() - pen, 0.0)
+            V[h, s_] = Q[h, s_].max()
+    return Q
+
+
+@pytest.mark.parametrize("form", ["sum", "max"])
+def test_bernstein_penalty_is_the_finite_horizon_form(form):
+    """Issue 14 item 4: Li et al.'s finite-horizon penalty, Eq. (55), adds the variance term and
+    c_b H L / n (the authors' code: min{H - h, c_b H / n + sqrt(c_b Var / n)}); the module used
+    the discounted max{., 2 c_b H L / n} shape, now kept as bernstein_form="max". A small c_b
+    keeps Q above 0 so that the two forms differ."""
+    mdp = _finite_mdp()
+    ds = make_dataset(mdp, 3000, coverage=0.5, other="uniform", seeds=2, seed=3)
+    spec = "pessimistic-vi-bernstein:c_b=0.01" + ("" if form == "sum" else ",bernstein_form=max")
+    res = fit(spec, ds)  # the sum form is the default
+    for b in range(2):
+        ref = reference_bernstein_vi(ds, b, 0.01, 0.1, form)
+        np.testing.assert_allclose(res.Q[b], ref, rtol=0, atol=1e-9)
+    if form == "sum":
+        other = fit("pessimistic-vi-bernstein:c_b=0.01,bernstein_form=max", ds)
+        assert np.abs(other.Q - res.Q).max() > 1e-3  # the two forms are different algorithms
+        assert res.params["bernstein_form"] == "sum"
 
 
 def test_naive_vi_estimate_is_optimistic_on_partial_coverage():
@@ -235,3 +307,31 @@ def test_run_offline_is_a_deprecated_alias_of_run():
         "pevi-tabular:c_beta=0.05", "random:S=4,A=2,H=3", dataset_size=600, coverage=0.5, seeds=3
     )
     assert out["suboptimality"] == res.suboptimality[:, 0].tolist()
+
+
+def test_vw_pevi_is_linpevi_adv_plus_weighted_ridge_with_lambda_one_over_h2():
+    """Issue 14 item 5: vw-pevi follows Xiong et al.'s LinPEVI-ADV+ ([S]: lambda = 1/H^2, beta =
+    O(sqrt(d))); it used PEVI's lambda = 1. The last stage's Q is checked against a weighted ridge
+    regression written directly on the raw samples of the main half."""
+    from theorylab.algorithms.offline.vw_pevi import split_halves
+
+    mdp = make("offline-linear")
+    ds = make_dataset(mdp, 2000, coverage=0.5, other="uniform", seeds=2, seed=4)
+    res = fit("vw-pevi", ds, phi=mdp.phi)
+    H = ds.horizon
+    assert res.params["lam"] == pytest.approx(1.0 / H**2)
+    _, main = split_halves(ds)
+    phi = np.asarray(mdp.phi)  # (S, A, d)
+    d = phi.shape[-1]
+    h = H - 1  # V_hat_H = 0: the target is the reward alone
+    for b in range(2):
+        rows = main.stages[b] == h
+        X = phi[main.states[b][rows], main.actions[b][rows]]  # (n, d)
+        wts = 1.0 / res.info["sigma2"][b, h][main.states[b][rows], main.actions[b][rows]]
+        gram = (X.T * wts) @ X + np.eye(d) / H**2
+        w = np.linalg.solve(gram, (X.T * wts) @ main.rewards[b][rows])
+        width = np.sqrt(np.einsum("sad,de,sae->sa", phi, np.linalg.inv(gram), phi))
+        q = np.clip(phi @ w - res.params["beta"] * width, 0.0, 1.0)
+        np.testing.assert_allclose(res.Q[b, h], q, rtol=0, atol=1e-9)
+    old = fit("vw-pevi", ds, phi=mdp.phi, lam=1.0)  # the former default
+    assert np.abs(old.Q - res.Q).max() > 1e-6

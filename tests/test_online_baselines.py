@@ -328,3 +328,35 @@ def test_greedy_regret_is_linear_and_psrl_regret_is_sublinear_on_riverswim():
     half, full, slope = out["psrl"]
     assert full / half < 1.5 and slope < 0.6, out["psrl"]
     assert full < 0.1 * out["greedy"][1]
+
+
+def stage_dependent_mdp(S: int = 3, A: int = 2, H: int = 4, seed: int = 7) -> TabularMDP:
+    """P_h changes with h: stage h moves every pair to state h mod S (deterministic)."""
+    rng = np.random.default_rng(seed)
+    P = np.zeros((H, S, A, S))
+    for h in range(H):
+        P[h, :, :, (h + 1) % S] = 1.0
+    P[:, :, 1] = rng.dirichlet(np.ones(S), size=(H, S))  # action 1 random per stage
+    return TabularMDP(P, rng.random((S, A)), horizon=H)
+
+
+@pytest.mark.parametrize("cls", [PSRL, CertaintyEquivalentGreedy, EpsilonGreedy])
+def test_model_based_agents_follow_the_mdps_stage_dependence(cls):
+    """Issue 14 item 3: PSRL (and greedy) defaulted to stage_dependent=False whatever the MDP, so
+    on a stage-dependent MDP they pooled counts over h. They now follow the MDP by default and
+    refuse an explicit pooling of a stage-dependent MDP."""
+    sd, flat = stage_dependent_mdp(), tl.make("riverswim:S=4,H=3")
+    rngs = generators(0, range(2), AGENT_STREAM)
+    assert cls(env_spec(sd), 2, rngs).stage_dependent is True
+    assert cls(env_spec(flat), 2, rngs).stage_dependent is False
+    assert cls(env_spec(flat), 2, rngs, stage_dependent=True).stage_dependent is True
+    with pytest.raises(ValueError, match="stage-dependent .* pool the counts over h"):
+        cls(env_spec(sd), 2, rngs, stage_dependent=False)
+
+
+def test_psrl_with_a_concentrated_posterior_is_optimal_on_a_stage_dependent_mdp():
+    """With the default setting, a posterior concentrated on the true per-stage P plays pi*
+    (the pooled posterior could not even hold that prior)."""
+    mdp = stage_dependent_mdp()
+    res = tl.run("psrl", mdp, episodes=10, seeds=2, prior=1e12 * mdp.dense_P())
+    assert np.abs(res.regret).max() < 1e-6

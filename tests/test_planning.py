@@ -475,3 +475,17 @@ def test_backward_induction_rejects_another_horizon_for_stage_dependent_rewards(
     mdp = TabularMDP(np.ones((1, 1, 1)), R, horizon=3)
     with pytest.raises(ValueError, match="horizon"):
         backward_induction(mdp, horizon=5)
+
+
+def test_policy_iteration_sees_improvements_below_1e12():
+    """Found by hypothesis (issue 13): PI's improvement test had an absolute floor,
+    ``best > Q(s, pi(s)) + 1e-12 (1 + |best|)``, so an action better by 1e-12 was never taken and
+    PI returned V = 0 where V* = 2e-12. Checked against the closed form r / (1 - gamma) and VI."""
+    gamma, r = 0.5, 1e-12
+    mdp = TabularMDP(np.ones((1, 2, 1)), np.array([[0.0, r]]), np.array([1.0]), gamma=gamma)
+    sol = policy_iteration(mdp)
+    assert sol.policy.tolist() == [1]
+    assert sol.V[0] == pytest.approx(r / (1 - gamma), rel=1e-12)
+    vi = value_iteration(mdp, tol=1e-20)
+    assert sol.V[0] == pytest.approx(vi.V[0], rel=1e-9)
+    assert sol.info["iterations"] == 2 and sol.info["converged"]

@@ -8,12 +8,14 @@ regret that stops growing over a short run.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pytest
 
 import theorylab as tl
 from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
-from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
+from theorylab.algorithms.online.icvar_rm import ICVaRRM
 from theorylab.algorithms.risk import (
     AugmentedPolicy,
     IteratedCVaR,
@@ -71,7 +73,7 @@ def test_cvar_ucbvi_stage_dependent_counts_per_stage():
     _feed_true_model(agent.n[0], agent.n_next[0], mdp.P)
     sol = static_cvar_planning(mdp, 0.4)
     np.testing.assert_allclose(agent.value_estimate(), sol.value, atol=1e-12)
-    traj = agent.objective.rollout(mdp, agent.policy(), [np.random.default_rng(0)])
+    traj = StaticCVaR(0.4).rollout(mdp, agent.policy(), [np.random.default_rng(0)])
     before = agent.n.copy()
     agent.update(traj)
     assert (agent.n - before)[0, np.arange(H), traj.states[0], traj.actions[0]].tolist() == [1] * H
@@ -177,21 +179,67 @@ def test_augmented_policy_is_what_cvar_ucbvi_plays():
     agent = CVaRUCBVI(env_spec(mdp), 3, None, tau=0.25)
     pol = agent.policy()
     assert isinstance(pol, AugmentedPolicy) and pol.actions.shape[:3] == (3, 3, 4)
-    traj = agent.objective.rollout(mdp, pol, [np.random.default_rng(i) for i in range(3)])
+    traj = StaticCVaR(0.25).rollout(mdp, pol, [np.random.default_rng(i) for i in range(3)])
     assert traj.budgets.shape == (3, 4) and np.all(np.diff(traj.budgets, axis=1) <= 0)
     agent.update(traj)
     assert agent.n.sum() == 3 * 3
 
 
-def test_instance_objectives_follow_the_agent_parameters():
+def test_objectives_follow_the_registration_parameters():
+    """The yardstick is built from the registration and the run's parameters, not read from the
+    agent (issue 13)."""
+    from theorylab.algorithms.objectives import objective_of
+    from theorylab.algorithms.registry import get_algorithm
+
     mdp = make(SAFE_RISKY)
-    a = ICVaRRM(env_spec(mdp), 1, None, alpha=0.3)
-    b = ICVaRRM(env_spec(mdp), 1, None, alpha=0.6)
-    # each instance scores regret under its own alpha (run() reads agent.objective)
-    assert a.objective.alpha == 0.3 and a.objective.name == "iterated CVaR (alpha=0.3)"
-    assert b.objective.alpha == 0.6 and b.objective.name == "iterated CVaR (alpha=0.6)"
-    assert MaxWP.objective.name == "worst path (alpha -> 0)"
+    a = objective_of(get_algorithm("icvar-rm"), {"alpha": 0.3})
+    assert a.alpha == 0.3 and a.name == "iterated CVaR (alpha=0.3)"
+    assert objective_of(get_algorithm("icvar-rm"), {}).alpha == 0.2  # the default alpha
+    assert objective_of(get_algorithm("maxwp"), {}).name == "worst path (alpha -> 0)"
+    assert objective_of(get_algorithm("cvar-ucbvi"), {"tau": 0.4}).tau == 0.4
     res = tl.run("icvar-rm", SAFE_RISKY, episodes=1, alpha=0.3)
     assert res.config["objective"] == "iterated CVaR (alpha=0.3)"
     with pytest.raises(ValueError, match="maxwp"):
         ICVaRRM(env_spec(mdp), 1, None, alpha=0.0)
+
+
+class FlatteringObjective:
+    """What a dishonest (or buggy) agent might carry: every policy is optimal."""
+
+    name = "flattering"
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def optimal_value(self, mdp) -> float:
+        return self.inner.optimal_value(mdp)
+
+    def policy_values(self, mdp, policies):
+        return np.full(len(np.atleast_1d(self.inner.policy_values(mdp, policies))), 0.0) + (
+            self.inner.optimal_value(mdp)
+        )
+
+    def rollout(self, mdp, policies, rngs):
+        return self.inner.rollout(mdp, policies, rngs)
+
+
+@pytest.mark.parametrize("name, yardstick", [("cvar-ucbvi", "static"), ("icvar-rm", "iterated")])
+def test_risk_regret_does_not_read_the_agents_objective(monkeypatch, name, yardstick):
+    """Issue 13 item 5: run() took the yardstick from ``agent.objective``, so an agent carrying a
+    flattering objective scored zero regret. Now the registration's objective (the exact
+    planner of StaticCVaR / IteratedCVaR at the run's tau / alpha) scores it."""
+    cls = CVaRUCBVI if name == "cvar-ucbvi" else ICVaRRM
+    true = StaticCVaR(0.25) if yardstick == "static" else IteratedCVaR(0.2)
+    original = cls.__init__
+
+    @functools.wraps(original)  # the same signature, so the parameters still resolve
+    def init(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        self.objective = FlatteringObjective(true)
+
+    monkeypatch.setattr(cls, "__init__", init)
+    res = tl.run(name, SAFE_RISKY, episodes=30, seeds=2)
+    assert res.config["objective"] == true.name
+    mdp = make(SAFE_RISKY)
+    assert res.optimal_value == pytest.approx(true.optimal_value(mdp), abs=1e-12)
+    assert res.regret.max() > 1e-3  # a flattering yardstick would report 0 everywhere

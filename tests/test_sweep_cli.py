@@ -91,7 +91,7 @@ def test_sweep_command_runs_resumes_and_exports(grid, tmp_path, capsys):
     )
     assert {r["param.delta"] for r in rows} == {"", "0.1", "0.05"}
     summary = (store / "summary.csv").read_text()
-    assert summary.splitlines()[0].startswith("cell,algorithm,mdp,params,K,seeds,status")
+    assert summary.splitlines()[0].startswith("cell,algorithm,mdp,params,budget,seeds,status")
 
     assert main(args) == 0
     assert "0 computed, 3 already stored" in capsys.readouterr().out
@@ -188,3 +188,57 @@ def test_every_public_name_is_the_documented_object_after_importing_every_submod
     from theorylab import Grid, sweep
 
     assert sweep is theorylab.sweeps.sweep and Grid is theorylab.sweeps.Grid
+
+
+OFFLINE_GRID = """
+seeds = 3
+mdps = ["random:S=5,A=2,gamma=0.9,seed=4"]
+algorithms = ["vi-lcb", "naive-vi"]
+
+[budget]
+dataset_size = 1500
+coverage = 0.3
+"""
+
+
+def test_a_sweep_runs_offline_cells_from_a_budget_table(tmp_path, capsys):
+    """Sweeps are not online-only: a [budget] table gives offline cells their dataset size,
+    and each stored cell equals tl.run with the same budget."""
+    path = tmp_path / "off.toml"
+    path.write_text(OFFLINE_GRID)
+    store = tmp_path / "store"
+    args = ["sweep", str(path), "--store", str(store), "--executor", "serial", "--no-progress"]
+    assert main([*args, "--export", str(tmp_path / "long.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "2 computed, 0 already stored, 0 failed, of 2 cells" in out
+    assert "dataset_size=1500" in out and "sub-optimality (mean)" in out
+    result = open_sweep(store)
+    for cell, res in result:
+        again = theorylab.run(cell.algorithm, cell.mdp, seeds=3, dataset_size=1500, coverage=0.3)
+        np.testing.assert_array_equal(res.suboptimality, again.suboptimality)
+    with open(tmp_path / "long.csv", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) == 2 * 3 and {r["dataset_size"] for r in rows} == {"1500"}
+    assert main(args) == 0
+    assert "0 computed, 2 already stored" in capsys.readouterr().out
+
+
+def test_online_cell_ids_do_not_change_with_the_budget_field():
+    """An online cell's id hashes the same configuration as before cells took other budgets
+    (stored sweeps resume instead of recomputing)."""
+    from theorylab.sweeps import Cell
+
+    cell = Cell("ucbvi-hoeffding", "riverswim:S=3,H=3", episodes=30, seeds=2)
+    assert set(cell.config()) == {
+        "algorithm",
+        "mdp",
+        "episodes",
+        "seeds",
+        "seed",
+        "params",
+        "known_rewards",
+    }
+    with pytest.raises(ValueError, match="episodes= .* or a budget="):
+        Cell("vi-lcb", "riverswim", seeds=2)
+    with pytest.raises(ValueError, match="not both"):
+        Cell("vi-lcb", "riverswim", episodes=3, budget={"dataset_size": 4})

@@ -4,7 +4,9 @@ An online algorithm is a class registered in ``theorylab.algorithms.ALGORITHMS``
 constructor ``Agent(env: EnvSpec, n_seeds: int, rngs: list[Generator], **params)`` and two methods:
 
 * ``policy() -> (B, H, S) int`` (or ``(B, H, S, A)`` float): the policy every seed plays in the
-  next episode;
+  next episode, as an array the caller cannot corrupt: a read-only copy
+  (:func:`read_only_copy`), so writing into it raises and a later update of the agent does not
+  change a policy already handed out;
 * ``update(traj)``: learn from one episode of every seed; ``traj`` is a
   :class:`theorylab.mdps.Trajectories` with ``(B, H)`` arrays.
 
@@ -63,6 +65,18 @@ class EpisodicAgent(Protocol):
     def policy(self) -> np.ndarray: ...
 
     def update(self, traj) -> None: ...
+
+
+def read_only_copy(a: np.ndarray) -> np.ndarray:
+    """A copy of ``a`` that raises on writes: what ``policy()`` hands out (module docstring).
+
+    A copy, not a view: agents update their policy tables in place (UCBVI's sparse plan stage
+    rewrites only the rows that changed), and a caller keeping episode k's policy must not see
+    episode k + 1's. O(size) per call, negligible beside planning.
+    """
+    out = np.array(a, copy=True)
+    out.flags.writeable = False
+    return out
 
 
 def env_spec(mdp, *, known_rewards: bool = True) -> EnvSpec:

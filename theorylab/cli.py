@@ -290,6 +290,9 @@ RUN_BUDGET_FLAGS = {
     "sampling": "sampling",
     "backend": "backend",
     "device": "device",
+    "loop": "loop",
+    "segment": "segment",
+    "checkpoint": "checkpoint",
 }
 
 
@@ -332,10 +335,19 @@ def cmd_run(args) -> int:
             return 130
         raise
     print(_table([result.table_row()]))
+    null = _null_regret(result, args.mdp)
+    if null is not None and not args.plot:  # (the plot's lines say it too)
+        for line in _burn_in_lines(result, null):
+            print(line)
     if args.json:
         from theorylab.store import atomic_write_json
+        from theorylab.validations.reference import burn_in_end
 
-        atomic_write_json(args.json, result.json_summary())
+        payload = result.json_summary()
+        if null is not None:
+            payload["null_regret_per_episode"] = null
+            payload["burn_in_end"] = burn_in_end(result.regret, null)
+        atomic_write_json(args.json, payload)
         print(f"wrote {args.json}")
     for path, write in ((args.csv, result.to_csv), (args.parquet, result.to_parquet)):
         if path:
@@ -356,20 +368,44 @@ def _write_run_plot(result, path: str, delta: float, loglog: bool) -> list[str]:
     is drawn with the null agent's exact regret, and its theorem as printed where it is
     informative (log-log axes: always, beside the trivial bound); the lines say, from the run's
     numbers, whether the theorem is informative and whether the run left its burn-in."""
-    from theorylab.validations.reference import burn_in_end, plot_keywords, regret_reference
+    from theorylab.validations.reference import plot_keywords, regret_reference
 
     if result.result_kind != "regret" or result.config.get("objective") != "expected return":
         result.plot(path)
         return [f"(drawn without reference lines: {result.result_kind} result)"]
     ref = regret_reference(result, delta=delta)
     result.plot(path, **plot_keywords(ref, loglog=loglog))
-    lines = list(ref.notes)
-    end = burn_in_end(result.regret, ref.null_per_episode)
+    lines = [*ref.notes, *_burn_in_lines(result, ref.null_per_episode)]
+    if ref.bound_name is not None:
+        lines.append(ref.bound_status())
+    return lines
+
+
+def _null_regret(result, mdp_spec) -> float | None:
+    """The null agent's exact per-episode regret for a regret run of the expected return on a
+    tabular MDP (None otherwise: other kinds, risk objectives, MDPs without one)."""
+    if result.result_kind != "regret" or result.config.get("objective") != "expected return":
+        return None
+    from theorylab.mdps import make
+    from theorylab.validations.reference import null_regret_per_episode
+
+    mdp = make(mdp_spec) if isinstance(mdp_spec, str) else mdp_spec
+    if getattr(mdp, "horizon", None) is None or not hasattr(mdp, "expected_next"):
+        return None
+    return null_regret_per_episode(mdp, result.optimal_value)
+
+
+def _burn_in_lines(result, null: float) -> list[str]:
+    """The null agent's regret beside the run's, and where the run left its burn-in
+    (``theorylab.validations.reference.burn_in_end``)."""
+    from theorylab.validations.reference import burn_in_end
+
+    end = burn_in_end(result.regret, null)
     tail = float(result.regret[:, -max(1, result.episodes // 10) :].mean())
-    lines.append(
-        f"null agent (uniform random policy): {ref.null_per_episode:.4g} regret per episode; "
+    lines = [
+        f"null agent (uniform random policy): {null:.4g} regret per episode; "
         f"this run, last 10% of episodes: {tail:.4g}"
-    )
+    ]
     if end is None:
         lines.append(
             f"the run is still in its burn-in at K = {result.episodes} (per-episode regret not "
@@ -377,8 +413,6 @@ def _write_run_plot(result, path: str, delta: float, loglog: bool) -> list[str]:
         )
     else:
         lines.append(f"the run left its burn-in at about episode {end}")
-    if ref.bound_name is not None:
-        lines.append(ref.bound_status())
     return lines
 
 
@@ -615,6 +649,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="online: kernel backend (default numpy: the bit-reproducible reference)",
     )
     q.add_argument("--device", help="online: cpu (default) or cuda (torch backend)")
+    q.add_argument(
+        "--loop",
+        choices=["auto", "python", "compiled"],
+        help="online: the episode loop (python), the whole-run compiled kernel (compiled: "
+        "ucbvi-*, greedy, optimistic-q-*) or auto (default: compiled for runs of "
+        "20,000 seed-episodes and more when the algorithm has a kernel)",
+    )
+    q.add_argument(
+        "--segment", type=int, help="online, compiled loop: episodes per kernel call (100000)"
+    )
+    q.add_argument(
+        "--checkpoint",
+        help="online, compiled loop: directory keeping finished segments; rerun the same "
+        "command with it to resume an interrupted run",
+    )
     q.add_argument("--tau", type=float, help="CVaR level of cvar-ucbvi (same as -p tau=...)")
     q.add_argument("--alpha", type=float, help="risk level of icvar-rm (same as -p alpha=...)")
     q.add_argument("--dataset-size", "-N", type=int, help="offline: samples N per seed")

@@ -24,7 +24,7 @@ from typing import Any
 
 from theorylab.agent import env_spec  # noqa: F401  (re-exported: the learner's view of an MDP)
 from theorylab.algorithms.objectives import BackendRiskNeutral  # noqa: F401  (re-exported)
-from theorylab.algorithms.registry import KINDS, AlgorithmEntry, get_algorithm
+from theorylab.algorithms.registry import KINDS, AlgorithmEntry, get_algorithm, list_algorithms
 from theorylab.errors import RunInterrupted
 from theorylab.registry import convert_parameters, parse_spec
 from theorylab.results import RegretResult, Result, RunResult, SuboptimalityResult  # noqa: F401
@@ -51,6 +51,9 @@ def _entry_of(algorithm) -> tuple[AlgorithmEntry, dict[str, str], str]:
         name, raw = parse_spec(algorithm)
         return get_algorithm(name), raw, algorithm
     if inspect.isclass(algorithm):
+        for name in list_algorithms():  # a registered class keeps its registration (objective)
+            if get_algorithm(name).factory is algorithm:
+                return get_algorithm(name), {}, name
         label = getattr(algorithm, "name", algorithm.__name__)
         entry = AlgorithmEntry(
             name=str(label), kind="online", problem="tabular", factory=algorithm, summary=""

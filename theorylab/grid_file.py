@@ -12,6 +12,16 @@ A grid file lists algorithms x MDP specs x parameter values x seeds::
     [params]                 # optional: every combination, for every algorithm
     delta = [0.1, 0.05]
 
+Offline algorithms (and other kinds) take their budget from a ``[budget]`` table instead of
+``episodes`` (the keywords of ``theorylab.run`` for that kind)::
+
+    seeds = 16
+    algorithms = ["vi-lcb", "naive-vi"]
+    mdps = ["random:S=8,A=3,gamma=0.9,seed=31"]
+    [budget]
+    dataset_size = 4000
+    coverage = 0.3
+
 A file may instead (or as well) hold several ``[[grid]]`` tables, each a grid of its own with
 the same keys; a key missing from a table is taken from the top level. Use this to vary a
 parameter that only one algorithm takes::
@@ -46,8 +56,17 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-GRID_KEYS = ("algorithms", "mdps", "episodes", "seeds", "seed", "params", "known_rewards")
-INHERITED = ("algorithms", "mdps", "episodes", "seeds", "seed", "params", "known_rewards")
+GRID_KEYS = (
+    "algorithms",
+    "mdps",
+    "episodes",
+    "seeds",
+    "seed",
+    "params",
+    "known_rewards",
+    "budget",
+)
+INHERITED = GRID_KEYS
 
 
 class GridFileError(ValueError):
@@ -58,11 +77,17 @@ def _grid(where: str, table: Mapping[str, Any]) -> Grid:
     unknown = sorted(set(table) - set(GRID_KEYS) - {"grid"})
     if unknown:
         raise GridFileError(f"{where}: unknown keys {unknown}; a grid has keys {list(GRID_KEYS)}")
-    missing = [k for k in ("algorithms", "mdps", "episodes") if k not in table]
+    missing = [k for k in ("algorithms", "mdps") if k not in table]
+    if "episodes" not in table and "budget" not in table:
+        missing.append("episodes (online) or [budget] (other kinds)")
     if missing:
         raise GridFileError(
-            f"{where}: missing {missing} (every grid needs algorithms, mdps and episodes)"
+            f"{where}: missing {missing} (every grid needs algorithms, mdps and a budget: "
+            "episodes, or a [budget] table such as dataset_size for offline algorithms)"
         )
+    budget = table.get("budget", {})
+    if not isinstance(budget, dict):
+        raise GridFileError(f"{where}: budget must be a table, got {budget!r}")
     for key in ("algorithms", "mdps"):
         value = table[key]
         if not isinstance(value, list) or not value or not all(isinstance(v, str) for v in value):
@@ -81,7 +106,8 @@ def _grid(where: str, table: Mapping[str, Any]) -> Grid:
         grid = Grid(
             algorithms=list(table["algorithms"]),
             mdps=list(table["mdps"]),
-            episodes=table["episodes"],
+            episodes=table.get("episodes"),
+            budget=budget,
             seeds=table.get("seeds", 1),
             params=params,
             seed=table.get("seed", 0),

@@ -18,7 +18,6 @@ from typing import Any
 
 import numpy as np
 
-from theorylab.stats import final_ci
 from theorylab.store import atomic_writer
 from theorylab.sweeps import SweepResult
 
@@ -50,7 +49,7 @@ def summary_rows(result: SweepResult, confidence: float = 0.95) -> list[dict[str
             "algorithm": cfg["algorithm"],
             "mdp": cfg["mdp"],
             "params": ",".join(f"{k}={v}" for k, v in cfg["params"].items()),
-            "K": cfg["episodes"],
+            "budget": _budget_text(cfg),
             "seeds": len(cfg["seeds"]),
         }
         if cell.id in failed:
@@ -60,18 +59,16 @@ def summary_rows(result: SweepResult, confidence: float = 0.95) -> list[dict[str
         else:
             row["status"] = "computed" if cell.id in computed else "stored"
             res = result.result(cell)
-            ci = final_ci(res.cumulative_regret[:, -1], confidence)
-            row["final regret (mean)"] = f"{ci.mean:.4g}"
-            row[f"{100 * confidence:g}% CI"] = f"[{ci.ci_low:.4g}, {ci.ci_high:.4g}]"
-            row["regret per episode, last 10%"] = f"{_tail_rate(res.regret):.4g}"
+            shown = {"algorithm", "mdp", "seeds", "K", "N", "coverage"}
+            row.update({k: v for k, v in res.table_row().items() if k not in shown})
         rows.append(row)
     return rows
 
 
-def _tail_rate(regret: np.ndarray) -> float:
-    """Mean per-episode regret over the last tenth of the episodes (all seeds)."""
-    K = regret.shape[1]
-    return float(regret[:, K - max(1, K // 10) :].mean())
+def _budget_text(cfg: dict[str, Any]) -> str:
+    if "episodes" in cfg:
+        return f"K={cfg['episodes']}"
+    return ",".join(f"{k}={v}" for k, v in cfg["budget"].items())
 
 
 def long_columns(result: SweepResult) -> dict[str, np.ndarray]:

@@ -49,7 +49,7 @@ from typing import Any, Literal
 from theorylab.errors import TheorylabError
 from theorylab.experiment import run
 from theorylab.registry import parse_spec
-from theorylab.results import RunResult, load_result
+from theorylab.results import Result, load_result
 from theorylab.seeding import seed_indices
 from theorylab.store import (
     atomic_write_bytes,
@@ -61,7 +61,7 @@ from theorylab.store import (
 
 SWEEP_MANIFEST = "sweep.json"
 ERROR_FILE = "error.txt"
-CELL_KEYS = ("algorithm", "mdp", "episodes", "seeds", "seed", "params", "known_rewards")
+CELL_KEYS = ("algorithm", "mdp", "episodes", "seeds", "seed", "params", "known_rewards", "budget")
 
 
 class SweepError(TheorylabError, RuntimeError):
@@ -92,30 +92,47 @@ def algorithm_label(algorithm: str | type) -> str:
 @dataclass(frozen=True)
 class Cell:
     """One experiment of a sweep: ``run(algorithm, mdp, episodes, seeds, seed=seed,
-    known_rewards=known_rewards, **params)``."""
+    known_rewards=known_rewards, **budget, **params)``.
+
+    episodes: the budget of online algorithms; budget: the budget keywords of any other kind
+    (``{"dataset_size": 4000, "coverage": 0.3}`` for offline algorithms; see
+    ``theorylab.algorithms.registry.KINDS``). A cell has one or the other.
+    known_rewards: online cells only (the learner is given the mean rewards).
+    """
 
     algorithm: str | type
     mdp: str
-    episodes: int
+    episodes: int | None = None
     seeds: int | Sequence[int] = 1
     seed: int = 0
     params: Mapping[str, Any] = field(default_factory=dict)
     known_rewards: bool = True
+    budget: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.mdp, str):
             raise TypeError(f"a sweep cell names its MDP by a spec string, got {self.mdp!r}")
-        if isinstance(self.episodes, bool) or int(self.episodes) != self.episodes:
-            raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
-        if self.episodes < 1:
-            raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
-        clash = set(self.params) & {"seed", "known_rewards", "progress"}
+        if (self.episodes is None) == (not self.budget):
+            raise ValueError(
+                "a sweep cell needs episodes= (online algorithms) or a budget= such as "
+                "{'dataset_size': N} (other kinds), not both"
+            )
+        if self.episodes is not None:
+            if isinstance(self.episodes, bool) or int(self.episodes) != self.episodes:
+                raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
+            if self.episodes < 1:
+                raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
+        clash = set(self.params) & {"seed", "known_rewards", "progress", "episodes"}
+        clash |= set(self.params) & set(self.budget)
         if clash:
             raise ValueError(f"params may not set run() arguments {sorted(clash)}")
+        if "episodes" in self.budget:
+            raise ValueError("give episodes as the cell's episodes=, not inside budget=")
         algorithm_label(self.algorithm)  # type check
         seed_indices(self.seeds)  # validation
         # private copies: a cell's id must not change when the caller's dict or list does
         object.__setattr__(self, "params", dict(self.params))
+        object.__setattr__(self, "budget", dict(self.budget))
         if not isinstance(self.seeds, int):
             object.__setattr__(self, "seeds", tuple(int(i) for i in self.seeds))
 
@@ -124,22 +141,32 @@ class Cell:
         unknown = set(d) - set(CELL_KEYS)
         if unknown:
             raise ValueError(f"unknown cell keys {sorted(unknown)}; cell keys: {CELL_KEYS}")
-        missing = {"algorithm", "mdp", "episodes"} - set(d)
-        if missing:
-            raise ValueError(f"cell {dict(d)!r} lacks {sorted(missing)}")
+        missing = {"algorithm", "mdp"} - set(d)
+        if missing or ("episodes" not in d and "budget" not in d):
+            raise ValueError(f"cell {dict(d)!r} lacks {sorted(missing) or ['episodes or budget']}")
         return cls(**d)
 
     def config(self) -> dict[str, Any]:
-        """The canonical, JSON-ready configuration the id is computed from."""
-        return {
+        """The canonical, JSON-ready configuration the id is computed from (an online cell's is
+        what it was before cells took other budgets, so stored sweeps keep their ids)."""
+        cfg: dict[str, Any] = {
             "algorithm": algorithm_label(self.algorithm),
             "mdp": _canonical_spec(self.mdp),
-            "episodes": int(self.episodes),
-            "seeds": seed_indices(self.seeds),
-            "seed": int(self.seed),
-            "known_rewards": bool(self.known_rewards),
-            "params": json.loads(to_json(dict(self.params), indent=None, sort_keys=True)),
         }
+        if self.episodes is not None:
+            cfg["episodes"] = int(self.episodes)
+        else:
+            cfg["budget"] = json.loads(to_json(dict(self.budget), indent=None, sort_keys=True))
+        cfg.update(
+            {
+                "seeds": seed_indices(self.seeds),
+                "seed": int(self.seed),
+                "params": json.loads(to_json(dict(self.params), indent=None, sort_keys=True)),
+            }
+        )
+        if self.episodes is not None:
+            cfg["known_rewards"] = bool(self.known_rewards)
+        return cfg
 
     @functools.cached_property
     def id(self) -> str:
@@ -174,11 +201,12 @@ class Grid:
 
     algorithms: Sequence[str | type]
     mdps: Sequence[str]
-    episodes: int
+    episodes: int | None = None
     seeds: int | Sequence[int] = 1
     params: Mapping[str, Sequence[Any]] = field(default_factory=dict)
     seed: int = 0
     known_rewards: bool = True
+    budget: Mapping[str, Any] = field(default_factory=dict)
 
     def cells(self) -> list[Cell]:
         for name, values in self.params.items():
@@ -195,6 +223,7 @@ class Grid:
                 seed=self.seed,
                 params=dict(zip(names, combo, strict=True)),
                 known_rewards=self.known_rewards,
+                budget=self.budget,
             )
             for algo in self.algorithms
             for mdp in self.mdps
@@ -236,8 +265,8 @@ class SweepResult:
         """Directory of a cell (given as Cell, id or position)."""
         return self.directory / self._cell(key).dirname
 
-    def result(self, key: Cell | str | int) -> RunResult:
-        """Load the stored RunResult of a cell."""
+    def result(self, key: Cell | str | int) -> Result:
+        """Load the stored result of a cell (of its kind: RegretResult, SuboptimalityResult...)."""
         return load_result(self.path(key))
 
     __getitem__ = result
@@ -250,14 +279,14 @@ class SweepResult:
     def __len__(self) -> int:
         return len(self.cells)
 
-    def __iter__(self) -> Iterator[tuple[Cell, RunResult]]:
+    def __iter__(self) -> Iterator[tuple[Cell, Result]]:
         """``(cell, result)`` for every finished cell, loaded one at a time."""
         for cell in self.completed:
             yield cell, self.result(cell)
 
     def select(
         self, algorithm: str | type | None = None, mdp: str | None = None, **params: Any
-    ) -> list[tuple[Cell, RunResult]]:
+    ) -> list[tuple[Cell, Result]]:
         """Finished cells matching the algorithm, MDP spec and parameter values given."""
         out = []
         for cell in self.completed:
@@ -273,7 +302,7 @@ class SweepResult:
 
     def get(
         self, algorithm: str | type | None = None, mdp: str | None = None, **params: Any
-    ) -> RunResult:
+    ) -> Result:
         """The one finished result matching the criteria (LookupError if none or several)."""
         hits = self.select(algorithm, mdp, **params)
         if len(hits) != 1:
@@ -281,16 +310,13 @@ class SweepResult:
         return hits[0][1]
 
 
-def _run_cell(cell: Cell) -> RunResult:
+def _run_cell(cell: Cell) -> Result:
     """Worker: one cell, returned to the driver (which stores it)."""
+    budget = dict(cell.budget)
+    if cell.episodes is not None:
+        budget.update(episodes=cell.episodes, known_rewards=cell.known_rewards)
     result = run(
-        cell.algorithm,
-        cell.mdp,
-        cell.episodes,
-        cell.seeds,
-        seed=cell.seed,
-        known_rewards=cell.known_rewards,
-        **dict(cell.params),
+        cell.algorithm, cell.mdp, seeds=cell.seeds, seed=cell.seed, **budget, **cell.params
     )
     result.config["cell_id"] = cell.id
     result.config["cell"] = cell.config()
@@ -329,7 +355,7 @@ def _execute(
     max_workers: int | None,
     mp_context: str,
     address: str | None = None,
-) -> Iterator[tuple[Cell, RunResult | None, BaseException | None]]:
+) -> Iterator[tuple[Cell, Result | None, BaseException | None]]:
     """Yield ``(cell, result, None)`` or ``(cell, None, error)`` as cells finish."""
     if not todo:
         return
@@ -463,7 +489,7 @@ def open_sweep(directory: str | os.PathLike) -> SweepResult:
         manifest = json.load(fh)
     cells = []
     for entry in manifest["cells"]:
-        fields = {k: entry[k] for k in CELL_KEYS}
+        fields = {k: entry[k] for k in CELL_KEYS if k in entry}
         if entry.get("algorithm_kind") == "class":
             fields["algorithm"] = _import_class(entry["algorithm"])
         cell = Cell.from_dict(fields)

@@ -223,15 +223,15 @@ class Validation:
 
 
 def algorithm_bound(algorithm: str) -> str | None:
-    """The registry name of the theorem an online algorithm carries (its class attribute
-    ``bound``), or None."""
+    """The registry name of the main theorem an algorithm carries (the first of its
+    registration's ``bounds``), or None."""
     from theorylab.algorithms.registry import get_algorithm
 
     try:
         entry = get_algorithm(algorithm)
     except Exception:  # an agent class run by itself, not a registered name
         return None
-    return getattr(entry.factory, "bound", None)
+    return entry.bounds[0] if entry.bounds else None
 
 
 def carried_bound_curves(result, delta: float) -> tuple[dict[str, np.ndarray], list[str]]:

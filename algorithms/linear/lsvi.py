@@ -78,7 +78,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.linear.features import resolve_features
 from theorylab.backends import Backend, get_backend
 
@@ -202,7 +202,7 @@ class LeastSquaresValueIteration:
     # ------------------------------------------------------------------ protocol
     def policy(self) -> np.ndarray:
         """``(B, H, S)`` int: greedy in Q^k (ties -> smallest action index)."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """``(B,)``: V^k_1(mu0) = sum_s mu0(s) max_a Q^k_1(s, a)."""

@@ -159,7 +159,11 @@ def gram_matrices(counts: np.ndarray, phi_h: np.ndarray, lam: float) -> np.ndarr
     """``Lambda = Phi^T diag(n) Phi + lam I`` per seed: counts ``(B, S, A)``, phi_h ``(S, A, d)``
     -> ``(B, d, d)``."""
     d = phi_h.shape[-1]
-    gram = np.einsum("sad,bsa,sae->bde", phi_h, counts, phi_h, optimize=True)
+    F = phi_h.reshape(-1, d)  # (SA, d)
+    w = counts.reshape(counts.shape[0], -1)  # (B, SA)
+    # one GEMM per seed, the same call whatever B: a batched einsum picks its contraction path
+    # by shape, so with fractional weights (vw-pevi) seed i differed alone and in a batch
+    gram = np.stack([(F.T * w_b) @ F for w_b in w])  # (B, d, d)
     return gram + lam * np.eye(d)
 
 

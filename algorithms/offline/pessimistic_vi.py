@@ -1,16 +1,23 @@
 r"""Pessimistic model-based value iteration for finite-horizon offline RL (Hoeffding and Bernstein).
 
 Paper: Li, Shi, Chen, Chi, Wei, "Settling the sample complexity of model-based offline
-reinforcement learning", arXiv:2204.05275 (Annals of Statistics 2024), the finite-horizon
-algorithm (VI-LCB with Bernstein-style penalties); theory.md 3.2. The paper's full text was not
-available to this project: the algorithm's *structure* is [A]/[S] (theory.md 3.2 and the
-Bernstein-LCB reimplementation [S] quoted there), every *constant* below is [M] and exposed as a
-parameter.
+reinforcement learning", arXiv:2204.05275 (Annals of Statistics 2024), Section 3: Algorithm 2
+(VI-LCB for finite-horizon MDPs), the Bernstein-style penalty Eq. (55), Algorithm 3 (two-fold
+subsampling). Sources: a full-text extraction of the revised arXiv version (Feb 2024) in which the
+algorithm boxes and prose are readable but the displayed equations are not decoded [V for the
+structure: Algorithm 2's lines 3-9 read "Q_hat_h(s, a) = max{r_h(s, a) + P_hat_{h,s,a} V_hat_{h+1}
+- b_h(s, a), 0}", V_hat_h = max_a Q_hat_h, pi_hat_h = argmax; "for some universal constant c_b > 0
+(e.g., c_b = 16)"; Remark 4: "c_b >= 16 and c_k = 12800 c_b"]; the form of Eq. (55) itself is
+[S]: the authors' public code (github.com/Laixishi/Model-based-VI-LCB, notebook
+``gambler-offline-model-based.ipynb``, finite horizon) computes
+``min{H - h, c_b H / n + sqrt(c_b Var / n)}``, a SUM of the variance term and the 1/n term
+(log folded into c_b), and a third-party reimplementation of Algorithm 2 [S] uses
+``min{sqrt(c_b log(NH/delta) Var / n) + c_b H log(NH/delta) / n, H}``.
 
 Registered names and the bound each carries (``theorylab.bounds``):
 
 * ``pessimistic-vi-bernstein`` -- bound ``li2022-offline-finite-horizon``
-  (sample complexity O~(H^4 S C*_clipped / eps^2), any eps, no burn-in; [A]);
+  (sample complexity O~(H^4 S C*_clipped / eps^2), any eps, no burn-in; Theorem 3);
 * ``pessimistic-vi-hoeffding`` -- the Hoeffding-penalty variant (the "VI-LCB" of the earlier
   analyses that Li et al. improve on; sub-optimality O~(H^2 sqrt(S C* / N)) up to logs [M]). It
   carries no registered card.
@@ -21,19 +28,28 @@ samples (``empirical.stage_blocks``) and ``L = log(N H / delta)``, N = samples p
 
     for h = H-1, ..., 0:
         b_h(s, a) = min{ c_h H sqrt(L / n_h(s, a)), H }                                   Hoeffding
-        b_h(s, a) = min{ max{ sqrt(c_b L Var_{P_hat_h(s,a)}(V_hat_{h+1}) / n_h(s, a)),
-                             2 c_b H L / n_h(s, a) }, H }                                 Bernstein
+        b_h(s, a) = min{ sqrt(c_b L Var_{P_hat_h(s,a)}(V_hat_{h+1}) / n_h(s, a))
+                         + c_b H L / n_h(s, a),  H }                     Bernstein, Eq. (55) [S]
         b_h(s, a) = H                                          where n_h(s, a) = 0 (no data)
         Q_hat_h(s, a) = max{ r_hat_h(s, a) + (P_hat_h V_hat_{h+1})(s, a) - b_h(s, a), 0 }
         V_hat_h(s) = max_a Q_hat_h(s, a);   pi_hat_h(s) = argmax_a Q_hat_h(s, a)
 
-[M] constants (parameters): ``c_b = 16`` (the paper's "sufficiently large" Bernstein constant as
-recalled; Maurer-Pontil's empirical Bernstein inequality needs c_b of about 8 in this max-form, so
-16 keeps the penalty a valid confidence width), ``c_h = 1`` (Hoeffding: H sqrt(log(2/delta')/(2n))
-is the exact width for targets in [0, H], so c_h = 1 is valid up to the union bound folded into
-L), the value range H (not H - h), and the form of L.
+``bernstein_form="max"`` keeps the form this module used until issue 14,
+``min{max{sqrt(c_b L Var / n), 2 c_b H L / n}, H}``: the shape of the paper's DISCOUNTED penalty
+Eq. (28) (as recalled in theory.md, ``max{...} + 5/N`` there) carried over to finite horizon.
+With a = the variance term and b = c_b H L / n the two are within a factor 2 of each other
+(a + b <= 2 max{a, 2b} and max{a, 2b} <= 2 (a + b)): the sum is larger where the variance term
+dominates (a >= b), the max form where the 1/n term does (b > a). Kept as an option.
 
-Two-fold subsampling ([M], ``subsample=True``): for trajectory data the paper decouples the
+Constants (parameters): ``c_b = 16`` (the paper's example value and Remark 4's sufficient
+``c_b >= 16`` [V]); ``c_h = 1`` (Hoeffding: H sqrt(log(2/delta')/(2n)) is the exact width for
+targets in [0, H], so c_h = 1 is valid up to the union bound folded into L; [M], this variant is
+the library's baseline); the value range H (the authors' code clips at H - h, which gives the same
+Q: any b >= H - h already sends Q_hat to 0); the form of L ([S], not read in the paper).
+
+Two-fold subsampling (Algorithm 3; the split into the first and last K/2 trajectories is [V], the
+formula (56) for n_trim is not decoded in the text read and is [M]; ``subsample=True``): for
+trajectory data the paper decouples the
 Markovian dependence by splitting the episodes into a main and an auxiliary half, computing
 ``n_trim_h(s) = max{n_aux_h(s) - c_trim sqrt(n_aux_h(s) log(H S / delta)), 0}`` (c_trim = 10) on
 the auxiliary half and keeping, for every (h, s), only the first min{n_trim_h(s), n_main_h(s)}
@@ -62,6 +78,7 @@ from theorylab.algorithms.offline.empirical import require_data, stage_blocks
 from theorylab.algorithms.offline.result import OfflineResult, greedy, value_at_start
 
 PENALTIES = ("hoeffding", "bernstein")
+BERNSTEIN_FORMS = ("sum", "max")  # Eq. (55) as implemented by the authors / the former max form
 
 
 def _check_finite_horizon(ds: OfflineDataset, who: str) -> None:
@@ -109,6 +126,7 @@ def pessimistic_vi(
     c_h: float = 1.0,
     subsample: bool = False,
     c_trim: float = 10.0,
+    bernstein_form: str = "sum",
 ) -> OfflineResult:
     """Finite-horizon pessimistic VI with a Hoeffding or Bernstein penalty (module docstring).
 
@@ -118,6 +136,10 @@ def pessimistic_vi(
     name = f"pessimistic-vi-{penalty}"
     if penalty not in PENALTIES:
         raise ValueError(f"penalty must be one of {PENALTIES}, got {penalty!r}")
+    if bernstein_form not in BERNSTEIN_FORMS:
+        raise ValueError(
+            f"{name}: bernstein_form must be one of {BERNSTEIN_FORMS}, got {bernstein_form!r}"
+        )
     _check_finite_horizon(dataset, name)
     require_data(dataset, name)
     if not 0.0 < delta < 1.0:
@@ -148,7 +170,11 @@ def pessimistic_vi(
             y = v_next - (H - h - 1) / 2.0  # shifted: less cancellation in E[y^2] - E[y]^2
             m1 = blk.means(y, n)
             var = np.maximum(blk.means(y * y, n) - m1 * m1, 0.0)
-            b = np.minimum(np.maximum(np.sqrt(c_b * L * var / n1), 2.0 * c_b * H * L / n1), H)
+            width = np.sqrt(c_b * L * var / n1)  # the variance (Bernstein) term
+            if bernstein_form == "sum":  # Eq. (55) [S]
+                b = np.minimum(width + c_b * H * L / n1, H)
+            else:  # the former max form (the discounted Eq. (28)'s shape)
+                b = np.minimum(np.maximum(width, 2.0 * c_b * H * L / n1), H)
         b = np.where(n > 0, b, float(H))
         Q[:, h] = np.maximum(r_hat + PV - b, 0.0)
         V[:, h] = Q[:, h].max(axis=-1)
@@ -168,6 +194,7 @@ def pessimistic_vi(
             "c_h": c_h,
             "subsample": subsample,
             "c_trim": c_trim,
+            "bernstein_form": bernstein_form,
         },
         info={"seconds": time.perf_counter() - t0, "mean_penalty_per_stage": bonus_mean.tolist()},
     )

@@ -24,7 +24,9 @@ from theorylab.algorithms.registry import register
     bounds=("vi-lcb-upper", "vi-lcb-lower", "vi-lcb-lower-near-expert"),
     horizon="discounted",
 )
-def fit_vi_lcb(dataset, delta: float = 0.1, c_L: float = C_L_CODE, initial_policy: str = "random"):
+def fit_vi_lcb(
+    dataset, delta: float = 0.1, c_L: float = C_L_CODE, initial_policy: str = "behaviour"
+):
     """VI-LCB with data splitting (Rashidinejad et al. 2021, Alg. 3; discounted)."""
     return vi_lcb(dataset, delta=delta, c_L=c_L, initial_policy=initial_policy)
 
@@ -49,11 +51,22 @@ def fit_pessimistic_vi_hoeffding(
     horizon="finite",
 )
 def fit_pessimistic_vi_bernstein(
-    dataset, delta: float = 0.1, c_b: float = 16.0, subsample: bool = False, c_trim: float = 10.0
+    dataset,
+    delta: float = 0.1,
+    c_b: float = 16.0,
+    subsample: bool = False,
+    c_trim: float = 10.0,
+    bernstein_form: str = "sum",
 ):
-    """Finite-horizon pessimistic VI, Bernstein penalty (Li et al. 2022; [M] constants)."""
+    """Finite-horizon pessimistic VI, Bernstein penalty (Li et al. 2022, Alg. 2, Eq. (55))."""
     return pessimistic_vi(
-        dataset, penalty="bernstein", delta=delta, c_b=c_b, subsample=subsample, c_trim=c_trim
+        dataset,
+        penalty="bernstein",
+        delta=delta,
+        c_b=c_b,
+        subsample=subsample,
+        c_trim=c_trim,
+        bernstein_form=bernstein_form,
     )
 
 
@@ -82,7 +95,14 @@ def fit_pevi_tabular(
     return pevi_tabular(dataset, xi=xi, c_beta=c_beta, beta=None if beta < 0 else beta, lam=lam)
 
 
-@register("vw-pevi", kind="offline", problem="dataset", bounds=(), horizon="finite", features=True)
+@register(
+    "vw-pevi",
+    kind="offline",
+    problem="dataset",
+    bounds=("xiong2023-linpevi-adv-plus",),
+    horizon="finite",
+    features=True,
+)
 def fit_vw_pevi(
     dataset,
     phi=None,
@@ -90,11 +110,11 @@ def fit_vw_pevi(
     c_beta: float = 1.0,
     beta: float = -1.0,
     c_beta_ref: float = 1.0,
-    lam: float = 1.0,
+    lam: float = -1.0,
     sigma2_min: float = 1.0,
     split: bool = True,
 ):
-    """Variance-weighted pessimistic LSVI (linear PNLSVI; [M])."""
+    """Variance-weighted pessimistic LSVI, LinPEVI-ADV+ form (Xiong et al. 2023; lam < 0: 1/H^2)."""
     return vw_pevi(
         dataset,
         phi=phi,
@@ -102,7 +122,7 @@ def fit_vw_pevi(
         c_beta=c_beta,
         beta=None if beta < 0 else beta,
         c_beta_ref=c_beta_ref,
-        lam=lam,
+        lam=None if lam < 0 else lam,
         sigma2_min=sigma2_min,
         split=split,
     )

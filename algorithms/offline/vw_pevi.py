@@ -1,36 +1,48 @@
-r"""Variance-weighted pessimistic LSVI: the linear-MDP specialisation of PNLSVI.
+r"""Variance-weighted pessimistic LSVI for linear MDPs, in the form of Xiong et al.'s LinPEVI-ADV+.
 
-Paper: Di, Zhao, Cai, Gu, "Pessimistic Nonlinear Least-Squares Value Iteration for Offline
-Reinforcement Learning" (PNLSVI; seed catalogue 000, row 26 [A]: "(1) variance-based weighted
-regression, (2) variance-estimation subroutine, (3) pessimistic value-iteration planning"; "Linear
-MDP specialization: variance-weighted ridge regression; penalty beta ||phi||_{Lambda^-1}
-subtracted"). Only the abstract was available: the three-part structure is [A]; every formula and
-constant below is **[M]**, modelled on the variance-weighted linear algorithms the linear case
-reduces to (LinPEVI-ADV+ of Xiong et al. 2022, VAPVI of Yin et al. 2022), and exposed as a
-parameter. No registered bound card (the paper's instance-dependent bound is not in theory.md);
-its linear rate is ``sum_h E_{pi*}||phi||_{Sigma*_h^{-1}}`` with the variance-weighted Sigma*_h.
+Paper implemented: Xiong, Zhong, Shi, Shen, Wang, Zhang, "Nearly Minimax Optimal Offline
+Reinforcement Learning with Linear Function Approximation: Single-Agent MDP and Markov Game",
+ICLR 2023, arXiv:2205.15512, LinPEVI-ADV+ (variance-weighted pessimistic value iteration with
+the reference-advantage decomposition). The paper itself could not be read here; what is known of
+it is [S], from a later paper that runs it as a subroutine (Hybrid RL in linear MDPs, its
+Algorithm 1 and the proof sketch of its Theorem 1): "LinPEVI-ADV+ ... with hyperparameters
+lambda = 1/H^2, beta_2 = O~(sqrt(d))", "invoking Theorem 2 from Xiong et al. with N > Omega(d^2
+H^6), lambda = 1/H^2, beta = O(sqrt(d))", bound sqrt(d) sum_h E_{pi*}||phi(s_h, a_h)||_{Sigma*_h^-1}
+(the card ``xiong2023-linpevi-adv-plus``), and "runs in O~(d^3 H N |A|) time".
+
+Until issue 14 this module cited Di, Zhao, Cai, Gu, "Pessimistic Nonlinear Least-Squares Value
+Iteration" (PNLSVI; seed catalogue 000, row 26 [A]: "variance-based weighted regression,
+variance-estimation subroutine, pessimistic value-iteration planning"), whose linear
+specialisation has the same three parts; only PNLSVI's abstract was available and it carries no
+readable bound, so the module now follows, names and carries the linear paper.
 
 Algorithm (0-based stages; the data of every seed is split by rows into two halves, D_var then
 D_main, episodes kept whole for trajectory data):
 
-1. **Reference values** on D_var: unweighted PEVI (``pevi.pevi``, same beta rule, ``c_beta_ref``)
-   gives V_ref_h for h = 1..H.
+1. **Reference values** on D_var: unweighted PEVI (``pevi.pevi`` with its lambda = 1,
+   beta = c d H sqrt(zeta), ``c_beta_ref``) gives V_ref_h for h = 1..H. [M] deviation:
+   LinPEVI-ADV+ takes its pilot values from the reference-advantage variant (LinPEVI-ADV), whose
+   formulas were not read; plain PEVI is a valid pessimistic pilot, only less sharp.
 2. **Variance estimation** on D_var, per stage h: ridge regressions (lambda) of the target
    ``y = r + V_ref_{h+1}(s')`` and of ``y^2`` on phi give ``E_hat[y | s, a] = phi^T w1`` and
    ``E_hat[y^2 | s, a] = phi^T w2``; then
 
        sigma2_h(s, a) = max{ sigma2_min, [phi^T w2]_{[0, (H-h)^2]} - ([phi^T w1]_{[0, H-h]})^2 }
 
-   (sigma2_min = 1 [M]: the floor of LinPEVI-ADV+'s max{1, .}).
+   (sigma2_min = 1 [M]: the floor of LinPEVI-ADV+'s max{1, .} as recalled; the paper's
+   additional -O~(d H^3 / sqrt(K kappa)) correction of the estimate is not applied).
 3. **Variance-weighted pessimistic LSVI** on D_main, for h = H-1..0:
 
        Lambda_h = sum_tau phi phi^T / sigma2_h(s^tau, a^tau) + lambda I
        w_h      = Lambda_h^{-1} sum_tau phi (r^tau + V_hat_{h+1}(s'^tau)) / sigma2_h(s^tau, a^tau)
        Q_hat_h  = min{ phi^T w_h - beta ||phi||_{Lambda_h^{-1}}, H - h }^+,  V_hat_h = max_a Q_hat_h
 
-   with ``beta = c_beta sqrt(d zeta)``, ``zeta = log(2 d H K / xi)`` ([M]: the variance-normalised
-   targets have O(1) noise, so the confidence radius loses the factor sqrt(d) H of PEVI's beta;
-   c_beta = 1 by default).
+   with ``lambda = 1/H^2`` ([S], the default; until issue 14 lambda = 1, PEVI's) and
+   ``beta = c_beta sqrt(d zeta)``, ``zeta = log(2 d H K / xi)`` ([S] for the order O~(sqrt(d)),
+   [M] for the log and c_beta = 1). The regression on r + V_hat_{h+1} equals the sum of the
+   reference regression (on r + V_ref) and the advantage regression (on V_hat - V_ref) over the
+   same samples: the reference-advantage decomposition changes the analysis (the width beta), not
+   this estimate.
 
 Because sigma2_h, like phi, depends on (h, s, a) only, the weighted statistics are again per-pair
 sums (``Phi^T diag(n / sigma2) Phi``), so the cost is that of two PEVI passes plus two extra
@@ -122,12 +134,13 @@ def vw_pevi(
     c_beta: float = 1.0,
     beta: float | None = None,
     c_beta_ref: float = 1.0,
-    lam: float = 1.0,
+    lam: float | None = None,
     sigma2_min: float = 1.0,
     split: bool = True,
 ) -> OfflineResult:
-    """Variance-weighted pessimistic LSVI (module docstring). phi: ``(S, A, d)``/``(H, S, A, d)``
-    or None (one-hot). Returns policy ``(B, H, S)``, V, Q, value_estimate ``V_hat_0(mu0)``;
+    """Variance-weighted pessimistic LSVI, LinPEVI-ADV+ form (module docstring). phi: ``(S, A, d)``
+    / ``(H, S, A, d)`` or None (one-hot). lam: ridge parameter of every regression (default
+    1/H^2). Returns policy ``(B, H, S)``, V, Q, value_estimate ``V_hat_0(mu0)``;
     ``info["sigma2"]`` holds the estimated variances ``(B, H, S, A)``."""
     if dataset.horizon is None:
         raise InvalidDatasetError("vw-pevi is an episodic (finite-horizon) algorithm")
@@ -138,6 +151,9 @@ def vw_pevi(
         raise ValueError(f"vw-pevi: sigma2_min must be positive, got {sigma2_min}")
     t0 = time.perf_counter()
     B, S, A, H = dataset.n_seeds, dataset.S, dataset.A, dataset.horizon
+    lam = 1.0 / H**2 if lam is None else float(lam)  # LinPEVI-ADV+'s lambda = 1/H^2 [S]
+    if not (lam > 0 and math.isfinite(lam)):
+        raise ValueError(f"vw-pevi: lam must be positive and finite, got {lam}")
     if phi is None:
         if S * A > MAX_DENSE_FEATURES:
             raise ValueError(f"one-hot features of S A = {S * A} dimensions are too many")
@@ -147,7 +163,7 @@ def vw_pevi(
     ds_var, ds_main = split_halves(dataset) if split else (dataset, dataset)
     if ds_var.N == 0 or ds_main.N == 0:
         raise InvalidDatasetError("vw-pevi splits the data in two halves: it needs N >= 2 (H)")
-    ref = pevi(ds_var, phi=phi, xi=xi, c_beta=c_beta_ref, lam=lam)
+    ref = pevi(ds_var, phi=phi, xi=xi, c_beta=c_beta_ref, lam=1.0)  # PEVI's own lambda = 1
     sigma2 = estimate_variances(ds_var, phi_all, ref.V, lam, sigma2_min)
     bval = (
         float(beta) if beta is not None else vw_beta(d, H, ds_main.episodes_per_stage, xi, c_beta)

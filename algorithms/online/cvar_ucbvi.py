@@ -49,7 +49,13 @@ What must be checked against the paper (theory.md marks it [M]):
 * the exact Bernstein bonus of Wang et al. (its constants, whether it carries the lower/upper gap
   term or another correction, the range in the lower-order term, the log argument L). The paper's
   RL bonus formulas (Hoeffding and Bernstein) were not found in any readable source (searched
-  2026-11-21), so both bonuses here remain this library's construction [M];
+  2026-11-21 and again for issue 14 on 2026-11-24: stored pages give the abstract and
+  introduction only; the code and document stores give two secondary summaries -- the bandit bonus
+  above and "a Hoeffding bonus (no b-dependence, matches vanilla UCBVI) and a Bernstein bonus
+  (b-dependent, captures Var((b - R)^+))" -- and citations; no reimplementation), so both bonuses
+  here remain this library's construction [M]. ``bonus="bernstein"`` stays the default because
+  its optimism induction is written out above and tested on every episode; it is not the paper's
+  bonus, only one with the summary's ingredients;
 * whether the paper's bonus is subtracted from the shortfall estimate (as here) or added to an
   equivalent reward-to-go form, and whether it clips at 0 / b;
 * returns are normalised to [0, 1] in the paper; here rewards are in [0, 1] per step and returns
@@ -81,7 +87,7 @@ import numpy as np
 from theorylab.agent import EnvSpec
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.risk.augmented_policy import AugmentedPolicy
-from theorylab.algorithms.risk.objectives import StaticCVaR
+from theorylab.algorithms.risk.objectives import static_cvar_of
 from theorylab.algorithms.risk.reward_lattice import reward_lattice_from_means
 from theorylab.algorithms.risk.static_cvar_planning import first_argmax, first_argmin
 from theorylab.risk_measures import _check_tau
@@ -90,7 +96,13 @@ BONUSES = ("bernstein", "hoeffding")
 RANGE_TERM_CONSTANT = 7.0 / 3.0  # Maurer-Pontil empirical Bernstein (n-1 replaced by n)
 
 
-@register("cvar-ucbvi", kind="online", problem="tabular", bounds=("wang2023-cvar-general",))
+@register(
+    "cvar-ucbvi",
+    kind="online",
+    problem="tabular",
+    bounds=("wang2023-cvar-general", "wang2023-cvar-continuous", "wang2023-cvar-lower"),
+    objective=static_cvar_of,
+)
 class CVaRUCBVI:
     """CVaR-UCBVI (Wang, Kallus, Sun 2023): optimistic value iteration on the augmented MDP."""
 
@@ -130,7 +142,6 @@ class CVaRUCBVI:
         n_stages = H if env.stage_dependent else 1
         self.n = np.zeros((B, n_stages, S, A), dtype=np.int64)
         self.n_next = np.zeros((B, n_stages, S, A, S), dtype=np.int64)
-        self.objective = StaticCVaR(self.tau)
         self._policy: AugmentedPolicy | None = None
         self._estimate: np.ndarray | None = None
 

@@ -72,6 +72,25 @@ MAX_MODEL_BYTES = 2 * 2**30
 SPARSE_MIN_STATES = 64
 
 
+def resolve_stage_dependence(env, stage_dependent: bool | None, algorithm: str) -> bool:
+    """Whether an agent keeps one model per stage h: by default (None) the environment's setting.
+
+    Pooling the counts over h estimates a stationary P; on a stage-dependent MDP that is a model
+    class without the true MDP in it, so ``False`` there is refused with a clear error (UCBVI and
+    ICVaR-RM refuse stage-dependent MDPs altogether). ``True`` on a stationary MDP is allowed (a
+    per-stage model is still consistent, only less efficient).
+    """
+    if stage_dependent is None:
+        return bool(env.stage_dependent)
+    if not stage_dependent and env.stage_dependent:
+        raise ValueError(
+            f"{algorithm}: the MDP is stage-dependent (P_h changes with h) but "
+            "stage_dependent=False would pool the counts over h; leave stage_dependent unset "
+            "(it follows the MDP) or pass stage_dependent=True"
+        )
+    return bool(stage_dependent)
+
+
 class ModelTooLargeError(MemoryError):
     """The dense empirical model for this many seeds, states and steps would exceed the cap."""
 

@@ -39,8 +39,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
-from theorylab.algorithms.online.empirical_model import EmpiricalModel
+from theorylab.agent import EnvSpec, read_only_copy
+from theorylab.algorithms.online.empirical_model import EmpiricalModel, resolve_stage_dependence
 from theorylab.algorithms.registry import register
 
 
@@ -49,12 +49,13 @@ class CertaintyEquivalentGreedy:
     """Plan on the empirical model and play its greedy policy (no exploration).
 
     unvisited_value: Q_h(s, a) for pairs never tried (0: no optimism; H: optimistic init).
-    stage_dependent: estimate one P_hat_h per stage (default: pooled over h).
+    stage_dependent: estimate one P_hat_h per stage. Default (None): the environment's setting;
+        ``False`` on a stage-dependent MDP is refused (pooling would estimate a model that is not
+        the MDP's).
     episodes: accepted for the common constructor; unused.
     """
 
     name = "greedy"
-    bound = None  # linear regret: the contrast to the provable algorithms
 
     def __init__(
         self,
@@ -64,7 +65,7 @@ class CertaintyEquivalentGreedy:
         *,
         episodes: int | None = None,
         unvisited_value: float = 0.0,
-        stage_dependent: bool = False,
+        stage_dependent: bool | None = None,
     ) -> None:
         if not np.isfinite(unvisited_value):
             raise ValueError(f"unvisited_value must be finite, got {unvisited_value!r}")
@@ -74,7 +75,7 @@ class CertaintyEquivalentGreedy:
         self.n_seeds = B = int(n_seeds)
         self.rngs = list(rngs)  # unused: the agent draws no random numbers
         self.unvisited_value = float(unvisited_value)
-        self.stage_dependent = bool(stage_dependent)
+        self.stage_dependent = resolve_stage_dependence(env, stage_dependent, self.name)
         self.episode = 0  # episodes seen so far (k - 1 before episode k)
         S, A, H = env.S, env.A, env.H
         # counts N (B, [H,] S, A, S), N(s, a), reward sums and P_hat, shared with UCBVI
@@ -122,7 +123,7 @@ class CertaintyEquivalentGreedy:
     # ------------------------------------------------------------------ protocol
     def policy(self) -> np.ndarray:
         """The policy every seed plays next: ``(B, H, S)`` int (greedy)."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """V_hat^{pi_k}_1(mu0) on the empirical model, ``(B,)`` (not a confidence bound)."""
@@ -148,7 +149,6 @@ class EpsilonGreedy(CertaintyEquivalentGreedy):
     """
 
     name = "epsilon-greedy"
-    bound = None
 
     def __init__(
         self,
@@ -160,7 +160,7 @@ class EpsilonGreedy(CertaintyEquivalentGreedy):
         epsilon: float = 0.1,
         schedule: str = "constant",
         unvisited_value: float = 0.0,
-        stage_dependent: bool = False,
+        stage_dependent: bool | None = None,
     ) -> None:
         if schedule not in ("constant", "inv-sqrt"):
             raise ValueError(f"schedule must be 'constant' or 'inv-sqrt', got {schedule!r}")
@@ -192,4 +192,4 @@ class EpsilonGreedy(CertaintyEquivalentGreedy):
 
     def policy(self) -> np.ndarray:
         """The policy every seed plays next: ``(B, H, S, A)`` float (greedy mixed with uniform)."""
-        return self._policy
+        return read_only_copy(self._policy)

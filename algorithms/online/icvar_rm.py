@@ -20,8 +20,8 @@ Bound carried: Theorem 1 (bounds registry ``du2023-icvar-thm1``), with probabili
               / alpha * log(K H S A / delta) ),
 
 and the lower bounds of Theorem 2 (``du2023-icvar-lower-visitation``,
-``du2023-icvar-lower-exponential``) on the ``icvar-lower-bound`` family. Theorem 4 (MaxWP) has no
-registry entry yet.
+``du2023-icvar-lower-exponential``) on the ``icvar-lower-bound`` family. MaxWP carries Theorem 4
+(``du2023-maxwp``).
 Regret is measured exactly every episode under the iterated-CVaR objective
 (:class:`theorylab.algorithms.risk.IteratedCVaR`): ``V*_1(mu0) - V^{pi_k}_1(mu0)``.
 The proof's optimism ``Vbar^k_1 >= V*_1`` is exposed as ``value_estimate()`` and tested.
@@ -60,13 +60,10 @@ import math
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.risk.iterated_cvar import _check_alpha, cvar_next
-from theorylab.algorithms.risk.objectives import (
-    IteratedCVaR,
-    WorstPath,
-)
+from theorylab.algorithms.risk.objectives import iterated_cvar_of, worst_path_of
 from theorylab.algorithms.risk.static_cvar_planning import first_argmax
 
 
@@ -120,7 +117,7 @@ class _PlanFromCounts:
         """Greedy policy of the planned Q, ``(B, H, S)`` int."""
         if self._pi is None:
             self._plan()
-        return self._pi.copy()
+        return read_only_copy(self._pi)
 
     def value_estimate(self) -> np.ndarray:
         """The planned ``V_1(mu0)`` for every seed, ``(B,)`` (its guarantee: see the class)."""
@@ -133,7 +130,17 @@ class _PlanFromCounts:
         self._V = self._pi = None
 
 
-@register("icvar-rm", kind="online", problem="tabular", bounds=("du2023-icvar-thm1",))
+@register(
+    "icvar-rm",
+    kind="online",
+    problem="tabular",
+    bounds=(
+        "du2023-icvar-thm1",
+        "du2023-icvar-lower-visitation",
+        "du2023-icvar-lower-exponential",
+    ),
+    objective=iterated_cvar_of,
+)
 class ICVaRRM(_PlanFromCounts):
     """ICVaR-RM (Du, Wang, Huang 2023, Algorithm 1): optimistic iterated-CVaR value iteration.
 
@@ -160,7 +167,6 @@ class ICVaRRM(_PlanFromCounts):
         self.alpha, self.delta, self.K, self.bonus_scale = alpha, delta, int(episodes), bonus_scale
         self.L = math.log(self.K * env.H * env.S * env.A / (delta / 5))  # delta' = delta / 5
         self.counts = _PooledCounts(env, n_seeds, "ICVaR-RM")
-        self.objective = IteratedCVaR(alpha)
         self._V: np.ndarray | None = None  # (B, H+1, S) optimistic values of the next episode
         self._pi: np.ndarray | None = None  # (B, H, S)
 
@@ -184,7 +190,9 @@ class ICVaRRM(_PlanFromCounts):
         self._V, self._pi = V, pi
 
 
-@register("maxwp", kind="online", problem="tabular", bounds=())
+@register(
+    "maxwp", kind="online", problem="tabular", bounds=("du2023-maxwp",), objective=worst_path_of
+)
 class MaxWP(_PlanFromCounts):
     """MaxWP (Du, Wang, Huang 2023, Algorithm 2): greedy worst-path planning on seen successors.
 
@@ -192,7 +200,6 @@ class MaxWP(_PlanFromCounts):
     """
 
     name = "maxwp"
-    objective = WorstPath()
 
     def __init__(self, env: EnvSpec, n_seeds: int, rngs) -> None:
         self.env, self.n_seeds, self.rngs = env, n_seeds, rngs

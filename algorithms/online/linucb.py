@@ -40,7 +40,7 @@ import math
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.linear.features import resolve_features
 from theorylab.algorithms.linear.gram import elliptical_norm_sq, sherman_morrison
 from theorylab.algorithms.registry import register
@@ -133,7 +133,7 @@ class LinUCB:
 
     def policy(self) -> np.ndarray:
         """``(B, 1, S)`` int: the optimistic arm of every context."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """``(B,)``: sum_s mu0(s) max_a UCB(s, a) (>= V* when theta* lies in the ellipsoid)."""

@@ -84,7 +84,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.registry import register
 
 
@@ -144,7 +144,7 @@ class OptimisticQLearning:
     # ------------------------------------------------------------------ acting
     def policy(self) -> np.ndarray:
         """Greedy policy ``(B, H, S)``: a_h = argmax_a Q_h(x, a) (ties to the smallest index)."""
-        return self.Q.argmax(axis=-1)
+        return read_only_copy(self.Q.argmax(axis=-1))
 
     def value_estimate(self) -> np.ndarray:
         """The optimistic estimate V_1(mu0) = sum_x mu0(x) V_1(x), ``(B,)``."""
@@ -195,12 +195,13 @@ class OptimisticQLearning:
             self.V[seeds, h, x] = np.minimum(H, self.Q[seeds, h, x].max(axis=-1))
 
 
-@register("optimistic-q-hoeffding", kind="online", problem="tabular")
+@register(
+    "optimistic-q-hoeffding", kind="online", problem="tabular", bounds=("jin2018-ucb-hoeffding",)
+)
 class OptimisticQHoeffding(OptimisticQLearning):
     """Q-learning with UCB-Hoeffding (Jin et al. 2018, Algorithm 1); O(sqrt(H^4 SAT iota))."""
 
     name = "optimistic-q-hoeffding"
-    bound = "jin2018-ucb-hoeffding"
 
     def __init__(
         self,
@@ -215,12 +216,13 @@ class OptimisticQHoeffding(OptimisticQLearning):
         super().__init__(env, n_seeds, rngs, episodes=episodes, bonus="hoeffding", delta=delta, c=c)
 
 
-@register("optimistic-q-bernstein", kind="online", problem="tabular")
+@register(
+    "optimistic-q-bernstein", kind="online", problem="tabular", bounds=("jin2018-ucb-bernstein",)
+)
 class OptimisticQBernstein(OptimisticQLearning):
     """Q-learning with UCB-Bernstein (Jin et al. 2018, Algorithm 2); O(sqrt(H^3 SAT iota))."""
 
     name = "optimistic-q-bernstein"
-    bound = "jin2018-ucb-bernstein"
 
     def __init__(
         self,

@@ -13,7 +13,10 @@ Posterior used here (conjugate, independent over (s, a)):
 
 * transitions: P(. | s, a) ~ Dirichlet(alpha0 + prior(s, a, .) + N(s, a, .)), where N counts the
   observed transitions pooled over the stages h (the paper's stationary P); ``stage_dependent``
-  keeps one Dirichlet per (h, s, a) instead;
+  keeps one Dirichlet per (h, s, a) instead. It follows the environment by default: a
+  stage-dependent MDP gets per-stage posteriors, and ``stage_dependent=False`` on one is refused
+  (pooling would put the posterior on stationary models only, which exclude the true MDP; until
+  issue 14 the default was False whatever the MDP, so PSRL silently pooled);
 * rewards: the known mean rewards ``env.reward`` when the learner is given them; otherwise
   r(s, a) ~ Beta(1 + sum r, 1 + sum (1 - r)) over the observed rewards at (s, a), the conjugate
   posterior of a Bernoulli reward with a uniform prior.
@@ -47,8 +50,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
-from theorylab.algorithms.online.empirical_model import EmpiricalModel
+from theorylab.agent import EnvSpec, read_only_copy
+from theorylab.algorithms.online.empirical_model import EmpiricalModel, resolve_stage_dependence
 from theorylab.algorithms.registry import register
 
 
@@ -75,18 +78,20 @@ def batched_backward_induction(
     return Q, V, Q.argmax(axis=-1)
 
 
-@register("psrl", kind="online", problem="tabular")
+@register("psrl", kind="online", problem="tabular", bounds=("psrl-osband2013",))
 class PSRL:
     """Posterior sampling RL (Osband, Russo, Van Roy 2013), batched over B seeds.
 
     alpha0: Dirichlet prior pseudo-count on every next state (> 0).
     prior: optional extra Dirichlet pseudo-counts ``(S, A, S)`` / ``(H, S, A, S)``.
-    stage_dependent: one posterior per stage h (default: pooled over h, the paper's stationary P).
+    stage_dependent: one posterior per stage h. Default (None): the environment's setting -- pooled
+        over h (the paper's stationary P) on a stationary MDP, per stage on a stage-dependent one.
+        ``False`` on a stage-dependent MDP is refused: pooling would sample from a model class
+        that excludes the true MDP.
     episodes: accepted for the common constructor; PSRL does not need K.
     """
 
     name = "psrl"
-    bound = "psrl-osband2013"
 
     def __init__(
         self,
@@ -97,7 +102,7 @@ class PSRL:
         episodes: int | None = None,
         alpha0: float = 1.0,
         prior: np.ndarray | None = None,
-        stage_dependent: bool = False,
+        stage_dependent: bool | None = None,
     ) -> None:
         if not (np.isfinite(alpha0) and alpha0 > 0):
             raise ValueError(f"alpha0 must be a finite number > 0, got {alpha0!r}")
@@ -106,7 +111,7 @@ class PSRL:
         self.env = env
         self.n_seeds = B = int(n_seeds)
         self.rngs = list(rngs)
-        self.stage_dependent = bool(stage_dependent)
+        self.stage_dependent = resolve_stage_dependence(env, stage_dependent, self.name)
         S, A, H = env.S, env.A, env.H
         cells = (H, S, A) if self.stage_dependent else (S, A)  # the posterior's index space
         self.alpha = np.full((*cells, S), float(alpha0))  # ([H,] S, A, S) prior pseudo-counts
@@ -145,7 +150,7 @@ class PSRL:
 
     def policy(self) -> np.ndarray:
         """The optimal policy ``(B, H, S)`` of each seed's sampled MDP M_k."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """V^{M_k}_1(mu0) of the sampled MDPs, ``(B,)`` (unbiased for V*, not optimistic)."""

@@ -69,7 +69,7 @@ import math
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.linear.gram import elliptical_norm_sq
 from theorylab.algorithms.linear.mle import check_simplex_class, em_steps
 from theorylab.algorithms.registry import register
@@ -174,7 +174,7 @@ class RepUCB:
 
     def policy(self) -> np.ndarray:
         """``(B, H, S)`` int: greedy in the optimistic Q of the learned model."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """``(B,)``: V_1(mu0) of the learned model with the bonus."""

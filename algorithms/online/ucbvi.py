@@ -33,8 +33,11 @@ Registered names, the bound each carries (names of ``theorylab.bounds``) and the
     and the Lemma 13->14 calculation does not reproduce 2500 -- so the constants are the paper's
     claim, not a tight invariant; none of these touch the algorithm's bonus as printed.
 
-``ucbvi-ajks`` -- AJKS Ch. 7; bounds ``ajks-thm7.1`` (10 H^2 S sqrt(AK) ln(SAH^2K^2)) and
-    ``ajks-thm7.6`` (8e H^2 sqrt(SAK) sqrt(ln(SAH^2K^2)) + 2e H^3 S^2 A ln K ln(SAH^2K^2))::
+``ucbvi-ajks`` -- AJKS Ch. 7; bounds ``ajks-thm7.1`` (expected regret <= 10 H^2 S
+    sqrt(AK ln(SAH^2K^2)) + 2 for the algorithm run at delta = 1/(KH); the log is inside the
+    root in the typeset PDF, p. 75), ``ajks-thm7.1-delta`` (the proof's form at any delta,
+    10 H^2 S sqrt(AK ln(SAHK/delta)) + 2 delta K H, p. 78) and ``ajks-thm7.6``
+    (8e H^2 sqrt(SAK) sqrt(ln(SAH^2K^2)) + 2e H^3 S^2 A ln K ln(SAH^2K^2))::
 
         N_h(s,a,s'), N_h(s,a) per step h;  P_hat_h(s'|s,a) = N_h(s,a,s') / N_h(s,a)
         L = ln(S A H K / delta);  b_h(s,a) = 2 H sqrt(L / N_h(s,a))
@@ -100,7 +103,7 @@ import math
 
 import numpy as np
 
-from theorylab.agent import EnvSpec
+from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.online.empirical_model import EmpiricalModel
 from theorylab.algorithms.registry import register
 from theorylab.backends.numpy_backend import max_over_last as max_over_actions
@@ -191,7 +194,7 @@ class _OptimisticTabularAgent:
 
     def policy(self) -> np.ndarray:
         """``(B, H, S)`` int: greedy in the optimistic Q (ties: see ``tie_break``)."""
-        return self._policy
+        return read_only_copy(self._policy)
 
     def value_estimate(self) -> np.ndarray:
         """``(B,)``: V_{k,1}(mu0) = sum_s mu0(s) V_{k,1}(s), the optimistic value played next."""
@@ -315,12 +318,11 @@ class UCBVI(_OptimisticTabularAgent):
             self._finish_stage_observed(h, rows)
 
 
-@register("ucbvi-hoeffding", kind="online", problem="tabular")
+@register("ucbvi-hoeffding", kind="online", problem="tabular", bounds=("azar2017-thm1",))
 class UCBVIHoeffding(UCBVI):
     """UCBVI-CH (Azar et al. 2017, Alg. 3): b = 7 H L sqrt(1/N(x,a)), pooled stationary model."""
 
     name = "ucbvi-hoeffding"
-    bound = "azar2017-thm1"  # the theorem this algorithm carries (theorylab.bounds)
 
     def plan(self) -> None:
         if self.model.storage != "sparse":
@@ -337,12 +339,11 @@ class UCBVIHoeffding(UCBVI):
         return rows, PV, 7.0 * self.H * self.L * np.sqrt(1.0 / N)
 
 
-@register("ucbvi-bernstein", kind="online", problem="tabular")
+@register("ucbvi-bernstein", kind="online", problem="tabular", bounds=("azar2017-thm2",))
 class UCBVIBernstein(UCBVI):
     """UCBVI-BF (Azar et al. 2017, Alg. 4): empirical-Bernstein bonus with the N'_{k,h+1} term."""
 
     name = "ucbvi-bernstein"
-    bound = "azar2017-thm2"  # the theorem this algorithm carries (theorylab.bounds)
 
     def plan(self) -> None:
         H, L = float(self.H), self.L
@@ -383,12 +384,16 @@ class UCBVIBernstein(UCBVI):
         return self._mean_and_bonus(E, self._N)  # N = max(N_k(x, a), 1): (B, S, A)
 
 
-@register("ucbvi-ajks", kind="online", problem="tabular")
+@register(
+    "ucbvi-ajks",
+    kind="online",
+    problem="tabular",
+    bounds=("ajks-thm7.1", "ajks-thm7.1-delta", "ajks-thm7.6"),
+)
 class UCBVIAJKS(_OptimisticTabularAgent):
     """UCBVI as in AJKS Ch. 7: per-step model P_hat_h, b = 2 H sqrt(L / N_h(s,a)), Q capped at H."""
 
     name = "ucbvi-ajks"
-    bound = "ajks-thm7.1"  # the theorem this algorithm carries (theorylab.bounds)
     per_step_model = True
 
     @property

@@ -28,6 +28,11 @@ from theorylab.algorithms.planning.evaluation import evaluate_discounted
 from theorylab.algorithms.planning.greedy import greedy_actions
 from theorylab.algorithms.planning.solution import Solution
 
+IMPROVEMENT_MARGIN = 1e-12
+"""Policy iteration switches action only where another is better by this fraction of the size of
+the terms of Q(s, a) (|r(s, a)| + gamma (P|V|)(s, a)): far above the round-off of an S-term sum,
+and zero when every term is zero (then only a strict improvement counts)."""
+
 
 def _gamma(mdp, gamma):
     g = gamma if gamma is not None else mdp.gamma
@@ -123,7 +128,12 @@ def value_iteration(
 
 
 def policy_iteration(mdp, *, gamma: float | None = None, max_iter: int = 10_000) -> Solution:
-    """Howard's policy iteration with exact evaluation. Returns an optimal stationary policy."""
+    """Howard's policy iteration with exact evaluation. Returns an optimal stationary policy.
+
+    An action changes only where another's Q is larger by more than round-off
+    (:data:`IMPROVEMENT_MARGIN` relative to the size of Q's terms), so PI stops rather than cycle
+    between tied actions, yet still sees improvements of any absolute size.
+    """
     g = _gamma(mdp, gamma)
     t0 = time.perf_counter()
     S = mdp.S
@@ -132,11 +142,20 @@ def policy_iteration(mdp, *, gamma: float | None = None, max_iter: int = 10_000)
         V = evaluate_discounted(mdp, pi, gamma=g)
         Q = bellman_optimality(mdp, V, g)
         best = Q.max(axis=1)
-        # keep the current action unless another is better by more than round-off
-        improve = best > Q[np.arange(S), pi] + 1e-12 * (1 + np.abs(best))
+        # Keep the current action unless another is better by more than round-off. Round-off in
+        # Q(s, a) = r + gamma sum_s' P V is relative to the size of the terms summed, |r| +
+        # gamma P|V|, not to 1: an absolute floor (the former 1e-12 (1 + |best|)) hid every
+        # improvement smaller than 1e-12, so PI returned V = 0 where V* = 2e-12
+        # (tests/test_planning.py::test_policy_iteration_sees_improvements_below_1e12).
+        scale = np.abs(mdp.reward(0)) + g * mdp.expected_next(np.abs(V), 0)  # (S, A)
+        margin = IMPROVEMENT_MARGIN * scale.max(axis=1)  # (S,)
+        improve = best > Q[np.arange(S), pi] + margin
         if not improve.any():
             break
-        pi = np.where(improve, greedy_actions(Q), pi)
+        # the smallest action within the same margin of the best (greedy_actions' tie rule has an
+        # absolute floor of 1e-12, which would pick the current action back)
+        near_best = np.argmax(Q >= (best - margin)[:, None], axis=1)
+        pi = np.where(improve, near_best, pi)
     return Solution(
         V=V,
         Q=Q,

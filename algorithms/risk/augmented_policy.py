@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from theorylab.agent import read_only_copy
 from theorylab.algorithms.risk.reward_lattice import RewardLattice
 from theorylab.errors import InvalidPolicyError
 from theorylab.mdps.tabular import Trajectories
@@ -63,8 +64,10 @@ class AugmentedPolicy:
             raise InvalidPolicyError(
                 f"initial budget index out of range 0..{self.lattice.n_levels - 1}: {j1}"
             )
-        object.__setattr__(self, "actions", acts.astype(np.int64, copy=False))
-        object.__setattr__(self, "initial_budget", j1.astype(np.int64, copy=False))
+        # read-only copies: an agent's tables are updated in place, and a policy handed out must
+        # neither change under its holder nor be writable by it (theorylab.agent, policy())
+        object.__setattr__(self, "actions", read_only_copy(acts.astype(np.int64, copy=False)))
+        object.__setattr__(self, "initial_budget", read_only_copy(j1.astype(np.int64, copy=False)))
 
     @property
     def batched(self) -> bool:

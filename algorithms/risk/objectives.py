@@ -11,8 +11,10 @@ Each implements the protocol of :mod:`theorylab.objectives`: ``optimal_value(mdp
 * :class:`IteratedCVaR` (Du, Wang, Huang 2023): ``regret_k = V*_1(mu0) - V^{pi_k}_1(mu0)`` under the
   nested recursion (:mod:`.iterated_cvar`); ``alpha = 0`` is the worst path (:class:`WorstPath`).
 
-Objectives that depend on an agent parameter (tau, alpha) are *per instance*: an agent sets
-``self.objective`` in ``__init__`` and ``theorylab.run`` reads it from the agent it built.
+Objectives that depend on an algorithm parameter (tau, alpha) are built from the registration's
+parameters, never read from the agent (:func:`theorylab.algorithms.objectives.objective_of`):
+the registrations of ``cvar-ucbvi``, ``icvar-rm`` and ``maxwp`` pass :func:`static_cvar_of`,
+:func:`iterated_cvar_of` and :func:`worst_path_of`.
 """
 
 from __future__ import annotations
@@ -77,3 +79,18 @@ class WorstPath(IteratedCVaR):
 
     def __init__(self) -> None:
         super().__init__(0.0)
+
+
+def static_cvar_of(params: dict) -> StaticCVaR:
+    """The yardstick of a static-CVaR algorithm: CVaR at its ``tau`` parameter."""
+    return StaticCVaR(params["tau"])
+
+
+def iterated_cvar_of(params: dict) -> IteratedCVaR:
+    """The yardstick of an iterated-CVaR algorithm: iterated CVaR at its ``alpha`` parameter."""
+    return IteratedCVaR(params["alpha"])
+
+
+def worst_path_of(params: dict) -> WorstPath:
+    """The yardstick of a worst-path algorithm (no parameter)."""
+    return WorstPath()

@@ -179,6 +179,35 @@ CARDS = (
         ),
     ),
     Bound(
+        name="du2023-maxwp",
+        printed="C*H*log(S*A/delta)*wp_sum",
+        order_printed="H*wp_sum",
+        kind="upper",
+        quantity="regret",
+        probability="1 - delta",
+        setting=(
+            "episodic tabular MDP, worst-path objective (iterated CVaR as alpha -> 0: max over "
+            "policies of the minimum return over the paths of positive probability), fixed "
+            "initial state, stationary transitions, deterministic rewards in [0,1]; MaxWP "
+            "(Algorithm 2)"
+        ),
+        source=Source(**DU, theorem="Theorem 4 (MaxWP regret)"),
+        provenance="V",
+        version=(
+            "theory.md 4.3 [V]: R(K) = O(sum_{(s,a)} H log(SA/delta) / (min_pi v_pi(s,a) "
+            "min_{s' in supp p(.|s,a)} p(s'|s,a))), constant in K"
+        ),
+        notes=(
+            DU_VERSION_NOTE,
+            "No K in the bound: regret stops growing once every (s, a) on a worst path has been "
+            "seen with all its successors; exponent 0 in K.",
+            "wp_sum is an instance quantity (a sum over the pairs); compute it from the true MDP "
+            "(min over policies of the visitation probability of (s, a), smallest positive "
+            "successor probability). It is infinite when some policy can never visit a pair: "
+            "the theorem's sum then says nothing.",
+        ),
+    ),
+    Bound(
         name="zhao2024-cvar-lowrank-h7",
         printed="C*H^7*A^2*d^4/(tau^2*eps^2)",
         order_printed="H^7*A^2*d^4/(tau^2*eps^2)",

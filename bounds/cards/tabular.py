@@ -65,9 +65,18 @@ AJKS_SETTING = (
     "steps h = 0..H-1; K episodes from a fixed initial state s_0"
 )
 AJKS_EXPECTATION = (
-    "[M] probability: the theorem statement carries no delta; AJKS bounds the expected regret "
-    "with delta fixed inside the proof. theory.md does not record this; check AJKS p. 75 "
-    "before relying on the 'expectation' reading."
+    "[V] probability (AJKS PDF @ cd845dd, pp. 75-78): the theorem bounds the EXPECTED regret "
+    "E[sum_k V*(s0) - V^{pi_k}(s0)]; its proof runs UCBVI at confidence delta, gets "
+    "10 H^2 S sqrt(AK ln(SAHK/delta)) + 2 delta K H (Eq. 0.5: the failure event costs at most "
+    "2 delta K H), then sets delta = 1/(KH). The delta-dependent form is the card "
+    "'ajks-thm7.1-delta'."
+)
+AJKS_LEMMA_7_5 = (
+    "Erratum-level: Lemma 7.5 states sum_k sum_h 1/sqrt(N^k_h) <= 2 H sqrt(SAK), but its proof "
+    "ends '= H sqrt(SAK)' (drops the 2 of sum_i 1/sqrt(i) <= 2 sqrt(N)), and the theorem's "
+    "constant 10 multiplies the proof's H sqrt(SAK). With the lemma as stated the constant is "
+    "20. Kept as printed (10), like Azar et al.'s constants: the paper's claim, not a tight "
+    "invariant."
 )
 
 JIN2018 = "Jin, Allen-Zhu, Bubeck, Jordan"
@@ -160,24 +169,53 @@ CARDS = (
     ),
     Bound(
         name="ajks-thm7.1",
-        printed="10*H^2*S*sqrt(A*K)*log(S*A*H^2*K^2)",
+        printed="10*H^2*S*sqrt(A*K*log(S*A*H^2*K^2)) + 2",
         order_printed="H^2*S*sqrt(A*K)",
         kind="upper",
         quantity="regret",
-        probability="expectation",
+        probability="expectation (UCBVI run at delta = 1/(KH))",
         setting=AJKS_SETTING,
         source=_ajks("Theorem 7.1 (UCBVI)"),
         provenance="V",
         version=(
-            "AJKS draft of Jan 31, 2022 (commit cd845dd), Theorem 7.1; the PDF text reads "
-            "'10H^2S sqrt(AK) . ln(SAH^2K^2)', i.e. the log outside the root"
+            "AJKS draft of Jan 31, 2022 (commit cd845dd), Theorem 7.1, p. 75: 'Regret := "
+            "E[sum_k V*(s0) - V^{pi_k}(s0)] <= 10H^2S sqrt(AK . ln(SAH^2K^2))': the radical's "
+            "bar spans 'AK . ln(SAH^2K^2)' in the typeset PDF (checked in the page's content "
+            "stream), as the proof's product 10 H sqrt(S L) x H sqrt(SAK) requires. The '+ 2' "
+            "is the proof's last display (p. 78, delta = 1/(KH) in 2 delta K H); the theorem "
+            "statement drops it"
         ),
         notes=(
             "Textbook variant, a different algorithm from Azar et al. (per-step P_h, bonus "
             "2H sqrt(L/N)); do not mix the constants.",
-            "If the typeset PDF puts the log inside the root, this card overstates the bound by "
-            "a factor sqrt(ln(SAH^2K^2)); theory.md records the text extraction only.",
+            "Until issue 14 this card put the log outside the root (10 H^2 S sqrt(AK) "
+            "ln(SAH^2K^2)), sqrt(ln(SAH^2K^2)) too loose: 4.5x at S = 4, A = 2, H = 4, K = 2000.",
+            "An expectation bound for the algorithm run at delta = 1/(KH): test it with "
+            "ucbvi-ajks at that delta, or use 'ajks-thm7.1-delta' at the delta the run used.",
             AJKS_EXPECTATION,
+            AJKS_LEMMA_7_5,
+        ),
+    ),
+    Bound(
+        name="ajks-thm7.1-delta",
+        printed="10*H^2*S*sqrt(A*K*log(S*A*H*K/delta)) + 2*delta*K*H",
+        order_printed="H^2*S*sqrt(A*K)",
+        kind="upper",
+        quantity="regret",
+        probability="expectation (UCBVI run at confidence delta)",
+        setting=AJKS_SETTING,
+        source=_ajks("proof of Theorem 7.1, Eq. (0.5) and the display after it"),
+        provenance="V",
+        version=(
+            "AJKS draft of Jan 31, 2022 (commit cd845dd), p. 78: 'E[sum_k V*(s0) - "
+            "V^{pi_k}(s0)] <= 10H^2S sqrt(AK ln(SAHK/delta)) + 2 delta K H' for UCBVI with "
+            "L = ln(SAHK/delta) in its bonus, before delta = 1/(KH) is substituted"
+        ),
+        notes=(
+            "The form to hold a run of ucbvi-ajks at delta = 0.1 against: the same algorithm "
+            "and the same delta in the bonus and in the bound.",
+            AJKS_EXPECTATION,
+            AJKS_LEMMA_7_5,
         ),
     ),
     Bound(

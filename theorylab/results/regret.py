@@ -13,6 +13,10 @@ import numpy as np
 
 from theorylab.results.base import Result, register_result
 
+FULL_CURVE_EPISODES = 10_000
+"""Runs up to this many episodes keep every episode in their JSON and CSV summaries; longer
+runs keep a log-spaced grid of K (the full curves stay in the binary store, ``save()``)."""
+
 
 @register_result("regret")
 @dataclass
@@ -106,13 +110,31 @@ class RegretResult(Result):
             "seeds": str(self.n_seeds),
             "final regret (mean)": f"{s['final_regret_mean']:.2f}",
             "95% CI": f"[{s['final_regret_ci_low']:.2f}, {s['final_regret_ci_high']:.2f}]",
+            "regret per episode, last 10%": f"{self.tail_rate():.4g}",
             "episodes/s (seed-episodes)": f"{self.episodes_per_second:.0f}",
         }
 
+    def episode_grid(self) -> np.ndarray:
+        """Episode counts that summaries carry: all of them up to ``FULL_CURVE_EPISODES``, else
+        a log-spaced grid of K (:func:`theorylab.curves.log_grid`, 20 per decade, 1 and K
+        included); the full curves stay in ``save()``'s binary store."""
+        from theorylab.curves import log_grid
+
+        K = self.episodes
+        return np.arange(1, K + 1) if K <= FULL_CURVE_EPISODES else log_grid(K, 20)
+
+    def tail_rate(self, fraction: float = 0.1) -> float:
+        """Mean exact regret per episode over the last ``fraction`` of the episodes (all seeds):
+        near 0 once the learner has converged, near the null agent's while it has not."""
+        K = self.episodes
+        return float(self.regret[:, K - max(1, int(K * fraction)) :].mean())
+
     def json_summary(self) -> dict[str, Any]:
         """What ``theorylab run --json`` writes: the summary, the config and the per-seed
-        cumulative regret curves."""
+        cumulative regret at the episode counts ``K_grid`` (:meth:`episode_grid`), whose last
+        entry is K (the final values)."""
         s = self.summary()
+        grid = self.episode_grid()
         return {
             "algorithm": self.config.get("algorithm"),
             "mdp": self.config.get("mdp"),
@@ -122,19 +144,24 @@ class RegretResult(Result):
             "final_regret_ci": [s["final_regret_ci_low"], s["final_regret_ci_high"]],
             "episodes_per_second": self.episodes_per_second,
             "wall_seconds": self.wall_seconds,
-            "cumulative_regret": np.round(self.cumulative_regret, 10).tolist(),
+            "K_grid": grid.tolist(),
+            "cumulative_regret": np.round(self.cumulative_regret[:, grid - 1], 10).tolist(),
         }
 
     def frame_columns(self) -> dict[str, np.ndarray]:
-        """One row per seed x episode: seed, episode (1..K), regret, cumulative_regret,
-        return, value_estimate."""
+        """One row per seed x episode: seed, episode, regret, cumulative_regret, return,
+        value_estimate; every episode 1..K up to ``FULL_CURVE_EPISODES`` episodes, else the
+        log-spaced :meth:`episode_grid` (a long run's table stays small; the full curves are in
+        ``save()``'s store)."""
         B, K = self.regret.shape
+        grid = self.episode_grid()
+        at = grid - 1
         return {
-            **self.long_index(B, np.arange(1, K + 1), "episode"),
-            "regret": np.asarray(self.regret, dtype=float).ravel(),
-            "cumulative_regret": self.cumulative_regret.ravel(),
-            "return": np.asarray(self.returns, dtype=float).ravel(),
-            "value_estimate": np.asarray(self.value_estimates, dtype=float).ravel(),
+            **self.long_index(B, grid, "episode"),
+            "regret": np.asarray(self.regret, dtype=float)[:, at].ravel(),
+            "cumulative_regret": self.cumulative_regret[:, at].ravel(),
+            "return": np.asarray(self.returns, dtype=float)[:, at].ravel(),
+            "value_estimate": np.asarray(self.value_estimates, dtype=float)[:, at].ravel(),
         }
 
     def plot(self, path=None, *, ax=None, bound_curves=None, rescale_bound=False, **kwargs):

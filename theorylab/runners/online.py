@@ -18,12 +18,16 @@ from typing import Any
 import numpy as np
 
 from theorylab.agent import env_spec
-from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral
+from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral, objective_of
 from theorylab.backends import get_backend
 from theorylab.errors import RunInterrupted
 from theorylab.results import RegretResult
 from theorylab.runners.problems import resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
+
+LOOPS = ("auto", "python", "compiled")
+AUTO_COMPILED_MIN = 20_000
+"""Seed-episodes from which ``loop="auto"`` takes the whole-run kernel (when there is one)."""
 
 
 def run(
@@ -38,6 +42,9 @@ def run(
     known_rewards: bool = True,
     backend: str = "numpy",
     device: str = "cpu",
+    loop: str = "auto",
+    segment: int | None = None,
+    checkpoint: str | None = None,
 ) -> RegretResult:
     """Run the online algorithm ``entry`` on ``problem`` (a TabularMDP-like model or a family
     spec) for ``episodes`` episodes and every seed index in ``seeds``.
@@ -47,10 +54,21 @@ def run(
         exact regret (policy evaluation on the true model) and the rollouts of the risk-neutral
         objective, and the agent when its constructor takes ``backend`` (UCBVI does).
     params: the algorithm's typed parameters.
+    loop: "python" (the episode loop below), "compiled" (the whole-run kernel,
+        :mod:`theorylab.algorithms.online.whole_run`: the same numbers, bit for bit where the
+        reference's products are ordered sums, to round-off on dense BLAS products) or "auto"
+        (default): compiled when the algorithm has a kernel, the backend is numpy and the run has
+        at least ``AUTO_COMPILED_MIN`` seed-episodes (below that the one-off compile costs more
+        than the loop).
+    segment, checkpoint: compiled loop only: episodes per kernel call (progress is reported
+        between segments), and a directory where finished segments and the state are stored
+        and from which an interrupted run resumes.
     """
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
     episodes = int(episodes)
+    if loop not in LOOPS:
+        raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {loop!r}")
     mdp = resolve_mdp(problem)
     B = len(seeds)
     env = env_spec(mdp, known_rewards=known_rewards)
@@ -65,9 +83,123 @@ def run(
         agent_params.setdefault("backend", bk)
     agent = entry.factory(env, B, agent_rngs, **agent_params)
 
-    # What regret measures: the agent's own objective (e.g. CVaR at its tau), else expected return.
-    objective = getattr(agent, "objective", None) or RISK_NEUTRAL
+    # What regret measures: the registration's objective at these parameters (e.g. CVaR at tau),
+    # built without the agent (it never grades itself), else expected return.
+    objective = objective_of(entry, params)
     v_star = objective.optimal_value(mdp)
+    compiled = _use_compiled(loop, agent, bk, B * episodes, segment, checkpoint)
+    if compiled:
+        regret, returns, estimates, wall = _run_compiled(
+            entry, agent, mdp, v_star, env_rngs, episodes, seeds, seed, params, progress,
+            segment, checkpoint,
+        )  # fmt: skip
+    else:
+        try:
+            regret, returns, estimates, wall = _run_python(
+                entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress
+            )
+        except _Stopped as stop:  # Ctrl-C after some episodes: they travel with the exception
+            if objective is RISK_NEUTRAL:
+                objective = BackendRiskNeutral(bk)
+            partial = RegretResult(
+                *stop.arrays, float(v_star), stop.wall, {
+                    **_config(mdp, stop.done, known_rewards, objective, bk, compiled),
+                    "interrupted_after": stop.done,
+                }
+            )  # fmt: skip
+            raise RunInterrupted(partial, stop.done) from stop.__cause__
+    if objective is RISK_NEUTRAL:
+        objective = BackendRiskNeutral(bk)
+    config = _config(mdp, episodes, known_rewards, objective, bk, compiled)
+    return RegretResult(regret, returns, estimates, float(v_star), wall, config)
+
+
+def _config(mdp, episodes, known_rewards, objective, bk, compiled) -> dict[str, Any]:
+    return {
+        "mdp": mdp.name,
+        "S": mdp.S,
+        "A": mdp.A,
+        "H": mdp.horizon,
+        "episodes": episodes,
+        "known_rewards": known_rewards,
+        "objective": objective.name,
+        "backend": bk.name,
+        "device": bk.device,
+        "loop": "compiled" if compiled else "python",
+    }
+
+
+class _Stopped(Exception):
+    """The Python loop was interrupted after ``done`` complete episodes (arrays truncated)."""
+
+    def __init__(self, arrays: tuple, done: int, wall: float) -> None:
+        super().__init__(f"stopped after {done} episodes")
+        self.arrays, self.done, self.wall = arrays, done, wall
+
+
+def _use_compiled(loop, agent, bk, seed_episodes, segment, checkpoint) -> bool:
+    from theorylab.algorithms.online.whole_run import compiled_variant
+
+    has_kernel = compiled_variant(agent) is not None
+    if loop == "compiled" and not has_kernel:
+        raise ValueError(
+            f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
+            "ucbvi-hoeffding/-bernstein/-ajks, greedy, optimistic-q-hoeffding/-bernstein); use "
+            "loop='python' or 'auto'"
+        )
+    if loop == "python" and (segment is not None or checkpoint is not None):
+        raise ValueError("segment and checkpoint apply to the compiled loop (loop='compiled')")
+    if loop == "auto":
+        use = has_kernel and bk.name == "numpy" and seed_episodes >= AUTO_COMPILED_MIN
+        return use or (has_kernel and (segment is not None or checkpoint is not None))
+    return loop == "compiled"
+
+
+def _run_compiled(
+    entry, agent, mdp, v_star, env_rngs, episodes, seeds, seed, params, progress, segment,
+    checkpoint,
+):  # fmt: skip
+    """The whole-run kernel in segments, with a progress bar in episodes/s."""
+    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, CompiledLoop, run_whole
+
+    t0 = time.perf_counter()
+    whole = CompiledLoop(agent, mdp, v_star, env_rngs)
+    from theorylab.progress import progress_bar
+
+    bar = progress_bar(episodes, f"{entry.name} on {mdp.name} (compiled)", "ep", enabled=progress)
+
+    def report(done: int, total: int, rate: float) -> None:
+        postfix = getattr(bar, "set_postfix_str", None)  # a tqdm bar on a terminal
+        if postfix is not None:
+            postfix(f"{rate:,.0f} ep/s, {rate * whole.B:,.0f} seed-ep/s", refresh=False)
+        bar.update(done - bar.n)
+
+    run_id = {
+        "algorithm": entry.name,
+        "mdp": mdp.name,
+        "params": params,
+        "seeds": list(seeds),
+        "seed": seed,
+        "episodes": episodes,
+    }
+    try:
+        out = run_whole(
+            whole,
+            episodes,
+            segment=DEFAULT_SEGMENT if segment is None else int(segment),
+            checkpoint=checkpoint,
+            run_id=run_id,
+            progress=report,
+        )
+    finally:
+        bar.close()
+    wall = time.perf_counter() - t0
+    return out["regret"], out["returns"], out["estimates"], wall
+
+
+def _run_python(entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress):
+    """The episode-by-episode loop (the reference)."""
+    B = len(env_rngs)
     if objective is RISK_NEUTRAL:  # exact regret and rollouts through the backend's kernels
         objective = BackendRiskNeutral(bk)
     regret = np.empty((B, episodes))
@@ -94,42 +226,8 @@ def run(
         bar.close()
         if done == 0:
             raise
-        partial = _result(
-            regret,
-            returns,
-            estimates,
-            done,
-            v_star,
-            time.perf_counter() - t0,
-            mdp,
-            known_rewards,
-            objective,
-            bk,
-        )
-        partial.config["interrupted_after"] = done
-        raise RunInterrupted(partial, done) from exc
+        arrays = (regret[:, :done], returns[:, :done], estimates[:, :done])
+        raise _Stopped(arrays, done, time.perf_counter() - t0) from exc
     wall = time.perf_counter() - t0
     bar.close()
-    return _result(
-        regret, returns, estimates, episodes, v_star, wall, mdp, known_rewards, objective, bk
-    )
-
-
-def _result(
-    regret, returns, estimates, done, v_star, wall, mdp, known_rewards, objective, bk
-) -> RegretResult:
-    """The RegretResult of the first ``done`` episodes (all of them unless interrupted)."""
-    config = {
-        "mdp": mdp.name,
-        "S": mdp.S,
-        "A": mdp.A,
-        "H": mdp.horizon,
-        "episodes": done,
-        "known_rewards": known_rewards,
-        "objective": objective.name,
-        "backend": bk.name,
-        "device": bk.device,
-    }
-    return RegretResult(
-        regret[:, :done], returns[:, :done], estimates[:, :done], float(v_star), wall, config
-    )
+    return regret, returns, estimates, wall

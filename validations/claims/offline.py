@@ -35,7 +35,11 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
    1 - xi of the seeds at every N; the registered card ``pevi-linear`` evaluates to the same
    number; at the largest N the bound is non-vacuous (< H) on every seed.
 5. ``offline-pessimism-lower-bound`` -- V_hat(mu0) <= V^{pi_hat}(mu0) on at least 1 - delta of the
-   seeds, for every pessimistic algorithm at its documented constants.
+   *informative* seed-runs, for every pessimistic algorithm at its documented constants. A run
+   whose penalty clipped V_hat(mu0) to 0 satisfies the invariant whatever the algorithm does
+   (rewards are >= 0), so only runs with V_hat(mu0) > 0 count, each case's N are chosen where
+   every seed is informative, the report prints how many were, and a case with fewer than half
+   informative runs fails. Negative control: naive VI (no penalty) fails it.
 6. ``pevi-one-hot-equals-tabular`` -- PEVI run with explicit one-hot features equals the closed-form
    tabular PEVI: identical policies and |Q_lin - Q_tab| <= 1e-12 (round-off of the d x d solves).
 7. ``behaviour-cloning-imitates-behaviour`` -- behaviour cloning converges to the behaviour policy:
@@ -204,7 +208,7 @@ class LCBRates(OfflineClaim):
                     v["N"],
                     v["seeds"],
                     seed,
-                    {"c_L": v["c_L"]},
+                    {"c_L": v["c_L"], "initial_policy": v["initial_policy"]},
                     chunk=v.get("chunk"),
                     coverage=cov,
                     other=other,
@@ -256,6 +260,10 @@ register_validation(
                     "seeds": 32,
                     "chunk": 8,
                     "c_L": 0.5,
+                    # the slopes in docs/algorithms/vi-lcb.md were measured with the code's random
+                    # start; the default is now Algorithm 3's behaviour start (issue 14), not yet
+                    # re-measured at this scale
+                    "initial_policy": "random",
                 },
             },
         },
@@ -548,6 +556,15 @@ register_validation(
 
 
 # ------------------------------------------------------------------------------ 5. pessimism
+def informative_runs(value_estimate: np.ndarray) -> np.ndarray:
+    """Per seed, whether the pessimism check ``V_hat(mu0) <= V^{pi_hat}(mu0)`` can fail at all.
+
+    Rewards are >= 0, so ``V^pi >= 0`` for every policy: a run whose penalty clipped V_hat(mu0) to
+    0 satisfies the invariant whatever the algorithm does (issue 13: most runs of the former
+    claim were of this kind). Only runs with ``V_hat(mu0) > 0`` test anything."""
+    return np.asarray(value_estimate) > ROUND_OFF
+
+
 class PessimismInvariant(OfflineClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import fit, make_dataset
@@ -555,55 +572,90 @@ class PessimismInvariant(OfflineClaim):
         from theorylab.mdps import make
         from theorylab.stats import fraction_below
 
-        delta = cfg["delta"]
+        delta, need = cfg["delta"], cfg["min_informative"]
         worst = 0.0
         for label, spec, algo, params, Ns in cfg["cases"]:
             mdp = make(spec)
             if "phi" in params:
                 params = dict(params, phi=mdp.phi)
-            held, total, gaps = 0, 0, []
+            held, informative, total, gaps = 0, 0, 0, []
             for N in Ns:
                 ds = make_dataset(
                     mdp, N, coverage=0.3, other="adversarial", seeds=cfg["seeds"], seed=seed
                 )
                 res = fit(algo, ds, **params)
                 values = policy_values(mdp, res.policy)
+                live = informative_runs(res.value_estimate)
                 ok = pessimism_holds(res.value_estimate, values)
-                held += int(ok.sum())
+                held += int(ok[live].sum())
+                informative += int(live.sum())
                 total += ok.size
                 gaps.append(float((values - res.value_estimate).min()))
-            rate = 1.0 - held / total
+            # the failure rate among the runs that could fail (a clipped run cannot)
+            rate = 1.0 - held / informative if informative else 0.0
             worst = max(worst, rate)
-            frac = fraction_below(np.zeros(total), np.r_[np.zeros(held), -np.ones(total - held)])
+            frac = fraction_below(
+                np.zeros(max(informative, 1)),
+                np.r_[np.zeros(held), -np.ones(informative - held)] if informative else np.zeros(1),
+            )
+            enough = informative >= need * total
             rep.checks.append(
                 Check(
                     label,
-                    rate <= delta,
-                    f"V_hat <= V^pi_hat on {held}/{total} seed-runs over N = {list(Ns)} "
-                    f"(failure rate {rate:.3f}, allowed {delta}; CI [{1 - frac.ci_high:.3f}, "
-                    f"{1 - frac.ci_low:.3f}]); min(V^pi_hat - V_hat) = {min(gaps):.3g}",
-                    {"failure_rate": rate},
+                    bool(rate <= delta and enough),
+                    f"informative (V_hat(mu0) > 0) on {informative}/{total} seed-runs over "
+                    f"N = {list(Ns)} (at least {need:.0%} required); V_hat <= V^pi_hat on "
+                    f"{held}/{informative} of them (failure rate {rate:.3f}, allowed {delta}; CI "
+                    f"[{1 - frac.ci_high:.3f}, {1 - frac.ci_low:.3f}]); "
+                    f"min(V^pi_hat - V_hat) = {min(gaps):.3g}",
+                    {"failure_rate": rate, "informative": informative, "runs": total},
                 )
             )
         rep.violation_rate = worst
 
 
-def _pessimism_cases(Ns_fh, Ns_vi):
-    fh = "random:S=5,A=3,H=4,seed=3"
-    lin = "offline-linear"
+# Each case's N are those at which the algorithm at its documented constants leaves V_hat(mu0) > 0
+# on every seed (measured at 32 seeds, seed 0; below them the penalty clips V_hat to 0 and the
+# check is void). VI-LCB at the code's c_L = 2000 is not a case: V_hat = 0 at every N <= 10^7
+# (docs/algorithms/vi-lcb.md), so no affordable run of it can test pessimism.
+FH = "random:S=5,A=3,H=4,seed=3"
+LIN = "offline-linear"
+
+
+def _pessimism_cases(scale: str):
+    quick = scale == "quick"
     return [
-        ("pessimistic-vi-hoeffding", fh, "pessimistic-vi-hoeffding", {}, Ns_fh),
-        ("pessimistic-vi-bernstein", fh, "pessimistic-vi-bernstein", {}, Ns_fh),
-        ("pevi-tabular", fh, "pevi-tabular", {}, Ns_fh),
-        ("pevi (linear features)", lin, "pevi", {"phi": True}, Ns_fh),
-        ("vw-pevi (linear features)", lin, "vw-pevi", {"phi": True}, Ns_fh),
-        ("vi-lcb (c_L = 2000, code)", "multiscale-bandit:gamma=0.5", "vi-lcb", {}, Ns_vi),
+        ("pessimistic-vi-hoeffding", FH, "pessimistic-vi-hoeffding", {}, [10_000, 30_000]),
+        (
+            "pessimistic-vi-bernstein",
+            FH,
+            "pessimistic-vi-bernstein",
+            {},
+            [100_000] if quick else [100_000, 300_000],
+        ),
+        # beta = c d H sqrt(zeta) with d = S A: on S = 5, A = 3 the penalty clips V_hat to 0 up
+        # to N = 10^6 at least, so tabular PEVI runs on a smaller instance (d = 4)
+        (
+            "pevi-tabular",
+            "random:S=2,A=2,H=2,seed=3",
+            "pevi-tabular",
+            {},
+            [30_000, 100_000],
+        ),
+        (
+            "pevi (linear features)",
+            LIN,
+            "pevi",
+            {"phi": True},
+            [300_000] if quick else [300_000, 1_000_000],
+        ),
+        ("vw-pevi (linear features)", LIN, "vw-pevi", {"phi": True}, [3_000, 30_000]),
         (
             "vi-lcb (c_L = 1/2, Hoeffding)",
             "multiscale-bandit:gamma=0.5",
             "vi-lcb",
             {"c_L": 0.5},
-            Ns_vi,
+            [30_000] if quick else [30_000, 300_000],
         ),
     ]
 
@@ -613,18 +665,22 @@ register_validation(
         name="offline-pessimism-lower-bound",
         statement=(
             "every pessimistic algorithm's own value estimate is a lower bound on its returned "
-            "policy's exact value, V_hat(mu0) <= V^pi_hat(mu0), on at least 1 - delta of the seeds"
+            "policy's exact value, V_hat(mu0) <= V^pi_hat(mu0), on at least 1 - delta of the "
+            "informative seed-runs (those with V_hat(mu0) > 0: a run clipped to 0 cannot fail), "
+            "and at least half of the runs are informative"
         ),
         scales={
             "quick": {
                 "delta": 0.1,
                 "seeds": 32,
-                "cases": _pessimism_cases([300, 3000], [30_000]),
+                "min_informative": 0.5,
+                "cases": _pessimism_cases("quick"),
             },
             "full": {
                 "delta": 0.1,
                 "seeds": 128,
-                "cases": _pessimism_cases([100, 1000, 10_000, 100_000], [10_000, 100_000, 300_000]),
+                "min_informative": 0.5,
+                "cases": _pessimism_cases("full"),
             },
         },
     )

@@ -1,0 +1,364 @@
+"""Whole-run compiled loops: an online agent's K episodes in compiled segments, resumable.
+
+``theorylab.run(..., loop="compiled")`` (and ``loop="auto"`` whenever :func:`compiled_variant`
+finds a kernel) hands the run to :func:`run_whole`: the episode loop of the Python runner (plan,
+exact regret, rollout, count update) runs inside one numba call per *segment* of episodes
+(:mod:`theorylab.algorithms.online.whole_run_kernel`, parallel over seeds), and returns the same
+per-episode exact regret, returns and value estimates as the Python loop on the same seeds (bit
+for bit where the reference's products are left-to-right sums; see the kernel's docstring).
+
+Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks``,
+``greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein`` (exact classes, the
+risk-neutral objective, a finite horizon). The kernel reads the constants (L, the bonus
+coefficients, tie-breaking, known rewards) off the constructed Python agent, so parameters are
+validated and computed in one place.
+
+Segments and checkpoints (``segment`` episodes at a time): between segments the driver reports
+progress (episodes/s) and, with ``checkpoint=DIR``, stores the finished segment's curves
+(``DIR/segments/NNNNNN.npz``) and then the learner state and the generators' states
+(``DIR/state.npz``), each written atomically (``theorylab.store``). An interrupted run loses at
+most the segment in flight; :func:`run_whole` with the same ``checkpoint`` resumes after the last
+finished segment (``DIR/run.json`` must describe the same run, else it refuses).
+
+Randomness: the kernel advances each seed's environment generator (numpy's PCG64, whose
+algorithm it implements) by ``1 + 3H`` doubles per episode: the same numbers, in the same order,
+as the Python loop's ``rng.random(1 + 3H)``; the generators' states are handed back after each
+segment. These agents draw no random numbers.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+STATE_FIELDS = ("nsa", "rsum", "nhs", "cnt", "pc", "succ", "nsucc", "Q", "V", "pol", "qstat")
+CURVES = ("regret", "returns", "estimates")
+DEFAULT_SEGMENT = 100_000
+MAX_SEGMENT_BYTES = 256 * 2**20  # one segment's curves (3 x B x n float64)
+_MASK64 = (1 << 64) - 1
+
+
+def compiled_variant(agent) -> int | None:
+    """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
+    no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
+    from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy
+    from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
+    from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
+    from theorylab.algorithms.online.whole_run_kernel import (
+        VARIANT_AJKS,
+        VARIANT_BF,
+        VARIANT_CH,
+        VARIANT_GREEDY,
+        VARIANT_QB,
+        VARIANT_QH,
+    )
+
+    if getattr(agent, "objective", None) is not None:
+        return None
+    variants = {
+        UCBVIHoeffding: VARIANT_CH,
+        UCBVIBernstein: VARIANT_BF,
+        UCBVIAJKS: VARIANT_AJKS,
+        CertaintyEquivalentGreedy: VARIANT_GREEDY,
+        OptimisticQHoeffding: VARIANT_QH,
+        OptimisticQBernstein: VARIANT_QB,
+    }
+    return variants.get(type(agent))
+
+
+def positive_entries(model) -> tuple[np.ndarray, ...]:
+    """The true model's CSR view and sampler restricted to its positive entries:
+    ``(indptr, indices, data, cum, last)`` (int64 positions, float64 values).
+
+    A dense model's view stores all S entries of a row; dropping the zeros changes no number:
+    a left-to-right sum skips only ``+ 0.0 * V`` terms, the within-row cumulative sums at the
+    kept entries are the same values, and the sampled entry (the first with cumulative sum > u,
+    clamped to the last positive one) is never a zero entry. Exact regret then costs
+    O(H S nnz_row) per seed instead of O(H S^2) (RiverSwim S = 100: 3 entries a row, not 100).
+    """
+    indptr, indices, data = model.csr()
+    cum, last, _, _ = model.sampler()
+    keep = data > 0
+    new_pos = np.cumsum(keep) - 1  # position of each kept entry in the compressed arrays
+    counts = np.add.reduceat(keep.astype(np.int64), indptr[:-1]) if data.size else keep[:0]
+    counts = np.where(np.diff(indptr) > 0, counts, 0)  # reduceat repeats on empty rows
+    new_indptr = np.zeros(indptr.size, np.int64)
+    np.cumsum(counts, out=new_indptr[1:])
+    return (
+        new_indptr,
+        np.ascontiguousarray(indices[keep], dtype=np.int64),
+        np.ascontiguousarray(data[keep]),
+        np.ascontiguousarray(cum[keep]),
+        new_pos[last].astype(np.int64),
+    )
+
+
+def pcg64_states(rngs: Sequence[np.random.Generator]) -> np.ndarray:
+    """``(B, 4)`` uint64: each generator's PCG64 state (hi, lo) and increment (hi, lo), for
+    :func:`theorylab.algorithms.online.whole_run_kernel.pcg64_random`."""
+    out = np.empty((len(rngs), 4), np.uint64)
+    for b, g in enumerate(rngs):
+        st = g.bit_generator.state
+        if st.get("bit_generator") != "PCG64":
+            raise ValueError(
+                f"the whole-run kernel draws numpy's PCG64 stream; seed {b}'s generator is "
+                f"{st.get('bit_generator')!r} (theorylab.seeding makes PCG64 generators)"
+            )
+        s, inc = st["state"]["state"], st["state"]["inc"]
+        out[b] = (s >> 64, s & _MASK64, inc >> 64, inc & _MASK64)
+    return out
+
+
+def set_pcg64_states(rngs: Sequence[np.random.Generator], states: np.ndarray) -> None:
+    """Hand the kernel's advanced PCG64 states ``(B, 4)`` back to the generators."""
+    for g, (hi, lo, inc_hi, inc_lo) in zip(rngs, states.tolist(), strict=True):
+        st = g.bit_generator.state
+        st["state"] = {"state": (hi << 64) | lo, "inc": (inc_hi << 64) | inc_lo}
+        g.bit_generator.state = st
+
+
+class CompiledLoop:
+    """The learner state of B seeds of one agent on one MDP, advanced by the compiled kernel.
+
+    agent: a freshly constructed agent with a kernel (:func:`compiled_variant`); only its
+    constants and initial plan are read. mdp: the true finite-horizon TabularMDP. v_star:
+    V*_1(mu0). env_rngs: one numpy Generator per seed (the environment streams).
+    """
+
+    def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
+        from theorylab.algorithms.online.whole_run_kernel import (
+            VARIANT_GREEDY,
+            VARIANT_QB,
+            VARIANT_QH,
+        )
+        from theorylab.backends import transition_model
+
+        variant = compiled_variant(agent)
+        if variant is None:
+            raise ValueError(
+                f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
+            )
+        if mdp.horizon is None:
+            raise ValueError(f"{mdp!r} has no finite horizon; online episodic runs need one")
+        B = agent.n_seeds
+        if len(env_rngs) != B:
+            raise ValueError(f"got {len(env_rngs)} environment generators for {B} seeds")
+        self.variant = variant
+        self.env_rngs = list(env_rngs)
+        self.v_star = float(v_star)
+        S, A, H = mdp.S, mdp.A, int(mdp.horizon)
+        self.B, self.S, self.A, self.H = B, S, A, H
+        greedy = variant == VARIANT_GREEDY
+        q_learning = variant in (VARIANT_QH, VARIANT_QB)
+        if q_learning:  # N_h(x, a) per step, no empirical model
+            per_step = True
+        else:
+            per_step = agent.stage_dependent if greedy else agent.per_step_model
+        Hm = H if per_step else 1
+        S_model = 1 if q_learning else S  # the (.., S, A, S) model arrays are unused there
+        # constants, computed by the same Python expressions as the agent's plan()
+        Hf = float(H)
+        qc = np.zeros(6)
+        if q_learning:  # [c, c1, c2, iota, H^3 iota, sqrt(H^7 S A)] (optimistic_q.py)
+            self.tie, bonus_scale, c_bonus, L, c_g, unvisited = 0, 0.0, 0.0, 0.0, 0.0, Hf
+            known, r_known = False, np.zeros((1, S, A))
+            iota = agent.iota
+            qc[:] = (agent.c, agent.c1, agent.c2, iota, H**3 * iota, np.sqrt(H**7 * S * A))
+        elif greedy:
+            self.tie, bonus_scale, c_bonus, L, c_g = 0, 0.0, 0.0, 0.0, 0.0
+            unvisited = agent.unvisited_value
+            known = agent.known_rewards
+            r_known = agent.R_known if known else np.zeros((1, S, A))
+        else:
+            self.tie = 0 if agent.tie_break == "first" else 1
+            bonus_scale, L, c_g, unvisited = agent.bonus_scale, float(agent.L), 0.0, Hf
+            known = agent.known_rewards
+            r_known = agent.r if known else np.zeros((1, S, A))
+            name = agent.name
+            if name == "ucbvi-hoeffding":
+                c_bonus = 7.0 * agent.H * agent.L  # b = 7 H L sqrt(1 / N)
+            elif name == "ucbvi-bernstein":
+                c_bonus = 8.0 * L  # sqrt(8 L Var / N)
+                c_g = 100.0**2 * Hf**3 * S**2 * A * L**2  # min{c / N'(y), H^2}
+            else:
+                c_bonus = 2.0 * Hf  # b = 2 H sqrt(L / N_h)
+        self.params = (
+            variant, self.tie, Hf, bool(known), np.ascontiguousarray(r_known, dtype=np.float64),
+            float(bonus_scale), float(c_bonus), float(L), float(c_g), float(unvisited),
+        )  # fmt: skip
+        model = transition_model(mdp)
+        indptr, indices, data, cum, last = positive_entries(model)
+        _, _, mu0_cdf, last_mu0 = model.sampler()
+        self.model_args = (
+            indptr, indices, data, cum, last, int(model.n_stages),
+            np.ascontiguousarray(model.R, dtype=np.float64), bool(model.bernoulli),
+            np.ascontiguousarray(model.mu0, dtype=np.float64), mu0_cdf, int(last_mu0),
+            self.v_star,
+        )  # fmt: skip
+        need = 8 * B * Hm * S * A * S_model * 3  # cnt, pc, succ
+        if need > 2 * 2**30:
+            raise MemoryError(
+                f"the whole-run state (B, Hm, S, A, S) = {(B, Hm, S, A, S)} needs "
+                f"{need / 2**30:.1f} GiB; run fewer seeds at a time or loop='python'"
+            )
+        self.state = {
+            "nsa": np.zeros((B, Hm, S, A)),
+            "rsum": np.zeros((B, Hm, S, A)),
+            "nhs": np.zeros((B, H + 1, S)),
+            "cnt": np.zeros((B, Hm, S, A, S_model)),
+            "pc": np.zeros((B, Hm, S, A, S_model)),
+            "succ": np.zeros((B, Hm, S, A, S_model), np.int64),
+            "nsucc": np.zeros((B, Hm, S, A), np.int64),
+            "Q": np.full((B, H, S, A), Hf),
+            "V": np.zeros((B, H + 1, S)),
+            "pol": np.zeros((B, H, S), np.int64),
+        }
+        self._F = np.zeros((B, S, 4))
+        self._g = np.zeros((B, H + 1, S))
+        self._bon = np.zeros((B, S, A))
+        self._work = np.zeros((B, 3 * S + H + 2 + 3 * H))
+        self._qc = qc
+        self.state["qstat"] = np.zeros((B, 3, H * S * A if q_learning else 1))  # mu, sigma, beta
+        self.episodes_done = 0
+        if q_learning:  # Q_h = H, V_h = H, V_{H+1} = 0, greedy action 0
+            self.state["V"][:, :H] = Hf
+        else:
+            self._plan_all()
+
+    def _state_args(self):
+        st = self.state
+        return (
+            st["nsa"], st["rsum"], st["nhs"], st["pc"], st["succ"], st["nsucc"],
+            st["Q"], st["V"], st["pol"], self._F, self._g, self._bon,
+        )  # fmt: skip
+
+    def _plan_all(self) -> None:
+        from theorylab.algorithms.online.whole_run_kernel import plan_all
+
+        plan_all(*self.params, *self._state_args())
+
+    def segment_length(self, requested: int) -> int:
+        """Episodes per kernel call: ``requested``, capped so that one segment's curves stay
+        under ``MAX_SEGMENT_BYTES``."""
+        per_episode = 8 * self.B * len(CURVES)
+        return max(1, min(int(requested), MAX_SEGMENT_BYTES // per_episode))
+
+    def advance(self, n: int) -> dict[str, np.ndarray]:
+        """Run the next ``n`` episodes of every seed; returns ``regret``, ``returns`` and
+        ``estimates``, each ``(B, n)``."""
+        from theorylab.algorithms.online.whole_run_kernel import run_segment
+
+        B = self.B
+        rng = pcg64_states(self.env_rngs)  # (B, 4): advanced in the kernel, handed back below
+        out = {name: np.empty((B, n)) for name in CURVES}
+        st = self.state
+        run_segment(
+            *self.params, *self.model_args,
+            st["nsa"], st["rsum"], st["nhs"], st["cnt"], st["pc"], st["succ"], st["nsucc"],
+            st["Q"], st["V"], st["pol"], self._F, self._g, self._bon, self._work, self._qc,
+            st["qstat"],
+            rng, out["regret"], out["returns"], out["estimates"],
+        )  # fmt: skip
+        set_pcg64_states(self.env_rngs, rng)
+        self.episodes_done += n
+        return out
+
+    # ------------------------------------------------------------------ checkpoints
+    def snapshot(self) -> dict[str, np.ndarray]:
+        """Arrays that restore this loop: the learner state, episodes done and the generators'
+        states (JSON in a 0-d string array)."""
+        rng_states = [g.bit_generator.state for g in self.env_rngs]
+        return {
+            **{name: self.state[name] for name in STATE_FIELDS},
+            "episodes_done": np.array(self.episodes_done),
+            "rng_states": np.array(json.dumps(rng_states)),
+        }
+
+    def restore(self, arrays: dict[str, np.ndarray]) -> None:
+        """Load a :meth:`snapshot` (same shapes), generators included."""
+        for name in STATE_FIELDS:
+            if arrays[name].shape != self.state[name].shape:
+                raise ValueError(
+                    f"checkpoint array {name!r} has shape {arrays[name].shape}, this run "
+                    f"needs {self.state[name].shape}"
+                )
+            self.state[name][...] = arrays[name]
+        self.episodes_done = int(arrays["episodes_done"])
+        for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
+            g.bit_generator.state = state
+
+
+def run_whole(
+    loop: CompiledLoop,
+    episodes: int,
+    *,
+    segment: int = DEFAULT_SEGMENT,
+    checkpoint: str | Path | None = None,
+    run_id: dict[str, Any] | None = None,
+    progress: Callable[[int, int, float], None] | None = None,
+) -> dict[str, np.ndarray]:
+    """Run ``loop`` to ``episodes`` episodes in segments; returns the curves ``(B, episodes)``.
+
+    segment: episodes per kernel call (capped by :meth:`CompiledLoop.segment_length`).
+    checkpoint: a directory; finished segments and the state after each are stored there, and a
+        run found there is resumed (``run_id`` must then equal the stored one).
+    run_id: JSON-able description of the run (algorithm, MDP, params, seeds, root seed, K).
+    progress: called after each segment as ``progress(done, episodes, episodes_per_second)``.
+    """
+    from theorylab.store import atomic_write_json, load_arrays, save_arrays
+
+    if segment < 1:
+        raise ValueError(f"segment must be a positive number of episodes, got {segment!r}")
+    n_seg = loop.segment_length(segment)
+    parts: list[dict[str, np.ndarray]] = []
+    ckpt = Path(checkpoint) if checkpoint is not None else None
+    if ckpt is not None:
+        ident = json.loads(json.dumps(run_id or {}, default=str))
+        ident["segment"] = n_seg
+        meta_path = ckpt / "run.json"
+        if meta_path.exists():
+            stored = json.loads(meta_path.read_text())
+            if stored != ident:
+                raise ValueError(
+                    f"checkpoint {ckpt} holds a different run: {stored} (this run: {ident}); "
+                    "use another directory or remove it"
+                )
+            if (ckpt / "state.npz").exists():
+                loop.restore(load_arrays(ckpt / "state.npz"))
+                have = 0  # finished segments in order (a segment written after the last
+                while have < loop.episodes_done:  # state, by a run interrupted there, is redone)
+                    part = load_arrays(ckpt / "segments" / f"{len(parts):06d}.npz")
+                    parts.append(part)
+                    have += part["regret"].shape[1]
+                if have != loop.episodes_done:
+                    raise ValueError(
+                        f"checkpoint {ckpt}: the segments hold {have} episodes, the state "
+                        f"{loop.episodes_done}"
+                    )
+        else:
+            (ckpt / "segments").mkdir(parents=True, exist_ok=True)
+            atomic_write_json(meta_path, ident)
+    done = loop.episodes_done
+    if done > episodes:
+        raise ValueError(f"the checkpoint has {done} episodes, more than the {episodes} asked for")
+    t0 = time.perf_counter()
+    done0 = done
+    while done < episodes:
+        n = min(n_seg, episodes - done)
+        out = loop.advance(n)
+        if ckpt is not None:  # curves first, then the state that follows them
+            save_arrays(ckpt / "segments" / f"{len(parts):06d}.npz", **out)
+            save_arrays(ckpt / "state.npz", **loop.snapshot())
+        parts.append(out)
+        done += n
+        if progress is not None:
+            elapsed = time.perf_counter() - t0
+            progress(done, episodes, (done - done0) / max(elapsed, 1e-12))
+    if not parts:
+        return {name: np.empty((loop.B, 0)) for name in CURVES}
+    return {name: np.concatenate([p[name] for p in parts], axis=1) for name in CURVES}

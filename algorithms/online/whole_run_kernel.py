@@ -1,0 +1,491 @@
+r"""Whole-run compiled loop of the tabular optimistic family: K episodes in one numba call.
+
+What it implements
+------------------
+``run_segment`` runs episodes ``k0 .. k0+n-1`` of B independent seeds (parallel over seeds,
+``prange``), each episode exactly as ``theorylab.runners.online``'s Python loop does it:
+
+1. the value estimate V_{k,1}(mu0) of the plan made after the previous episode;
+2. the exact regret ``V*_1(mu0) - V^{pi_k}_1(mu0)`` of the greedy policy pi_k, by backward
+   induction on the true model (``evaluate_policies``);
+3. one rollout of pi_k on the true model from pre-drawn uniforms (``TabularMDP.rollout``'s rule);
+4. the count update of the empirical model (``EmpiricalModel.update``);
+5. the next plan, the algorithm's optimistic backward induction.
+
+Algorithms (``VARIANT_*``; each is the plan of ``algorithms/online/ucbvi.py`` / ``greedy.py``,
+whose docstrings carry the papers' equations; the bound each carries is unchanged):
+
+* ``VARIANT_CH`` -- UCBVI-CH, Azar, Osband, Munos 2017, Algorithms 1-3: pooled stationary model,
+  ``b(x,a) = 7 H L sqrt(1/N(x,a))`` (Alg. 3), Q_{k,h} = min{Q_{k-1,h}, H, r + P_hat V_{k,h+1} + b}
+  (Alg. 2), L = ln(5 S A T / delta).
+* ``VARIANT_BF`` -- UCBVI-BF, Azar et al. Algorithm 4: the empirical-Bernstein bonus
+  ``sqrt(8 L Var_{P_hat} V_{k,h+1} / N) + 14 H L / (3 N) + sqrt(8 sum_y P_hat(y) min{100^2 H^3
+  S^2 A L^2 / N'_{k,h+1}(y), H^2} / N)``, the same recursion as CH.
+* ``VARIANT_AJKS`` -- AJKS Ch. 7: per-step model P_hat_h, ``b_h = 2 H sqrt(L / N_h(s,a))``,
+  Q_h = min{r_h + b_h + P_hat_h V_{h+1}, H} (no min with the previous episode), L = ln(SAHK/delta).
+* ``VARIANT_GREEDY`` -- certainty-equivalent greedy (no bonus, no cap; unvisited pairs get
+  ``unvisited_value``), the linear-regret contrast.
+* ``VARIANT_QH``, ``VARIANT_QB`` -- optimistic Q-learning, Jin, Allen-Zhu, Bubeck, Jordan 2018,
+  Algorithm 1 (UCB-Hoeffding: b_t = c sqrt(H^3 iota / t)) and Algorithm 2 (UCB-Bernstein: b_t
+  from beta_t = min{c1 (sqrt(H/t (W_t + H) iota) + sqrt(H^7 S A) iota / t), c2 sqrt(H^3 iota/t)}),
+  alpha_t = (H + 1) / (H + t), Q_h <- (1 - alpha_t) Q_h + alpha_t (r + V_{h+1}(x') + b_t),
+  V_h = min{H, max_a Q_h} (``algorithms/online/optimistic_q.py``): model-free, so steps (4)-(5)
+  are replaced by the H updates of the episode, made right after each step, which is the order
+  of the paper and of the Python agent's replay.
+
+Unvisited pairs have Q = H (UCBVI) and are never multiplied through P_hat (whose row is zero).
+
+Bit-for-bit agreement with the Python loop (tests/test_whole_run.py)
+---------------------------------------------------------------------
+Every floating-point expression is the reference's, operation for operation and in its order:
+
+* products with P_hat and P sum the observed (stored) entries left to right in column order:
+  the order of scipy's CSR products, which the reference uses for the empirical model when
+  S >= 64 or ``storage="sparse"``, and for the true model when it is stored sparse;
+* bonuses use the constants the Python agent computes (``7.0 * H * L`` etc., passed in) and the
+  same elementwise operations; ``min``/``max``/``argmax`` are exact;
+* sums over states of ``V * mu0`` (value estimate, regret) and over steps of the rewards
+  (returns) are numpy's pairwise summation (:func:`pairwise_sum`), as ``ndarray.sum`` does;
+* the environment's uniforms are the same stream: each seed's numpy PCG64 generator is advanced
+  inside the kernel (:func:`pcg64_random`, numpy's algorithm) by 1 + 3H doubles per episode,
+  exactly the Python loop's ``rng.random(1 + 3H)``, and its state is handed back afterwards.
+
+Dense products (a dense true model, or the empirical model at S < 64 with dense storage) go
+through BLAS in the reference, whose summation order depends on the CPU and the call (gemv or
+gemm); there the two agree to round-off (1e-12 relative), not bit for bit.
+
+fastmath is off (no reassociation, no fused multiply-add).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+
+VARIANT_CH, VARIANT_BF, VARIANT_AJKS, VARIANT_GREEDY = 0, 1, 2, 3
+VARIANT_QH, VARIANT_QB = 4, 5  # optimistic Q-learning, Hoeffding / Bernstein (model-free)
+TIE_FIRST, TIE_LEAST_VISITED = 0, 1
+
+
+@njit(cache=True, error_model="numpy")
+def _pairwise_block(x, lo, n):
+    """numpy's pairwise summation of ``x[lo:lo+n]`` for n <= 128: sequential below 8 terms,
+    else 8 running partial sums combined as ((r0+r1)+(r2+r3))+((r4+r5)+(r6+r7)), then the
+    remainder in order."""
+    if n < 8:
+        res = 0.0
+        for i in range(n):
+            res += x[lo + i]
+        return res
+    r0, r1, r2, r3 = x[lo], x[lo + 1], x[lo + 2], x[lo + 3]
+    r4, r5, r6, r7 = x[lo + 4], x[lo + 5], x[lo + 6], x[lo + 7]
+    i = 8
+    stop = n - n % 8
+    while i < stop:
+        r0 += x[lo + i]
+        r1 += x[lo + i + 1]
+        r2 += x[lo + i + 2]
+        r3 += x[lo + i + 3]
+        r4 += x[lo + i + 4]
+        r5 += x[lo + i + 5]
+        r6 += x[lo + i + 6]
+        r7 += x[lo + i + 7]
+        i += 8
+    res = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        res += x[lo + i]
+        i += 1
+    return res
+
+
+@njit(cache=True, error_model="numpy")
+def pairwise_sum(x, lo, n):
+    """``x[lo:lo+n].sum()`` in numpy's order (pairwise summation, numpy/_core/src/umath/
+    loops_utils.h.src): blocks of at most 128 terms (:func:`_pairwise_block`); a longer range is
+    split at n2 = n/2 rounded down to a multiple of 8 and the halves' sums are added. The
+    recursion is unrolled onto an explicit stack (numba's cache cannot store recursive
+    functions)."""
+    if n <= 128:
+        return _pairwise_block(x, lo, n)
+    depth = 64
+    f_lo = np.empty(depth, np.int64)
+    f_n = np.empty(depth, np.int64)
+    phase = np.zeros(depth, np.int64)  # 0: left half next, 1: right half next, 2: add
+    left = np.zeros(depth)
+    right = np.zeros(depth)
+    f_lo[0], f_n[0], phase[0] = lo, n, 0
+    sp = 1
+    result = 0.0
+    while sp > 0:
+        top = sp - 1
+        m = f_n[top]
+        n2 = m // 2
+        n2 -= n2 % 8
+        if m <= 128 or phase[top] == 2:
+            v = _pairwise_block(x, f_lo[top], m) if m <= 128 else left[top] + right[top]
+            sp -= 1
+            if sp == 0:
+                result = v
+            elif phase[sp - 1] == 1:
+                left[sp - 1] = v
+            else:
+                right[sp - 1] = v
+        elif phase[top] == 0:
+            phase[top] = 1
+            f_lo[sp], f_n[sp], phase[sp] = f_lo[top], n2, 0
+            sp += 1
+        else:
+            phase[top] = 2
+            f_lo[sp], f_n[sp], phase[sp] = f_lo[top] + n2, m - n2, 0
+            sp += 1
+    return result
+
+
+# numpy's PCG64 (O'Neill's pcg_setseq_128_xsl_rr_64): the 128-bit LCG state advances as
+# state <- state * M + inc (mod 2^128), the output is rotr64(hi ^ lo, hi >> 58), and a double is
+# (output >> 11) * 2^-53, as ``Generator.random`` draws it. State: (hi, lo, inc_hi, inc_lo).
+_PCG_M_HI = np.uint64(0x2360ED051FC65DA4)
+_PCG_M_LO = np.uint64(0x4385DF649FCCF645)
+_MASK32 = np.uint64(0xFFFFFFFF)
+_U32 = np.uint64(32)
+
+
+@njit(cache=True, error_model="numpy")
+def _mul64(a, b):
+    """(hi, lo) of the 128-bit product of two uint64 (four 32-bit partial products)."""
+    a_lo = a & _MASK32
+    a_hi = a >> _U32
+    b_lo = b & _MASK32
+    b_hi = b >> _U32
+    p0 = a_lo * b_lo
+    p1 = a_lo * b_hi
+    p2 = a_hi * b_lo
+    mid = (p0 >> _U32) + (p1 & _MASK32) + (p2 & _MASK32)
+    lo = (p0 & _MASK32) | (mid << _U32)
+    hi = a_hi * b_hi + (p1 >> _U32) + (p2 >> _U32) + (mid >> _U32)
+    return hi, lo
+
+
+@njit(cache=True, error_model="numpy")
+def pcg64_random(st):
+    """The next ``Generator.random()`` double of the PCG64 state ``st`` (uint64 (4,): state
+    hi, lo, increment hi, lo), advanced in place."""
+    hi, lo = _mul64(st[1], _PCG_M_LO)
+    hi = hi + st[0] * _PCG_M_LO + st[1] * _PCG_M_HI
+    lo2 = lo + st[3]
+    hi = hi + st[2] + (np.uint64(1) if lo2 < lo else np.uint64(0))
+    st[0] = hi
+    st[1] = lo2
+    x = hi ^ lo2
+    rot = hi >> np.uint64(58)
+    out = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
+    return np.float64(out >> np.uint64(11)) * (1.0 / 9007199254740992.0)
+
+
+@njit(cache=True, error_model="numpy")
+def _search(indptr, indices, cum, last, r, u):
+    """Next state of true-model row r for the uniform u: the first stored entry with cumulative
+    probability > u, clamped to the row's last positive entry (theorylab.kernels.sampling)."""
+    lo = indptr[r]
+    hi = indptr[r + 1] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cum[mid] > u:
+            hi = mid
+        else:
+            lo = mid + 1
+    return indices[min(lo, last[r])]
+
+
+@njit(cache=True, error_model="numpy")
+def plan_seed(
+    variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
+    S, A, Hm, nsa, rsum, nhs, pc, succ, nsucc, Q, V, pol, F, g, bon,
+):  # fmt: skip
+    """The plan of one seed after its counts changed: Q, V and the greedy policy, in place.
+
+    One seed's arrays, flattened (C order): nsa, rsum (Hm, S, A) with Hm = H (per-step model:
+    AJKS) or 1 (pooled: Azar et al.); succ, pc (Hm, S, A, S): the observed successors of each
+    pair in ascending order and P_hat(succ_j | s, a) at position j (the first nsucc (Hm, S, A)
+    entries of a row are used); nhs (H+1, S): N'_{k,h}; Q (H, S, A); V (H+1, S), V[H] = 0;
+    pol (H, S). Scratch: F (S, 4), g (H+1, S), bon (S, A). Constants: c_bonus = 7 H L (CH),
+    8 L (BF), 2 H (AJKS); c_g = 100^2 H^3 S^2 A L^2 (BF); L (BF, AJKS); r_known (n_R, S, A).
+    """
+    n_R = r_known.shape[0]
+    n_steps = Q.shape[0] // (S * A)
+    H2 = H * H
+    if variant == VARIANT_BF:  # Alg. 4: g(y) = min{c / N'_{k,h}(y), H^2}; H^2 where N' = 0
+        for i in range(nhs.shape[0]):
+            n = nhs[i]
+            if n > 0:
+                v = c_g / max(n, 1.0)
+                g[i] = v if v < H2 else H2
+            else:
+                g[i] = H2
+    if variant == VARIANT_CH:  # Alg. 3: b(x, a) = 7 H L sqrt(1 / N(x, a)), the same for all h
+        for i in range(S * A):
+            n = nsa[i]
+            if n > 0:
+                bon[i] = c_bonus * np.sqrt(1.0 / n)
+    for h in range(n_steps - 1, -1, -1):  # Alg. 2 (UCB-Q-values): h = H..1, V_{k,H+1} = 0
+        m = h if Hm > 1 else 0
+        nv = (h + 1) * S  # V_{k,h+1} = V[nv : nv + S]
+        if variant == VARIANT_BF:  # F = [V, W, W^2, g] with W = V - max_y V (Var is shift-free)
+            vmax = V[nv]
+            for y in range(1, S):
+                if V[nv + y] > vmax:
+                    vmax = V[nv + y]
+            for y in range(S):
+                w = V[nv + y] - vmax
+                F[4 * y] = V[nv + y]
+                F[4 * y + 1] = w
+                F[4 * y + 2] = w * w
+                F[4 * y + 3] = g[nv + y]
+        hr = min(h, n_R - 1)
+        for s in range(S):
+            best = 0.0
+            act = 0
+            for a in range(A):
+                row = (m * S + s) * A + a  # the pair's row of the counts
+                q_at = (h * S + s) * A + a
+                n = nsa[row]
+                if n > 0:
+                    # r(x, a) known, or r_hat = R_sum / max(N, 1)
+                    r = r_known[hr, s, a] if known else rsum[row] / max(n, 1.0)
+                    j0 = row * S
+                    j1 = j0 + nsucc[row]
+                    if variant == VARIANT_BF:  # P_hat applied to [V, W, W^2, g]
+                        e0 = 0.0
+                        e1 = 0.0
+                        e2 = 0.0
+                        e3 = 0.0
+                        for j in range(j0, j1):
+                            p = pc[j]
+                            y4 = 4 * succ[j]
+                            e0 += p * F[y4]
+                            e1 += p * F[y4 + 1]
+                            e2 += p * F[y4 + 2]
+                            e3 += p * F[y4 + 3]
+                        PV = e0
+                        var = e2 - e1 * e1  # Var_{y~P_hat}[V_{k,h+1}(y)], clipped at 0
+                        var = var if var > 0.0 else 0.0
+                        bonus = (
+                            np.sqrt(c_bonus * var / n)
+                            + (14.0 * H * L) / (3.0 * n)
+                            + np.sqrt(8.0 * e3 / n)
+                        )
+                    else:
+                        PV = 0.0  # P_hat V_{k,h+1}(x, a): observed successors, left to right
+                        for j in range(j0, j1):
+                            PV += pc[j] * V[nv + succ[j]]
+                        if variant == VARIANT_CH:
+                            bonus = bon[s * A + a]
+                        elif variant == VARIANT_AJKS:
+                            bonus = c_bonus * np.sqrt(L / n)  # b_h = 2 H sqrt(L / N_h(s, a))
+                        else:
+                            bonus = 0.0
+                    if variant == VARIANT_CH or variant == VARIANT_BF:
+                        # Q_{k,h} = min{Q_{k-1,h}, H, (r + P_hat V_{k,h+1}) + b}
+                        t = (r + PV) + bonus_scale * bonus
+                        q = Q[q_at]
+                        q = H if H < q else q
+                        q = t if t < q else q
+                    elif variant == VARIANT_AJKS:  # Q_h = min{(r_h + b_h) + P_hat_h V_{h+1}, H}
+                        t = (r + bonus_scale * bonus) + PV
+                        q = H if H < t else t
+                    else:  # greedy: Q_h = r + P_hat V_{h+1}
+                        q = r + PV
+                else:
+                    q = unvisited  # H for UCBVI
+                Q[q_at] = q
+                if a == 0 or q > best:  # strict: the first maximiser
+                    best = q
+                    act = a
+            V[h * S + s] = best  # V_{k,h}(x) = max_a Q_{k,h}(x, a)
+            # greedy action: the first maximiser (act), or the least-visited maximiser
+            q0 = (h * S + s) * A
+            if tie != TIE_FIRST:
+                n0 = (m * S + s) * A
+                fewest = np.inf
+                for a in range(A):
+                    if Q[q0 + a] == best and nsa[n0 + a] < fewest:
+                        fewest = nsa[n0 + a]
+                        act = a
+            pol[h * S + s] = act
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def plan_all(
+    variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
+    nsa, rsum, nhs, pc, succ, nsucc, Q, V, pol, F, g, bon,
+):  # fmt: skip
+    """:func:`plan_seed` for every seed (the plan the agent's constructor makes with no data).
+    Arrays as in :func:`run_segment`."""
+    B, Hm, S, A = nsa.shape
+    for b in prange(B):
+        plan_seed(
+            variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
+            S, A, Hm, nsa[b].reshape(-1), rsum[b].reshape(-1), nhs[b].reshape(-1),
+            pc[b].reshape(-1), succ[b].reshape(-1), nsucc[b].reshape(-1), Q[b].reshape(-1),
+            V[b].reshape(-1), pol[b].reshape(-1), F[b].reshape(-1), g[b].reshape(-1),
+            bon[b].reshape(-1),
+        )  # fmt: skip
+
+
+@njit(cache=True, error_model="numpy")
+def q_learning_step(variant, H, qc, S, A, t, s, a, rwd, y, N, Q, V, pol, mu, sigma, beta):
+    """One update of optimistic Q-learning after step t = (s, a, rwd, y) of one seed (Jin et al.
+    2018, Alg. 1 line 7-8 / Alg. 2 lines 7-11), in place. N, Q (H, S, A) and V (H+1, S), pol
+    (H, S), mu, sigma, beta (H, S, A), flattened; qc = [c, c1, c2, iota, H^3 iota,
+    sqrt(H^7 S A)] as the Python agent computes them."""
+    i = (t * S + s) * A + a
+    N[i] += 1.0
+    tt = N[i]  # t = N_h(x_h, a_h)
+    alpha = (H + 1.0) / (H + tt)  # alpha_t = (H + 1) / (H + t)
+    v_next = V[(t + 1) * S + y]  # V_{h+1}(x_{h+1}) before its own update
+    hoeffding = np.sqrt(qc[4] / tt)  # sqrt(H^3 iota / t)
+    if variant == VARIANT_QH:
+        bonus = qc[0] * hoeffding  # b_t = c sqrt(H^3 iota / t)
+    else:  # W_t: empirical variance of the next-state values; b_t from beta_t (beta_0 = 0)
+        mu[i] += v_next
+        sigma[i] += v_next * v_next
+        m = mu[i] / tt
+        W = sigma[i] / tt - m * m
+        W = W if W > 0.0 else 0.0
+        beta_prev = beta[i]
+        first = qc[1] * (np.sqrt(H / tt * (W + H) * qc[3]) + qc[5] * qc[3] / tt)
+        second = qc[2] * hoeffding
+        beta[i] = first if first < second else second
+        bonus = (beta[i] - (1.0 - alpha) * beta_prev) / (2.0 * alpha)
+    Q[i] = (1.0 - alpha) * Q[i] + alpha * ((rwd + v_next) + bonus)
+    q0 = (t * S + s) * A
+    best = Q[q0]
+    act = 0
+    for a2 in range(1, A):
+        if Q[q0 + a2] > best:
+            best = Q[q0 + a2]
+            act = a2
+    V[t * S + s] = H if H < best else best  # V_h(x) = min{H, max_a Q_h(x, a)}
+    pol[t * S + s] = act  # the greedy action of the next episode
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def run_segment(
+    variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
+    indptr, indices, data, cum, last, n_stages, R, bernoulli, mu0, mu0_cdf, last_mu0, v_star,
+    nsa, rsum, nhs, cnt, pc, succ, nsucc, Q, V, pol, F, g, bon, work, qc, qstat,
+    rng, regret, returns, estimates,
+):  # fmt: skip
+    """The next n episodes of every seed (see the module docstring), parallel over seeds.
+
+    True model: the stacked CSR ``(n_stages*S*A, S)`` (indptr, indices, data), its sampler
+    (cum, last), R (n_R, S, A), mu0 (S,), mu0_cdf (S,), last_mu0, v_star = V*_1(mu0).
+    Learner state (updated in place): nsa, rsum (B, Hm, S, A); nhs (B, H+1, S); cnt
+    (B, Hm, S, A, S) counts N(s, a, s'); succ (B, Hm, S, A, S) observed successors, ascending,
+    nsucc (B, Hm, S, A) how many, pc (B, Hm, S, A, S) P_hat at them; Q (B, H, S, A); V
+    (B, H+1, S); pol (B, H, S). Scratch: F (B, S, 4), g (B, H+1, S), bon (B, S, A), work
+    (B, 3S + H + 2 + 3H). Q-learning: constants qc (6,) and statistics qstat (B, 3, H*S*A)
+    (mu, sigma, beta; N is nsa with Hm = H). rng (B, 4) uint64: each seed's environment PCG64
+    state, advanced by 1 + 3H draws per episode (:func:`pcg64_random`). Out: regret,
+    returns, estimates (B, n).
+    """
+    B, n_ep = regret.shape
+    Hm, S, A = nsa.shape[1], nsa.shape[2], nsa.shape[3]
+    n_steps = Q.shape[1]
+    n_R = R.shape[0]
+    for b in prange(B):
+        nsa_b, rsum_b, nhs_b = nsa[b].reshape(-1), rsum[b].reshape(-1), nhs[b].reshape(-1)
+        cnt_b, pc_b, succ_b = cnt[b].reshape(-1), pc[b].reshape(-1), succ[b].reshape(-1)
+        nsucc_b, Q_b, V_b = nsucc[b].reshape(-1), Q[b].reshape(-1), V[b].reshape(-1)
+        pol_b, F_b, g_b, bon_b = pol[b].reshape(-1), F[b].reshape(-1), g[b].reshape(-1), bon[b]
+        bon_b = bon_b.reshape(-1)
+        w = work[b]
+        for k in range(n_ep):
+            # (1) value estimate of the current plan: sum_s mu0(s) V_{k,1}(s), pairwise
+            for s in range(S):
+                w[s] = V_b[s] * mu0[s]
+            estimates[b, k] = pairwise_sum(w, 0, S)
+
+            # (2) exact value of the greedy policy on the true model (evaluate_policies):
+            #     V^pi_h(s) = R_h(s, pi_h(s)) + sum_{s'} P_h(s' | s, pi_h(s)) V^pi_{h+1}(s')
+            nxt = S  # V^pi_{h+1} in w[S:2S], V^pi_h in w[2S:3S], swapped after each stage
+            cur = 2 * S
+            for s in range(S):
+                w[nxt + s] = 0.0
+            for h in range(n_steps - 1, -1, -1):
+                base = min(h, n_stages - 1) * S * A
+                hr = min(h, n_R - 1)
+                for s in range(S):
+                    a = pol_b[h * S + s]
+                    row = base + s * A + a
+                    acc = 0.0
+                    for j in range(indptr[row], indptr[row + 1]):
+                        acc += data[j] * w[nxt + indices[j]]
+                    w[cur + s] = R[hr, s, a] + acc
+                nxt, cur = cur, nxt
+            for s in range(S):
+                w[s] = w[nxt + s] * mu0[s]
+            regret[b, k] = v_star - pairwise_sum(w, 0, S)
+
+            # (3) rollout of pi_k from the episode's uniforms [mu0, (action, next, reward) x H],
+            #     drawn as the Python loop's rng.random(1 + 3H)
+            u = 3 * S + n_steps  # the uniforms in w[u : u + 1 + 3H]
+            for i in range(1 + 3 * n_steps):
+                w[u + i] = pcg64_random(rng[b])
+            u0 = w[u]
+            c = 0
+            for x in range(S):
+                if mu0_cdf[x] <= u0:
+                    c += 1
+            s = min(c, last_mu0)
+            rew0 = 3 * S  # the episode's rewards in w[3S : 3S + H]
+            for t in range(n_steps):
+                a = pol_b[t * S + s]
+                mean = R[min(t, n_R - 1), s, a]
+                if bernoulli:
+                    rwd = 1.0 if w[u + 3 + 3 * t] < mean else 0.0
+                else:
+                    rwd = mean
+                y = _search(
+                    indptr, indices, cum, last, min(t, n_stages - 1) * S * A + s * A + a,
+                    w[u + 2 + 3 * t],
+                )  # fmt: skip
+                w[rew0 + t] = rwd
+                if variant >= VARIANT_QH:  # model-free: the step's Q-learning update
+                    q_learning_step(
+                        variant, H, qc, S, A, t, s, a, rwd, y, nsa_b, Q_b, V_b, pol_b,
+                        qstat[b, 0], qstat[b, 1], qstat[b, 2],
+                    )  # fmt: skip
+                    s = y
+                    continue
+
+                # (4) counts (EmpiricalModel.update): N(s,a), R_sum(s,a), N(s,a,y) (a new
+                #     successor is inserted in ascending order), N'_{k,t}(s); P_hat's row
+                row = ((t if Hm > 1 else 0) * S + s) * A + a
+                nsa_b[row] += 1.0
+                rsum_b[row] += rwd
+                j0 = row * S
+                if cnt_b[j0 + y] == 0.0:
+                    j = j0 + nsucc_b[row]
+                    while j > j0 and succ_b[j - 1] > y:
+                        succ_b[j] = succ_b[j - 1]
+                        j -= 1
+                    succ_b[j] = y
+                    nsucc_b[row] += 1
+                cnt_b[j0 + y] += 1.0
+                nhs_b[t * S + s] += 1.0
+                n = nsa_b[row]
+                for j in range(j0, j0 + nsucc_b[row]):  # P_hat(y|s,a) = N(s,a,y) / N(s,a)
+                    pc_b[j] = cnt_b[j0 + succ_b[j]] / n
+                s = y
+            returns[b, k] = pairwise_sum(w, rew0, n_steps)
+            if variant >= VARIANT_QH:
+                continue
+            nhs_b[n_steps * S + s] += 1.0  # x_{k,H+1}, the state after the last action
+
+            # (5) the next episode's plan
+            plan_seed(
+                variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
+                S, A, Hm, nsa_b, rsum_b, nhs_b, pc_b, succ_b, nsucc_b, Q_b, V_b, pol_b, F_b,
+                g_b, bon_b,
+            )  # fmt: skip

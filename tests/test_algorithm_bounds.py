@@ -1,0 +1,80 @@
+"""Every registered algorithm exposes the bound cards it carries through the registry
+(issue 14, item 7), and ``theorylab list algorithms`` shows them."""
+
+from __future__ import annotations
+
+import pytest
+
+from theorylab.algorithms.registry import get_algorithm, list_algorithms
+from theorylab.bounds import get_bound, list_bounds
+from theorylab.cli import main
+
+# Contrasts without a theorem of their own: greedy planners, behaviour cloning, and the Hoeffding
+# baseline of pessimistic VI (its bound is [M] and has no card).
+NO_THEOREM = {
+    "greedy",
+    "epsilon-greedy",
+    "lsvi",
+    "naive-vi",
+    "behaviour-cloning",
+    "pessimistic-vi-hoeffding",
+}
+# The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
+MAIN_THEOREM = {
+    "ucbvi-hoeffding": "azar2017-thm1",
+    "ucbvi-bernstein": "azar2017-thm2",
+    "ucbvi-ajks": "ajks-thm7.1",
+    "optimistic-q-hoeffding": "jin2018-ucb-hoeffding",
+    "optimistic-q-bernstein": "jin2018-ucb-bernstein",
+    "psrl": "psrl-osband2013",
+    "lsvi-ucb": "jin2020-lsvi-ucb",
+    "lmc-lsvi": "lmc-lsvi",
+    "linucb": "oful-abbasi2011",
+    "rep-ucb": "rep-ucb-arxiv",
+    "icvar-rm": "du2023-icvar-thm1",
+    "maxwp": "du2023-maxwp",
+    "cvar-ucbvi": "wang2023-cvar-general",
+    "vi-lcb": "vi-lcb-upper",
+    "pessimistic-vi-bernstein": "li2022-offline-finite-horizon",
+    "pevi": "pevi-linear",
+    "pevi-tabular": "pevi-linear",
+    "vw-pevi": "xiong2023-linpevi-adv-plus",
+}
+
+
+def test_every_algorithm_is_accounted_for():
+    assert set(list_algorithms()) == NO_THEOREM | set(MAIN_THEOREM)
+
+
+@pytest.mark.parametrize("name", sorted(MAIN_THEOREM))
+def test_algorithm_carries_its_theorem_first(name):
+    entry = get_algorithm(name)
+    assert entry.bounds and entry.bounds[0] == MAIN_THEOREM[name]
+    for card in entry.bounds:
+        assert card in list_bounds()
+        get_bound(card)
+
+
+@pytest.mark.parametrize("name", sorted(NO_THEOREM))
+def test_contrasts_carry_no_bound(name):
+    assert get_algorithm(name).bounds == ()
+
+
+def test_no_agent_class_keeps_a_second_bound_attribute():
+    """One way to say which bound an algorithm carries: the registration's bounds=."""
+    for name in list_algorithms():
+        assert not hasattr(get_algorithm(name).factory, "bound"), name
+
+
+def test_list_algorithms_shows_the_bounds(capsys):
+    """``theorylab list algorithms --json`` carries every card (the plain table may shorten
+    long cells to the terminal width)."""
+    import json
+
+    assert main(["list", "algorithms", "--json"]) == 0
+    rows = {row["name"]: row for row in json.loads(capsys.readouterr().out)}
+    for name in list_algorithms():
+        cards = get_algorithm(name).bounds
+        assert rows[name]["bounds"] == (",".join(cards) if cards else "-"), name
+    for name, card in MAIN_THEOREM.items():
+        assert rows[name]["bounds"].split(",")[0] == card

@@ -1,0 +1,217 @@
+"""The whole-run compiled loop reproduces the episode-by-episode Python loop.
+
+* bit for bit (``np.array_equal`` on exact regret, returns and value estimates) wherever the
+  reference's products are left-to-right sums: the true model stored sparse (scipy CSR) and the
+  empirical model on its CSR path (``storage="sparse"``, or S >= 64), for UCBVI-CH/BF/AJKS,
+  greedy and optimistic Q-learning (Hoeffding, Bernstein), known and estimated rewards,
+  Bernoulli rewards, a spread initial distribution, stage-dependent transitions and both
+  tie-breaking rules;
+* to round-off on dense models (the reference's BLAS products sum in a CPU-dependent order);
+* segments, checkpoints and resumption change nothing;
+* negative controls: a one-ulp change of a constant (the bonus scale) or the wrong random
+  stream makes the comparison fail.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from theorylab.algorithms.objectives import RISK_NEUTRAL
+from theorylab.algorithms.online.whole_run import CompiledLoop, compiled_variant, run_whole
+from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
+from theorylab.algorithms.registry import make_agent
+from theorylab.experiment import env_spec, run
+from theorylab.mdps import TabularMDP, make
+from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators, seed_indices
+
+SEED = 5
+LEAST = "least-visited"
+
+
+def _spread_mdp(stage_dependent: bool, bernoulli: bool) -> TabularMDP:
+    """S = 6, A = 3, H = 4, mu0 spread over 4 states (so the mu0 sums are not trivial)."""
+    rng = np.random.default_rng(17)
+    S, A, H = 6, 3, 4
+    shape = (H, S, A, S) if stage_dependent else (S, A, S)
+    P = rng.dirichlet(np.full(S, 0.5), size=shape[:-1])
+    R = rng.random((S, A))
+    mu0 = np.array([0.1, 0.2, 0.3, 0.4, 0.0, 0.0])
+    return TabularMDP(
+        P, R, mu0, horizon=H, reward_model="bernoulli" if bernoulli else "deterministic"
+    )
+
+
+def _compiled(algorithm, mdp, episodes, seeds, segment, known_rewards=True, **params):
+    idx = seed_indices(seeds)
+    env = env_spec(mdp, known_rewards=known_rewards)
+    agent = make_agent(
+        algorithm, env, len(idx), generators(SEED, idx, AGENT_STREAM), episodes=episodes, **params
+    )
+    env_rngs = generators(SEED, idx, ENV_STREAM)
+    return CompiledLoop(agent, mdp, RISK_NEUTRAL.optimal_value(mdp), env_rngs)
+
+
+def _both(algorithm, mdp, episodes=240, seeds=3, segment=70, known_rewards=True, **params):
+    ref = run(
+        algorithm, mdp, episodes, seeds, seed=SEED, known_rewards=known_rewards, loop="python",
+        **params,
+    )  # fmt: skip
+    loop = _compiled(algorithm, mdp, episodes, seeds, segment, known_rewards, **params)
+    return ref, run_whole(loop, episodes, segment=segment)
+
+
+ORDERED_CASES = [  # (algorithm, MDP, params, known rewards)
+    ("ucbvi-hoeffding", "random:S=5,A=3,H=5,seed=11", {"storage": "sparse"}, True),
+    (
+        "ucbvi-hoeffding",
+        "riverswim:S=6,H=12",
+        {"storage": "sparse", "tie_break": "least-visited"},
+        True,
+    ),  # fmt: skip
+    ("ucbvi-bernstein", "random:S=5,A=3,H=5,seed=11", {"storage": "sparse"}, True),
+    ("ucbvi-bernstein", "spread", {"storage": "sparse"}, False),
+    ("ucbvi-ajks", "spread-stage", {"storage": "sparse"}, True),
+    (
+        "ucbvi-ajks",
+        "spread-bernoulli",
+        {"storage": "sparse", "tie_break": "least-visited"},
+        False,
+    ),  # fmt: skip
+    ("ucbvi-hoeffding", "random-sparse:S=70,A=2,H=6,seed=3", {}, True),
+    ("greedy", "random-sparse:S=70,A=2,H=6,seed=3", {"unvisited_value": 6.0}, True),
+    ("greedy", "random-sparse:S=64,A=3,H=5,seed=1", {}, False),
+    ("optimistic-q-hoeffding", "spread-bernoulli", {"c": 0.5}, True),
+    ("optimistic-q-bernstein", "riverswim:S=6,H=12", {}, True),
+    ("optimistic-q-bernstein", "spread", {"c1": 0.2, "c2": 1.0}, True),
+]
+
+
+def _mdp(name: str) -> TabularMDP:
+    if name == "spread":
+        return _spread_mdp(False, False).to_sparse()
+    if name == "spread-stage":
+        return _spread_mdp(True, False).to_sparse()
+    if name == "spread-bernoulli":
+        return _spread_mdp(False, True).to_sparse()
+    return make(name).to_sparse()
+
+
+@pytest.mark.parametrize(("algorithm", "mdp", "params", "known"), ORDERED_CASES)
+def test_bit_identical_to_the_python_loop(algorithm, mdp, params, known):
+    ref, out = _both(algorithm, _mdp(mdp), known_rewards=known, **params)
+    assert np.array_equal(ref.regret, out["regret"])
+    assert np.array_equal(ref.returns, out["returns"])
+    assert np.array_equal(ref.value_estimates, out["estimates"])
+    assert ref.regret[:, -40:].std() > 0 or ref.regret.max() > 0  # the run did something
+
+
+def test_dense_models_agree_to_round_off():
+    # dense true model and S < 64 dense empirical model: the reference multiplies with BLAS
+    ref, out = _both("ucbvi-bernstein", make("random:S=5,A=3,H=5,seed=11"), episodes=200)
+    np.testing.assert_allclose(out["regret"], ref.regret, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(out["estimates"], ref.value_estimates, rtol=1e-12, atol=1e-12)
+    np.testing.assert_array_equal(out["returns"], ref.returns)
+
+
+def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path):
+    mdp = make("riverswim:S=6,H=12").to_sparse()
+    whole = run_whole(_compiled("ucbvi-bernstein", mdp, 150, 2, 150), 150, segment=150)
+    ident = {"algorithm": "ucbvi-bernstein", "episodes": 150}
+    first = _compiled("ucbvi-bernstein", mdp, 150, 2, 40)
+    part = run_whole(first, 90, segment=40, checkpoint=tmp_path, run_id=ident)  # "interrupted"
+    assert part["regret"].shape == (2, 90)
+    assert sorted(p.name for p in (tmp_path / "segments").iterdir()) == [
+        "000000.npz",
+        "000001.npz",
+        "000002.npz",
+    ]
+    resumed = _compiled("ucbvi-bernstein", mdp, 150, 2, 40)  # a fresh process would do this
+    seen = []
+    out = run_whole(
+        resumed, 150, segment=40, checkpoint=tmp_path, run_id=ident,
+        progress=lambda done, total, rate: seen.append(done),
+    )  # fmt: skip
+    assert seen == [130, 150]  # only the missing episodes ran
+    for name in ("regret", "returns", "estimates"):
+        assert np.array_equal(out[name], whole[name])
+    with pytest.raises(ValueError, match="holds a different run"):
+        run_whole(
+            _compiled("ucbvi-bernstein", mdp, 150, 2, 40), 150, segment=40,
+            checkpoint=tmp_path, run_id={**ident, "episodes": 151},
+        )  # fmt: skip
+
+
+def test_negative_controls_fail_the_comparison():
+    mdp = make("random:S=5,A=3,H=5,seed=11").to_sparse()
+    kw = {"storage": "sparse", "bonus_scale": 0.05}  # small bonuses: Q below the cap H
+    ref = run("ucbvi-bernstein", mdp, 200, 2, seed=SEED, loop="python", **kw)
+    same = run_whole(_compiled("ucbvi-bernstein", mdp, 200, 2, 200, **kw), 200)
+    assert np.array_equal(same["estimates"], ref.value_estimates)
+    # a one-ulp change of a constant (the bonus scale) is detected
+    ulp = {**kw, "bonus_scale": float(np.nextafter(0.05, 1.0))}
+    wrong = run_whole(_compiled("ucbvi-bernstein", mdp, 200, 2, 200, **ulp), 200)
+    assert not np.array_equal(wrong["estimates"], ref.value_estimates)
+    # the agent's stream in place of the environment's is detected
+    loop = _compiled("ucbvi-bernstein", mdp, 200, 2, 200, **kw)
+    loop.env_rngs = generators(SEED, [0, 1], AGENT_STREAM)
+    assert not np.array_equal(run_whole(loop, 200)["returns"], ref.returns)
+
+
+def test_agents_without_a_kernel_are_refused():
+    mdp = make("riverswim:S=6,H=12")
+    env = env_spec(mdp)
+    agent = make_agent("epsilon-greedy", env, 1, generators(0, [0], AGENT_STREAM), episodes=5)
+    assert compiled_variant(agent) is None
+    with pytest.raises(ValueError, match="has no whole-run kernel"):
+        CompiledLoop(agent, mdp, 1.0, generators(0, [0], ENV_STREAM))
+
+
+@settings(max_examples=40, deadline=None)
+@given(n=st.integers(0, 700), lo=st.integers(0, 3), scale=st.floats(1e-3, 1e3))
+def test_pairwise_sum_is_numpys_sum(n, lo, scale):
+    x = np.random.default_rng(n).random(n + lo + 2) * scale
+    assert pairwise_sum(x, lo, n) == x[lo : lo + n].sum()
+
+
+# ------------------------------------------------------------------ tl.run and the CLI
+def test_tl_run_loops_agree_and_auto_picks_the_kernel_for_long_runs():
+    import theorylab as tl
+
+    mdp = make("random:S=5,A=3,H=5,seed=11").to_sparse()
+    kw = {"seed": SEED, "storage": "sparse"}
+    py = tl.run("ucbvi-hoeffding", mdp, 300, 2, loop="python", **kw)
+    cc = tl.run("ucbvi-hoeffding", mdp, 300, 2, loop="compiled", segment=128, **kw)
+    assert (py.config["loop"], cc.config["loop"]) == ("python", "compiled")
+    assert np.array_equal(py.regret, cc.regret) and np.array_equal(py.returns, cc.returns)
+    assert np.array_equal(py.value_estimates, cc.value_estimates)
+    assert tl.run("ucbvi-hoeffding", mdp, 300, 2, **kw).config["loop"] == "python"  # short
+    long = tl.run("ucbvi-hoeffding", mdp, 10_000, 2, **kw)  # 20,000 seed-episodes
+    assert long.config["loop"] == "compiled"
+    assert np.array_equal(long.regret[:, :300], py.regret)  # K enters L: same K, same numbers
+    with pytest.raises(ValueError, match="has no whole-run kernel"):
+        tl.run("epsilon-greedy", mdp, 10, 1, loop="compiled")
+    with pytest.raises(ValueError, match="loop must be one of"):
+        tl.run("ucbvi-hoeffding", mdp, 10, 1, loop="fast")
+
+
+def test_cli_long_run_summaries_stay_small(tmp_path):
+    import csv
+    import json
+
+    from theorylab.cli import main
+
+    out_json, out_csv = tmp_path / "run.json", tmp_path / "run.csv"
+    argv = ["run", "ucbvi-hoeffding", "random:S=5,A=3,H=5,seed=11", "--episodes", "30000"]
+    argv += ["--seeds", "2", "--json", str(out_json), "--csv", str(out_csv), "--no-progress"]
+    assert main(argv) == 0
+    d = json.loads(out_json.read_text())
+    assert d["config"]["loop"] == "compiled"
+    assert d["K_grid"][0] == 1 and d["K_grid"][-1] == 30_000 and len(d["K_grid"]) < 100
+    assert len(d["cumulative_regret"]) == 2 and len(d["cumulative_regret"][0]) == len(d["K_grid"])
+    assert d["null_regret_per_episode"] > 0 and "burn_in_end" in d
+    with open(out_csv) as fh:
+        rows = list(csv.reader(fh))
+    assert len(rows) == 1 + 2 * len(d["K_grid"])

@@ -1,0 +1,155 @@
+"""Benchmark ``long``: seed-episodes per second of long runs, the Python loop against the
+whole-run compiled kernel, against K, the number of seeds B and the size S.
+
+Every row runs UCBVI-CH (``ucbvi-hoeffding``, Azar et al.'s constants) through one loop:
+
+* ``python/numpy`` and ``python/numba``: ``theorylab.run(..., loop="python")``, today's
+  episode-by-episode loop, with its kernels on that backend;
+* ``compiled 1 thread`` and ``compiled N threads``: the whole-run kernel
+  (:mod:`theorylab.algorithms.online.whole_run`) through ``theorylab.run(..., loop="compiled")``,
+  with numba's thread count set to 1 and to all cores.
+
+Each row runs in a fresh process (``OMP_WAIT_POLICY=PASSIVE``, see :func:`_row_in_child`) and
+reports the wall seconds, the process CPU seconds (which time spent descheduled on a loaded
+machine does not inflate), ``seed_episodes_per_s = B K / wall`` and ``per_cpu_s = B K / cpu``,
+and the 1-minute load before and after. Compilation is excluded: one short run of each
+configuration warms the kernel first (numba's on-disk cache makes later processes start fast).
+
+Problems: ``random:S=5,A=3,H=5,seed=11`` (the issue's first target: 8 seeds, >= 10^6
+seed-episodes/s) and ``riverswim:S=100,H=50`` (the second: 32 seeds, >= 5x the Python loop).
+``quick`` runs tiny sizes (seconds) to check the plumbing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+from theorylab.table import left, render, right
+
+KEYS = ("method", "problem", "seeds", "episodes", "threads", "seconds", "cpu_seconds",
+        "seed_episodes_per_s", "per_cpu_s", "load_before", "load_after")  # fmt: skip
+
+
+def _load() -> float | None:
+    return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
+
+
+def time_run(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
+    """One timed ``theorylab.run`` of UCBVI-CH with the given loop (module docstring)."""
+    import numba
+
+    from theorylab.experiment import run
+
+    loop = "python" if method.startswith("python") else "compiled"
+    backend = "numba" if method == "python/numba" else "numpy"
+    saved = numba.get_num_threads()
+    numba.set_num_threads(threads)
+    try:
+        kw = {"loop": loop, "backend": backend}
+        run("ucbvi-hoeffding", problem, episodes=min(episodes, 20), seeds=seeds, **kw)  # warm
+        load0 = _load()
+        c0, t0 = time.process_time(), time.perf_counter()
+        run("ucbvi-hoeffding", problem, episodes=episodes, seeds=seeds, **kw)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        numba.set_num_threads(saved)
+    n = seeds * episodes
+    return {
+        "method": method,
+        "problem": problem,
+        "seeds": seeds,
+        "episodes": episodes,
+        "threads": threads,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "seed_episodes_per_s": n / wall,
+        "per_cpu_s": n / max(cpu, 1e-9),
+        "load_before": load0,
+        "load_after": _load(),
+    }
+
+
+def configs(quick: bool, cores: int) -> list[tuple[str, str, int, int, int]]:
+    """(method, problem, seeds, episodes, threads) of every row."""
+    small, big = "random:S=5,A=3,H=5,seed=11", "riverswim:S=100,H=50"
+    if quick:
+        return [
+            ("python/numpy", small, 2, 50, 1),
+            ("compiled", small, 2, 2000, 1),
+            ("compiled", big, 2, 20, cores),
+        ]
+    rows = [
+        ("python/numpy", small, 8, 2000, 1),
+        ("python/numba", small, 8, 2000, 1),
+        ("compiled", small, 1, 1_000_000, 1),
+        ("compiled", small, 8, 10_000, 1),
+        ("compiled", small, 8, 100_000, 1),
+        ("compiled", small, 8, 1_000_000, 1),
+        ("compiled", small, 8, 1_000_000, cores),
+        ("compiled", small, 32, 300_000, 1),
+        ("compiled", small, 32, 300_000, cores),
+        ("python/numpy", big, 32, 100, 1),
+        ("compiled", big, 32, 2000, 1),
+        ("compiled", big, 32, 2000, cores),
+    ]
+    return rows
+
+
+def _row_in_child(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
+    """:func:`time_run` in a fresh Python process with ``OMP_WAIT_POLICY=PASSIVE``: numba's
+    OpenMP workers spin-wait after a parallel region by default, and in one process they slowed
+    the Python loop timed after the compiled runs about 20x on a loaded 2-core machine."""
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys\n"
+        "from theorylab.bench.long import time_run\n"
+        f"print(json.dumps(time_run({method!r}, {problem!r}, {seeds}, {episodes}, {threads})))\n"
+    )
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"bench long row {method} {problem} failed:\n{proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def bench_long(quick: bool = False) -> list[dict]:
+    """Rows of the table (module docstring), each timed in a fresh process."""
+    import numba
+
+    cores = numba.config.NUMBA_NUM_THREADS
+    out = []
+    for method, problem, seeds, episodes, threads in configs(quick, cores):
+        row = _row_in_child(method, problem, seeds, episodes, threads)
+        if method == "compiled":
+            row["method"] = f"compiled {threads} thread{'s' if threads > 1 else ''}"
+        out.append(row)
+    return out
+
+
+def format_table(rows: list[dict]) -> str:
+    """A markdown table, one row per run."""
+    columns = [
+        left("loop"), left("problem"), right("B"), right("K"), right("wall s"), right("CPU s"),
+        right("seed-episodes / s"), right("per CPU-second"), right("load"),
+    ]  # fmt: skip
+    body = [
+        [
+            r["method"],
+            r["problem"],
+            str(r["seeds"]),
+            f"{r['episodes']:,}",
+            f"{r['seconds']:.2f}",
+            f"{r['cpu_seconds']:.2f}",
+            f"{r['seed_episodes_per_s']:,.0f}",
+            f"{r['per_cpu_s']:,.0f}",
+            f"{r['load_before']} / {r['load_after']}",
+        ]
+        for r in rows
+    ]
+    return render(columns, body, markdown=True)
