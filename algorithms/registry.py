@@ -94,6 +94,22 @@ register_kind(
 )
 
 
+register_kind(
+    Kind(
+        "deep",
+        constructor_args=("task",),
+        budget={
+            "steps": "gradient steps (required; CLI --steps)",
+            "mode": "exact (default: the loss's exact expected update) or sampled (batches)",
+            "batch": "sampled mode: pairs or responses per prompt per step (default 64)",
+            "record_every": "exact metrics every this many steps (default: about 100 records)",
+        },
+        runner="theorylab.runners.deep:run",
+        summary="tabular twin of a deep loss on a token tree; exact metrics per step",
+    )
+)
+
+
 @dataclass(frozen=True)
 class AlgorithmEntry:
     """One registered algorithm."""
@@ -142,7 +158,7 @@ class AlgorithmRegistry(Registry):
         *,
         kind: str,
         problem: str,
-        bounds: tuple[str, ...] | None = None,
+        bounds: tuple[str, ...] = (),
         summary: str | None = None,
         **extra: Any,
     ):
@@ -155,16 +171,12 @@ class AlgorithmRegistry(Registry):
         def deco(fn: Callable) -> Callable:
             base(fn)
             key = name.lower()
-            carried = bounds
-            if carried is None:  # an agent class may name its theorem as ``bound``
-                own = getattr(fn, "bound", None)
-                carried = (own,) if own else ()
             self._meta[key] = AlgorithmEntry(
                 name=key,
                 kind=kind,
                 problem=problem,
                 factory=fn,
-                bounds=tuple(carried),
+                bounds=tuple(bounds),
                 summary=self._summaries[key],
                 extra=dict(extra),
             )
@@ -199,6 +211,7 @@ register = ALGORITHMS.register
 ALGORITHM_PACKAGES = (
     "theorylab.algorithms.online",
     "theorylab.algorithms.offline.registrations",
+    "theorylab.algorithms.deep.registrations",
 )
 
 

@@ -7,7 +7,9 @@ Run from anywhere; it works in the repository root. In order:
    as in ``tests/test_docs_code.py``;
 2. every ``$ theorylab ...`` line of a console block on those pages that writes a file under
    ``docs/figures/``;
-3. the three figures of the pessimism tutorial (``theorylab.figures.make_tutorial_figures``);
+3. the three figures of the pessimism tutorial (``theorylab.figures.make_tutorial_figures``) and
+   the two of the GRPO KL tutorial (``theorylab.figures.grpo_kl_figures``, when torch is
+   installed);
 4. the gallery: one figure per registered claim (``theorylab validate NAME --plot ...``) and
    ``docs/gallery.md`` with each claim's verdict, checks and the command that reproduces it.
 
@@ -18,6 +20,7 @@ Run from anywhere; it works in the repository root. In order:
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import shlex
 import sys
@@ -63,6 +66,11 @@ def make_pages() -> None:
                 raise SystemExit(f"{page}: `{command}` failed")
     make_tutorial_figures(str(DOCS / "figures"))
     print("wrote the pessimism tutorial's figures")
+    if importlib.util.find_spec("torch") is not None:
+        from theorylab.figures import grpo_kl_figures
+
+        grpo_kl_figures(str(DOCS / "figures"))
+        print("wrote the GRPO KL tutorial's figures")
 
 
 def _verdict(rep) -> str:

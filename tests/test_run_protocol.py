@@ -40,7 +40,7 @@ def test_every_algorithm_has_a_kind_a_problem_and_real_bound_cards():
         assert e.kind in KINDS and e.problem and e.summary
         assert set(e.bounds) <= cards, (n, e.bounds)
         assert not set(e.parameters()) & set(KINDS[e.kind].constructor_args)
-    assert set(list_algorithms("online")) | set(list_algorithms("offline")) == set(names)
+    assert set().union(*(list_algorithms(k) for k in KINDS)) == set(names)
     assert get_algorithm("vi-lcb:c_L=0.5").name == "vi-lcb"
     assert get_algorithm("ucbvi-hoeffding").bounds == ("azar2017-thm1",)
 

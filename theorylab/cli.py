@@ -77,6 +77,13 @@ def cmd_list(args) -> int:
                     "summary": e.summary,
                 }
             )
+    elif what == "losses":
+        from theorylab.algorithms.deep import LOSSES, list_losses, loss_parameters
+
+        rows = [
+            {"name": n, "parameters": loss_parameters(n), "summary": LOSSES.summary(n)}
+            for n in list_losses()
+        ]
     elif what == "bounds":
         from theorylab.bounds import get_bound, list_bounds
 
@@ -290,6 +297,9 @@ RUN_BUDGET_FLAGS = {
     "sampling": "sampling",
     "backend": "backend",
     "device": "device",
+    "steps": "steps",
+    "mode": "mode",
+    "batch": "batch",
     "loop": "loop",
     "segment": "segment",
     "checkpoint": "checkpoint",
@@ -567,8 +577,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"theorylab {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
-    q = sub.add_parser("list", help="list MDP families, algorithms, bounds or validations")
-    q.add_argument("what", choices=["mdps", "algorithms", "bounds", "validations"])
+    q = sub.add_parser(
+        "list", help="list MDP families, algorithms, deep losses, bounds or validations"
+    )
+    q.add_argument("what", choices=["mdps", "algorithms", "losses", "bounds", "validations"])
     q.add_argument("--json", action="store_true", help="print JSON")
     q.set_defaults(func=cmd_list)
 
@@ -614,6 +626,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("algorithm", help="algorithm name, e.g. ucbvi-bernstein")
     q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
     q.add_argument("--episodes", "-K", type=int, help="online: episodes K per seed")
+    q.add_argument("--steps", type=int, help="deep: gradient steps of a tabular twin")
+    q.add_argument(
+        "--mode", choices=["exact", "sampled"], help="deep: exact expected loss or sampled batches"
+    )
+    q.add_argument("--batch", type=int, help="deep, sampled mode: pairs/responses per prompt")
     q.add_argument(
         "--seeds",
         "-B",

@@ -155,3 +155,48 @@ def safe_risky_figure(path, *, tau: float = 0.25, H: int = 3):
     )
     fig.suptitle(f"{mdp.name}: exact return distributions")
     return save_figure(fig, path)
+
+
+def grpo_kl_figures(outdir: str = "docs/figures", *, steps: int = 1500) -> dict:
+    """The two figures of docs/tutorials/grpo-kl-term.md (returns their paths and the numbers).
+
+    1. ``grpo-kl-curves.png``: RLOO (KL in the reward), GRPO and Dr. GRPO (k3 in the loss) and
+       Dr. GRPO with k2, trained exactly on tokentree:V=4,L=3 (beta = 0.5, G = 4): the TV to each
+       one's predicted fixed point and the KL to pi*_beta, against the step;
+    2. ``grpo-kl-accuracy-vs-beta.png``: the exact accuracy of each predicted fixed point against
+       beta (no training: the fixed points of theorylab.algorithms.deep.fixed_points).
+    """
+    from pathlib import Path
+
+    from theorylab.algorithms.deep.twins import predicted_point
+    from theorylab.experiment import run
+    from theorylab.mdps import make
+    from theorylab.plotting import plot_lines, plot_twin_curves
+
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = "tokentree:V=4,L=3"
+    task = make(spec)
+    twins = ("rloo-twin", "grpo-twin", "dr-grpo-twin", "dr-grpo-k2-twin")
+    results = {name: run(name, task, steps=steps) for name in twins}
+    curves = {n: (r.steps, r.tv_predicted, r.kl_optimum) for n, r in results.items()}
+    p1 = out / "grpo-kl-curves.png"
+    plot_twin_curves(curves, path=str(p1), title=f"exact training on {spec}, beta = 0.5, G = 4")
+    betas = np.geomspace(0.05, 5.0, 13)
+    labels = {
+        "rloo": "pi*_beta (RLOO, DPO)",
+        "grpo": "GRPO, k3 in the loss",
+        "dr-grpo": "Dr. GRPO, k3 in the loss",
+        "dr-grpo-k2": "Dr. GRPO, k2 in the loss",
+    }
+    acc = {
+        label: np.array([task.accuracy(predicted_point(task, t, b, 4, 0.25)).mean() for b in betas])
+        for t, label in labels.items()
+    }
+    p2 = out / "grpo-kl-accuracy-vs-beta.png"
+    plot_lines(
+        betas, acc, xlabel="beta", ylabel="exact accuracy at the fixed point", logx=True,
+        title=f"where each KL term leads ({spec}, G = 4)", path=str(p2),
+    )  # fmt: skip
+    summary = {n: r.summary() for n, r in results.items()}
+    return {"paths": [str(p1), str(p2)], "summary": summary, "betas": betas, "accuracy": acc}

@@ -567,3 +567,58 @@ def plot_cvar_regret(curves: Mapping[str, np.ndarray], *, objective: str = "CVaR
     """
     kwargs.setdefault("ylabel", f"cumulative {objective} regret")
     return plot_regret(curves, **kwargs)
+
+
+# ------------------------------------------------------------------------------ deep twins
+def plot_twin_curves(
+    curves: Mapping[str, tuple], path: str | None = None, ax: Axes | None = None, title: str = ""
+) -> Axes:
+    """Training curves of tabular deep twins: ``{label: (steps (n,), tv_predicted, kl_optimum)}``
+    with (n,) or (B, n) curves (the mean over seeds is drawn): the TV to the twin's predicted
+    fixed point (solid) and the KL to pi*_beta (dashed), log scale, floored at 1e-16."""
+    own = ax is None
+    ax = new_axes() if own else ax
+    for (label, (steps, tv, kl)), color in zip(curves.items(), _colors(len(curves)), strict=True):
+        tv = np.atleast_2d(np.asarray(tv, dtype=float)).mean(axis=0)
+        kl = np.atleast_2d(np.asarray(kl, dtype=float)).mean(axis=0)
+        ax.plot(steps, np.maximum(tv, 1e-16), color=color, label=f"{label}: TV to its prediction")
+        ax.plot(steps, np.maximum(kl, 1e-16), color=color, linestyle="--",
+                label=f"{label}: KL to pi*_beta")  # fmt: skip
+    ax.set_yscale("log")
+    ax.set_xlabel("gradient step")
+    ax.set_ylabel("exact distance")
+    if title:
+        ax.set_title(title)
+    _legend_below(ax)
+    if own and path:
+        save_figure(ax.figure, path)
+    return ax
+
+
+def plot_lines(
+    x,
+    curves: Mapping[str, np.ndarray],
+    *,
+    xlabel: str,
+    ylabel: str,
+    title: str = "",
+    logx: bool = False,
+    path: str | None = None,
+    ax: Axes | None = None,
+) -> Axes:
+    """Plain exact curves against one parameter: ``{label: (len(x),) values}`` (no bands: the
+    values are exact, not estimates)."""
+    own = ax is None
+    ax = new_axes() if own else ax
+    for (label, y), color in zip(curves.items(), _colors(len(curves)), strict=True):
+        ax.plot(x, y, color=color, marker="o", markersize=3, label=label)
+    if logx:
+        ax.set_xscale("log")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    _legend_below(ax)
+    if own and path:
+        save_figure(ax.figure, path)
+    return ax

@@ -58,8 +58,6 @@ def compiled_variant(agent) -> int | None:
         VARIANT_QH,
     )
 
-    if getattr(agent, "objective", None) is not None:
-        return None
     variants = {
         UCBVIHoeffding: VARIANT_CH,
         UCBVIBernstein: VARIANT_BF,

@@ -13,7 +13,6 @@ from theorylab.algorithms.planning.value_iteration import (
     value_iteration,
 )
 
-
 SOLVE_METHODS = ("auto", "backward_induction", "value_iteration", "policy_iteration", "lp")
 
 # The keywords each method takes (besides the MDP); anything else is refused, not ignored.

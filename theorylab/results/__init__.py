@@ -1,15 +1,18 @@
 """The one result family (ground floor): ``Result`` and one subclass per kind of run.
 
-``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline). A new kind of
-result adds a module here and one import line below (``docs/architecture.md``).
+``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
+(deep twins). A new kind of result adds a module here and one import line below
+(``docs/architecture.md``).
 """
 
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
+from theorylab.results.deep import DeepResult
 from theorylab.results.regret import RegretResult, RunResult
 from theorylab.results.suboptimality import SuboptimalityResult
 
 __all__ = [
     "RESULT_TYPES",
+    "DeepResult",
     "RegretResult",
     "Result",
     "RunResult",

@@ -1,0 +1,78 @@
+"""The tabular twins in the one algorithm registry (``kind="deep"``, ``problem="token-tree"``).
+
+Each factory takes the task (supplied by the runner) and the twin's parameters and returns a
+:class:`TwinConfig`; the runner (``theorylab.runners.deep``) trains it for the ``steps`` budget with
+:func:`theorylab.algorithms.deep.twins.train_twin`. Importing this module does not import torch
+(``theorylab list algorithms`` works without it); running a twin does.
+
+Default step sizes are those of the claims (validations/claims/deep.py): stable for exact
+training at beta = 0.5; sampled training needs smaller ones (about 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from theorylab.algorithms.registry import register
+
+
+@dataclass(frozen=True)
+class TwinConfig:
+    """A twin to train: its name in ``twins.TWINS``, the task and its parameters."""
+
+    twin: str
+    task: Any
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def _config(twin: str, task, **params) -> TwinConfig:
+    return TwinConfig(twin, task, params)
+
+
+@register("dpo-twin", kind="deep", problem="token-tree")
+def dpo_twin(task, beta: float = 0.5, lr: float = 25.0) -> TwinConfig:
+    """DPO (Rafailov et al. 2023) on a logit table; fixed point pi*_beta = ref e^{r/beta}/Z."""
+    return _config("dpo", task, beta=beta, lr=lr)
+
+
+@register("ipo-twin", kind="deep", problem="token-tree")
+def ipo_twin(task, tau: float = 0.5, lr: float = 1.25) -> TwinConfig:
+    """IPO (Azar et al. 2024) on a logit table; fixed point ref e^{p(y > ref)/tau}/Z."""
+    return _config("ipo", task, beta=tau, lr=lr)
+
+
+@register("chipo-twin", kind="deep", problem="token-tree")
+def chipo_twin(task, beta: float = 0.5, lr: float = 7.5) -> TwinConfig:
+    """chi-PO (Huang et al. 2025) on a logit table; fixed point beta(z + log z) = r - lambda."""
+    return _config("chipo", task, beta=beta, lr=lr)
+
+
+@register("rloo-twin", kind="deep", problem="token-tree")
+def rloo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.5) -> TwinConfig:
+    """RLOO with the KL in the reward (Ahmadian et al. 2024); fixed point pi*_beta."""
+    return _config("rloo", task, beta=beta, group_size=group_size, lr=lr)
+
+
+@register("grpo-twin", kind="deep", problem="token-tree")
+def grpo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.5) -> TwinConfig:
+    """GRPO, std advantage, k3 in the loss (Shao et al. 2024); a forward-KL fixed point."""
+    return _config("grpo", task, beta=beta, group_size=group_size, lr=lr)
+
+
+@register("dr-grpo-twin", kind="deep", problem="token-tree")
+def dr_grpo_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.5) -> TwinConfig:
+    """Dr. GRPO with k3 in the loss (Liu et al. 2025); forward-KL point at kappa = (G-1)/G."""
+    return _config("dr-grpo", task, beta=beta, group_size=group_size, lr=lr)
+
+
+@register("dr-grpo-k2-twin", kind="deep", problem="token-tree")
+def dr_grpo_k2_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.5) -> TwinConfig:
+    """Dr. GRPO with k2 in the loss; per-node KL optimum at beta G/(G-1) (pi* when L = 1)."""
+    return _config("dr-grpo-k2", task, beta=beta, group_size=group_size, lr=lr)
+
+
+@register("cvar-grpo-twin", kind="deep", problem="token-tree")
+def cvar_grpo_twin(task, alpha: float = 0.25, group_size: int = 8, lr: float = 20.0) -> TwinConfig:
+    """CVaR-GRPO (lower-tail group advantage, Tamar et al. 2015); ends on the CVaR optimum."""
+    return _config("cvar-grpo", task, alpha=alpha, group_size=group_size, lr=lr)

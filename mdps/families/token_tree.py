@@ -1,0 +1,102 @@
+"""Token-tree task families (see :mod:`theorylab.mdps.token_tree`).
+
+``tokentree`` -- a verifiable arithmetic task constructed here (no paper): prompt x carries a
+target sum s_x drawn uniformly (seeded) from 0..L(V-1); a response of L tokens in 0..V-1 is
+correct when its tokens sum to s_x. ``reward="binary"``: r = 1{sum y = s_x} (the 0/1 verifier of
+R1-style training); ``reward="graded"``: r = 1 - |sum y - s_x| / (L (V-1)). The reference policy
+is uniform (``ref="uniform"``) or a seeded random table (``ref="random"``: softmax of standard
+normal logits at every node).
+
+``tokentree-risky`` -- a risky/safe split for the CVaR twin, constructed here: responses whose
+first token is 0 are SAFE (reward ``safe_reward`` surely); the others are RISKY (reward 1 with
+probability 1 - p_bad, else 0). Defaults (0.4, p_bad = 0.3): the risk-neutral optimum is RISKY
+(mean 0.7 > 0.4); for alpha < p_bad the CVaR_alpha optimum is SAFE (CVaR 0.4 > 0 at alpha = 0.25).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theorylab.mdps.registry import register
+from theorylab.mdps.token_tree import TokenTreeTask
+
+
+def _reference(V: int, L: int, P: int, ref: str, rng: np.random.Generator) -> np.ndarray:
+    N = (V**L - 1) // (V - 1)
+    if ref == "uniform":
+        return np.full((P, N, V), 1.0 / V)
+    if ref == "random":
+        logits = rng.standard_normal((P, N, V))
+        e = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+    raise ValueError(f"ref must be 'uniform' or 'random', got {ref!r}")
+
+
+@register("tokentree")
+def tokentree(
+    V: int = 4,
+    L: int = 3,
+    prompts: int = 4,
+    reward: str = "binary",
+    ref: str = "uniform",
+    seed: int = 0,
+) -> TokenTreeTask:
+    """Prompts x L-token responses over V symbols; correct iff the tokens sum to the target."""
+    if V < 2 or L < 1 or prompts < 1:
+        raise ValueError(f"need V >= 2, L >= 1, prompts >= 1; got V={V}, L={L}, prompts={prompts}")
+    if V**L * prompts > 5_000_000:
+        raise ValueError(f"V^L * prompts = {V**L * prompts} responses is too many to solve exactly")
+    rng = np.random.default_rng(seed)
+    targets = rng.integers(0, L * (V - 1) + 1, size=prompts)
+    t = np.arange(L)
+    sums = ((np.arange(V**L)[:, None] // V ** (L - 1 - t)[None, :]) % V).sum(axis=1)  # (Y,)
+    correct = sums[None, :] == targets[:, None]
+    if reward == "binary":
+        r = correct.astype(np.float64)
+    elif reward == "graded":
+        r = 1.0 - np.abs(sums[None, :] - targets[:, None]) / (L * (V - 1))
+    else:
+        raise ValueError(f"reward must be 'binary' or 'graded', got {reward!r}")
+    return TokenTreeTask(
+        V,
+        L,
+        r[..., None],
+        np.ones_like(r)[..., None],
+        correct,
+        _reference(V, L, prompts, ref, rng),
+        name=f"tokentree:V={V},L={L},prompts={prompts},reward={reward},ref={ref},seed={seed}",
+        info={"targets": targets},
+    )
+
+
+@register("tokentree-risky")
+def tokentree_risky(
+    V: int = 2,
+    L: int = 2,
+    prompts: int = 1,
+    safe_reward: float = 0.4,
+    p_bad: float = 0.3,
+    ref: str = "uniform",
+    seed: int = 0,
+) -> TokenTreeTask:
+    """SAFE responses (first token 0) pay safe_reward; RISKY ones pay 1 w.p. 1 - p_bad, else 0."""
+    if not 0 < p_bad < 1:
+        raise ValueError(f"p_bad must be in (0, 1), got {p_bad}")
+    Y = V**L
+    safe = np.arange(Y) < V ** (L - 1)  # first token 0
+    values = np.where(safe[:, None], safe_reward, np.array([1.0, 0.0])[None, :])  # (Y, 2)
+    probs = np.where(safe[:, None], np.array([1.0, 0.0]), np.array([1 - p_bad, p_bad]))
+    mean = (values * probs).sum(axis=1)
+    correct = mean >= mean.max() - 1e-12
+    rng = np.random.default_rng(seed)
+    return TokenTreeTask(
+        V,
+        L,
+        np.broadcast_to(values, (prompts, Y, 2)).copy(),
+        np.broadcast_to(probs, (prompts, Y, 2)).copy(),
+        np.broadcast_to(correct, (prompts, Y)).copy(),
+        _reference(V, L, prompts, ref, rng),
+        name=f"tokentree-risky:V={V},L={L},prompts={prompts},safe_reward={safe_reward},"
+        f"p_bad={p_bad},ref={ref},seed={seed}",
+        info={"safe": safe},
+    )
