@@ -93,6 +93,48 @@ register_kind(
     )
 )
 
+register_kind(
+    Kind(
+        "dual",
+        constructor_args=("mdp", "d_ref", "alpha"),
+        budget={
+            "alpha": "regulariser weight alpha > 0, or an increasing list of them (required; "
+            "CLI --alpha)",
+            "coverage": "d^O is the occupancy of w pi* + (1 - w) other (default w = 0)",
+            "other": "the rest of the behaviour mixture: uniform (default) or adversarial",
+        },
+        runner="theorylab.runners.dual:run",
+        summary="solve the f-regularised occupancy problem; exact duality gap and flow residual",
+    )
+)
+register_kind(
+    Kind(
+        "preference",
+        constructor_args=("env", "n_seeds", "rngs", "oracle"),
+        budget={
+            "episodes": "K episodes per seed (required; CLI --episodes/-K)",
+            "feedback": "the comparison model answering the learner: btl (default; "
+            "Bradley-Terry-Luce on the true mean rewards)",
+        },
+        runner="theorylab.runners.preference:run",
+        summary="episodic learner from preference queries; exact regret and query counts",
+    )
+)
+register_kind(
+    Kind(
+        "preference-offline",
+        constructor_args=("bandit", "data"),
+        budget={
+            "dataset_size": "n comparisons per seed, or an increasing list of n (required; CLI "
+            "--dataset-size/-N)",
+            "design": "which pairs are compared: uniform (default: s ~ rho, two distinct "
+            "actions) or zjj-thm39 (the Theorem 3.9 data, on zjj-thm39 only)",
+        },
+        runner="theorylab.runners.preference:run_offline",
+        summary="fit(bandit, comparisons) -> policy; exact sub-optimality and query counts",
+    )
+)
+
 
 register_kind(
     Kind(
@@ -212,6 +254,8 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.online",
     "theorylab.algorithms.offline.registrations",
     "theorylab.algorithms.deep.registrations",
+    "theorylab.algorithms.dual.registrations",
+    "theorylab.algorithms.preference.registrations",
 )
 
 

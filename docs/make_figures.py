@@ -7,7 +7,8 @@ Run from anywhere; it works in the repository root. In order:
    as in ``tests/test_docs_code.py``;
 2. every ``$ theorylab ...`` line of a console block on those pages that writes a file under
    ``docs/figures/``;
-3. the three figures of the pessimism tutorial (``theorylab.figures.make_tutorial_figures``) and
+3. the three figures of the pessimism tutorial (``theorylab.figures.make_tutorial_figures``), the
+   alpha -> 0 figure of the dual-RL tutorial (``theorylab.figures.dual_alpha_figure``) and
    the two of the GRPO KL tutorial (``theorylab.figures.grpo_kl_figures``, when torch is
    installed);
 4. the gallery: one figure per registered claim (``theorylab validate NAME --plot ...``) and
@@ -66,6 +67,10 @@ def make_pages() -> None:
                 raise SystemExit(f"{page}: `{command}` failed")
     make_tutorial_figures(str(DOCS / "figures"))
     print("wrote the pessimism tutorial's figures")
+    from theorylab.figures import dual_alpha_figure
+
+    dual_alpha_figure(str(DOCS / "figures" / "dual-alpha-to-zero.png"))
+    print("wrote the dual-RL tutorial's figure")
     if importlib.util.find_spec("torch") is not None:
         from theorylab.figures import grpo_kl_figures
 

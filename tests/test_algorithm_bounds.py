@@ -9,8 +9,9 @@ from theorylab.algorithms.registry import get_algorithm, list_algorithms
 from theorylab.bounds import get_bound, list_bounds
 from theorylab.cli import main
 
-# Contrasts without a theorem of their own: greedy planners, behaviour cloning, and the Hoeffding
-# baseline of pessimistic VI (its bound is [M] and has no card).
+# Contrasts without a theorem of their own: greedy planners, behaviour cloning, greedy-on-MLE, and
+# the Hoeffding baseline of pessimistic VI (its bound is [M] and has no card); and P2R, whose
+# paper's theorem (numbers, exponents) was not recovered (docs/algorithms/p2r.md).
 NO_THEOREM = {
     "greedy",
     "epsilon-greedy",
@@ -18,6 +19,14 @@ NO_THEOREM = {
     "naive-vi",
     "behaviour-cloning",
     "pessimistic-vi-hoeffding",
+    # dual RL (algorithms/dual): exact solvers and tabular DICE / f-DVL; their claims are
+    # identities and rates (validations/claims/dual.py), no registered bound card
+    "dual-v",
+    "regularized-primal",
+    "optidice",
+    "f-dvl",
+    "greedy-mle",
+    "p2r-ucbvi",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -51,6 +60,7 @@ MAIN_THEOREM = {
     "pevi": "pevi-linear",
     "pevi-tabular": "pevi-linear",
     "vw-pevi": "xiong2023-linpevi-adv-plus",
+    "pessimistic-mle": "zjj-thm3.2",
 }
 
 

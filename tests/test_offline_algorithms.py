@@ -27,7 +27,8 @@ from theorylab.experiment import run, run_offline
 from theorylab.mdps import make
 from theorylab.mdps.families.offline_instances import tempting_arms_coverage
 
-FINITE = [n for n in list_algorithms("offline") if n != "vi-lcb"]
+DISCOUNTED_ONLY = ("vi-lcb", "optidice", "f-dvl")  # the last two: algorithms/dual
+FINITE = [n for n in list_algorithms("offline") if n not in DISCOUNTED_ONLY]
 DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
 PESSIMISTIC_FINITE = [
     "pessimistic-vi-hoeffding",
@@ -56,6 +57,8 @@ def test_registry_lists_every_algorithm():
         "vw-pevi",
         "naive-vi",
         "behaviour-cloning",
+        "optidice",  # algorithms/dual (tests/test_dual_dice.py)
+        "f-dvl",  # algorithms/dual (tests/test_dual_f_dvl.py)
     }
 
 
@@ -229,8 +232,8 @@ def test_pevi_default_beta_uses_d_equal_to_S_times_A():
 # ------------------------------------------------------------------------------ batching
 @pytest.mark.parametrize("name", list_algorithms("offline"))
 def test_batched_seeds_equal_seeds_alone(name):
-    if name == "vi-lcb":
-        mdp, params = _discounted_mdp(), {"c_L": 0.5}
+    if name in DISCOUNTED_ONLY:
+        mdp, params = _discounted_mdp(), {"c_L": 0.5} if name == "vi-lcb" else {}
     else:
         mdp, params = make("offline-linear:S=6,A=3,d=3,H=3,seed=1"), {}
     if name in ("pevi", "vw-pevi"):

@@ -142,10 +142,17 @@ def cmd_solve(args) -> int:
     t0 = time.perf_counter()
     mdp = make(args.mdp)
     build = time.perf_counter() - t0
+    if not hasattr(mdp, "horizon"):  # a comparison bandit or a preference game: no MDP to solve
+        raise ValueError(
+            f"{args.mdp} is a {type(mdp).__name__}, not an MDP: solve plans on MDPs (its optimum "
+            "is computed exactly by the runs of the algorithms that take it)"
+        )
     if args.gamma is not None:
         mdp = mdp.with_objective(gamma=args.gamma, horizon=None)
     if args.cvar is not None or args.iterated_cvar is not None:
         return _solve_risk(args, mdp, build)
+    if args.dual is not None:
+        return _solve_dual(args, mdp)
     method = args.method
     if method == "auto":
         method = "backward_induction" if mdp.horizon is not None else "value_iteration"
@@ -229,6 +236,49 @@ def cmd_solve(args) -> int:
     return 0
 
 
+def _solve_dual(args, mdp) -> int:
+    """``solve MDP --dual F --alpha A``: the f-regularised occupancy problem (Sikchi et al. 2024)
+    through ``tl.run`` (kind "dual"): primal, dual, their gap and the flow residual."""
+    from theorylab.experiment import run
+
+    if args.alpha is None:
+        raise ValueError("--dual needs --alpha (the regulariser weight, > 0)")
+    name = "regularized-primal" if args.dual_method == "cvxpy" else "dual-v"
+    params = {"f": args.dual} | ({"method": args.dual_method} if name == "dual-v" else {})
+    res = run(name, mdp, alpha=args.alpha, coverage=args.coverage, **params)
+    s = res.summary()
+    out = {
+        "mdp": mdp.name,
+        "S": mdp.S,
+        "A": mdp.A,
+        "gamma": res.config["gamma"],
+        "divergence": s["divergence"],
+        "alpha": s["alpha"],
+        "method": args.dual_method,
+        "reference": f"occupancy of {args.coverage} pi* + {1 - args.coverage} uniform",
+        "primal": s["primal"],
+        "dual": s["dual"],
+        "gap": s["gap"],
+        "flow_residual": s["flow_residual"],
+        "lp_value": s["lp_value"],
+        "solve_seconds": float(res.seconds[0]),
+    }
+    if args.json:
+        print(json.dumps(out, indent=2))
+        return 0
+    print(f"MDP            {mdp!r}")
+    print(f"problem        max_d E_d[r] - {out['alpha']:g} D_{out['divergence']}(d || d^O)")
+    print(f"d^O            {out['reference']} (discounted, gamma = {out['gamma']:g})")
+    print(f"method         {name} ({args.dual_method})")
+    print(f"primal         {out['primal']:.12g}")
+    print(f"dual           {out['dual']:.12g}")
+    print(f"gap            {out['gap']:.3e}")
+    print(f"flow residual  {out['flow_residual']:.3e}")
+    print(f"LP (alpha=0)   {out['lp_value']:.12g}   ((1 - gamma) V*(mu0))")
+    print(f"time           {out['solve_seconds'] * 1e3:.3f} ms")
+    return 0
+
+
 def _solve_risk(args, mdp, build: float) -> int:
     """``solve MDP --cvar TAU`` (static CVaR by budget augmentation, Bauerle and Ott) or
     ``--iterated-cvar ALPHA`` (nested CVaR dynamic programming, Du et al. 2023)."""
@@ -303,6 +353,8 @@ RUN_BUDGET_FLAGS = {
     "loop": "loop",
     "segment": "segment",
     "checkpoint": "checkpoint",
+    "feedback": "feedback",
+    "design": "design",
 }
 
 
@@ -616,6 +668,26 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ALPHA",
         help="maximise the iterated (nested) CVaR_ALPHA objective",
     )
+    q.add_argument(
+        "--dual",
+        choices=["kl", "chi2", "half-chi2", "tv"],
+        help="solve the f-regularised occupancy problem max_d E_d[r] - alpha D_f(d || d^O) "
+        "(d^O: the uniform policy's occupancy, or --coverage) and print primal, dual, gap and "
+        "flow residual",
+    )
+    q.add_argument("--alpha", type=float, help="regulariser weight of --dual (> 0)")
+    q.add_argument(
+        "--coverage",
+        type=float,
+        default=0.0,
+        help="--dual: d^O is the occupancy of coverage pi* + (1 - coverage) uniform (default 0)",
+    )
+    q.add_argument(
+        "--dual-method",
+        choices=["newton", "lbfgs", "cvxpy"],
+        default="newton",
+        help="--dual: dual-V by Newton (default) or L-BFGS, or the primal by cvxpy",
+    )
     q.set_defaults(func=cmd_solve)
 
     q = sub.add_parser(
@@ -702,6 +774,16 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["trajectories", "samples"],
         help="offline: trajectories (finite horizon default) or independent samples "
         "(--kind is the former name)",
+    )
+    q.add_argument(
+        "--feedback",
+        choices=["btl"],
+        help="preference: the comparison oracle answering the learner (default btl)",
+    )
+    q.add_argument(
+        "--design",
+        choices=["uniform", "zjj-thm39"],
+        help="preference-offline: which pairs are compared (default uniform)",
     )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_run)

@@ -1,8 +1,9 @@
 """The scripts that compute the documentation's figures from the code (top floor).
 
 They run algorithms on MDP families and draw with :mod:`theorylab.plotting`:
-``make_tutorial_figures`` (docs/tutorials/why-pessimism.md) and ``safe_risky_figure``
-(docs/tutorials/risk-sensitive.md).
+``make_tutorial_figures`` (docs/tutorials/why-pessimism.md), ``safe_risky_figure``
+(docs/tutorials/risk-sensitive.md) and ``dual_alpha_figure``
+(docs/tutorials/one-lp-many-algorithms.md).
 """
 
 from __future__ import annotations
@@ -200,3 +201,26 @@ def grpo_kl_figures(outdir: str = "docs/figures", *, steps: int = 1500) -> dict:
     )  # fmt: skip
     summary = {n: r.summary() for n, r in results.items()}
     return {"paths": [str(p1), str(p2)], "summary": summary, "betas": betas, "accuracy": acc}
+
+
+def dual_alpha_figure(
+    path="docs/figures/dual-alpha-to-zero.png", *, mdp: str = "riverswim:S=6,gamma=0.9"
+):
+    """The tutorial figure: ``J_LP - J(alpha)`` against alpha for KL, chi^2, half chi^2 and TV
+    (``tl.run("dual-v", ...)`` at 13 alphas each), with the slope-1 guides."""
+    from theorylab.experiment import run
+    from theorylab.plotting import new_axes, plot_regularised_values, save_figure
+
+    ax = new_axes()
+    alphas = list(np.logspace(-5, 0, 11))
+    out = {}
+    for f in ("kl", "chi2", "half-chi2", "tv"):
+        res = run("dual-v", mdp, alpha=alphas, f=f)
+        plot_regularised_values(res.alphas, res.primal, res.lp_value, ax=ax)
+        ax.lines[-2].set_label(f"J_LP - J(alpha), f = {f}")
+        ax.lines[-1].set_label(None)
+        out[f] = res
+    ax.legend(fontsize="small")
+    ax.set_title(f"{mdp}: J_LP - J(alpha) = O(alpha)")
+    save_figure(ax, path)
+    return path, out

@@ -621,4 +621,71 @@ def plot_lines(
     _legend_below(ax)
     if own and path:
         save_figure(ax.figure, path)
+
+
+def plot_regularised_values(
+    alphas,
+    values,
+    lp_value: float,
+    *,
+    ax: Axes | None = None,
+    title: str | None = None,
+) -> Axes:
+    """The alpha -> 0 picture of f-regularised RL: the gap ``J_LP - J(alpha)`` against alpha on
+    log-log axes, with the slope-1 guide through the smallest alpha.
+
+    alphas: ``(M,)`` increasing; values: ``(M,)`` J(alpha); lp_value: J_LP (same units).
+    """
+    ax = new_axes() if ax is None else ax
+    a = np.asarray(alphas, dtype=float)
+    gap = lp_value - np.asarray(values, dtype=float)
+    ax.plot(a, np.maximum(gap, 1e-300), marker="o", label="J_LP - J(alpha)")
+    if a.size > 1 and gap[0] > 0:
+        ax.plot(a, gap[0] * a / a[0], color="0.4", ls=":", label="slope 1 (rate alpha)")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("alpha")
+    ax.set_ylabel("regularisation gap")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return ax
+
+
+def plot_regret_and_queries(
+    regret: Mapping[str, np.ndarray],
+    queries: Mapping[str, np.ndarray],
+    *,
+    x: np.ndarray | None = None,
+    confidence: float = 0.95,
+    ax: Axes | None = None,
+    title: str | None = None,
+    xlabel: str = "episode k",
+    ylabel: str = "cumulative regret",
+) -> Axes:
+    """Preference-based runs: the regret (or sub-optimality) curves with bootstrap bands on the
+    left axis and the mean number of preference queries, dotted, on a right axis (log scale).
+
+    regret, queries: ``{label: (B, K)}``; the right axis is ``ax.right_axis``."""
+    ax = plot_regret(
+        regret, x=x, confidence=confidence, ax=ax, title=title, xlabel=xlabel, ylabel=ylabel
+    )
+    right = ax.twinx()
+    colors = _colors(len(regret))
+    for i, (label, q) in enumerate(queries.items()):
+        arr = np.atleast_2d(np.asarray(q, dtype=float))
+        xv = np.arange(1, arr.shape[1] + 1) if x is None else np.asarray(x, dtype=float)
+        right.plot(
+            xv,
+            arr.mean(axis=0),
+            ls=":",
+            lw=1.8,
+            color=colors[i % len(colors)],
+            label=f"{label}: queries (mean)",
+        )
+    right.set_ylabel("preference queries (dotted)")
+    if np.any([np.asarray(q).max() > 0 for q in queries.values()]):
+        right.set_yscale("symlog")
+    right.legend(fontsize="x-small", loc="upper left")
+    ax.right_axis = right
     return ax

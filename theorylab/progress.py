@@ -40,7 +40,8 @@ class LineProgress:
     def _line(self) -> str:
         elapsed = time.perf_counter() - self._t0
         pct = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
-        return f"{self.desc}: {self.n}/{self.total} {self.unit}{pct}, {elapsed:.1f} s"
+        rate = f", {self.n / elapsed:,.0f} {self.unit}/s" if self.n and elapsed > 0 else ""
+        return f"{self.desc}: {self.n}/{self.total} {self.unit}{pct}, {elapsed:.1f} s{rate}"
 
     def _emit(self, force: bool = False) -> None:
         tenth = (10 * self.n) // self.total if self.total else 10

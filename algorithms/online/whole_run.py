@@ -158,7 +158,11 @@ class CompiledLoop:
         else:
             per_step = agent.stage_dependent if greedy else agent.per_step_model
         Hm = H if per_step else 1
-        S_model = 1 if q_learning else S  # the (.., S, A, S) model arrays are unused there
+        model = transition_model(mdp)
+        indptr, indices, data, cum, last = positive_entries(model)
+        # successors stored per pair: the longest row of the true model bounds what a pair can
+        # be seen to reach (1 for Q-learning, which keeps no model)
+        cap = 1 if q_learning else max(1, int(np.diff(indptr).max()))
         # constants, computed by the same Python expressions as the agent's plan()
         Hf = float(H)
         qc = np.zeros(6)
@@ -189,8 +193,6 @@ class CompiledLoop:
             variant, self.tie, Hf, bool(known), np.ascontiguousarray(r_known, dtype=np.float64),
             float(bonus_scale), float(c_bonus), float(L), float(c_g), float(unvisited),
         )  # fmt: skip
-        model = transition_model(mdp)
-        indptr, indices, data, cum, last = positive_entries(model)
         _, _, mu0_cdf, last_mu0 = model.sampler()
         self.model_args = (
             indptr, indices, data, cum, last, int(model.n_stages),
@@ -198,19 +200,19 @@ class CompiledLoop:
             np.ascontiguousarray(model.mu0, dtype=np.float64), mu0_cdf, int(last_mu0),
             self.v_star,
         )  # fmt: skip
-        need = 8 * B * Hm * S * A * S_model * 3  # cnt, pc, succ
+        need = 8 * B * Hm * S * A * cap * 3  # cnt, pc, succ
         if need > 2 * 2**30:
             raise MemoryError(
-                f"the whole-run state (B, Hm, S, A, S) = {(B, Hm, S, A, S)} needs "
+                f"the whole-run state (B, Hm, S, A, cap) = {(B, Hm, S, A, cap)} needs "
                 f"{need / 2**30:.1f} GiB; run fewer seeds at a time or loop='python'"
             )
         self.state = {
             "nsa": np.zeros((B, Hm, S, A)),
             "rsum": np.zeros((B, Hm, S, A)),
             "nhs": np.zeros((B, H + 1, S)),
-            "cnt": np.zeros((B, Hm, S, A, S_model)),
-            "pc": np.zeros((B, Hm, S, A, S_model)),
-            "succ": np.zeros((B, Hm, S, A, S_model), np.int64),
+            "cnt": np.zeros((B, Hm, S, A, cap)),
+            "pc": np.zeros((B, Hm, S, A, cap)),
+            "succ": np.zeros((B, Hm, S, A, cap), np.int64),
             "nsucc": np.zeros((B, Hm, S, A), np.int64),
             "Q": np.full((B, H, S, A), Hf),
             "V": np.zeros((B, H + 1, S)),

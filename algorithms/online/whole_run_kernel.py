@@ -205,14 +205,16 @@ def plan_seed(
     """The plan of one seed after its counts changed: Q, V and the greedy policy, in place.
 
     One seed's arrays, flattened (C order): nsa, rsum (Hm, S, A) with Hm = H (per-step model:
-    AJKS) or 1 (pooled: Azar et al.); succ, pc (Hm, S, A, S): the observed successors of each
+    AJKS) or 1 (pooled: Azar et al.); succ, pc (Hm, S, A, cap): the observed successors of each
     pair in ascending order and P_hat(succ_j | s, a) at position j (the first nsucc (Hm, S, A)
-    entries of a row are used); nhs (H+1, S): N'_{k,h}; Q (H, S, A); V (H+1, S), V[H] = 0;
+    entries of a row are used; cap = the true model's longest row, which bounds what can be
+    observed); nhs (H+1, S): N'_{k,h}; Q (H, S, A); V (H+1, S), V[H] = 0;
     pol (H, S). Scratch: F (S, 4), g (H+1, S), bon (S, A). Constants: c_bonus = 7 H L (CH),
     8 L (BF), 2 H (AJKS); c_g = 100^2 H^3 S^2 A L^2 (BF); L (BF, AJKS); r_known (n_R, S, A).
     """
     n_R = r_known.shape[0]
     n_steps = Q.shape[0] // (S * A)
+    cap = pc.shape[0] // (Hm * S * A)  # successors stored per pair
     H2 = H * H
     if variant == VARIANT_BF:  # Alg. 4: g(y) = min{c / N'_{k,h}(y), H^2}; H^2 where N' = 0
         for i in range(nhs.shape[0]):
@@ -252,7 +254,7 @@ def plan_seed(
                 if n > 0:
                     # r(x, a) known, or r_hat = R_sum / max(N, 1)
                     r = r_known[hr, s, a] if known else rsum[row] / max(n, 1.0)
-                    j0 = row * S
+                    j0 = row * cap
                     j1 = j0 + nsucc[row]
                     if variant == VARIANT_BF:  # P_hat applied to [V, W, W^2, g]
                         e0 = 0.0
@@ -380,9 +382,10 @@ def run_segment(
 
     True model: the stacked CSR ``(n_stages*S*A, S)`` (indptr, indices, data), its sampler
     (cum, last), R (n_R, S, A), mu0 (S,), mu0_cdf (S,), last_mu0, v_star = V*_1(mu0).
-    Learner state (updated in place): nsa, rsum (B, Hm, S, A); nhs (B, H+1, S); cnt
-    (B, Hm, S, A, S) counts N(s, a, s'); succ (B, Hm, S, A, S) observed successors, ascending,
-    nsucc (B, Hm, S, A) how many, pc (B, Hm, S, A, S) P_hat at them; Q (B, H, S, A); V
+    Learner state (updated in place): nsa, rsum (B, Hm, S, A); nhs (B, H+1, S); succ
+    (B, Hm, S, A, cap) observed successors, ascending, nsucc (B, Hm, S, A) how many, cnt and pc
+    (B, Hm, S, A, cap) the counts N(s, a, succ_j) and P_hat(succ_j | s, a) at them (cap: the
+    true model's longest row); Q (B, H, S, A); V
     (B, H+1, S); pol (B, H, S). Scratch: F (B, S, 4), g (B, H+1, S), bon (B, S, A), work
     (B, 3S + H + 2 + 3H). Q-learning: constants qc (6,) and statistics qstat (B, 3, H*S*A)
     (mu, sigma, beta; N is nsa with Hm = H). rng (B, 4) uint64: each seed's environment PCG64
@@ -391,6 +394,7 @@ def run_segment(
     """
     B, n_ep = regret.shape
     Hm, S, A = nsa.shape[1], nsa.shape[2], nsa.shape[3]
+    cap = pc.shape[4]  # successors stored per pair (the true model's longest row)
     n_steps = Q.shape[1]
     n_R = R.shape[0]
     for b in prange(B):
@@ -464,19 +468,24 @@ def run_segment(
                 row = ((t if Hm > 1 else 0) * S + s) * A + a
                 nsa_b[row] += 1.0
                 rsum_b[row] += rwd
-                j0 = row * S
-                if cnt_b[j0 + y] == 0.0:
-                    j = j0 + nsucc_b[row]
-                    while j > j0 and succ_b[j - 1] > y:
-                        succ_b[j] = succ_b[j - 1]
-                        j -= 1
+                j0 = row * cap  # the row's successors: succ, cnt, pc at j0 .. j0 + nsucc - 1
+                j1 = j0 + nsucc_b[row]
+                j = j0
+                while j < j1 and succ_b[j] < y:
+                    j += 1
+                if j == j1 or succ_b[j] != y:  # a new successor: insert it at j
+                    for i in range(j1, j, -1):
+                        succ_b[i] = succ_b[i - 1]
+                        cnt_b[i] = cnt_b[i - 1]
                     succ_b[j] = y
+                    cnt_b[j] = 0.0
                     nsucc_b[row] += 1
-                cnt_b[j0 + y] += 1.0
+                    j1 += 1
+                cnt_b[j] += 1.0
                 nhs_b[t * S + s] += 1.0
                 n = nsa_b[row]
-                for j in range(j0, j0 + nsucc_b[row]):  # P_hat(y|s,a) = N(s,a,y) / N(s,a)
-                    pc_b[j] = cnt_b[j0 + succ_b[j]] / n
+                for i in range(j0, j1):  # P_hat(y|s,a) = N(s,a,y) / N(s,a)
+                    pc_b[i] = cnt_b[i] / n
                 s = y
             returns[b, k] = pairwise_sum(w, rew0, n_steps)
             if variant >= VARIANT_QH:

@@ -9,7 +9,8 @@ Every row runs UCBVI-CH (``ucbvi-hoeffding``, Azar et al.'s constants) through o
   (:mod:`theorylab.algorithms.online.whole_run`) through ``theorylab.run(..., loop="compiled")``,
   with numba's thread count set to 1 and to all cores.
 
-Each row runs in a fresh process (``OMP_WAIT_POLICY=PASSIVE``, see :func:`_row_in_child`) and
+Each row runs in a fresh process (``OMP_WAIT_POLICY=PASSIVE``, ``OPENBLAS_NUM_THREADS=1``: see
+:func:`_row_in_child`) and
 reports the wall seconds, the process CPU seconds (which time spent descheduled on a loaded
 machine does not inflate), ``seed_episodes_per_s = B K / wall`` and ``per_cpu_s = B K / cpu``,
 and the 1-minute load before and after. Compilation is excluded: one short run of each
@@ -97,9 +98,12 @@ def configs(quick: bool, cores: int) -> list[tuple[str, str, int, int, int]]:
 
 
 def _row_in_child(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
-    """:func:`time_run` in a fresh Python process with ``OMP_WAIT_POLICY=PASSIVE``: numba's
-    OpenMP workers spin-wait after a parallel region by default, and in one process they slowed
-    the Python loop timed after the compiled runs about 20x on a loaded 2-core machine."""
+    """:func:`time_run` in a fresh Python process with ``OMP_WAIT_POLICY=PASSIVE`` and
+    ``OPENBLAS_NUM_THREADS=1``: numba's OpenMP workers spin-wait after a parallel region by
+    default (in one process they slowed the Python loop timed after the compiled runs about 20x
+    on the loaded 2-core machine), and OpenBLAS's threads do the same on the Python loop's tiny
+    products (RiverSwim S = 100, 32 seeds: 81 seed-episodes/s with them, 1,023 with one thread,
+    at load 9). The whole-run kernel calls no BLAS."""
     import json
     import subprocess
     import sys
@@ -109,7 +113,7 @@ def _row_in_child(method: str, problem: str, seeds: int, episodes: int, threads:
         "from theorylab.bench.long import time_run\n"
         f"print(json.dumps(time_run({method!r}, {problem!r}, {seeds}, {episodes}, {threads})))\n"
     )
-    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE"}
+    env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_NUM_THREADS": "1"}
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, env=env, check=False
     )

@@ -1,5 +1,5 @@
-"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|all]``: run the benchmark
-tables and collect them as JSON.
+"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|dual|preference|all]``: run
+the benchmark tables and collect them as JSON.
 
 Benchmarks print tables; they are not timed tests. Each table module exposes
 ``bench_<name>(quick=...) -> list[dict]`` and ``format_table(rows) -> str``. A module whose
@@ -22,7 +22,17 @@ import inspect
 import time
 from typing import Any
 
-BENCHMARKS = ("planning", "ucbvi", "lsvi", "offline", "risk", "backends", "long")
+BENCHMARKS = (
+    "planning",
+    "ucbvi",
+    "lsvi",
+    "offline",
+    "risk",
+    "backends",
+    "long",
+    "dual",
+    "preference",
+)
 
 
 def _accepts(fn, name: str) -> bool:

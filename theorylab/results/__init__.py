@@ -1,18 +1,23 @@
 """The one result family (ground floor): ``Result`` and one subclass per kind of run.
 
 ``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
-(deep twins). A new kind of result adds a module here and one import line below
-(``docs/architecture.md``).
+(deep twins), ``DualResult`` (dual solvers), ``PreferenceResult`` (preference feedback: regret or
+sub-optimality with query counts). A new kind of result adds a module here and one import line
+below (``docs/architecture.md``).
 """
 
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
 from theorylab.results.deep import DeepResult
+from theorylab.results.dual import DualResult
+from theorylab.results.preference import PreferenceResult
 from theorylab.results.regret import RegretResult, RunResult
 from theorylab.results.suboptimality import SuboptimalityResult
 
 __all__ = [
     "RESULT_TYPES",
     "DeepResult",
+    "DualResult",
+    "PreferenceResult",
     "RegretResult",
     "Result",
     "RunResult",

@@ -1,0 +1,42 @@
+"""Registers the dual-RL algorithms on the one registry (imported by ``load_algorithms``).
+
+* kind ``"dual"`` (:data:`~theorylab.algorithms.registry.KINDS`): solvers of the f-regularised
+  occupancy problem ``max_d E_d[r] - alpha D_f(d || d^O)``; the runner
+  (``theorylab.runners.dual``) supplies the model, d^O and alpha and scores primal, dual, gap and
+  flow residual exactly. ``dual-v`` (the dual-V form, Newton / L-BFGS) and
+  ``regularized-primal`` (cvxpy on the primal, the reference answer).
+* kind ``"offline"``: ``optidice`` (tabular OptiDICE, ``fit(dataset, alpha, f)``) and ``f-dvl``
+  (tabular f-DVL with the code's surrogate losses, ``fit(dataset, loss, loss_temp)``).
+"""
+
+from __future__ import annotations
+
+from theorylab.algorithms.dual.dual_v import solve_dual_v
+from theorylab.algorithms.dual.f_dvl import f_dvl
+from theorylab.algorithms.dual.optidice import optidice
+from theorylab.algorithms.dual.regularized_primal import solve_regularized_primal
+from theorylab.algorithms.registry import register
+
+
+@register("dual-v", kind="dual", problem="tabular")
+def dual_v(mdp, d_ref, alpha, f: str = "kl", method: str = "newton"):
+    """Dual-V of f-regularised RL solved directly, primal recovery (Sikchi et al. 2024)."""
+    return solve_dual_v(mdp, d_ref, alpha, f, method=method)
+
+
+@register("regularized-primal", kind="dual", problem="tabular")
+def regularized_primal(mdp, d_ref, alpha, f: str = "kl"):
+    """f-regularised occupancy primal by cvxpy (exp cone / SOC / LP): the reference answer."""
+    return solve_regularized_primal(mdp, d_ref, alpha, f)
+
+
+@register("optidice", kind="offline", problem="dataset", horizon="discounted")
+def fit_optidice(dataset, alpha: float = 0.1, f: str = "half-chi2"):
+    """Tabular OptiDICE: dual-V on the empirical model, half chi^2 (Lee et al. 2021; [M])."""
+    return optidice(dataset, alpha=alpha, f=f)
+
+
+@register("f-dvl", kind="offline", problem="dataset", horizon="discounted")
+def fit_f_dvl(dataset, loss: str = "chi-square", loss_temp: float = 0.8):
+    """Tabular f-DVL: the DVL code's V-loss and mean Q-target to the fixed point (Sikchi 2024)."""
+    return f_dvl(dataset, loss=loss, loss_temp=loss_temp)

@@ -1,0 +1,84 @@
+"""The dual-RL algorithms on the one registry, tl.run, the result family and the CLI
+(algorithms/dual/registrations.py, theorylab/runners/dual.py, theorylab/results/dual.py)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+import theorylab as tl
+from theorylab.algorithms.dual import solve_dual_v
+from theorylab.algorithms.dual.reference import behaviour_reference
+from theorylab.algorithms.registry import get_algorithm, list_algorithms
+from theorylab.cli import main
+from theorylab.results import DualResult, SuboptimalityResult
+
+RIVERSWIM = "riverswim:S=6,gamma=0.9"
+
+
+def test_registered_with_their_kinds():
+    assert {"dual-v", "regularized-primal"} <= set(list_algorithms("dual"))
+    assert "optidice" in list_algorithms("offline")
+    assert get_algorithm("dual-v").parameters() == {"f": "kl", "method": "newton"}
+    assert get_algorithm("optidice").extra["horizon"] == "discounted"
+
+
+def test_tl_run_dual_v_matches_the_direct_solve_and_certifies_itself():
+    res = tl.run("dual-v", RIVERSWIM, alpha=[0.01, 0.1, 1.0], f="chi2")
+    assert isinstance(res, DualResult)
+    assert np.all(np.abs(res.gap) <= 1e-8) and np.all(res.flow_residual <= 1e-8)
+    mdp = tl.make(RIVERSWIM).with_objective(gamma=0.9)
+    direct = solve_dual_v(mdp, behaviour_reference(mdp), 0.1, "chi2")
+    assert res.primal[1] == pytest.approx(direct.primal_value, abs=1e-12)
+    # J(alpha) rises to the LP value as alpha falls
+    assert np.all(np.diff(res.primal) < 0) and res.primal[0] <= res.lp_value
+
+
+def test_dual_v_and_the_cvxpy_primal_agree_through_tl_run():
+    a = tl.run("dual-v", RIVERSWIM, alpha=0.1, f="kl")
+    b = tl.run("regularized-primal", RIVERSWIM, alpha=0.1, f="kl")
+    assert a.primal[0] == pytest.approx(b.primal[0], abs=1e-6)
+
+
+def test_dual_result_store_frame_and_plot(tmp_path):
+    res = tl.run("dual-v", RIVERSWIM, alpha=[0.01, 0.1], f="kl")
+    back = tl.Result.load(res.save(tmp_path / "r"))
+    assert isinstance(back, DualResult)
+    np.testing.assert_array_equal(back.primal, res.primal)
+    cols = res.frame_columns()
+    assert len(cols["alphas"]) == 2 and set(cols) >= {"primal", "dual", "gap", "flow_residual"}
+    res.plot(tmp_path / "a.png")
+    assert (tmp_path / "a.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_tl_run_optidice_like_any_offline_algorithm():
+    res = tl.run("optidice", "random:S=5,A=2,gamma=0.9", dataset_size=[500, 4000], seeds=3)
+    assert isinstance(res, SuboptimalityResult)
+    assert res.suboptimality.shape == (3, 2) and np.all(res.suboptimality >= -1e-9)
+
+
+def test_dual_budget_is_checked():
+    with pytest.raises((TypeError, ValueError), match="alpha"):
+        tl.run("dual-v", RIVERSWIM)
+    with pytest.raises((TypeError, ValueError), match="episodes"):
+        tl.run("dual-v", RIVERSWIM, alpha=0.1, episodes=10)
+    with pytest.raises(ValueError, match="increasing"):
+        tl.run("dual-v", RIVERSWIM, alpha=[0.1, 0.01])
+
+
+def test_cli_solve_dual_prints_primal_dual_gap_and_residual(capsys):
+    assert main(["solve", RIVERSWIM, "--dual", "kl", "--alpha", "0.1"]) == 0
+    out = capsys.readouterr().out
+    for key in ("primal", "dual", "gap", "flow residual"):
+        assert key in out
+    assert main(["solve", RIVERSWIM, "--dual", "half-chi2", "--alpha", "0.1", "--json"]) == 0
+    out = capsys.readouterr().out
+    rep = json.loads(out[out.index("{") :])  # HiGHS may print its banner first
+    assert abs(rep["gap"]) <= 1e-8 and rep["flow_residual"] <= 1e-8
+
+
+def test_cli_solve_dual_needs_alpha(capsys):
+    assert main(["solve", RIVERSWIM, "--dual", "kl"]) == 2
+    assert "--alpha" in capsys.readouterr().err

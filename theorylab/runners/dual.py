@@ -1,0 +1,91 @@
+"""The runner of ``kind="dual"``: solve the f-regularised occupancy problem at each alpha.
+
+The reference distribution d^O is the discounted occupancy of the behaviour mixture
+``coverage * pi* + (1 - coverage) * other`` (:func:`theorylab.algorithms.dual.reference.
+behaviour_reference`; default: the uniform policy's occupancy). A model with both a horizon and a
+discount (``riverswim:S=6,gamma=0.9``) is solved as the discounted problem. The solvers are
+deterministic: ``seeds`` is recorded, not used. Called through :func:`theorylab.run`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from theorylab.algorithms.dual.reference import behaviour_reference
+from theorylab.algorithms.planning.lp import discounted_lp
+from theorylab.results.dual import DualResult
+from theorylab.runners.problems import resolve_mdp
+
+
+def _alphas(alpha) -> list[float]:
+    alphas = list(alpha) if isinstance(alpha, Sequence) and not isinstance(alpha, str) else [alpha]
+    if not alphas:
+        raise ValueError("alpha must be a positive number or a non-empty list of them")
+    out = [float(a) for a in alphas]
+    if sorted(out) != out or len(set(out)) != len(out):
+        raise ValueError(f"alpha must be increasing, got {out}")
+    return out
+
+
+def discounted_model(mdp):
+    """The discounted problem of a model (refuses one without a discount in [0, 1))."""
+    if mdp.horizon is None:
+        return mdp
+    if mdp.gamma is None:
+        raise ValueError(
+            f"dual solvers are stated for discounted MDPs; {mdp.name} has horizon H = "
+            f"{mdp.horizon} and no discount (give gamma=..., e.g. riverswim:S=6,gamma=0.9)"
+        )
+    return mdp.with_objective(gamma=mdp.gamma, horizon=None)
+
+
+def run(
+    entry,
+    problem,
+    *,
+    seeds: list[int],
+    seed: int,
+    progress: bool,
+    params: dict[str, Any],
+    alpha: float | Sequence[float],
+    coverage: float = 0.0,
+    other: str = "uniform",
+) -> DualResult:
+    """Solve with the dual solver ``entry`` at each alpha and record primal, dual, gap and flow
+    residual (all recomputed exactly from the solver's V and d)."""
+    t_start = time.perf_counter()
+    alphas = _alphas(alpha)
+    mdp = discounted_model(resolve_mdp(problem))
+    d_ref = behaviour_reference(mdp, coverage=coverage, other=other)
+    lp = discounted_lp(mdp)
+    sols = []
+    for a in alphas:
+        t0 = time.perf_counter()
+        sol = entry.factory(mdp, d_ref, a, **params)
+        sols.append((sol, time.perf_counter() - t0))
+    result = DualResult(
+        alphas=np.array(alphas),
+        primal=np.array([s.primal_value for s, _ in sols]),
+        dual=np.array([s.dual_value for s, _ in sols]),
+        gap=np.array([s.gap for s, _ in sols]),
+        flow_residual=np.array([s.flow_residual for s, _ in sols]),
+        seconds=np.array([t for _, t in sols]),
+        V=np.stack([s.V for s, _ in sols]),
+        occupancy=np.stack([s.occupancy for s, _ in sols]),
+        lp_value=(1.0 - mdp.gamma) * lp.value,
+        divergence=sols[0][0].divergence,
+        wall_seconds=time.perf_counter() - t_start,
+        config={
+            "mdp": mdp.name,
+            "S": mdp.S,
+            "A": mdp.A,
+            "gamma": mdp.gamma,
+            "coverage": coverage,
+            "other": other,
+        },
+    )
+    return result

@@ -1,0 +1,513 @@
+r"""Dual-RL claims: strong duality of dual-V, the alpha -> 0 rate, REPS' binding KL, DualDICE's
+N^(-1/2) OPE rate, and the CMDP last iterate of optimistic vs plain GDA.
+
+Each claim has a ``quick`` scale (seconds, run in CI by tests/test_validations.py) and a ``full``
+scale (``-m slow``), and takes the solver it checks as a field, so that a known-bug mutation can be
+run through the same checks (tests/test_dual_claims.py shows each mutation failing its claim):
+
+1. ``dual-v-strong-duality`` -- on seeded random MDPs (S <= 6, A <= 3, gamma in {0.5, 0.9, 0.99},
+   full-support Dirichlet d^O, alpha in {0.01, 0.1, 1}) and f in {KL, chi^2, half-chi^2}, the
+   dual-V minimiser's recovered d satisfies the flow constraint to 1e-8, is >= 0, and
+   ``dual(V) - primal(d)`` is within 1e-8 of 0 (both objectives recomputed here). Mutation: the
+   dual-V objective with the plain conjugate f* instead of f*_p (the paper's eq. (9) typo carried
+   into dual-V): d goes negative.
+2. ``dual-v-alpha-to-zero`` -- ``0 <= J_LP - J(alpha) <= alpha D_f(d_LP || d^O)`` for every alpha
+   in [1e-6, 1] and f in {KL, chi^2, half-chi^2, TV} (regularized_objectives.py); the log-log
+   slope of the gap on the lowest quarter of the log alpha range, [1e-6, 3e-5], lies in
+   [0.9, 1.1] (rate alpha^1), and at alpha = 1e-6 the gap divided by
+   ``alpha D_f(d_LP || d^O)`` is within 1e-2 of 1 (measured: within 6e-4 on every curve -- the
+   first-order term of the gap is exactly the divergence of the LP optimum, its reward loss is
+   o(alpha)). The window is where the ratio has converged: a first full-scale run on
+   [1e-4, 1] measured slopes down to 0.845 on [1e-4, 1e-2] and 0.886 on [1e-4, 1e-3] (one MDP
+   with a small action gap, whose ratio is 0.77 at alpha = 1e-3 and 0.99 at 3e-4). Mutation: a
+   solver that uses sqrt(alpha) where alpha belongs.
+3. ``reps-binding-kl`` -- REPS on random MDPs with q the stationary distribution of a random
+   behaviour policy, epsilon in {0.01, 0.05, 0.2}: KL(mu* || q) = epsilon to 1e-8, stationarity
+   residual <= 1e-8, dual = primal to 1e-8; and q perturbed so that no stationary mu lies within
+   epsilon raises InfeasibleREPSError. Mutation: REPS with eta fixed at 1 (not minimised).
+4. ``dualdice-ope-rate`` -- DualDICE's OPE error on ``random:S=5,A=2`` (gamma = 0.9, uniform
+   behaviour, target pi*): the log-log slope of the RMSE over seeds in N has a bootstrap 95% CI
+   containing -1/2 and a point estimate in [-0.65, -0.35]. Negative control: the behaviour
+   policy's own plug-in value as the "estimate" (a non-learning estimator: its error does not
+   vanish).
+5. ``cmdp-ogda-last-iterate`` -- on a random CMDP whose cost constraint binds, OGDA's last
+   iterate reaches the LP optimum (max of reward gap and constraint violation <= 1e-6 over the
+   last 10% of the run), plain GDA's last iterate does not (>= 0.05 there: it oscillates) while
+   GDA's averaged iterate does (<= 0.01). The CMDPs are redrawn until the optimal multiplier is
+   at most 2: on the first full-scale draw one CMDP had lambda* = 4.0 and OGDA's error there was
+   still 9e-3 (falling, about halving every 1500 steps) after 5000 steps at step 1, with GDA's
+   oscillation only 0.039 -- OGDA's linear rate (Wei et al. 2021) has an instance-dependent
+   constant, and lambda starts at 0. Negative control: the claim run with the optimistic
+   step switched off (plain GDA in OGDA's place).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from theorylab.validations.claim import Check, Report
+from theorylab.validations.registry import register_validation
+
+SMOOTH = ("kl", "chi2", "half-chi2")
+SEED_CHUNK = 25  # DualDICE datasets are drawn 25 seeds at a time (memory)
+
+
+def _report(name, statement, scale, checks, t0, config, **extra) -> Report:
+    return Report(
+        name,
+        statement,
+        scale,
+        all(c.passed for c in checks),
+        checks,
+        time.perf_counter() - t0,
+        config=config,
+        **extra,
+    )
+
+
+def random_instance(rng: np.random.Generator, S: int, A: int, gamma: float):
+    """A random MDP (Dirichlet rows, uniform rewards, uniform mu0) and a full-support d^O."""
+    from theorylab.mdps import TabularMDP
+
+    mdp = TabularMDP(
+        rng.dirichlet(np.ones(S), size=(S, A)),
+        rng.uniform(size=(S, A)),
+        np.ones(S) / S,
+        gamma=gamma,
+    )
+    return mdp, rng.dirichlet(np.ones(S * A)).reshape(S, A)
+
+
+# --------------------------------------------------------------------------- 1. strong duality
+def dual_v_solver(mdp, d_ref, alpha, f):
+    """The solver under test: ``(V (S,), d (S, A))`` from the dual-V form."""
+    from theorylab.algorithms.dual import solve_dual_v
+
+    sol = solve_dual_v(mdp, d_ref, alpha, f)
+    return sol.V, sol.occupancy
+
+
+def plain_conjugate_mutant(mdp, d_ref, alpha, f):
+    """Known-bug mutation: dual-V minimised with the plain conjugate f* (no d >= 0 multiplier)."""
+    from theorylab.algorithms.dual import divergence
+    from theorylab.algorithms.dual.smooth_dual_solver import Conjugate, minimize_smooth_dual
+    from theorylab.algorithms.planning.lp import discounted_lp_matrix
+
+    f = divergence(f)
+    g = mdp.gamma
+    on = np.flatnonzero(d_ref.ravel() > 0)
+    M = discounted_lp_matrix(mdp, g)[on].tocsr()
+    r = mdp.reward(0).ravel()[on]
+    conj = Conjugate(f.conjugate, f.conjugate_derivative, f.conjugate_second_derivative)
+    V0 = np.full(mdp.S, r.max() / (1 - g))
+    res = minimize_smooth_dual(M, (1 - g) * mdp.mu0, r, d_ref.ravel()[on], alpha, conj, V0)
+    d = np.zeros(mdp.S * mdp.A)
+    d[on] = d_ref.ravel()[on] * f.conjugate_derivative((r - M @ res.x) / alpha)
+    return res.x, d.reshape(mdp.S, mdp.A)
+
+
+@dataclass(frozen=True)
+class DualVStrongDuality:
+    name: str = "dual-v-strong-duality"
+    statement: str = (
+        "For KL, Pearson chi^2 and OptiDICE's half chi^2 on seeded random MDPs (S in 2..6, A in "
+        "1..3, gamma in {0.5, 0.9, 0.99}, full-support d^O, alpha in {0.01, 0.1, 1}), the dual-V "
+        "minimiser's recovered occupancy d = d^O max(0, (f')^-1(delta_V / alpha)) is >= 0, "
+        "satisfies the flow constraint to 1e-8, and dual-V(V) - primal(d) is within 1e-8 of 0 "
+        "(objectives recomputed by the claim). Quick: 8 MDPs; full: 100."
+    )
+    scales: dict[str, int] = field(default_factory=lambda: {"quick": 8, "full": 100})
+    solver: Callable = dual_v_solver
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        from theorylab.algorithms.dual import divergence
+        from theorylab.algorithms.dual.regularized_objectives import (
+            dual_v_objective,
+            primal_objective,
+        )
+        from theorylab.algorithms.planning.lp import flow_residual
+
+        t0 = time.perf_counter()
+        rng = np.random.default_rng(seed)
+        worst_gap = worst_flow = 0.0
+        worst_neg = 0.0
+        solved = 0
+        for _ in range(self.scales[scale]):
+            S, A = int(rng.integers(2, 7)), int(rng.integers(1, 4))
+            gamma = float(rng.choice([0.5, 0.9, 0.99]))
+            mdp, d_ref = random_instance(rng, S, A, gamma)
+            for name in SMOOTH:
+                f = divergence(name)
+                for alpha in (0.01, 0.1, 1.0):
+                    V, d = self.solver(mdp, d_ref, alpha, name)
+                    dual = dual_v_objective(mdp, V, d_ref, alpha, f, gamma, mdp.mu0)
+                    primal = primal_objective(mdp, np.maximum(d, 0), d_ref, alpha, f)
+                    worst_gap = max(worst_gap, abs(dual - primal))
+                    worst_flow = max(worst_flow, float(np.abs(flow_residual(mdp, d)).max()))
+                    worst_neg = max(worst_neg, float(-d.min()))
+                    solved += 1
+        checks = [
+            Check(
+                "d >= 0",
+                worst_neg <= 0.0,
+                f"most negative recovered d(s, a) = {-worst_neg:.3g} over {solved} solves",
+                {"most_negative": -worst_neg},
+            ),
+            Check(
+                "flow residual <= 1e-8",
+                worst_flow <= 1e-8,
+                f"max flow residual = {worst_flow:.2e} over {solved} solves",
+                {"max_flow_residual": worst_flow},
+            ),
+            Check(
+                "duality gap <= 1e-8",
+                worst_gap <= 1e-8,
+                f"max |dual - primal| = {worst_gap:.2e} over {solved} solves",
+                {"max_gap": worst_gap},
+            ),
+        ]
+        cfg = {"instances": self.scales[scale], "seed": seed, "solves": solved}
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
+# --------------------------------------------------------------------------- 2. alpha -> 0
+def regularised_value(mdp, d_ref, alpha, f) -> float:
+    """J(alpha) from the dual-V solver."""
+    from theorylab.algorithms.dual import solve_dual_v
+
+    return solve_dual_v(mdp, d_ref, alpha, f).primal_value
+
+
+def sqrt_alpha_mutant(mdp, d_ref, alpha, f) -> float:
+    """Known-bug mutation: sqrt(alpha) used where alpha belongs."""
+    return regularised_value(mdp, d_ref, np.sqrt(alpha), f)
+
+
+@dataclass(frozen=True)
+class AlphaToZero:
+    name: str = "dual-v-alpha-to-zero"
+    statement: str = (
+        "As alpha -> 0 the f-regularised optimum J(alpha) tends to the occupancy-LP value J_LP at "
+        "rate alpha: for KL, chi^2, half chi^2 and TV on seeded random MDPs (S = 5, A = 3, gamma "
+        "= 0.9, Dirichlet(2) d^O), 0 <= J_LP - J(alpha) <= alpha D_f(d_LP || d^O) at every alpha "
+        "in a log grid over [1e-6, 1]; the log-log slope of the gap on the lowest quarter of the "
+        "log grid (alpha in [1e-6, 3e-5]) lies in [0.9, 1.1]; and at alpha = 1e-6 the gap / "
+        "(alpha D_f(d_LP || d^O)) is within 1e-2 of 1. Quick: 2 MDPs, 13 alphas; full: 20 MDPs, "
+        "25 alphas."
+    )
+    scales: dict[str, tuple[int, int]] = field(
+        default_factory=lambda: {"quick": (2, 13), "full": (20, 25)}
+    )
+    value: Callable = regularised_value
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        from theorylab.algorithms.dual import divergence
+        from theorylab.algorithms.planning.lp import discounted_lp
+        from theorylab.stats import loglog_slope
+
+        t0 = time.perf_counter()
+        n_mdps, n_alpha = self.scales[scale]
+        alphas = np.logspace(-6, 0, n_alpha)
+        rng = np.random.default_rng(seed + 7)
+        bound_ok = True
+        worst_excess = -np.inf
+        slopes, ratios = {}, {}
+        for i in range(n_mdps):
+            mdp, _ = random_instance(rng, 5, 3, 0.9)
+            d_ref = rng.dirichlet(2 * np.ones(15)).reshape(5, 3)
+            lp = discounted_lp(mdp)
+            J_lp = (1 - mdp.gamma) * lp.value
+            for name in (*SMOOTH, "tv"):
+                D = divergence(name).divergence(lp.occupancy, d_ref)
+                gaps = np.array([J_lp - self.value(mdp, d_ref, a, name) for a in alphas])
+                excess = np.maximum(gaps - alphas * D, -gaps)  # > 0 violates 0 <= gap <= aD
+                worst_excess = max(worst_excess, float(excess.max()))
+                bound_ok &= bool(np.all(excess <= 1e-9))
+                fit = loglog_slope(alphas, np.maximum(gaps, 1e-300)[None], fit_range=(0.0, 0.25))
+                slopes[f"{i}/{name}"] = fit.slope
+                ratios[f"{i}/{name}"] = float(gaps[0] / (alphas[0] * D))
+        sl = np.array(list(slopes.values()))
+        ra = np.array(list(ratios.values()))
+        checks = [
+            Check(
+                "0 <= J_LP - J(alpha) <= alpha D_f(d_LP || d^O)",
+                bound_ok,
+                f"max violation {worst_excess:.2e} (tolerance 1e-9) over {len(slopes)} curves",
+                {"max_violation": worst_excess},
+            ),
+            Check(
+                "rate alpha^1",
+                bool(np.all((sl >= 0.9) & (sl <= 1.1))),
+                f"log-log slopes on alpha in [1e-6, 3e-5]: min {sl.min():.3f}, max {sl.max():.3f}"
+                " (range [0.9, 1.1])",
+                {"slopes": slopes},
+            ),
+            Check(
+                "gap / (alpha D_f) -> 1",
+                bool(np.all(np.abs(ra - 1) <= 1e-2)),
+                f"at alpha = 1e-6: min {ra.min():.4f}, max {ra.max():.4f} (within 1e-2 of 1)",
+                {"ratios": ratios},
+            ),
+        ]
+        cfg = {"mdps": n_mdps, "alphas": alphas.tolist(), "seed": seed}
+        return _report(
+            self.name, self.statement, scale, checks, t0, cfg, slope=float(np.median(sl))
+        )
+
+
+# --------------------------------------------------------------------------- 3. REPS
+def stationary_pairs(mdp, pi) -> np.ndarray:
+    """The stationary state-action distribution of a policy (least squares on d (P_pi - I) = 0)."""
+    P_pi = np.einsum("sa,sat->st", pi, mdp.dense_P())
+    S = mdp.S
+    lhs = np.vstack([(P_pi - np.eye(S)).T, np.ones(S)])
+    d = np.linalg.lstsq(lhs, np.r_[np.zeros(S), 1.0], rcond=None)[0]
+    return d[:, None] * pi
+
+
+def reps_solver(mdp, q, epsilon):
+    from theorylab.algorithms.dual.reps import reps
+
+    sol = reps(mdp, q, epsilon)
+    return sol.mu, sol.V, sol.eta, sol.dual_value
+
+
+def fixed_eta_mutant(mdp, q, epsilon):
+    """Known-bug mutation: eta fixed at 1 (the tilt is not tuned to the KL bound)."""
+    from theorylab.algorithms.dual.reps import reps, reps_dual
+
+    V = reps(mdp, q, epsilon).V
+    delta = mdp.reward(0) + mdp.expected_next(V) - V[:, None]
+    mu = q * np.exp(delta - delta.max())
+    return mu / mu.sum(), V, 1.0, reps_dual(1.0, V, mdp, q, epsilon)
+
+
+@dataclass(frozen=True)
+class REPSBindingKL:
+    name: str = "reps-binding-kl"
+    statement: str = (
+        "REPS (Peters et al. 2010) solved exactly on seeded random MDPs (S in 3..6, A in 2..3) "
+        "with q the stationary distribution of a random behaviour policy and epsilon in {0.01, "
+        "0.05, 0.2}: KL(mu* || q) = epsilon to 1e-8 (the constraint binds), the stationarity "
+        "residual of mu* is <= 1e-8, and g(eta*, V*) = sum mu* r to 1e-8; with q perturbed so that "
+        "the closest stationary distribution is farther than epsilon, the solver raises instead of "
+        "returning the unbounded dual's number. Quick: 4 MDPs; full: 50."
+    )
+    scales: dict[str, int] = field(default_factory=lambda: {"quick": 4, "full": 50})
+    solver: Callable = reps_solver
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        from theorylab.algorithms.dual.reps import InfeasibleREPSError, i_projection, kl_divergence
+
+        t0 = time.perf_counter()
+        rng = np.random.default_rng(seed + 11)
+        worst_kl = worst_stat = worst_gap = 0.0
+        raised = tried = 0
+        for _ in range(self.scales[scale]):
+            S, A = int(rng.integers(3, 7)), int(rng.integers(2, 4))
+            mdp, _ = random_instance(rng, S, A, 0.9)
+            pi = rng.dirichlet(np.ones(A), size=S)
+            q = stationary_pairs(mdp, pi)
+            for eps in (0.01, 0.05, 0.2):
+                mu, V, eta, dual = self.solver(mdp, q, eps)
+                primal = float(np.sum(mu * mdp.reward(0)))
+                stat = mdp.P_flat(0).T @ mu.ravel() - mu.sum(axis=1)
+                worst_kl = max(worst_kl, abs(kl_divergence(mu, q) - eps))
+                worst_stat = max(worst_stat, float(np.abs(stat).max()))
+                worst_gap = max(worst_gap, abs(dual - primal))
+            noisy = q * rng.uniform(0.2, 1.8, size=q.shape)
+            noisy /= noisy.sum()
+            min_kl, _ = i_projection(mdp, noisy)
+            tried += 1
+            try:
+                self.solver(mdp, noisy, 0.5 * min_kl)
+            except InfeasibleREPSError:
+                raised += 1
+        checks = [
+            Check(
+                "KL(mu* || q) = epsilon",
+                worst_kl <= 1e-8,
+                f"max |KL - epsilon| = {worst_kl:.2e}",
+                {"max_error": worst_kl},
+            ),
+            Check(
+                "stationarity",
+                worst_stat <= 1e-8,
+                f"max residual {worst_stat:.2e}",
+                {"max_error": worst_stat},
+            ),
+            Check(
+                "dual = primal",
+                worst_gap <= 1e-8,
+                f"max |g - sum mu r| = {worst_gap:.2e}",
+                {"max_error": worst_gap},
+            ),
+            Check(
+                "infeasible q raises",
+                raised == tried,
+                f"{raised} of {tried} infeasible instances raised InfeasibleREPSError",
+                {"raised": raised},
+            ),
+        ]
+        return _report(self.name, self.statement, scale, checks, t0, {"mdps": self.scales[scale]})
+
+
+# --------------------------------------------------------------------------- 4. DualDICE rate
+def dualdice_estimator(mdp, dataset, pi) -> np.ndarray:
+    from theorylab.algorithms.dual.dualdice import dualdice
+
+    return dualdice(dataset, pi).value
+
+
+def behaviour_value_estimator(mdp, dataset, pi) -> np.ndarray:
+    """Negative control: estimates the behaviour policy's value instead of the target's."""
+    from theorylab.algorithms.dual.dualdice import dualdice
+
+    return dualdice(dataset, dataset.behaviour).value
+
+
+@dataclass(frozen=True)
+class DICERate:
+    name: str = "dualdice-ope-rate"
+    statement: str = (
+        "DualDICE (tabular, exact sub-problems) estimates V^pi*(mu0) on random:S=5,A=2 (gamma = "
+        "0.9) from N uniform-behaviour samples of d^pi_b with error falling like N^(-1/2): the "
+        "log-log slope of the RMSE over seeds in N has a bootstrap 95% CI containing -1/2 and a "
+        "point estimate in [-0.65, -0.35]. Quick: N in 1e3..3e4 (6 points), 48 seeds; full: "
+        "N in 1e3..3e5 (9 points), 200 seeds."
+    )
+    scales: dict[str, tuple[float, int, int]] = field(
+        default_factory=lambda: {"quick": (3e4, 6, 48), "full": (3e5, 9, 200)}
+    )
+    estimator: Callable = dualdice_estimator
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import theorylab as tl
+        from theorylab.algorithms.offline import make_dataset
+        from theorylab.algorithms.planning.lp import discounted_lp, occupancy_measure
+        from theorylab.stats import loglog_slope
+
+        t0 = time.perf_counter()
+        n_max, n_points, seeds = self.scales[scale]
+        Ns = np.unique(np.logspace(3, np.log10(n_max), n_points).astype(int))
+        mdp = tl.make("random:S=5,A=2,gamma=0.9").with_objective(gamma=0.9)
+        pi = discounted_lp(mdp).policy
+        truth = float(np.sum(occupancy_measure(mdp, pi) * mdp.reward(0))) / (1 - mdp.gamma)
+        sq = np.empty((seeds, Ns.size))
+        for j, N in enumerate(Ns):
+            for lo_seed in range(
+                0, seeds, SEED_CHUNK
+            ):  # a seed's data does not depend on its batch
+                idx = list(range(lo_seed, min(seeds, lo_seed + SEED_CHUNK)))
+                data = make_dataset(mdp, int(N), coverage=0.0, seeds=idx, seed=seed)
+                sq[idx, j] = (self.estimator(mdp, data, pi) - truth) ** 2
+        # RMSE = sqrt(mean of squared errors): fit the MSE's slope and halve it
+        fit = loglog_slope(Ns, sq, fit_range=(0.0, 1.0), rng=seed)
+        slope, lo, hi = fit.slope / 2, fit.ci_low / 2, fit.ci_high / 2
+        checks = [
+            Check(
+                "RMSE ~ N^(-1/2)",
+                lo <= -0.5 <= hi and -0.65 <= slope <= -0.35,
+                f"slope {slope:.3f} [{lo:.3f}, {hi:.3f}] (CI must contain -0.5; point estimate "
+                "in [-0.65, -0.35])",
+                {"slope": slope, "ci": [lo, hi]},
+            )
+        ]
+        cfg = {
+            "N": Ns.tolist(),
+            "seeds": seeds,
+            "rmse": np.sqrt(sq.mean(axis=0)).tolist(),
+            "truth": truth,
+        }
+        return _report(
+            self.name, self.statement, scale, checks, t0, cfg, slope=slope, slope_ci=(lo, hi)
+        )
+
+
+# --------------------------------------------------------------------------- 5. CMDP
+MAX_MULTIPLIER = 2.0
+
+
+def binding_cmdp(rng: np.random.Generator):
+    """A random CMDP (S = 4, A = 2, gamma = 0.8, one uniform cost) whose bound binds (80% of the
+    way from the least cost to the unconstrained optimum's), redrawn until its optimal multiplier
+    is at most MAX_MULTIPLIER (module docstring: OGDA's linear rate degrades with lambda*)."""
+    from theorylab.algorithms.dual.cmdp import least_cost, solve_cmdp_lp
+    from theorylab.algorithms.planning.lp import discounted_lp, discounted_lp_matrix
+
+    while True:
+        mdp, _ = random_instance(rng, 4, 2, 0.8)
+        c = rng.uniform(size=(1, 4, 2))
+        lp = discounted_lp(mdp)
+        c_opt = float(np.sum(c[0] * lp.occupancy)) / 0.2
+        c_min = least_cost(mdp, discounted_lp_matrix(mdp, 0.8), c[0].ravel(), 0.8, mdp.mu0)
+        b = [c_min + 0.8 * (c_opt - c_min)]
+        lam = solve_cmdp_lp(mdp, c, b).multipliers[0]
+        if 1e-6 < lam <= MAX_MULTIPLIER:
+            return mdp, c, b
+
+
+@dataclass(frozen=True)
+class CMDPLastIterate:
+    name: str = "cmdp-ogda-last-iterate"
+    statement: str = (
+        "On seeded random CMDPs (S = 4, A = 2, gamma = 0.8, one cost whose bound binds: 80% of "
+        "the way from the least cost to the unconstrained optimum's; optimal multiplier in "
+        "(0, 2]), Lagrangian GDA and OGDA run "
+        "exactly in occupancy space (step 1, lambda in [0, 10]): OGDA's last iterate reaches the "
+        "LP optimum (max(reward gap, violation) <= 1e-6 over the last 10% of steps), GDA's last "
+        "iterate does not (>= 0.05 there: it oscillates) and GDA's running average does (<= "
+        "0.01). Quick: 1500 steps; full: 5000 steps on 5 CMDPs."
+    )
+    scales: dict[str, tuple[int, int]] = field(
+        default_factory=lambda: {"quick": (1500, 1), "full": (5000, 5)}
+    )
+    optimistic: bool = True
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        from theorylab.algorithms.dual.cmdp import lagrangian_gda
+
+        t0 = time.perf_counter()
+        steps, n = self.scales[scale]
+        rng = np.random.default_rng(seed + 3)
+        ogda_last, gda_last, gda_avg = [], [], []
+        for _ in range(n):
+            mdp, c, b = binding_cmdp(rng)
+            o = lagrangian_gda(mdp, c, b, steps=steps, eta=1.0, optimistic=self.optimistic)
+            p = lagrangian_gda(mdp, c, b, steps=steps, eta=1.0, optimistic=False)
+            ogda_last.append(o.tail()["last_iterate"])
+            gda_last.append(p.tail()["last_iterate"])
+            gda_avg.append(p.tail()["average_iterate"])
+        checks = [
+            Check(
+                "OGDA last iterate -> optimum",
+                max(ogda_last) <= 1e-6,
+                f"max over CMDPs of the tail error: {max(ogda_last):.2e} (<= 1e-6)",
+                {"tail": ogda_last},
+            ),
+            Check(
+                "GDA last iterate oscillates",
+                min(gda_last) >= 0.05,
+                f"min over CMDPs of the tail error: {min(gda_last):.3f} (>= 0.05)",
+                {"tail": gda_last},
+            ),
+            Check(
+                "GDA average -> optimum",
+                max(gda_avg) <= 0.01,
+                f"max over CMDPs of the averaged iterate's tail error: {max(gda_avg):.2e}",
+                {"tail": gda_avg},
+            ),
+        ]
+        cfg = {"steps": steps, "cmdps": n, "seed": seed}
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
+register_validation(DualVStrongDuality())
+register_validation(AlphaToZero())
+register_validation(REPSBindingKL())
+register_validation(DICERate())
+register_validation(CMDPLastIterate())
