@@ -53,9 +53,9 @@ def console_commands(page: Path) -> list[str]:
 
 def make_pages() -> None:
     from theorylab.cli import main as cli
-    from theorylab.validations import list_validations
     from theorylab.figures import make_tutorial_figures
     from theorylab.markdown_code import executed_pages, run_page
+    from theorylab.validations import list_validations
 
     pages = [*executed_pages(DOCS), ROOT / "README.md"]
     for page in pages:
