@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from theorylab.errors import TheorylabError
+from theorylab.errors import RunInterrupted, TheorylabError
 from theorylab.table import from_dicts as _table
 
 
@@ -376,15 +376,26 @@ def cmd_run(args) -> int:
     for path in (args.plot, args.json, args.csv, args.parquet):
         if path:
             _check_writable(path)  # before the run, not after it
-    result = run(
-        args.algorithm,
-        args.mdp,
-        seeds=args.seeds,
-        seed=args.seed,
-        progress=not args.no_progress,
-        **budget,
-        **params,
-    )
+    try:
+        result = run(
+            args.algorithm,
+            args.mdp,
+            seeds=args.seeds,
+            seed=args.seed,
+            progress=not args.no_progress,
+            **budget,
+            **params,
+        )
+    except RunInterrupted as stop:  # Ctrl-C after some episodes: keep them with --save
+        if args.save:
+            stop.result.save(args.save)
+            print(
+                f"\ntheorylab run: interrupted after {stop.completed} episodes; saved those "
+                f"to {args.save}",
+                file=sys.stderr,
+            )
+            return 130
+        raise
     print(_table([result.table_row()]))
     null = _null_regret(result, args.mdp)
     if null is not None and not args.plot:  # (the plot's lines say it too)

@@ -30,6 +30,8 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.validations.reference import algorithm_bound, bound_inputs  # noqa: F401
+
 SLOPE_FIT_RANGE = (0.5, 1.0)  # fit on the second half of the run (log-spaced points)
 
 
@@ -222,18 +224,6 @@ class Validation:
         return rep
 
 
-def algorithm_bound(algorithm: str) -> str | None:
-    """The registry name of the main theorem an algorithm carries (the first of its
-    registration's ``bounds``), or None."""
-    from theorylab.algorithms.registry import get_algorithm
-
-    try:
-        entry = get_algorithm(algorithm)
-    except Exception:  # an agent class run by itself, not a registered name
-        return None
-    return entry.bounds[0] if entry.bounds else None
-
-
 def carried_bound_curves(result, delta: float) -> tuple[dict[str, np.ndarray], list[str]]:
     """The theorem an online run's algorithm carries, evaluated at every episode when the run
     supplies every variable it needs: ``({label: (K,)}, notes)``. Results of other kinds, and
@@ -276,15 +266,6 @@ def run_bound_curve(
         curve = curve * cfg["H"]
     exponent = float(bound.exponent(bound.rate_variable))
     return np.broadcast_to(curve, K.shape), exponent
-
-
-def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:
-    """The subset of ``values`` the bound's expression needs (by variable name)."""
-    names = {str(v) for v in bound.variables}
-    missing = names - set(values)
-    if missing:
-        raise ValueError(f"bound {bound.name!r} needs {sorted(missing)} which the run lacks")
-    return {k: v for k, v in values.items() if k in names}
 
 
 def check_below_bound(cum, bound_curve, delta, rep: Report) -> Check:
@@ -382,11 +363,38 @@ def _plot(v: Validation, result, other, bound_curve, rep: Report, path: str) -> 
     curves = {v.algorithm: result.cumulative_regret}
     if other is not None:
         curves[v.beats] = other.cumulative_regret
-    bounds = {f"{v.bound} (as printed)": bound_curve} if bound_curve is not None else None
+    label = f"{v.bound} (as printed)"
+    bounds = {label: bound_curve} if bound_curve is not None else None
+    # Log-log axes: the bound as printed beside the null agent's exact regret and the trivial
+    # bound (docs: validations.reference), the K from which it is informative marked.
+    keywords: dict[str, Any] = {}
+    if result.config.get("objective", "expected return") == "expected return":
+        from theorylab.mdps import make
+        from theorylab.validations.reference import (
+            NULL_LABEL,
+            TRIVIAL_LABEL,
+            max_regret_per_episode,
+            null_regret_per_episode,
+        )
+
+        mdp = make(result.config["mdp"])
+        ks = np.arange(1, result.episodes + 1)
+        worst = max_regret_per_episode(mdp, result.optimal_value)
+        keywords["references"] = {
+            NULL_LABEL: null_regret_per_episode(mdp, result.optimal_value) * ks,
+            TRIVIAL_LABEL: worst * ks,
+        }
+        if bounds is not None:
+            below = np.flatnonzero(np.asarray(bound_curve) < worst * ks)
+            if below.size:
+                keywords["informative_from"] = {label: int(ks[below[0]])}
+            else:
+                keywords["notes"] = [f"{v.bound} is vacuous over the plotted range"]
     fig = plot_regret(
         curves,
         bound_curves=bounds,
-        rescale_bound=bounds is not None,
+        loglog=True,
         title=f"{v.name} [{rep.scale}]: {'PASS' if rep.passed else 'FAIL'}",
+        **keywords,
     )
     save_figure(fig, path)
