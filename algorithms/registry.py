@@ -107,6 +107,33 @@ register_kind(
         summary="solve the f-regularised occupancy problem; exact duality gap and flow residual",
     )
 )
+register_kind(
+    Kind(
+        "preference",
+        constructor_args=("env", "n_seeds", "rngs", "oracle"),
+        budget={
+            "episodes": "K episodes per seed (required; CLI --episodes/-K)",
+            "feedback": "the comparison model answering the learner: btl (default; "
+            "Bradley-Terry-Luce on the true mean rewards)",
+        },
+        runner="theorylab.runners.preference:run",
+        summary="episodic learner from preference queries; exact regret and query counts",
+    )
+)
+register_kind(
+    Kind(
+        "preference-offline",
+        constructor_args=("bandit", "data"),
+        budget={
+            "dataset_size": "n comparisons per seed, or an increasing list of n (required; CLI "
+            "--dataset-size/-N)",
+            "design": "which pairs are compared: uniform (default: s ~ rho, two distinct "
+            "actions) or zjj-thm39 (the Theorem 3.9 data, on zjj-thm39 only)",
+        },
+        runner="theorylab.runners.preference:run_offline",
+        summary="fit(bandit, comparisons) -> policy; exact sub-optimality and query counts",
+    )
+)
 
 
 register_kind(
@@ -121,6 +148,19 @@ register_kind(
         },
         runner="theorylab.runners.deep:run",
         summary="tabular twin of a deep loss on a token tree; exact metrics per step",
+    )
+)
+register_kind(
+    Kind(
+        "transformer",
+        constructor_args=("task",),
+        budget={
+            "steps": "optimiser steps per seed (required; CLI --steps)",
+            "eval_every": "exact evaluation every this many steps (default 10)",
+            "device": "cpu (default) or cuda",
+        },
+        runner="theorylab.runners.transformer:run",
+        summary="a causal LM trained with a deep loss on a token tree; exact metrics per step",
     )
 )
 
@@ -227,7 +267,9 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.online",
     "theorylab.algorithms.offline.registrations",
     "theorylab.algorithms.deep.registrations",
+    "theorylab.algorithms.deep.transformer_registrations",
     "theorylab.algorithms.dual.registrations",
+    "theorylab.algorithms.preference.registrations",
 )
 
 

@@ -112,6 +112,22 @@ _ENTRIES = [
         low_closed=True,
         latex=r"\sum_{(s,a)} \frac{1}{v_{\min}(s,a)\, p_{\min}(s,a)}",
     ),
+    # preference-based RL (Zhu, Jordan, Jiao 2023)
+    Variable(
+        "lam",
+        "ridge regularisation lambda added to a Gram matrix (Sigma_D + lambda I)",
+        low_closed=True,
+        latex=r"\lambda",
+    ),
+    Variable("B_theta", "norm bound B of the reward parameter, ||theta||_2 <= B", latex="B"),
+    Variable("L_phi", "feature norm bound L, ||phi(s, a)||_2 <= L", latex="L"),
+    Variable(
+        "zjj_coverage",
+        "||(Sigma_D + lambda I)^{-1/2} E_{s~rho}[phi(s, pi*(s)) - v]||_2 (Zhu-Jordan-Jiao's "
+        "coverage term)",
+        low_closed=True,
+        latex=r"\lVert (\Sigma_D + \lambda I)^{-1/2} \mathbb{E}[\phi(s,\pi^{\star}(s)) - v] \rVert",
+    ),
     # small parameters (exponent as x -> 0+)
     Variable("delta", "failure probability (printed delta, p or xi)", limit="0", high=1.0),
     Variable("eps", "target accuracy", limit="0", latex=r"\varepsilon"),
@@ -136,6 +152,13 @@ _ENTRIES = [
     Variable("iota", "logarithmic factor, defined by the bound", role="abbreviation"),
     Variable("zeta", "logarithmic factor, defined by the bound (PEVI)", role="abbreviation"),
     Variable("beta", "bonus / penalty scale, defined by the bound (PEVI)", role="abbreviation"),
+    Variable(
+        "kappa_link",
+        "min of the link's slope sigma' on the reachable range (Zhu-Jordan-Jiao's gamma), "
+        "defined by the bound",
+        role="abbreviation",
+        latex=r"\gamma",
+    ),
     # unspecified absolute constants
     Variable("c", "unspecified absolute constant", role="constant"),
     Variable("C", "unspecified absolute constant", role="constant"),

@@ -74,6 +74,7 @@ EXPECTED_NAMES = {
     "xiong2023-linpevi-adv-plus",
     "zhao2024-cvar-lowrank-h7",
     "zhao2024-cvar-lowrank-h2",
+    "zjj-thm3.2",
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))

@@ -1,4 +1,4 @@
-"""The ``theorylab`` command line: list, solve, run, validate, bench, demo.
+"""The ``theorylab`` command line: list, solve, run, validate, bench, train, demo.
 
 Output is plain and parseable: aligned tables on stdout, ``--json`` for machines. Long work shows
 a progress bar on stderr (tqdm). Errors in user input exit with status 2 and a one-line message.
@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from theorylab.errors import TheorylabError
+from theorylab.errors import RunInterrupted, TheorylabError
 from theorylab.table import from_dicts as _table
 
 
@@ -142,6 +142,11 @@ def cmd_solve(args) -> int:
     t0 = time.perf_counter()
     mdp = make(args.mdp)
     build = time.perf_counter() - t0
+    if not hasattr(mdp, "horizon"):  # a comparison bandit or a preference game: no MDP to solve
+        raise ValueError(
+            f"{args.mdp} is a {type(mdp).__name__}, not an MDP: solve plans on MDPs (its optimum "
+            "is computed exactly by the runs of the algorithms that take it)"
+        )
     if args.gamma is not None:
         mdp = mdp.with_objective(gamma=args.gamma, horizon=None)
     if args.cvar is not None or args.iterated_cvar is not None:
@@ -348,6 +353,8 @@ RUN_BUDGET_FLAGS = {
     "loop": "loop",
     "segment": "segment",
     "checkpoint": "checkpoint",
+    "feedback": "feedback",
+    "design": "design",
 }
 
 
@@ -369,15 +376,26 @@ def cmd_run(args) -> int:
     for path in (args.plot, args.json, args.csv, args.parquet):
         if path:
             _check_writable(path)  # before the run, not after it
-    result = run(
-        args.algorithm,
-        args.mdp,
-        seeds=args.seeds,
-        seed=args.seed,
-        progress=not args.no_progress,
-        **budget,
-        **params,
-    )
+    try:
+        result = run(
+            args.algorithm,
+            args.mdp,
+            seeds=args.seeds,
+            seed=args.seed,
+            progress=not args.no_progress,
+            **budget,
+            **params,
+        )
+    except RunInterrupted as stop:  # Ctrl-C after some episodes: keep them with --save
+        if args.save:
+            stop.result.save(args.save)
+            print(
+                f"\ntheorylab run: interrupted after {stop.completed} episodes; saved those "
+                f"to {args.save}",
+                file=sys.stderr,
+            )
+            return 130
+        raise
     print(_table([result.table_row()]))
     null = _null_regret(result, args.mdp)
     if null is not None and not args.plot:  # (the plot's lines say it too)
@@ -619,6 +637,53 @@ def cmd_bench(args) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- train
+def cmd_train(args) -> int:
+    """Train a transformer on a token-tree task with a registered loss; exact metrics per step."""
+    try:
+        from theorylab.algorithms.deep.trainer import train
+    except ModuleNotFoundError as exc:
+        raise ValueError(f"theorylab train needs torch: {exc}") from None
+    try:
+        res = train(
+            args.model,
+            args.task,
+            args.loss,
+            steps=args.steps,
+            lr=args.lr,
+            group_size=args.group_size,
+            eval_every=args.eval_every,
+            pass_k=args.pass_k,
+            target_beta=args.target_beta,
+            preference=args.preference,
+            pairs_per_prompt=args.pairs_per_prompt,
+            seeds=args.seeds,
+            seed=args.seed,
+            device=args.device,
+            progress=not args.no_progress,
+        )
+    except ModuleNotFoundError as exc:  # e.g. a gpt2-config model without transformers
+        raise ValueError(str(exc)) from None
+    print(_table([res.table_row()]))
+    if args.plot:
+        from theorylab.plotting import plot_training_panels, save_figure
+
+        save_figure(plot_training_panels(res), args.plot)
+        print(f"wrote {args.plot}")
+    if args.json:
+        from theorylab.store import atomic_write_json
+
+        atomic_write_json(args.json, res.json_summary())
+        print(f"wrote {args.json}")
+    if args.csv:
+        res.to_csv(args.csv)
+        print(f"wrote {args.csv}")
+    if args.save:
+        res.save(args.save)
+        print(f"saved {args.save}")
+    return 0
+
+
 # --------------------------------------------------------------------------- demo
 def cmd_demo(args) -> int:
     from theorylab.demo import demo
@@ -784,6 +849,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="offline: trajectories (finite horizon default) or independent samples "
         "(--kind is the former name)",
     )
+    q.add_argument(
+        "--feedback",
+        choices=["btl"],
+        help="preference: the comparison oracle answering the learner (default btl)",
+    )
+    q.add_argument(
+        "--design",
+        choices=["uniform", "zjj-thm39"],
+        help="preference-offline: which pairs are compared (default uniform)",
+    )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_run)
 
@@ -862,6 +937,42 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--device", default="cpu", help="cpu or cuda (ucbvi, lsvi with --backend torch)")
     q.add_argument("--json", help="write all measurements as JSON")
     q.set_defaults(func=cmd_bench)
+
+    q = sub.add_parser(
+        "train",
+        help="train a transformer on a token-tree task with a registered loss (exact metrics)",
+    )
+    q.add_argument("loss", help="loss spec, e.g. grpo, dpo:beta=0.1 (theorylab list losses)")
+    q.add_argument("task", help="token-tree task, e.g. tokentree:V=4,L=3")
+    q.add_argument(
+        "--model",
+        default="tiny",
+        help="tiny[:d_model=..], gpt2-config:n_layer=2,n_embd=64, llama-config:..., hf:PATH",
+    )
+    q.add_argument("--steps", type=int, default=300)
+    q.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
+    q.add_argument("--group-size", "-G", type=int, default=8, help="online: responses per prompt")
+    q.add_argument("--eval-every", type=int, default=10, help="exact evaluation period (steps)")
+    q.add_argument("--pass-k", type=int, default=4, help="k of the exact pass@k")
+    q.add_argument(
+        "--target-beta", type=float, help="beta of pi*_beta (default: the loss's beta or tau)"
+    )
+    q.add_argument(
+        "--preference",
+        choices=["exact", "sampled"],
+        default="exact",
+        help="preference losses: exact expected loss over all pairs, or sampled pairs",
+    )
+    q.add_argument("--pairs-per-prompt", type=int, default=16, help="sampled preference pairs")
+    q.add_argument("--seeds", "-B", type=int, default=1)
+    q.add_argument("--seed", type=int, default=0, help="root seed")
+    q.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    q.add_argument("--plot", help="write accuracy and KL(pi||pi*) curves (PNG or SVG)")
+    q.add_argument("--json", help="write a JSON summary")
+    q.add_argument("--csv", help="write the long table (one row per seed x evaluation)")
+    q.add_argument("--save", help="save the full result to this directory")
+    q.add_argument("--no-progress", action="store_true")
+    q.set_defaults(func=cmd_train)
 
     q = sub.add_parser("demo", help="UCBVI against greedy on RiverSwim: table + regret.png")
     q.add_argument("--out", default="regret.png", help="figure path (PNG or SVG)")

@@ -203,6 +203,54 @@ def grpo_kl_figures(outdir: str = "docs/figures", *, steps: int = 1500) -> dict:
     return {"paths": [str(p1), str(p2)], "summary": summary, "betas": betas, "accuracy": acc}
 
 
+def transformer_figures(outdir: str = "docs/figures", *, seeds: int = 3) -> dict:
+    """The figures of docs/tutorials/from-tabular-twin-to-transformer.md (paths and numbers).
+
+    1. ``transformer-grpo-accuracy.png``: GRPO (beta 0.04) on tokentree:V=4,L=3 through the tiny
+       transformer and a same-size HF GPT-2 (random init): exact accuracy against the step, with
+       pi*_beta's accuracy;
+    2. ``transformer-dpo-kl.png``: exact DPO (beta 0.1) through both models: exact
+       KL(pi || pi*_beta) against the step.
+    """
+    from pathlib import Path
+
+    from theorylab.algorithms.deep.trainer import train
+    from theorylab.plotting import plot_regret, save_figure
+
+    out = Path(outdir)
+    out.mkdir(parents=True, exist_ok=True)
+    spec = "tokentree:V=4,L=3"
+    models = {"tiny transformer": "tiny", "HF GPT-2 (same size)": "gpt2-config:n_layer=2,n_embd=64"}
+    runs = {
+        "grpo": {k: train(m, spec, "grpo", steps=150, eval_every=10, seeds=seeds)
+                 for k, m in models.items()},
+        "dpo": {k: train(m, spec, "dpo:beta=0.1", steps=125, eval_every=5, seeds=seeds)
+                for k, m in models.items()},
+    }  # fmt: skip
+    grpo, dpo = runs["grpo"], runs["dpo"]
+    first = next(iter(grpo.values()))
+    opt = float(first.optimum_accuracy.mean())
+    ax = plot_regret(
+        {k: r.accuracy for k, r in grpo.items()},
+        {f"pi*_0.04 (exact accuracy {opt:.3f})": np.full(first.steps.shape, opt)},
+        x=first.steps, xlabel="training step", ylabel="exact accuracy P(correct)",
+        title=f"GRPO on {spec} (beta 0.04, G = 8), {seeds} seeds",
+    )  # fmt: skip
+    p1 = out / "transformer-grpo-accuracy.png"
+    save_figure(ax, p1)
+    d0 = next(iter(dpo.values()))
+    ax = plot_regret(
+        {k: r.kl_optimum for k, r in dpo.items()},
+        x=d0.steps, xlabel="training step", ylabel="exact KL(pi || pi*_0.1)",
+        title=f"exact DPO on {spec} (beta 0.1), {seeds} seeds",
+    )  # fmt: skip
+    ax.set_yscale("log")
+    p2 = out / "transformer-dpo-kl.png"
+    save_figure(ax, p2)
+    summary = {f"{loss} / {k}": r.summary() for loss, rs in runs.items() for k, r in rs.items()}
+    return {"paths": [str(p1), str(p2)], "summary": summary}
+
+
 def dual_alpha_figure(
     path="docs/figures/dual-alpha-to-zero.png", *, mdp: str = "riverswim:S=6,gamma=0.9"
 ):

@@ -569,6 +569,19 @@ def plot_cvar_regret(curves: Mapping[str, np.ndarray], *, objective: str = "CVaR
     return plot_regret(curves, **kwargs)
 
 
+# ------------------------------------------------------------------------------ deep training
+def plot_training_panels(
+    result, metrics: Sequence[str] = ("accuracy", "kl_optimum"), *, panel_size=(6.0, 4.8)
+) -> Figure:
+    """Side-by-side panels of a training result's exact-metric curves (one per metric), each
+    drawn by ``result.plot(ax=..., metric=...)``; returns the Figure."""
+    fig = Figure(figsize=(panel_size[0] * len(metrics), panel_size[1]), layout="constrained")
+    FigureCanvasAgg(fig)
+    for ax, metric in zip(fig.subplots(1, len(metrics), squeeze=False)[0], metrics, strict=True):
+        result.plot(ax=ax, metric=metric)
+    return fig
+
+
 # ------------------------------------------------------------------------------ deep twins
 def plot_twin_curves(
     curves: Mapping[str, tuple], path: str | None = None, ax: Axes | None = None, title: str = ""
@@ -649,4 +662,43 @@ def plot_regularised_values(
     if title:
         ax.set_title(title)
     ax.legend(fontsize="small")
+    return ax
+
+
+def plot_regret_and_queries(
+    regret: Mapping[str, np.ndarray],
+    queries: Mapping[str, np.ndarray],
+    *,
+    x: np.ndarray | None = None,
+    confidence: float = 0.95,
+    ax: Axes | None = None,
+    title: str | None = None,
+    xlabel: str = "episode k",
+    ylabel: str = "cumulative regret",
+) -> Axes:
+    """Preference-based runs: the regret (or sub-optimality) curves with bootstrap bands on the
+    left axis and the mean number of preference queries, dotted, on a right axis (log scale).
+
+    regret, queries: ``{label: (B, K)}``; the right axis is ``ax.right_axis``."""
+    ax = plot_regret(
+        regret, x=x, confidence=confidence, ax=ax, title=title, xlabel=xlabel, ylabel=ylabel
+    )
+    right = ax.twinx()
+    colors = _colors(len(regret))
+    for i, (label, q) in enumerate(queries.items()):
+        arr = np.atleast_2d(np.asarray(q, dtype=float))
+        xv = np.arange(1, arr.shape[1] + 1) if x is None else np.asarray(x, dtype=float)
+        right.plot(
+            xv,
+            arr.mean(axis=0),
+            ls=":",
+            lw=1.8,
+            color=colors[i % len(colors)],
+            label=f"{label}: queries (mean)",
+        )
+    right.set_ylabel("preference queries (dotted)")
+    if np.any([np.asarray(q).max() > 0 for q in queries.values()]):
+        right.set_yscale("symlog")
+    right.legend(fontsize="x-small", loc="upper left")
+    ax.right_axis = right
     return ax

@@ -31,6 +31,27 @@ import numpy as np
 K_SEARCH_LIMIT = 10**15
 
 
+def algorithm_bound(algorithm: str) -> str | None:
+    """The registry name of the main theorem an algorithm carries (the first of its
+    registration's ``bounds``), or None."""
+    from theorylab.algorithms.registry import get_algorithm
+
+    try:
+        entry = get_algorithm(algorithm)
+    except Exception:  # an agent class run by itself, not a registered name
+        return None
+    return entry.bounds[0] if entry.bounds else None
+
+
+def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:
+    """The subset of ``values`` the bound's expression needs (by variable name)."""
+    names = {str(v) for v in bound.variables}
+    missing = names - set(values)
+    if missing:
+        raise ValueError(f"bound {bound.name!r} needs {sorted(missing)} which the run lacks")
+    return {k: v for k, v in values.items() if k in names}
+
+
 def _extreme_values(mdp, how: str) -> float:
     """``V_1(mu0)`` of the uniform policy (``how="mean"``) or the worst policy (``"min"``)."""
     if mdp.horizon is None:

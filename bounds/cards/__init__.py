@@ -6,8 +6,15 @@ Each card is a ``Bound`` with its provenance tag from docs/reference ``theory.md
 
 from __future__ import annotations
 
-from . import linear, lowrank, offline, risk, tabular
+from . import linear, lowrank, offline, preference, risk, tabular
 
-CARDS = (*tabular.CARDS, *linear.CARDS, *offline.CARDS, *risk.CARDS, *lowrank.CARDS)
+CARDS = (
+    *tabular.CARDS,
+    *linear.CARDS,
+    *offline.CARDS,
+    *risk.CARDS,
+    *lowrank.CARDS,
+    *preference.CARDS,
+)
 
 __all__ = ["CARDS"]

@@ -1,5 +1,6 @@
-"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|dual|all]``: run the benchmark
-tables and collect them as JSON.
+"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|dual|preference|llm|all]``:
+run the benchmark tables and collect them as JSON (``all`` leaves out ``llm``, which needs TRL: run
+it by name).
 
 Benchmarks print tables; they are not timed tests. Each table module exposes
 ``bench_<name>(quick=...) -> list[dict]`` and ``format_table(rows) -> str``. A module whose
@@ -22,7 +23,20 @@ import inspect
 import time
 from typing import Any
 
-BENCHMARKS = ("planning", "ucbvi", "lsvi", "offline", "risk", "backends", "long", "dual")
+BENCHMARKS = (
+    "planning",
+    "ucbvi",
+    "lsvi",
+    "offline",
+    "risk",
+    "backends",
+    "long",
+    "dual",
+    "preference",
+    "llm",
+)
+# Run by name only (not by ``all``): llm needs TRL, the [bench] extra.
+BY_NAME_ONLY = ("llm",)
 
 
 def _accepts(fn, name: str) -> bool:
@@ -38,7 +52,7 @@ def run_benchmarks(
     each benchmark at its default."""
     from theorylab.bench.machine import machine_info
 
-    names = BENCHMARKS if which == "all" else (which,)
+    names = tuple(n for n in BENCHMARKS if n not in BY_NAME_ONLY) if which == "all" else (which,)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         raise ValueError(f"unknown benchmark {unknown[0]!r}; available: {', '.join(BENCHMARKS)}")

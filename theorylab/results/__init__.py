@@ -1,24 +1,30 @@
 """The one result family (ground floor): ``Result`` and one subclass per kind of run.
 
 ``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
-(deep twins), ``DualResult`` (dual solvers). A new kind of result adds a module here and one
-import line below (``docs/architecture.md``).
+(deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
+step), ``DualResult`` (dual solvers), ``PreferenceResult`` (preference feedback: regret or
+sub-optimality with query counts). A new kind of result adds a module here and one import line
+below (``docs/architecture.md``).
 """
 
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
 from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
+from theorylab.results.preference import PreferenceResult
 from theorylab.results.regret import RegretResult, RunResult
 from theorylab.results.suboptimality import SuboptimalityResult
+from theorylab.results.training import TrainingResult
 
 __all__ = [
     "RESULT_TYPES",
     "DeepResult",
     "DualResult",
+    "PreferenceResult",
     "RegretResult",
     "Result",
     "RunResult",
     "SuboptimalityResult",
+    "TrainingResult",
     "load_result",
     "register_result",
 ]

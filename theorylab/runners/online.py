@@ -20,6 +20,7 @@ import numpy as np
 from theorylab.agent import env_spec
 from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral, objective_of
 from theorylab.backends import get_backend
+from theorylab.errors import RunInterrupted
 from theorylab.results import RegretResult
 from theorylab.runners.problems import resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
@@ -103,12 +104,29 @@ def run(
             segment, checkpoint,
         )  # fmt: skip
     else:
-        regret, returns, estimates, wall = _run_python(
-            entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress, score_policy
-        )
+        try:
+            regret, returns, estimates, wall = _run_python(
+                entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress,
+                score_policy,
+            )
+        except _Stopped as stop:  # Ctrl-C after some episodes: they travel with the exception
+            if objective is RISK_NEUTRAL:
+                objective = BackendRiskNeutral(bk)
+            partial = RegretResult(
+                *stop.arrays, float(v_star), stop.wall, {
+                    **_config(mdp, stop.done, known_rewards, objective, bk, compiled),
+                    "interrupted_after": stop.done,
+                }
+            )  # fmt: skip
+            raise RunInterrupted(partial, stop.done) from stop.__cause__
     if objective is RISK_NEUTRAL:
         objective = BackendRiskNeutral(bk)
-    config = {
+    config = _config(mdp, episodes, known_rewards, objective, bk, compiled)
+    return RegretResult(regret, returns, estimates, float(v_star), wall, config)
+
+
+def _config(mdp, episodes, known_rewards, objective, bk, compiled) -> dict[str, Any]:
+    return {
         "mdp": mdp.name,
         "S": mdp.S,
         "A": mdp.A,
@@ -120,7 +138,14 @@ def run(
         "device": bk.device,
         "loop": "compiled" if compiled else "python",
     }
-    return RegretResult(regret, returns, estimates, float(v_star), wall, config)
+
+
+class _Stopped(Exception):
+    """The Python loop was interrupted after ``done`` complete episodes (arrays truncated)."""
+
+    def __init__(self, arrays: tuple, done: int, wall: float) -> None:
+        super().__init__(f"stopped after {done} episodes")
+        self.arrays, self.done, self.wall = arrays, done, wall
 
 
 def _use_compiled(loop, agent, bk, seed_episodes, segment, checkpoint) -> bool:
@@ -198,20 +223,29 @@ def _run_python(
 
     bar = progress_bar(episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False)
     t0 = time.perf_counter()
+    done = 0  # episodes every seed has finished
     pending = None  # score_policy="next": the policy of episode k + 1, already asked for
-    for k in range(episodes):
-        pi = agent.policy() if pending is None else pending
-        if has_estimate:
-            estimates[:, k] = agent.value_estimate()
-        if score_policy == "played":
-            regret[:, k] = v_star - objective.policy_values(mdp, pi)
-        traj = objective.rollout(mdp, pi, env_rngs)
-        returns[:, k] = traj.returns()
-        agent.update(traj)
-        if score_policy == "next":
-            pending = agent.policy()
-            regret[:, k] = v_star - objective.policy_values(mdp, pending)
-        bar.update(1)
+    try:
+        for k in range(episodes):
+            pi = agent.policy() if pending is None else pending
+            if has_estimate:
+                estimates[:, k] = agent.value_estimate()
+            if score_policy == "played":
+                regret[:, k] = v_star - objective.policy_values(mdp, pi)
+            traj = objective.rollout(mdp, pi, env_rngs)
+            returns[:, k] = traj.returns()
+            agent.update(traj)
+            if score_policy == "next":
+                pending = agent.policy()
+                regret[:, k] = v_star - objective.policy_values(mdp, pending)
+            done = k + 1
+            bar.update(1)
+    except KeyboardInterrupt as exc:
+        bar.close()
+        if done == 0:
+            raise
+        arrays = (regret[:, :done], returns[:, :done], estimates[:, :done])
+        raise _Stopped(arrays, done, time.perf_counter() - t0) from exc
     wall = time.perf_counter() - t0
     bar.close()
     return regret, returns, estimates, wall

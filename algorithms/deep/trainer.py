@@ -1,0 +1,410 @@
+"""Train a causal transformer on a token-tree task with a registered loss, measured exactly.
+
+One readable loop (CleanRL-style, but importable): :func:`train` builds the model, a frozen copy of
+it as the reference, and the loss (``make_loss("grpo:beta=0.04")``); every step it
+
+* online losses (GRPO family: grpo, dr-grpo, cvar-grpo, rloo, ppo-clip) -- samples a group of G
+  responses per prompt from the current model, draws their rewards from the task, computes the
+  policy's and the reference's per-token log-probabilities and calls the loss;
+* preference losses (DPO family: dpo, ipo, rpo, vpo, xpo, chipo) -- ``preference="exact"``: the
+  exact expected loss over *every* ordered pair (x, y_w, y_l), pairs drawn from ref x ref and
+  labelled by Bradley-Terry P(y_w > y_l) = sigmoid(r(y_w) - r(y_l)) (the pairs and weights of the
+  tabular twin, ``algorithms/deep/twins.py``), from the model's full sequence table;
+  ``preference="sampled"``: ``pairs_per_prompt`` such pairs sampled afresh each step, scored by
+  forward passes on the chosen and the rejected sequences (the usual DPO step);
+
+then takes one optimiser step (Adam, gradient norm clipped). Every ``eval_every`` steps the model's
+full log-probability table over the task's responses is computed (one forward pass on the
+P x V^(L-1) longest prefixes gives every conditional of the prefix tree) and the task's exact
+metrics are recorded: accuracy, expected reward, pass@k, KL(pi || pi_ref) and KL(pi || pi*_beta).
+
+**Tokens.** Response symbols are token ids 0..V-1; prompt x is token id V + x; a sequence is
+``[V + x, y_1, ..., y_L]``. The policy is the model's softmax restricted to the V symbol tokens
+(constrained decoding to the task's alphabet), so a model with a large vocabulary defines a proper
+distribution over the V^L responses; the model needs at least V + P token ids.
+
+**The exact target.** The reference is the model at initialisation (frozen), as in RLHF, so the
+optimum the KL-regularised losses target is pi*_beta(y|x) ∝ pi_0(y|x) exp(r(x,y)/beta) with pi_0
+the *initial model's* table: it is computed exactly per seed by enumeration
+(:meth:`TokenTreeTask.optimum_by_enumeration` on the task with the initial model as reference).
+beta is the loss's ``beta`` (``tau`` for IPO) unless ``target_beta`` is given (needed when the
+loss's beta is 0). DPO's population minimiser with these labels is exactly pi*_beta (Rafailov et
+al. 2023, eq. (4)-(7)); GRPO with the KL in the loss converges elsewhere (the tabular twins'
+``fixed_points``), which the KL metric shows.
+
+Deviations from TRL/verl's trainers, and why: one optimiser step per sampled batch (on-policy,
+``old_logp = None``; no PPO epochs), no dropout (the evaluated policy is the trained one), no KV
+cache in sampling (responses are a few tokens). The code is device-agnostic (``device="cuda"``
+runs on a GPU; only CPU was tested here).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import inspect
+import time
+from typing import Any
+
+import numpy as np
+import torch
+
+from theorylab.algorithms.deep.groups import group_advantages
+from theorylab.algorithms.deep.logprobs import token_logprobs
+from theorylab.algorithms.deep.masking import InvalidBatchError
+from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_device
+from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
+from theorylab.algorithms.deep.transformer_registrations import ONLINE_LOSSES, PREFERENCE_LOSSES
+from theorylab.mdps.token_tree import TokenTreeTask
+from theorylab.registry import parse_spec
+from theorylab.results.training import TrainingResult
+from theorylab.seeding import seed_indices
+
+
+# --------------------------------------------------------------------------- tokens and tables
+def sequence_ids(task: TokenTreeTask, prompts: torch.Tensor, responses: torch.Tensor):
+    """``[V + x, y_1..y_L]`` (n, L + 1) from prompts (n,) and response tokens (n, L)."""
+    return torch.cat([(task.V + prompts)[:, None], responses], dim=1)
+
+
+def prefix_inputs(task: TokenTreeTask, device) -> torch.Tensor:
+    """Every prompt followed by every length L-1 prefix: (P * V^(L-1), L) token ids."""
+    R = task.V ** (task.L - 1)
+    prefixes = torch.as_tensor(task.tokens[:: task.V, : task.L - 1], device=device)  # (R, L-1)
+    prompts = torch.arange(task.n_prompts, device=device).repeat_interleave(R)
+    return sequence_ids(task, prompts, prefixes.repeat(task.n_prompts, 1))
+
+
+def sequence_table(
+    model, task: TokenTreeTask, inputs: torch.Tensor, dtype=torch.float32
+) -> torch.Tensor:
+    """log pi(y|x) for every prompt and response: (P, Y), differentiable.
+
+    inputs: :func:`prefix_inputs`. Position t of the row of prefix y_{<L} gives pi(. | x, y_{<t+1});
+    response y reads its L conditionals from the row of its own length L-1 prefix (index y // V).
+    """
+    P, Y, L, V = task.n_prompts, task.n_responses, task.L, task.V
+    logits = model(inputs)[..., :V].to(dtype)  # (P R, L, V)
+    cond = torch.log_softmax(logits, dim=-1).reshape(P, Y // V, L, V)
+    tokens = torch.as_tensor(task.tokens, device=inputs.device)  # (Y, L)
+    rows = cond[:, torch.arange(Y, device=inputs.device) // V]  # (P, Y, L, V)
+    picked = rows.gather(-1, tokens[None, :, :, None].expand(P, Y, L, 1)).squeeze(-1)
+    return picked.sum(-1)
+
+
+def response_logp(model, ids: torch.Tensor, V: int) -> torch.Tensor:
+    """Per-token log-probabilities (n, L) of ids[:, 1:] under the symbol-restricted policy."""
+    logits = model(ids[:, :-1])[..., :V]  # (n, L, V): position t predicts token t + 1
+    return token_logprobs(logits, ids[:, 1:])
+
+
+@torch.no_grad()
+def sample_responses(model, task: TokenTreeTask, prompts: torch.Tensor, gen: torch.Generator):
+    """Autoregressive sampling of one response per prompt (n,): returns ids (n, L + 1)."""
+    ids = (task.V + prompts)[:, None]
+    for _ in range(task.L):
+        probs = torch.softmax(model(ids)[:, -1, : task.V].float(), dim=-1)
+        nxt = torch.multinomial(probs, 1, generator=gen)
+        ids = torch.cat([ids, nxt], dim=1)
+    return ids
+
+
+def response_index(task: TokenTreeTask, responses: torch.Tensor) -> np.ndarray:
+    """Lexicographic index (n,) of response tokens (n, L)."""
+    place = task.V ** np.arange(task.L - 1, -1, -1)
+    return (responses.cpu().numpy() * place).sum(axis=1)
+
+
+def draw_rewards(task: TokenTreeTask, x: np.ndarray, y: np.ndarray, rng) -> np.ndarray:
+    """A reward (n,) from each (x, y)'s finite reward distribution."""
+    cum = np.cumsum(task.reward_probs[x, y], axis=-1)  # (n, K)
+    k = (rng.random(len(x))[:, None] > cum).sum(axis=-1)
+    k = np.minimum(k, task.reward_values.shape[-1] - 1)
+    return task.reward_values[x, y, k]
+
+
+def preference_pairs(task: TokenTreeTask, ref_seq: np.ndarray):
+    """Every ordered pair (x, y_w, y_l) and its probability (P Y^2,) when (a, b) ~ ref x ref is
+    labelled by Bradley-Terry sigmoid(r(a) - r(b)); the weights sum to 1 (ref_seq: (P, Y))."""
+    P, Y = ref_seq.shape
+    x, yw, yl = (a.reshape(-1) for a in np.meshgrid(*map(np.arange, (P, Y, Y)), indexing="ij"))
+    ref, r = np.exp(ref_seq), task.mean_reward
+    w = 2.0 * ref[x, yw] * ref[x, yl] / (1.0 + np.exp(-(r[x, yw] - r[x, yl]))) / P
+    return x, yw, yl, w
+
+
+def with_reference(task: TokenTreeTask, ref_seq: np.ndarray) -> TokenTreeTask:
+    """The task with its reference policy replaced by the table ``ref_seq`` (P, Y)."""
+    return dataclasses.replace(task, ref_cond=np.exp(task.conditional_from_sequence(ref_seq)))
+
+
+# --------------------------------------------------------------------------- the loss
+def loss_family(name: str) -> str:
+    """ "online" or "preference" for a registered loss (by its tensor arguments)."""
+    load_losses()
+    from theorylab.algorithms.deep.registry import LOSSES
+
+    fn = LOSSES.get(name)
+    params = tensor_arguments(fn)
+    if "policy_chosen" in params:
+        return "preference"
+    if "logp" in params and ("rewards" in params or "advantages" in params):
+        return "online"
+    raise InvalidBatchError(
+        f"loss {name!r} is not a policy loss the trainer can run; online: "
+        f"{', '.join(ONLINE_LOSSES)}; preference: {', '.join(PREFERENCE_LOSSES)}"
+    )
+
+
+def tensor_arguments(fn) -> list[str]:
+    """The positional (tensor) arguments of a loss function."""
+    sig = inspect.signature(getattr(fn, "func", fn))
+    return [k for k, p in sig.parameters.items() if p.kind == p.POSITIONAL_OR_KEYWORD]
+
+
+def call_loss(loss, available: dict[str, Any]) -> torch.Tensor:
+    """Call ``loss`` with the tensors it names, from ``available``."""
+    sig = inspect.signature(loss.func)
+    kwargs = {}
+    for name in tensor_arguments(loss):
+        if name in available:
+            kwargs[name] = available[name]
+        elif sig.parameters[name].default is inspect.Parameter.empty:
+            raise InvalidBatchError(f"the trainer cannot supply the loss's argument {name!r}")
+    return loss(**kwargs)
+
+
+def target_beta_of(spec: str, target_beta: float | None) -> float:
+    if target_beta is not None:
+        if not target_beta > 0:
+            raise ValueError(f"target_beta must be > 0, got {target_beta}")
+        return float(target_beta)
+    name, _ = parse_spec(spec)
+    hyper = {**loss_parameters(name), **make_loss(spec).keywords}
+    beta = hyper.get("beta", hyper.get("tau"))
+    if beta is None or not beta > 0:
+        raise ValueError(
+            f"loss {spec!r} has no beta > 0 to define pi*_beta; pass target_beta (e.g. 0.1)"
+        )
+    return float(beta)
+
+
+# --------------------------------------------------------------------------- training
+def train(
+    model: str | torch.nn.Module = "tiny",
+    task: str | TokenTreeTask = "tokentree:V=4,L=3",
+    loss: str = "grpo",
+    *,
+    steps: int = 300,
+    lr: float = 1e-3,
+    group_size: int = 8,
+    eval_every: int = 10,
+    pass_k: int = 4,
+    target_beta: float | None = None,
+    preference: str = "exact",
+    pairs_per_prompt: int = 16,
+    max_grad_norm: float = 1.0,
+    seeds: int = 1,
+    seed: int = 0,
+    device: str = "cpu",
+    progress: bool = False,
+) -> TrainingResult:
+    """Train ``model`` on ``task`` with ``loss`` for ``steps`` steps per seed (module docstring).
+
+    Returns a :class:`TrainingResult` with the exact metrics at steps 0, eval_every, ..., steps.
+    A model given as an ``nn.Module`` is deep-copied per seed (its initialisation is shared).
+    """
+    if isinstance(task, str):
+        from theorylab.mdps.registry import make as make_task
+
+        task = make_task(task)
+    if not isinstance(task, TokenTreeTask):
+        raise ValueError(
+            f"the trainer runs on a token-tree task (e.g. tokentree:V=4,L=3), got "
+            f"{type(task).__name__} {getattr(task, 'name', '')!r}"
+        )
+    positive = (("steps", steps, 1), ("group_size", group_size, 2), ("eval_every", eval_every, 1),
+                ("pass_k", pass_k, 1), ("pairs_per_prompt", pairs_per_prompt, 1))  # fmt: skip
+    for name, v, lo in positive:
+        if int(v) != v or v < lo:
+            raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
+    if not lr >= 0:
+        raise ValueError(f"lr must be >= 0, got {lr!r}")
+    if preference not in ("exact", "sampled"):
+        raise ValueError(f"preference must be 'exact' or 'sampled', got {preference!r}")
+    loss_name, _ = parse_spec(loss)
+    family = loss_family(loss_name)
+    loss_fn = make_loss(loss)
+    beta = target_beta_of(loss, target_beta)
+    dev = resolve_device(device)
+    indices = seed_indices(seeds)
+    eval_steps = np.unique(np.r_[np.arange(0, steps + 1, eval_every), steps])
+    records: dict[str, list] = {
+        k: [] for k in ("acc", "rew", "klo", "klr", "pk", "loss", "oa", "or")
+    }
+    t0 = time.perf_counter()
+    for i in indices:
+        ss = np.random.SeedSequence(seed, spawn_key=(i,))
+        torch_seed, sample_seed = (int(s) for s in ss.generate_state(2))
+        rng = np.random.default_rng(ss.spawn(1)[0])
+        out = _train_one_seed(
+            model, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed,
+            steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
+            preference=preference, pairs_per_prompt=pairs_per_prompt,
+            max_grad_norm=max_grad_norm, progress=progress,
+        )  # fmt: skip
+        for k, v in out.items():
+            records[k].append(v)
+    model_name = model if isinstance(model, str) else type(model).__name__
+    return TrainingResult(
+        steps=eval_steps,
+        accuracy=np.array(records["acc"]),
+        expected_reward=np.array(records["rew"]),
+        kl_optimum=np.array(records["klo"]),
+        kl_ref=np.array(records["klr"]),
+        pass_at_k=np.array(records["pk"]),
+        loss=np.array(records["loss"]),
+        optimum_accuracy=np.array(records["oa"]),
+        optimum_reward=np.array(records["or"]),
+        wall_seconds=time.perf_counter() - t0,
+        config={
+            "algorithm": loss_name,
+            "loss": loss,
+            "family": family,
+            "model": model_name,
+            "task": task.name,
+            "target_beta": beta,
+            "params": {
+                "steps": steps,
+                "lr": lr,
+                "group_size": group_size,
+                "eval_every": eval_every,
+                "pass_k": pass_k,
+                "target_beta": beta,
+                "preference": preference,
+                "pairs_per_prompt": pairs_per_prompt,
+                "max_grad_norm": max_grad_norm,
+                "device": str(dev),
+            },  # fmt: skip
+            "seeds": indices,
+            "seed": seed,
+            "versions": {"torch": torch.__version__},
+        },
+    )
+
+
+def _train_one_seed(
+    model_spec, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed, *,
+    steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, max_grad_norm,
+    progress,
+) -> dict[str, Any]:  # fmt: skip
+    P, V = task.n_prompts, task.V
+    what = f"the task ({V} symbol tokens + {P} prompt tokens)"
+    if isinstance(model_spec, torch.nn.Module):
+        policy = make_model(copy.deepcopy(model_spec), V + P, device=dev, what=what)
+    else:
+        policy = make_model(model_spec, V + P, max_len=task.L + 1, seed=torch_seed, device=dev,
+                            what=what)  # fmt: skip
+    policy.eval()  # no dropout: the evaluated policy is the trained one
+    reference = copy.deepcopy(policy).requires_grad_(False)
+    inputs = prefix_inputs(task, dev)
+    with torch.no_grad():
+        ref_seq_t = sequence_table(reference, task, inputs, torch.float64)
+    ref_seq = ref_seq_t.cpu().numpy()
+    exact_task = with_reference(task, ref_seq)
+    optimum = exact_task.optimum_by_enumeration(beta)
+    opt = torch.optim.Adam(policy.parameters(), lr=lr)
+    gen = torch.Generator(device=dev).manual_seed(sample_seed)
+    if family == "preference" and preference == "exact":
+        pairs = [torch.as_tensor(a, device=dev) for a in preference_pairs(task, ref_seq)]
+        ref_seq_f = ref_seq_t.to(torch.float32)
+    metrics: dict[str, list] = {k: [] for k in ("acc", "rew", "klo", "klr", "pk")}
+    losses = []
+
+    def evaluate() -> None:
+        with torch.no_grad():
+            seq = sequence_table(policy, task, inputs, torch.float64).cpu().numpy()
+        metrics["acc"].append(exact_task.accuracy(seq).mean())
+        metrics["rew"].append(exact_task.expected_reward(seq).mean())
+        metrics["klo"].append(exact_task.kl(seq, optimum).mean())
+        metrics["klr"].append(exact_task.kl(seq, ref_seq).mean())
+        metrics["pk"].append(exact_task.pass_at_k(seq, pass_k).mean())
+
+    evaluate()
+    for step in range(1, steps + 1):
+        if family == "online":
+            prompts = torch.arange(P, device=dev).repeat_interleave(group_size)  # (P G,)
+            ids = sample_responses(policy, task, prompts, gen)  # (P G, L + 1)
+            x = prompts.cpu().numpy()
+            r = draw_rewards(task, x, response_index(task, ids[:, 1:]), rng)
+            rewards = torch.as_tensor(r, dtype=torch.float32, device=dev)
+            logp = response_logp(policy, ids, V)  # (P G, L)
+            with torch.no_grad():
+                ref_logp = response_logp(reference, ids, V)
+            group = prompts
+            available = {
+                "logp": logp, "old_logp": None, "ref_logp": ref_logp,
+                "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
+                "advantages": group_advantages(rewards, group, "std"),
+            }  # fmt: skip
+        elif preference == "exact":
+            x, yw, yl, w = pairs
+            seq = sequence_table(policy, task, inputs)  # (P, Y) with gradient
+            flat_w = (torch.exp(ref_seq_f) / P).reshape(-1)
+            available = {
+                "policy_chosen": seq[x, yw], "policy_rejected": seq[x, yl],
+                "ref_chosen": ref_seq_f[x, yw], "ref_rejected": ref_seq_f[x, yl],
+                "weights": w.to(torch.float32),
+                "baseline_logp": seq[x, yw], "baseline_weights": w.to(torch.float32),
+                "calibration_logp": seq.reshape(-1), "calibration_weights": flat_w,
+                "ref_sample_logp": seq.reshape(-1), "ref_sample_weights": flat_w,
+            }  # fmt: skip
+        else:
+            available = _sampled_pairs(policy, reference, task, ref_seq, pairs_per_prompt, rng, dev)
+        loss = call_loss(loss_fn, available)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        if max_grad_norm > 0:
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm)
+        opt.step()
+        losses.append(float(loss.detach()))
+        if step in eval_steps:
+            evaluate()
+            if progress:
+                print(f"step {step}: accuracy {metrics['acc'][-1]:.4f} "
+                      f"KL(pi||pi*) {metrics['klo'][-1]:.4g}")  # fmt: skip
+    return {
+        **{k: np.array(v) for k, v in metrics.items()},
+        "loss": np.array(losses),
+        "oa": exact_task.accuracy(optimum).mean(),
+        "or": exact_task.expected_reward(optimum).mean(),
+    }
+
+
+def _sampled_pairs(policy, reference, task, ref_seq, n, rng, dev) -> dict[str, torch.Tensor]:
+    """n Bradley-Terry-labelled pairs per prompt from ref x ref, scored by forward passes."""
+    P, Y = ref_seq.shape
+    probs = np.exp(ref_seq)
+    probs /= probs.sum(axis=1, keepdims=True)
+    x = np.repeat(np.arange(P), n)
+    cum = np.cumsum(probs[x], axis=1)  # (P n, Y) inverse-CDF sampling of a and b
+    a, b = ((rng.random(len(x))[:, None] > cum).sum(axis=1) for _ in range(2))
+    a, b = np.minimum(a, Y - 1), np.minimum(b, Y - 1)
+    r = task.mean_reward
+    a_wins = rng.random(len(x)) < 1.0 / (1.0 + np.exp(-(r[x, a] - r[x, b])))
+    yw, yl = np.where(a_wins, a, b), np.where(a_wins, b, a)
+    xt = torch.as_tensor(np.r_[x, x], device=dev)
+    resp = torch.as_tensor(task.tokens[np.r_[yw, yl]], device=dev)
+    ids = sequence_ids(task, xt, resp)  # (2 n P, L + 1): chosen then rejected
+    seq = response_logp(policy, ids, task.V).sum(-1)
+    with torch.no_grad():
+        ref = response_logp(reference, ids, task.V).sum(-1)
+    m = len(x)
+    return {
+        "policy_chosen": seq[:m], "policy_rejected": seq[m:],
+        "ref_chosen": ref[:m], "ref_rejected": ref[m:],
+        "baseline_logp": seq[:m], "calibration_logp": seq[:m], "ref_sample_logp": seq[:m],
+    }  # fmt: skip
+
+
+__all__ = ["ONLINE_LOSSES", "PREFERENCE_LOSSES", "n_parameters", "train"]

@@ -1,0 +1,69 @@
+"""The deep trainer's runs in the one algorithm registry (``kind="transformer"``,
+``problem="token-tree"``): ``tl.run("grpo-transformer", "tokentree:V=4,L=3", steps=150)``.
+
+One entry per policy loss the trainer can run (``{loss}-transformer``); each factory takes the task
+(supplied by the runner), the model spec and the trainer's and the loss's hyper-parameters, and
+returns a :class:`TransformerRun`; the runner (``theorylab.runners.transformer``) trains it with
+:func:`theorylab.algorithms.deep.trainer.train`. Importing this module does not import torch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from theorylab.algorithms.registry import register
+
+ONLINE_LOSSES = ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip")
+PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+
+
+@dataclass(frozen=True)
+class TransformerRun:
+    """What to train: the loss spec ("dpo:beta=0.1"), the model spec and the trainer's keywords."""
+
+    loss: str
+    model: str
+    task: Any
+    train_params: dict[str, Any] = field(default_factory=dict)
+
+
+def _factory(loss: str, family: str):
+    def factory(
+        task,
+        model: str = "tiny",
+        lr: float = 1e-3,
+        group_size: int = 8,
+        pass_k: int = 4,
+        target_beta: float | None = None,
+        preference: str = "exact",
+        pairs_per_prompt: int = 16,
+        max_grad_norm: float = 1.0,
+        beta: float | None = None,
+        tau: float | None = None,
+        alpha: float | None = None,
+    ) -> TransformerRun:
+        hyper = {k: v for k, v in (("beta", beta), ("tau", tau), ("alpha", alpha)) if v is not None}
+        spec = loss + (":" + ",".join(f"{k}={v}" for k, v in hyper.items()) if hyper else "")
+        params = dict(lr=lr, group_size=group_size, pass_k=pass_k, target_beta=target_beta,
+                      preference=preference, pairs_per_prompt=pairs_per_prompt,
+                      max_grad_norm=max_grad_norm)  # fmt: skip
+        return TransformerRun(spec, model, task, params)
+
+    what = "G sampled responses per prompt" if family == "online" else "preference pairs"
+    factory.__doc__ = (
+        f"{loss} on a causal LM (tiny, gpt2-config:..., hf:PATH) over {what}; exact metrics; "
+        "beta/tau/alpha: the loss's hyper-parameters."
+    )
+    factory.__name__ = f"{loss.replace('-', '_')}_transformer"
+    return factory
+
+
+for _loss in ONLINE_LOSSES:
+    register(f"{_loss}-transformer", kind="transformer", problem="token-tree")(
+        _factory(_loss, "online")
+    )
+for _loss in PREFERENCE_LOSSES:
+    register(f"{_loss}-transformer", kind="transformer", problem="token-tree")(
+        _factory(_loss, "preference")
+    )

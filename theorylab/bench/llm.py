@@ -1,0 +1,368 @@
+"""``theorylab bench llm``: one DPO step and one GRPO step (given completions) with theorylab's
+step functions (``algorithms/deep/steps.py``) against TRL's ``DPOTrainer`` and ``GRPOTrainer`` on
+the same Hugging Face model, batch, dtype and sequence lengths.
+
+Needs TRL (the ``[bench]`` extra: ``pip install 'theorylab[bench]'``); without it the table says so.
+The model is a random-init GPT-2 from a config (no network) and the text is random tokens of a
+word-level tokenizer built here, so both trainers see identical token ids.
+
+Before timing, both sides compute the loss and its gradient on the same batch at the same weights
+(a policy perturbed away from the reference, so that neither is trivial) and must agree to 1e-5.
+DPO: TRL ``loss_type="sigmoid"``, beta 0.1, against theorylab's ``dpo``. GRPO: TRL
+``loss_type="grpo"`` (per-sequence token mean, std-normalised group advantages, k3 KL with beta
+0.04, clip 0.2) against theorylab's ``grpo`` (Shao et al. 2024, eq. (3)). TRL 1.16 multiplies the
+KL term by the importance ratio by default (``use_bias_correction_kl=True``, after DeepSeek-V3.2):
+the same loss value, a different gradient (the check measured a gap of 6.5e-4 on the quick batch);
+the bench sets it to False so that both sides run eq. (3).
+
+Then the two steps are timed alternately (so that load on a shared machine hits both alike): the
+median and spread (min, max) of ms/step over ``repeats`` steps after ``warmup``, tokens/s = tokens
+in the batch (padded) / median seconds, and the ratio of our tokens/s to TRL's.
+
+What one step is, on both sides:
+
+* DPO: policy forward on [chosen; rejected], reference forward (no grad), loss, backward, gradient
+  norm clipped at 1, AdamW step (TRL: ``trainer.training_step``, the accelerator's clipping and
+  ``trainer.optimizer.step``);
+* GRPO given completions: reference per-token log-probs (no grad), group advantages, policy
+  per-token log-probs, loss, backward, clipping, AdamW step (TRL:
+  ``_get_per_token_logps_and_entropies`` on the reference model, its ``compute_loss``,
+  ``accelerator.backward``, clipping, the optimiser step; the generation of
+  ``_generate_and_score_completions`` is left out on both sides).
+
+A full GRPO step *with generation* is not benchmarked yet.
+"""
+
+from __future__ import annotations
+
+import copy
+import shutil
+import statistics
+import tempfile
+import time
+import warnings
+from typing import Any
+
+CONFIGS = {
+    # vocabulary, layers, width, heads, prompt length, completion length, pairs / completions
+    "quick": dict(vocab=2048, n_layer=2, n_embd=64, n_head=4, prompt=16, completion=32, batch=4),
+    "default": dict(vocab=8192, n_layer=2, n_embd=128, n_head=4, prompt=32, completion=64, batch=8),
+}
+GROUP_SIZE = 4
+
+
+def _tokenizer(vocab: int):
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast
+
+    words = {"<pad>": 0, "<eos>": 1, **{f"t{i}": i for i in range(2, vocab)}}
+    tk = Tokenizer(models.WordLevel(words, unk_token="<pad>"))
+    tk.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    return PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", eos_token="<eos>")
+
+
+def _model(cfg: dict, device: str, dtype):
+    import torch
+    from transformers import AutoModelForCausalLM, GPT2Config
+
+    config = GPT2Config(
+        vocab_size=cfg["vocab"], n_layer=cfg["n_layer"], n_embd=cfg["n_embd"],
+        n_head=cfg["n_head"], n_positions=cfg["prompt"] + cfg["completion"] + 8,
+        resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, bos_token_id=1, eos_token_id=1,
+        pad_token_id=0,
+    )  # fmt: skip
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return AutoModelForCausalLM.from_config(config).to(device=device, dtype=dtype)
+
+
+def _perturbed(model, scale: float = 0.05):
+    """A copy of ``model`` with seeded Gaussian noise on every weight: the policy must differ from
+    the reference, or both losses are trivially log 2 (DPO) and 0 (GRPO) at the first step."""
+    import torch
+
+    out = copy.deepcopy(model)
+    g = torch.Generator().manual_seed(123)
+    with torch.no_grad():
+        for p in out.parameters():
+            noise = torch.randn(p.shape, generator=g).to(device=p.device, dtype=p.dtype)
+            p.add_(scale * noise)
+    return out
+
+
+def _gradient_gap(ours_loss, ours_model, trl_loss, trl_model) -> float:
+    """Backpropagate both losses and return max |grad_ours - grad_trl| over every weight (the
+    gradients are zeroed again)."""
+    ours_loss.backward()
+    trl_loss.backward()
+    gap = 0.0
+    for a, b in zip(ours_model.model.parameters(), trl_model.parameters(), strict=True):
+        gap = max(gap, float((a.grad.float() - b.grad.float()).abs().max()))
+    ours_model.zero_grad(set_to_none=True)
+    trl_model.zero_grad(set_to_none=True)
+    return gap
+
+
+def _check(name: str, ours: float, trl: float, grad_gap: float) -> None:
+    if abs(ours - trl) > 1e-5 or grad_gap > 1e-5:
+        raise AssertionError(
+            f"{name}: the two trainers disagree on the same batch: loss {ours} vs {trl} (TRL), "
+            f"max gradient difference {grad_gap:.3g}; expected both within 1e-5"
+        )
+
+
+def _text(g, vocab: int, n: int) -> str:
+    import torch
+
+    return " ".join(f"t{i}" for i in torch.randint(2, vocab, (n,), generator=g).tolist())
+
+
+def _time_alternately(fns: dict[str, Any], warmup: int, repeats: int) -> dict[str, list[float]]:
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    times: dict[str, list[float]] = {k: [] for k in fns}
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            times[name].append(time.perf_counter() - t0)
+    return times
+
+
+def _rows(case: str, cfg: dict, tokens: int, times: dict, losses, device, dtype):
+    out = []
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for name, ts in times.items():
+        out.append(
+            {
+                "step": case,
+                "trainer": name,
+                "device": str(device),
+                "dtype": str(dtype).replace("torch.", ""),
+                "model": f"gpt2 {cfg['n_layer']}x{cfg['n_embd']}, vocab {cfg['vocab']}",
+                "batch": tokens,
+                "ms_median": 1e3 * med[name],
+                "ms_min": 1e3 * min(ts),
+                "ms_max": 1e3 * max(ts),
+                "tokens_per_s": tokens / med[name],
+                "ratio_vs_trl": med["trl"] / med[name],
+                "loss": losses[0] if name == "theorylab" else losses[1],
+                "loss_gap": abs(losses[0] - losses[1]),
+                "grad_gap": losses[2],
+            }
+        )
+    return out
+
+
+def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10) -> list[dict]:
+    import torch
+    from datasets import Dataset
+    from trl import DPOConfig, DPOTrainer
+
+    from theorylab.algorithms.deep.models import HFCausalLM
+    from theorylab.algorithms.deep.registry import make_loss
+    from theorylab.algorithms.deep.steps import preference_step
+
+    dtype = dtype or torch.float32
+    tok = _tokenizer(cfg["vocab"])
+    g = torch.Generator().manual_seed(0)
+    rows = [
+        {
+            "prompt": _text(g, cfg["vocab"], cfg["prompt"]),
+            "chosen": " " + _text(g, cfg["vocab"], cfg["completion"]),
+            "rejected": " " + _text(g, cfg["vocab"], cfg["completion"]),
+        }
+        for _ in range(cfg["batch"])
+    ]
+    base = _model(cfg, device, dtype)
+    args = DPOConfig(
+        output_dir="/tmp/theorylab-bench-trl", per_device_train_batch_size=cfg["batch"],
+        learning_rate=1e-5, beta=0.1, loss_type=["sigmoid"], report_to=[],
+        use_cpu=device == "cpu", logging_steps=10**9, save_strategy="no", max_grad_norm=1.0,
+        max_length=None, bf16=dtype == torch.bfloat16,
+    )  # fmt: skip
+    start = _perturbed(base)
+    trainer = DPOTrainer(
+        model=copy.deepcopy(start), ref_model=copy.deepcopy(base), args=args,
+        train_dataset=Dataset.from_list(rows), processing_class=tok,
+    )  # fmt: skip
+    batch = {k: v.to(device) for k, v in next(iter(trainer.get_train_dataloader())).items()}
+    trainer.create_optimizer()
+    policy, reference = HFCausalLM(copy.deepcopy(start)), HFCausalLM(copy.deepcopy(base))
+    reference.requires_grad_(False)
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
+    loss_fn = make_loss("dpo:beta=0.1")
+    ids, am, cm = batch["input_ids"], batch["attention_mask"], batch["completion_mask"]
+    ours_t = preference_step(policy, reference, opt, loss_fn, ids, am, cm, step=False)
+    trl_t = trainer.compute_loss(trainer.model, batch)
+    ours, trl_loss = float(ours_t), float(trl_t)
+    grad_gap = _gradient_gap(ours_t, policy, trl_t, trainer.model)
+    _check("DPO", ours, trl_loss, grad_gap)
+
+    def ours_step():
+        preference_step(policy, reference, opt, loss_fn, ids, am, cm)
+
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer's own loop, not run here
+
+    def trl_step():
+        trainer.training_step(trainer.model, batch)
+        trainer.accelerator.clip_grad_norm_(trainer.model.parameters(), 1.0)
+        trainer.optimizer.step()
+        trainer.model.zero_grad(set_to_none=True)
+
+    times = _time_alternately({"theorylab": ours_step, "trl": trl_step}, warmup, repeats)
+    return _rows(
+        "DPO step", cfg, int(ids.numel()), times, (ours, trl_loss, grad_gap), device, dtype
+    )
+
+
+def _zero_reward(completions, **kwargs):
+    """A reward function for TRL's constructor (the bench passes rewards of its own)."""
+    return [0.0] * len(completions)
+
+
+def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10) -> list[dict]:
+    import torch
+    from datasets import Dataset
+    from trl import GRPOConfig, GRPOTrainer
+
+    from theorylab.algorithms.deep.groups import group_advantages
+    from theorylab.algorithms.deep.models import HFCausalLM
+    from theorylab.algorithms.deep.registry import make_loss
+    from theorylab.algorithms.deep.steps import group_step
+
+    dtype = dtype or torch.float32
+    B, P, C, V = cfg["batch"] * GROUP_SIZE // 2, cfg["prompt"], cfg["completion"], cfg["vocab"]
+    B = max(GROUP_SIZE, B - B % GROUP_SIZE)
+    tok = _tokenizer(V)
+    g = torch.Generator().manual_seed(1)
+    prompts = [_text(g, V, P) for _ in range(B // GROUP_SIZE)]
+    base = _model(cfg, device, dtype)
+    args = GRPOConfig(
+        output_dir="/tmp/theorylab-bench-trl", per_device_train_batch_size=B,
+        num_generations=GROUP_SIZE, learning_rate=1e-5, beta=0.04, epsilon=0.2, loss_type="grpo",
+        scale_rewards="group", max_completion_length=C, report_to=[], use_cpu=device == "cpu",
+        logging_steps=10**9, save_strategy="no", max_grad_norm=1.0, bf16=dtype == torch.bfloat16,
+        model_init_kwargs={"dtype": dtype}, use_bias_correction_kl=False,
+    )  # fmt: skip
+    # TRL builds its reference model from the policy's path; the reference weights are then set
+    start = _perturbed(base)
+    path = tempfile.mkdtemp(prefix="theorylab-bench-llm-")
+    start.save_pretrained(path)
+    try:
+        trainer = GRPOTrainer(
+            model=path, reward_funcs=[_zero_reward], args=args,
+            train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]), processing_class=tok,
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+    trainer.create_optimizer()
+    if trainer.ref_model is None:
+        raise RuntimeError("TRL's GRPOTrainer built no reference model at beta = 0.04")
+    trainer.ref_model.load_state_dict(base.state_dict())
+    # the batch: B completions of C tokens (right-padded: the last quarter of the rows shorter)
+    prompt_ids = torch.randint(2, V, (B // GROUP_SIZE, P), generator=g).repeat_interleave(
+        GROUP_SIZE, 0
+    )
+    completion_ids = torch.randint(2, V, (B, C), generator=g)
+    completion_mask = torch.ones(B, C, dtype=torch.long)
+    completion_mask[-(B // 4) :, C // 2 :] = 0
+    completion_ids = completion_ids.masked_fill(completion_mask == 0, 0)
+    rewards = torch.rand(B, generator=g)
+    group = torch.arange(B // GROUP_SIZE).repeat_interleave(GROUP_SIZE)
+    dev = torch.device(device)
+    prompt_ids, completion_ids, completion_mask = (
+        t.to(dev) for t in (prompt_ids, completion_ids, completion_mask)
+    )
+    rewards, group = rewards.to(dev), group.to(dev)
+    ids = torch.cat([prompt_ids, completion_ids], 1)
+    am = torch.cat([torch.ones_like(prompt_ids), completion_mask], 1)
+    cm = torch.cat([torch.zeros_like(prompt_ids), completion_mask], 1)
+
+    def trl_inputs():
+        with torch.no_grad():
+            out = trainer._get_per_token_logps_and_entropies(trainer.ref_model, ids, am, C)
+        ref_logps = out[0]
+        adv = group_advantages(rewards, group, "std")  # (r - mean) / (std + 1e-4), as TRL's
+        return {
+            "prompt_ids": prompt_ids, "prompt_mask": torch.ones_like(prompt_ids),
+            "completion_ids": completion_ids, "completion_mask": completion_mask,
+            "advantages": adv, "ref_per_token_logps": ref_logps, "old_per_token_logps": None,
+        }  # fmt: skip
+
+    policy, reference = HFCausalLM(copy.deepcopy(start)), HFCausalLM(copy.deepcopy(base))
+    reference.requires_grad_(False)
+    opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
+    loss_fn = make_loss("grpo:beta=0.04,clip_eps=0.2")
+    kw = dict(prompt_length=P)
+    ours_t = group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group,
+                        step=False, **kw)  # fmt: skip
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer's own loop, not run here
+    trl_t = trainer.compute_loss(trainer.model, trl_inputs())
+    ours, trl_loss = float(ours_t), float(trl_t)
+    grad_gap = _gradient_gap(ours_t, policy, trl_t, trainer.model)
+    _check("GRPO", ours, trl_loss, grad_gap)
+
+    def ours_step():
+        group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group, **kw)
+
+    def trl_step():
+        loss = trainer.compute_loss(trainer.model, trl_inputs())
+        trainer.accelerator.backward(loss)
+        trainer.accelerator.clip_grad_norm_(trainer.model.parameters(), 1.0)
+        trainer.optimizer.step()
+        trainer.model.zero_grad(set_to_none=True)
+
+    times = _time_alternately({"theorylab": ours_step, "trl": trl_step}, warmup, repeats)
+    case = "GRPO step (given completions)"
+    return _rows(case, cfg, int(ids.numel()), times, (ours, trl_loss, grad_gap), device, dtype)
+
+
+def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
+    """The DPO and GRPO rows (module docstring); an empty table with a note without TRL."""
+    try:
+        import trl  # noqa: F401
+    except ModuleNotFoundError:
+        print("bench llm needs TRL: pip install 'theorylab[bench]' (TRL, datasets, transformers)")
+        return []
+    import torch
+
+    from theorylab.algorithms.deep.models import resolve_device
+
+    resolve_device(device)
+    cfg = CONFIGS["quick" if quick else "default"]
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    reps = dict(warmup=1, repeats=3) if quick else dict(warmup=2, repeats=10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return bench_dpo(cfg, device=device, dtype=dtype, **reps) + bench_grpo(
+            cfg, device=device, dtype=dtype, **reps
+        )
+
+
+def format_table(rows: list[dict]) -> str:
+    from theorylab.table import from_dicts
+
+    if not rows:
+        return "(no rows: TRL is not installed)"
+    return from_dicts(
+        [
+            {
+                "step": r["step"],
+                "trainer": r["trainer"],
+                "model": r["model"],
+                "device/dtype": f"{r['device']}/{r['dtype']}",
+                "tokens": str(r["batch"]),
+                "ms/step median [min, max]": f"{r['ms_median']:.1f} [{r['ms_min']:.1f}, "
+                f"{r['ms_max']:.1f}]",
+                "tokens/s": f"{r['tokens_per_s']:.0f}",
+                "ratio vs TRL": f"{r['ratio_vs_trl']:.2f}",
+                "loss (same batch)": f"{r['loss']:.7f}",
+                "|loss gap|": f"{r['loss_gap']:.1e}",
+                "max |grad gap|": f"{r['grad_gap']:.1e}",
+            }
+            for r in rows
+        ]
+    )
