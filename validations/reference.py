@@ -119,27 +119,6 @@ def informative_from(
     return hi
 
 
-def algorithm_bound(algorithm: str) -> str | None:
-    """The registry name of the main theorem an algorithm carries (the first of its
-    registration's ``bounds``), or None."""
-    from theorylab.algorithms.registry import get_algorithm
-
-    try:
-        entry = get_algorithm(algorithm)
-    except Exception:  # an agent class run by itself, not a registered name
-        return None
-    return entry.bounds[0] if entry.bounds else None
-
-
-def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:
-    """The subset of ``values`` the bound's expression needs (by variable name)."""
-    names = {str(v) for v in bound.variables}
-    missing = names - set(values)
-    if missing:
-        raise ValueError(f"bound {bound.name!r} needs {sorted(missing)} which the run lacks")
-    return {k: v for k, v in values.items() if k in names}
-
-
 @dataclass
 class RegretReference:
     """The reference lines of one run (see the module docstring).
