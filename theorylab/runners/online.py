@@ -106,7 +106,15 @@ def run(
     else:
         try:
             regret, returns, estimates, wall = _run_python(
-                entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress,
+                entry,
+                agent,
+                mdp,
+                objective,
+                v_star,
+                env_rngs,
+                bk,
+                episodes,
+                progress,
                 score_policy,
             )
         except _Stopped as stop:  # Ctrl-C after some episodes: they travel with the exception
