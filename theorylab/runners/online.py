@@ -45,6 +45,7 @@ def run(
     loop: str = "auto",
     segment: int | None = None,
     checkpoint: str | None = None,
+    score_policy: str = "played",
 ) -> RegretResult:
     """Run the online algorithm ``entry`` on ``problem`` (a TabularMDP-like model or a family
     spec) for ``episodes`` episodes and every seed index in ``seeds``.
@@ -63,7 +64,14 @@ def run(
     segment, checkpoint: compiled loop only: episodes per kernel call (progress is reported
         between segments), and a directory where finished segments and the state are stored
         and from which an interrupted run resumes.
+    score_policy: "played" (always, except in a test): episode k's regret is that of the policy
+        played in episode k. "next" is a known bug kept as a negative control (the mutation
+        ``score-next-policy`` of theorylab.validations.mutations): episode k is scored with the
+        policy of episode k + 1, which the claims must catch. Not a budget keyword: ``tl.run``
+        never passes it. "next" runs the Python loop.
     """
+    if score_policy not in ("played", "next"):
+        raise ValueError(f"score_policy must be 'played' or 'next', got {score_policy!r}")
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
     episodes = int(episodes)
@@ -87,6 +95,8 @@ def run(
     # built without the agent (it never grades itself), else expected return.
     objective = objective_of(entry, params)
     v_star = objective.optimal_value(mdp)
+    if score_policy != "played":  # the known-bug control lives in the reference loop only
+        loop = "python"
     compiled = _use_compiled(loop, agent, bk, B * episodes, segment, checkpoint)
     if compiled:
         regret, returns, estimates, wall = _run_compiled(
@@ -96,7 +106,16 @@ def run(
     else:
         try:
             regret, returns, estimates, wall = _run_python(
-                entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress
+                entry,
+                agent,
+                mdp,
+                objective,
+                v_star,
+                env_rngs,
+                bk,
+                episodes,
+                progress,
+                score_policy,
             )
         except _Stopped as stop:  # Ctrl-C after some episodes: they travel with the exception
             if objective is RISK_NEUTRAL:
@@ -197,7 +216,9 @@ def _run_compiled(
     return out["regret"], out["returns"], out["estimates"], wall
 
 
-def _run_python(entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress):
+def _run_python(
+    entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress, score_policy="played"
+):
     """The episode-by-episode loop (the reference)."""
     B = len(env_rngs)
     if objective is RISK_NEUTRAL:  # exact regret and rollouts through the backend's kernels
@@ -211,15 +232,20 @@ def _run_python(entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, pr
     bar = progress_bar(episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False)
     t0 = time.perf_counter()
     done = 0  # episodes every seed has finished
+    pending = None  # score_policy="next": the policy of episode k + 1, already asked for
     try:
         for k in range(episodes):
-            pi = agent.policy()
+            pi = agent.policy() if pending is None else pending
             if has_estimate:
                 estimates[:, k] = agent.value_estimate()
-            regret[:, k] = v_star - objective.policy_values(mdp, pi)
+            if score_policy == "played":
+                regret[:, k] = v_star - objective.policy_values(mdp, pi)
             traj = objective.rollout(mdp, pi, env_rngs)
             returns[:, k] = traj.returns()
             agent.update(traj)
+            if score_policy == "next":
+                pending = agent.policy()
+                regret[:, k] = v_star - objective.policy_values(mdp, pending)
             done = k + 1
             bar.update(1)
     except KeyboardInterrupt as exc:
