@@ -197,31 +197,33 @@ def coverage_term(task: TokenTreeTask, data: PairData, target_logp: np.ndarray) 
 
 
 def train_on_pairs(
-    task: TokenTreeTask, data: PairData, loss: str, beta: float, max_iter: int = 2000
+    task: TokenTreeTask, data: PairData, loss: str, beta: float, max_iter: int = 400
 ) -> np.ndarray:
-    """Minimise the registered loss (mean over each prompt's n pairs, summed over prompts) over
-    the logit table from theta_0 = log ref with L-BFGS (its steps are combinations of gradients,
-    so the invariants of the module docstring hold); returns (P, Y) sequence log-probabilities."""
+    """Minimise the registered loss (the mean over a prompt's n pairs) over the logit table from
+    theta_0 = log ref with L-BFGS, one prompt at a time (the prompts' problems are independent; a
+    prompt whose DPO loss has no minimiser would otherwise slow the others' convergence). L-BFGS
+    steps are combinations of gradients, so the invariants of the module docstring hold; returns
+    (P, Y) sequence log-probabilities."""
     check_one_token(task)
     fn = make_loss("dpo", beta=beta) if loss == "dpo" else make_loss("ipo", tau=beta)
-    P, n = data.winners.shape
-    theta = torch.tensor(np.ascontiguousarray(task.ref_logprobs), dtype=D, requires_grad=True)
-    ref = torch.as_tensor(task.ref_logprobs)
-    x = torch.arange(P).repeat_interleave(n)
-    w, lo = torch.as_tensor(data.winners.reshape(-1)), torch.as_tensor(data.losers.reshape(-1))
-    weights = torch.full((P * n,), 1.0 / n, dtype=D)
-    opt = torch.optim.LBFGS(
-        [theta], lr=1.0, max_iter=max_iter, tolerance_grad=1e-13, tolerance_change=0.0,
-        history_size=50, line_search_fn="strong_wolfe",
-    )  # fmt: skip
+    out = np.empty((task.n_prompts, task.n_responses))
+    for x in range(task.n_prompts):
+        ref = torch.tensor(task.ref_logprobs[x], dtype=D)
+        theta = ref.clone().requires_grad_(True)
+        w, lo = torch.as_tensor(data.winners[x]), torch.as_tensor(data.losers[x])
+        opt = torch.optim.LBFGS(
+            [theta], lr=1.0, max_iter=max_iter, tolerance_grad=1e-12, tolerance_change=1e-15,
+            history_size=50, line_search_fn="strong_wolfe",
+        )  # fmt: skip
 
-    def closure():
-        opt.zero_grad()
-        logp = torch.log_softmax(theta, dim=1)
-        value = fn(logp[x, w], logp[x, lo], ref[x, w], ref[x, lo], weights)
-        value.backward()
-        return value
+        def closure(theta=theta, opt=opt, ref=ref, w=w, lo=lo):
+            opt.zero_grad()
+            logp = torch.log_softmax(theta, dim=0)
+            value = fn(logp[w], logp[lo], ref[w], ref[lo])
+            value.backward()
+            return value
 
-    opt.step(closure)
-    with torch.no_grad():
-        return torch.log_softmax(theta, dim=1).numpy().copy()
+        opt.step(closure)
+        with torch.no_grad():
+            out[x] = torch.log_softmax(theta, dim=0).numpy()
+    return out
