@@ -10,7 +10,9 @@ Run from anywhere; it works in the repository root. In order:
 3. the three figures of the pessimism tutorial (``theorylab.figures.make_tutorial_figures``), the
    alpha -> 0 figure of the dual-RL tutorial (``theorylab.figures.dual_alpha_figure``) and
    the two of the GRPO KL tutorial (``theorylab.figures.grpo_kl_figures``, when torch is
-   installed);
+   installed); and every full-scale claim figure a page shows, ``docs/figures/claim-NAME.png``
+   (``theorylab validate NAME --scale full --plot docs/figures/claim-NAME.png``; slow), unless a
+   page's own console command drew it in step 2;
 4. the gallery: one figure per registered claim (``theorylab validate NAME --plot ...``) and
    ``docs/gallery.md`` with each claim's verdict, checks and the command that reproduces it.
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import re
 import shlex
 import sys
 import time
@@ -52,6 +55,7 @@ def make_pages() -> None:
     from theorylab.cli import main as cli
     from theorylab.figures import make_tutorial_figures
     from theorylab.markdown_code import executed_pages, run_page
+    from theorylab.validations import list_validations
 
     pages = [*executed_pages(DOCS), ROOT / "README.md"]
     for page in pages:
@@ -76,6 +80,19 @@ def make_pages() -> None:
 
         grpo_kl_figures(str(DOCS / "figures"))
         print("wrote the GRPO KL tutorial's figures")
+    drawn = " ".join(command for page in pages for command in console_commands(page))
+    for name in sorted(set(re.findall(r"figures/claim-([\w.-]+)\.png", _all_pages_text()))):
+        path = f"docs/figures/claim-{name}.png"
+        if name not in list_validations() or path in drawn:
+            continue  # a page's own console command drew it above
+        command = f"validate {name} --scale full --plot {path} --no-progress"
+        print(f"$ theorylab {command}")
+        if cli(shlex.split(command)) != 0:
+            print("  (the claim did not pass; its figure is written all the same)")
+
+
+def _all_pages_text() -> str:
+    return "\n".join(p.read_text(encoding="utf-8") for p in DOCS.rglob("*.md"))
 
 
 def _verdict(rep) -> str:

@@ -75,7 +75,7 @@ def test_deep_claims_are_registered_with_a_control_per_check():
     from theorylab.validations import list_validations
 
     assert set(DEEP_CLAIMS) <= set(list_validations())
-    rep = validate("dr-grpo-k2-effective-beta", "quick")  # the cheapest (under a second)
+    rep = validate("dr-grpo-k2-effective-beta", "quick", controls=False)  # under a second
     assert rep.passed, rep.format()
     assert [("control" in c.name) for c in rep.checks] == [False, True]
 
@@ -88,7 +88,7 @@ def test_a_wrong_theory_fails_the_grpo_claim(monkeypatch):
     monkeypatch.setattr(
         twins, "node_recursion", lambda task, kappa, beta, kl: real(task, kappa, beta, "k2")
     )
-    rep = validate("grpo-k3-twin-fixed-point", "quick")
+    rep = validate("grpo-k3-twin-fixed-point", "quick", controls=False)
     assert not rep.passed
     dr = next(c for c in rep.checks if c.name.startswith("dr-grpo: ends"))
     assert not dr.passed and dr.values["tv_predicted"] > 1e-2

@@ -88,3 +88,15 @@ def test_every_docs_page_cited_by_a_source_exists():
     }
     missing = sorted(f"{p}: {m}" for p, m in cited if not (ROOT / m).exists())
     assert missing == []
+
+
+def test_every_figure_is_shown_by_a_page():
+    # figures come from python docs/make_figures.py and are shown somewhere; none hand-placed
+    docs = ROOT / "docs"
+    text = "\n".join(p.read_text(encoding="utf-8") for p in docs.rglob("*.md"))
+    unused = [
+        p.relative_to(docs).as_posix()
+        for p in (docs / "figures").rglob("*.png")
+        if p.relative_to(docs / "figures").as_posix() not in text
+    ]
+    assert unused == []

@@ -19,7 +19,7 @@ RISK_CLAIMS = {
     "cvar-optimal-differs-from-risk-neutral",
     "icvar-rm-regret",
     "cvar-ucbvi-regret",
-    "icvar-regret-grows-as-alpha-shrinks",
+    "icvar-regret-grows-as-alpha-shrinks-tuned-bonus",
 }
 
 

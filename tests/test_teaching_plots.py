@@ -146,3 +146,20 @@ def test_demo_sentences_come_from_its_run(tmp_path, capsys):
     assert "grows like K^(1/2)" not in text and "has left its burn-in" not in text
     assert "azar2017-thm2 is vacuous over the whole run (K <= 60)" in text
     assert (tmp_path / "d.png").stat().st_size > 0
+
+
+def test_claim_figures_draw_the_null_agent_and_the_bound_as_printed(tmp_path, monkeypatch):
+    import theorylab.plotting as plotting
+
+    drawn = []
+    real_save = plotting.save_figure
+    monkeypatch.setattr(
+        plotting, "save_figure", lambda fig, path, **kw: drawn.append(fig) or real_save(fig, path)
+    )
+    rep = tl.validate("ucbvi-hoeffding-riverswim", plot=str(tmp_path / "c.png"))
+    assert rep.figure and (tmp_path / "c.png").stat().st_size > 0
+    ax = drawn[-1]
+    labels = [line.get_label() for line in ax.lines]
+    assert NULL_LABEL in labels and TRIVIAL_LABEL in labels
+    assert ax.get_xscale() == "log"
+    assert not any("rescaled" in lab for lab in labels)

@@ -209,3 +209,37 @@ def test_bench_planning_reports_progress_per_size(capsys, monkeypatch):
         line.startswith("planning: S = 1e+03 took") and "remaining sizes" in line for line in err
     )
     assert err[-1].startswith("planning: done in")
+
+
+def test_ctrl_c_during_run_keeps_the_finished_episodes_with_save(tmp_path, capsys, monkeypatch):
+    from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy as cls
+    from theorylab.results import load_result
+
+    real_update, calls = cls.update, []
+
+    def update_then_interrupt(self, traj):
+        calls.append(1)
+        if len(calls) == 7:
+            raise KeyboardInterrupt
+        return real_update(self, traj)
+
+    monkeypatch.setattr(cls, "update", update_then_interrupt)
+    save = tmp_path / "partial"
+    argv = ["run", "greedy", "riverswim:S=3,H=3", "-K", "50", "-B", "2", "--save", str(save)]
+    assert main([*argv, "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert "interrupted after 6 episodes; saved those" in err
+    res = load_result(save)
+    assert res.regret.shape == (2, 6) and res.config["interrupted_after"] == 6
+    assert res.config["algorithm"] == "greedy"
+    calls.clear()
+    full = tl.run("greedy", "riverswim:S=3,H=3", episodes=6, seeds=2)
+    np.testing.assert_array_equal(res.regret, full.regret)  # the same episodes, bit for bit
+
+
+def test_plot_is_written_for_offline_runs_too(tmp_path, capsys):
+    out = tmp_path / "offline.png"
+    argv = ["run", "vi-lcb", "random:S=4,A=2,gamma=0.9,seed=3", "-N", "500", "-B", "2"]
+    assert main([*argv, "--plot", str(out), "--no-progress"]) == 0
+    assert out.stat().st_size > 0
+    assert f"wrote {out}" in capsys.readouterr().out

@@ -1,19 +1,68 @@
-"""Every registered claim passes at its quick scale (CI) and at its full scale (``-m slow``).
+"""Every registered claim holds at its quick scale *and can fail there* (CI), and at its full
+scale (``-m slow``).
 
-A claim failing here is information about the algorithm, the constants or the regime: read the
-report (``theorylab validate NAME --scale full``) before changing anything.
+``validate`` runs each claim's negative controls (a frozen or random agent, an oracle, known-bug
+mutations; ``theorylab.validations.controls``) at the same scale: a claim passes only if every
+control FAILs it. A claim that stops being able to fail therefore breaks this test. A claim
+failing here is information about the algorithm, the constants or the regime: read the report
+(``theorylab validate NAME --scale quick``) before changing anything.
 """
 
 from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from theorylab.cli import main
-from theorylab.validations import list_validations, validate
+from theorylab.validations import VALIDATIONS, list_validations, validate
+from theorylab.validations.claim import Check, Report, below_bound_check, claim_verdict
+from theorylab.validations.mutations import MUTATIONS
+from theorylab.validations.reference import informative_from
 
 NAMES = list_validations()
+
+KNOWN_UNPOWERED = {
+    # measured: the frozen and the random agent pass these claims at quick scale
+    "icvar-regret-grows-as-alpha-shrinks-tuned-bonus": "frozen and random agents pass it",
+    "lsvi-ucb-regret-vs-d": "frozen and random agents pass it",
+    "offline-lcb-cstar": "frozen and random agents pass it",
+    "pevi-data-dependent-bound": "the bound is above the sub-optimality range at every quick N",
+}
+
+
+# Registered on main by other issues (deep / dual / preference kinds) without a negative control
+# of the registry (some carry their own "control" checks inside the claim):
+# reported UNPOWERED ("no controls registered") until each gets one (issue 13, item 2). A claim
+# registered without a control and not listed here fails test_every_claim_registers_a_control.
+NO_CONTROL_YET = {
+    "cmdp-ogda-last-iterate",
+    "cvar-grpo-twin-cvar-optimum",
+    "deep-loss-gradients-mc",
+    "dpo-exact-transformer-kl",
+    "dr-grpo-k2-effective-beta",
+    "dual-v-alpha-to-zero",
+    "dual-v-strong-duality",
+    "dualdice-ope-rate",
+    "grpo-k3-twin-fixed-point",
+    "grpo-tiny-transformer-accuracy",
+    "kwise-mle-beats-pairwise-split",
+    "nash-dynamics-converge",
+    "p2r-queries-bounded-regret-sublinear",
+    "preference-twins-closed-form",
+    "reps-binding-kl",
+    "rloo-twin-kl-optimum",
+    "tiny-vs-hf-same-exact-metrics",
+    "zjj-greedy-fails-pessimism-bounded",
+}
+for _name in NO_CONTROL_YET & set(NAMES):
+    KNOWN_UNPOWERED[_name] = "no control registered yet (new kind)"
+
+
+def test_every_claim_registers_a_control():
+    missing = {n for n in NAMES if not VALIDATIONS.controls(n)}
+    assert missing <= NO_CONTROL_YET, sorted(missing - NO_CONTROL_YET)
 
 
 def test_claims_are_registered():
@@ -25,17 +74,67 @@ def test_claims_are_registered():
     } <= set(NAMES)
 
 
-@pytest.mark.parametrize("name", NAMES)
-def test_claim_holds_at_quick_scale(name):
+@pytest.mark.parametrize("name", [n for n in NAMES if n not in KNOWN_UNPOWERED])
+def test_claim_holds_and_is_powered_at_quick_scale(name):
     report = validate(name, scale="quick")
-    assert report.passed, report.format()
+    assert report.verdict in ("PASS", "SMOKE"), report.format()
+    if report.verdict == "PASS":
+        assert report.power["failing"] == report.power["controls"] >= 1, report.format()
+
+
+@pytest.mark.parametrize("name", sorted(set(KNOWN_UNPOWERED) & set(NAMES)))
+def test_known_unpowered_claims_hold_but_cannot_fail(name):
+    """Listed honestly: these hold, and are UNPOWERED (their controls pass, or they have none).
+    Controls are not re-run here (CI time); when one gains power, move it out of the list."""
+    report = validate(name, scale="quick", controls=False)
+    assert report.verdict in ("PASS", "VACUOUS"), report.format()
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [n for n in NAMES if "full" in VALIDATIONS.get(n).scales])
 def test_claim_holds_at_full_scale(name):
     report = validate(name, scale="full")
-    assert report.passed, report.format()
+    assert report.verdict == "PASS", report.format()
+
+
+def test_every_mutation_fails_a_quick_claim():
+    """Each known-bug mutation (and each null agent) is a registered control of some claim and
+    FAILs it at quick scale: through a powered claim (whose controls the test above runs), or
+    run here when every claim listing it is in KNOWN_UNPOWERED for another control."""
+    powered = set(NAMES) - set(KNOWN_UNPOWERED)
+    for null in ("frozen", "random", "oracle"):
+        assert any(null in VALIDATIONS.controls(n) for n in powered), null
+    for mutation in MUTATIONS:
+        listing = [n for n in NAMES if mutation.name in VALIDATIONS.controls(n)]
+        assert listing, f"no claim lists {mutation.name}"
+        if set(listing) & powered:
+            continue
+        claim = VALIDATIONS.get(listing[0])
+        with mutation.applied(claim):
+            report = claim.run("quick").finalize()
+        assert report.verdict == "FAIL", report.format()
+
+
+def test_a_bound_above_the_trivial_bound_is_vacuous_never_pass():
+    final = np.array([1.0, 2.0, 3.0])
+    vac = below_bound_check(final, 10.0, 0.1, None, trivial=10.0, where="K=10")
+    assert vac.status == "VACUOUS" and vac.passed
+    ok = below_bound_check(final, 9.0, 0.1, None, trivial=10.0, where="K=10")
+    assert ok.status == "PASS"
+    bad = below_bound_check(final, 2.5, 0.1, None, trivial=10.0, where="K=10")
+    assert bad.status == "FAIL"
+    assert claim_verdict([vac, Check("slope", True, "", status="INFO")]) == "VACUOUS"
+    assert claim_verdict([vac, ok]) == "PASS" and claim_verdict([ok, bad]) == "FAIL"
+    rep = Report("x", "", "quick", True, [vac], 0.0).finalize()
+    assert rep.verdict == "VACUOUS" and not rep.passed
+
+
+def test_informative_from_matches_the_closed_form():
+    # bound c sqrt(K) < K Delta  <=>  K > (c / Delta)^2
+    for c, delta in [(30.0, 1.0), (7.0, 0.25), (1e3, 0.5)]:
+        k = informative_from(lambda K, c=c: c * np.sqrt(K), delta)
+        assert k == int(np.floor((c / delta) ** 2)) + 1
+    assert informative_from(lambda K: 2.0 * K, 1.0) is None  # linear bound above: never
 
 
 def test_validate_cli_writes_the_report_json_and_plot(tmp_path):
@@ -43,7 +142,7 @@ def test_validate_cli_writes_the_report_json_and_plot(tmp_path):
     rc = main(
         [
             "validate",
-            "ucbvi-hoeffding-riverswim",
+            "ucbvi-bernstein-riverswim",
             "--scale",
             "quick",
             "--no-progress",
@@ -55,10 +154,16 @@ def test_validate_cli_writes_the_report_json_and_plot(tmp_path):
     )
     assert rc == 0
     report = json.loads(out.read_text())
-    for key in ("name", "passed", "slope", "slope_ci", "bound_exponent", "violation_rate"):
+    for key in ("name", "verdict", "power", "informative_from", "controls", "slope_ci"):
         assert key in report
-    assert report["passed"] is True and report["bound_exponent"] == 0.5
-    assert report["violation_rate"] == 0.0 and len(report["slope_ci"]) == 2
+    assert report["verdict"] == "PASS" and report["bound_exponent"] == 0.5
+    assert report["informative_from"]["value"] > report["informative_from"]["at"]
+    below = next(c for c in report["checks"] if c["name"] == "below-bound")
+    assert below["status"] == "VACUOUS"
+    assert {c["control"]: c["verdict"] for c in report["controls"]} == {
+        "frozen": "FAIL",
+        "random": "FAIL",
+    }
     assert fig.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 

@@ -12,7 +12,7 @@ import os
 import sys
 import time
 
-from theorylab.errors import TheorylabError
+from theorylab.errors import RunInterrupted, TheorylabError
 from theorylab.table import from_dicts as _table
 
 
@@ -376,15 +376,26 @@ def cmd_run(args) -> int:
     for path in (args.plot, args.json, args.csv, args.parquet):
         if path:
             _check_writable(path)  # before the run, not after it
-    result = run(
-        args.algorithm,
-        args.mdp,
-        seeds=args.seeds,
-        seed=args.seed,
-        progress=not args.no_progress,
-        **budget,
-        **params,
-    )
+    try:
+        result = run(
+            args.algorithm,
+            args.mdp,
+            seeds=args.seeds,
+            seed=args.seed,
+            progress=not args.no_progress,
+            **budget,
+            **params,
+        )
+    except RunInterrupted as stop:  # Ctrl-C after some episodes: keep them with --save
+        if args.save:
+            stop.result.save(args.save)
+            print(
+                f"\ntheorylab run: interrupted after {stop.completed} episodes; saved those "
+                f"to {args.save}",
+                file=sys.stderr,
+            )
+            return 130
+        raise
     print(_table([result.table_row()]))
     null = _null_regret(result, args.mdp)
     if null is not None and not args.plot:  # (the plot's lines say it too)
@@ -474,6 +485,10 @@ def cmd_validate(args) -> int:
     if args.all == (args.name is not None):
         raise ValueError("give one validation NAME or --all (see: theorylab list validations)")
     names = list_validations() if args.all else [args.name]
+    if args.all and args.scale != "quick":  # every claim has a quick scale, not every one more
+        from theorylab.validations import VALIDATIONS
+
+        names = [n for n in names if args.scale in VALIDATIONS.get(n).scales]
     if args.plot and args.all:  # a folder: one figure per claim, named after it
         from pathlib import Path
 
@@ -486,7 +501,8 @@ def cmd_validate(args) -> int:
         plot = args.plot
         if args.plot and args.all:
             plot = os.path.join(args.plot, f"{name}.png")
-        rep = validate(name, scale=args.scale, plot=plot, progress=not args.no_progress)
+        skip = {"controls": False} if args.no_controls else {}
+        rep = validate(name, scale=args.scale, plot=plot, progress=not args.no_progress, **skip)
         reports.append(rep)
         print(rep.format())
         if plot and rep.figure:
@@ -498,7 +514,9 @@ def cmd_validate(args) -> int:
         {
             "validation": r.name,
             "scale": r.scale,
-            "passed": "PASS" if r.passed else "FAIL",
+            "verdict": _verdict(r),
+            "power": _power_cell(r),
+            "informative from": _informative_cell(r),
             "seconds": f"{r.seconds:.1f}",
         }
         for r in reports
@@ -510,7 +528,27 @@ def cmd_validate(args) -> int:
         payload = reports[0].to_dict() if len(reports) == 1 else [r.to_dict() for r in reports]
         atomic_write_json(args.json, payload)
         print(f"wrote {args.json}")
-    return 0 if all(r.passed for r in reports) else 1
+    return 0 if all(_verdict(r) in ("PASS", "SMOKE") for r in reports) else 1
+
+
+def _verdict(report) -> str:
+    return getattr(report, "verdict", None) or ("PASS" if report.passed else "FAIL")
+
+
+def _power_cell(report) -> str:
+    p = getattr(report, "power", None)
+    return f"{p['failing']}/{p['controls']}" if p else "not run"
+
+
+def _informative_cell(report) -> str:
+    inf = getattr(report, "informative_from", None)
+    if not inf:
+        return "-"
+    if inf["value"] is None and inf.get("from_sweep"):
+        return f"not at {inf['variable']} <= {inf['at']:,}"
+    if inf["value"] is None:
+        return f"never ({inf['variable']} <= 1e15)"
+    return f"{inf['variable']} >= {inf['value']:,}"
 
 
 # --------------------------------------------------------------------------- sweep
@@ -829,15 +867,22 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--all", action="store_true", help="run every validation")
     q.add_argument(
         "--scale",
-        choices=["quick", "full"],
+        choices=["quick", "full", "paper"],
         default="quick",
-        help="quick: seconds, what CI runs (default); full: the claim's real check (minutes)",
+        help="quick: seconds, what CI runs (default); full: the claim's real check (minutes); "
+        "paper: the papers' constants at a K where the bound is informative (only some claims "
+        "have it; most need the compiled loops of issue 15)",
     )
     q.add_argument("--json", help="write the report as JSON")
     q.add_argument(
         "--plot",
         help="write the claim's figure to this file; with --all, a folder that gets one "
         "NAME.png per claim that draws one (the others say that they draw none)",
+    )
+    q.add_argument(
+        "--no-controls",
+        action="store_true",
+        help="skip the negative controls (faster; the verdict is then at most PASS before power)",
     )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_validate)

@@ -24,3 +24,17 @@ class UnknownNameError(TheorylabError, KeyError):
 
     def __str__(self) -> str:  # KeyError quotes its message; keep it readable
         return str(self.args[0]) if self.args else ""
+
+
+class RunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during an online run, after some episodes finished.
+
+    A ``KeyboardInterrupt`` (code that does not look for it stops as before) that carries
+    ``result``: the run's result truncated to the ``completed`` episodes every seed finished,
+    with ``config["interrupted_after"] = completed``; ``theorylab run --save`` stores it.
+    """
+
+    def __init__(self, result, completed: int) -> None:
+        super().__init__(f"interrupted after {completed} complete episodes")
+        self.result = result
+        self.completed = completed

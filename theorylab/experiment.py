@@ -25,6 +25,7 @@ from typing import Any
 from theorylab.agent import env_spec  # noqa: F401  (re-exported: the learner's view of an MDP)
 from theorylab.algorithms.objectives import BackendRiskNeutral  # noqa: F401  (re-exported)
 from theorylab.algorithms.registry import KINDS, AlgorithmEntry, get_algorithm, list_algorithms
+from theorylab.errors import RunInterrupted
 from theorylab.registry import convert_parameters, parse_spec
 from theorylab.results import RegretResult, Result, RunResult, SuboptimalityResult  # noqa: F401
 from theorylab.seeding import seed_indices
@@ -144,19 +145,27 @@ def run(
         keywords["episodes"] = episodes
     budget, params = _split(entry, raw, keywords)
     idx = seed_indices(seeds)
-    result = runner_of(entry.kind)(
-        entry, problem, seeds=idx, seed=seed, progress=progress, params=params, **budget
-    )
-    result.config = {
-        "algorithm": label,
-        "kind": entry.kind,
-        **result.config,
-        "seeds": idx,
-        "seed": seed,
-        "params": {k: v for k, v in keywords.items() if k not in budget},
-        "versions": package_versions(),
-    }
-    return result
+
+    def finish(result: Result) -> Result:
+        result.config = {
+            "algorithm": label,
+            "kind": entry.kind,
+            **result.config,
+            "seeds": idx,
+            "seed": seed,
+            "params": {k: v for k, v in keywords.items() if k not in budget},
+            "versions": package_versions(),
+        }
+        return result
+
+    try:
+        result = runner_of(entry.kind)(
+            entry, problem, seeds=idx, seed=seed, progress=progress, params=params, **budget
+        )
+    except RunInterrupted as stop:  # Ctrl-C: the finished episodes travel with the exception
+        finish(stop.result)
+        raise
+    return finish(result)
 
 
 def run_offline(

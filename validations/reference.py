@@ -24,10 +24,32 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 K_SEARCH_LIMIT = 10**15
+
+
+def algorithm_bound(algorithm: str) -> str | None:
+    """The registry name of the main theorem an algorithm carries (the first of its
+    registration's ``bounds``), or None."""
+    from theorylab.algorithms.registry import get_algorithm
+
+    try:
+        entry = get_algorithm(algorithm)
+    except Exception:  # an agent class run by itself, not a registered name
+        return None
+    return entry.bounds[0] if entry.bounds else None
+
+
+def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:
+    """The subset of ``values`` the bound's expression needs (by variable name)."""
+    names = {str(v) for v in bound.variables}
+    missing = names - set(values)
+    if missing:
+        raise ValueError(f"bound {bound.name!r} needs {sorted(missing)} which the run lacks")
+    return {k: v for k, v in values.items() if k in names}
 
 
 def _extreme_values(mdp, how: str) -> float:
@@ -147,7 +169,6 @@ def regret_reference(result, mdp=None, delta: float = 0.1) -> RegretReference:
     """The reference lines of an online ``result`` (a RegretResult) on ``mdp`` (built from the
     result's MDP spec when None)."""
     from theorylab.bounds import get_bound
-    from theorylab.validations.claim import algorithm_bound, bound_inputs
 
     cfg = result.config
     if mdp is None:

@@ -15,12 +15,31 @@ from theorylab.errors import UnknownNameError
 class _ValidationRegistry:
     def __init__(self) -> None:
         self._items: dict = {}
+        self._controls: dict[str, tuple[str, ...]] = {}
 
-    def add(self, validation):
+    def add(
+        self,
+        validation,
+        controls: tuple[str, ...] | None = None,
+        targets: dict[str, tuple[str, ...]] | None = None,
+    ):
+        """Register a claim with its negative controls (names in
+        ``theorylab.validations.controls.CONTROLS``; default: the claim's ``controls``
+        attribute) and, for a claim without an ``algorithm`` attribute, the algorithms a null
+        control replaces (``targets={"online": (...), "offline": (...)}``). A claim without
+        controls is reported UNPOWERED (docs/validations.md, "Power")."""
         if validation.name in self._items:
             raise ValueError(f"validation {validation.name!r} is registered twice")
+        controls = tuple(controls if controls is not None else getattr(validation, "controls", ()))
+        if targets is not None:
+            object.__setattr__(validation, "control_targets", targets)  # frozen dataclasses
         self._items[validation.name] = validation
+        self._controls[validation.name] = controls
         return validation
+
+    def controls(self, name: str) -> tuple[str, ...]:
+        self.get(name)
+        return self._controls[name]
 
     def get(self, name: str):
         _load()
@@ -36,7 +55,11 @@ class _ValidationRegistry:
 
 
 VALIDATIONS = _ValidationRegistry()
-register_validation = VALIDATIONS.add
+
+
+def register_validation(validation, controls=None, targets=None):
+    """Register a claim (see :meth:`_ValidationRegistry.add`)."""
+    return VALIDATIONS.add(validation, controls, targets)
 
 
 def _load() -> None:
@@ -54,13 +77,40 @@ def validate(
     plot: str | None = None,
     progress: bool = False,
     seed: int = 0,
+    controls: bool = True,
 ):
-    """Run the named validation at ``scale`` ("quick" or "full") and return its Report.
+    """Run the named validation at ``scale`` and return its Report with a verdict.
 
-    An unknown scale raises ``ValueError`` naming the validation's scales before anything runs.
-    """
-    validation = VALIDATIONS.get(name)
-    scales = sorted(getattr(validation, "scales", None) or ("quick", "full"))
-    if not isinstance(scale, str) or scale not in scales:
+    The verdict (docs/validations.md): FAIL if a check fails; VACUOUS if no tested check could
+    fail at this scale; SMOKE on a scale labelled a smoke test; otherwise the claim's negative
+    controls are run at the same scale and seed (``controls=True``): PASS if every one of them
+    FAILs the claim (or makes it raise: ERROR, reported with the exception), UNPOWERED if one
+    does not (or none is registered). ``controls=False`` skips them (the verdict is then
+    at most PASS before controls; ``report.power`` is None)."""
+    import theorylab.validations.mutations  # noqa: F401  (registers the known-bug controls)
+    from theorylab.validations.controls import get_control
+
+    claim = VALIDATIONS.get(name)
+    scales = sorted(getattr(claim, "scales", None) or ("quick", "full"))
+    if not isinstance(scale, str) or scale not in scales:  # before anything runs
         raise ValueError(f"validation {name!r} has scales {scales}, not {scale!r}")
-    return validation.run(scale, plot=plot, progress=progress, seed=seed)
+    rep = claim.run(scale, plot=plot, progress=progress, seed=seed).finalize()
+    if not controls:
+        return rep
+    names = VALIDATIONS.controls(name)
+    for cname in names:
+        control = get_control(cname)
+        try:
+            with control.applied(claim):
+                crep = claim.run(scale, seed=seed).finalize()
+            verdict, failed = crep.verdict, [c.name for c in crep.checks if c.status == "FAIL"]
+        except Exception as exc:  # the claim cannot even be evaluated on the control: not held
+            verdict, failed = "ERROR", [f"{type(exc).__name__}: {exc}"[:200]]
+        rep.controls.append(
+            {"control": cname, "kind": control.kind, "verdict": verdict, "failed_checks": failed}
+        )
+    failing = sum(c["verdict"] in ("FAIL", "ERROR") for c in rep.controls)
+    rep.power = {"controls": len(names), "failing": failing}
+    if rep.verdict == "PASS" and (not names or failing < len(names)):
+        rep.verdict, rep.passed = "UNPOWERED", False
+    return rep

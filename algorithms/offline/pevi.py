@@ -77,6 +77,13 @@ def _check(dataset: OfflineDataset, who: str, lam: float, xi: float) -> None:
         raise ValueError(f"{who}: xi must lie in (0, 1), got {xi}")
 
 
+def pessimistic_q(fit: np.ndarray, gamma: np.ndarray, cap: float) -> np.ndarray:
+    """Algorithm 2, line 5: Q_bar_h = min{phi^T w_h - Gamma_h, H - h + 1}^+ (the penalty is
+    subtracted; ``(B, S, A)`` arrays). One function for both forms so that the known-bug mutation
+    ``pevi-penalty-sign`` of theorylab.validations.mutations can flip the sign of both."""
+    return np.clip(fit - gamma, 0.0, cap)
+
+
 def _resolve_beta(beta, c_beta, d, H, K, xi) -> float:
     if beta is not None:
         if not (beta >= 0 and math.isfinite(beta)):
@@ -110,7 +117,7 @@ def pevi_tabular(
         y = blk.sums(blk.reward + blk.next_values(V[:, h + 1]))  # (B, S, A) target sums
         fit = y / (n + lam)  # phi^T w_h
         gamma_h = bval * np.sqrt(1.0 / (n + lam))
-        Q[:, h] = np.clip(fit - gamma_h, 0.0, H - h)
+        Q[:, h] = pessimistic_q(fit, gamma_h, H - h)
         V[:, h] = Q[:, h].max(axis=-1)
     return OfflineResult(
         algorithm="pevi-tabular",
@@ -167,7 +174,7 @@ def pevi(
         w = np.linalg.solve(gram, rhs[..., None])[..., 0]  # (B, d)
         fit = np.einsum("sad,bd->bsa", phi_h, w)  # (B, S, A)
         gamma_h = bval * elliptical_norms(gram, phi_h)
-        Q[:, h] = np.clip(fit - gamma_h, 0.0, H - h)
+        Q[:, h] = pessimistic_q(fit, gamma_h, H - h)
         V[:, h] = Q[:, h].max(axis=-1)
     return OfflineResult(
         algorithm="pevi",

@@ -20,6 +20,7 @@ import numpy as np
 from theorylab.agent import env_spec
 from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral, objective_of
 from theorylab.backends import get_backend
+from theorylab.errors import RunInterrupted
 from theorylab.results import RegretResult
 from theorylab.runners.problems import resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
@@ -44,6 +45,7 @@ def run(
     loop: str = "auto",
     segment: int | None = None,
     checkpoint: str | None = None,
+    score_policy: str = "played",
 ) -> RegretResult:
     """Run the online algorithm ``entry`` on ``problem`` (a TabularMDP-like model or a family
     spec) for ``episodes`` episodes and every seed index in ``seeds``.
@@ -62,7 +64,14 @@ def run(
     segment, checkpoint: compiled loop only: episodes per kernel call (progress is reported
         between segments), and a directory where finished segments and the state are stored
         and from which an interrupted run resumes.
+    score_policy: "played" (always, except in a test): episode k's regret is that of the policy
+        played in episode k. "next" is a known bug kept as a negative control (the mutation
+        ``score-next-policy`` of theorylab.validations.mutations): episode k is scored with the
+        policy of episode k + 1, which the claims must catch. Not a budget keyword: ``tl.run``
+        never passes it. "next" runs the Python loop.
     """
+    if score_policy not in ("played", "next"):
+        raise ValueError(f"score_policy must be 'played' or 'next', got {score_policy!r}")
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
     episodes = int(episodes)
@@ -86,6 +95,8 @@ def run(
     # built without the agent (it never grades itself), else expected return.
     objective = objective_of(entry, params)
     v_star = objective.optimal_value(mdp)
+    if score_policy != "played":  # the known-bug control lives in the reference loop only
+        loop = "python"
     compiled = _use_compiled(loop, agent, bk, B * episodes, segment, checkpoint)
     if compiled:
         regret, returns, estimates, wall = _run_compiled(
@@ -93,12 +104,37 @@ def run(
             segment, checkpoint,
         )  # fmt: skip
     else:
-        regret, returns, estimates, wall = _run_python(
-            entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress
-        )
+        try:
+            regret, returns, estimates, wall = _run_python(
+                entry,
+                agent,
+                mdp,
+                objective,
+                v_star,
+                env_rngs,
+                bk,
+                episodes,
+                progress,
+                score_policy,
+            )
+        except _Stopped as stop:  # Ctrl-C after some episodes: they travel with the exception
+            if objective is RISK_NEUTRAL:
+                objective = BackendRiskNeutral(bk)
+            partial = RegretResult(
+                *stop.arrays, float(v_star), stop.wall, {
+                    **_config(mdp, stop.done, known_rewards, objective, bk, compiled),
+                    "interrupted_after": stop.done,
+                }
+            )  # fmt: skip
+            raise RunInterrupted(partial, stop.done) from stop.__cause__
     if objective is RISK_NEUTRAL:
         objective = BackendRiskNeutral(bk)
-    config = {
+    config = _config(mdp, episodes, known_rewards, objective, bk, compiled)
+    return RegretResult(regret, returns, estimates, float(v_star), wall, config)
+
+
+def _config(mdp, episodes, known_rewards, objective, bk, compiled) -> dict[str, Any]:
+    return {
         "mdp": mdp.name,
         "S": mdp.S,
         "A": mdp.A,
@@ -110,7 +146,14 @@ def run(
         "device": bk.device,
         "loop": "compiled" if compiled else "python",
     }
-    return RegretResult(regret, returns, estimates, float(v_star), wall, config)
+
+
+class _Stopped(Exception):
+    """The Python loop was interrupted after ``done`` complete episodes (arrays truncated)."""
+
+    def __init__(self, arrays: tuple, done: int, wall: float) -> None:
+        super().__init__(f"stopped after {done} episodes")
+        self.arrays, self.done, self.wall = arrays, done, wall
 
 
 def _use_compiled(loop, agent, bk, seed_episodes, segment, checkpoint) -> bool:
@@ -173,7 +216,9 @@ def _run_compiled(
     return out["regret"], out["returns"], out["estimates"], wall
 
 
-def _run_python(entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress):
+def _run_python(
+    entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress, score_policy="played"
+):
     """The episode-by-episode loop (the reference)."""
     B = len(env_rngs)
     if objective is RISK_NEUTRAL:  # exact regret and rollouts through the backend's kernels
@@ -186,15 +231,29 @@ def _run_python(entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, pr
 
     bar = progress_bar(episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False)
     t0 = time.perf_counter()
-    for k in range(episodes):
-        pi = agent.policy()
-        if has_estimate:
-            estimates[:, k] = agent.value_estimate()
-        regret[:, k] = v_star - objective.policy_values(mdp, pi)
-        traj = objective.rollout(mdp, pi, env_rngs)
-        returns[:, k] = traj.returns()
-        agent.update(traj)
-        bar.update(1)
+    done = 0  # episodes every seed has finished
+    pending = None  # score_policy="next": the policy of episode k + 1, already asked for
+    try:
+        for k in range(episodes):
+            pi = agent.policy() if pending is None else pending
+            if has_estimate:
+                estimates[:, k] = agent.value_estimate()
+            if score_policy == "played":
+                regret[:, k] = v_star - objective.policy_values(mdp, pi)
+            traj = objective.rollout(mdp, pi, env_rngs)
+            returns[:, k] = traj.returns()
+            agent.update(traj)
+            if score_policy == "next":
+                pending = agent.policy()
+                regret[:, k] = v_star - objective.policy_values(mdp, pending)
+            done = k + 1
+            bar.update(1)
+    except KeyboardInterrupt as exc:
+        bar.close()
+        if done == 0:
+            raise
+        arrays = (regret[:, :done], returns[:, :done], estimates[:, :done])
+        raise _Stopped(arrays, done, time.perf_counter() - t0) from exc
     wall = time.perf_counter() - t0
     bar.close()
     return regret, returns, estimates, wall

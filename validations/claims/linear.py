@@ -14,7 +14,7 @@ Registered (``theorylab validate NAME --scale quick|full``):
     n^(-1/2) in the number n of samples per step (log-log slope in [-0.75, -0.25]); and with
     one-hot features on a deterministic MDP, one sample of every pair and lambda = 1e-9, LSVI *is*
     backward induction (error <= 1e-6).
-``lsvi-ucb-sqrt-k``
+``lsvi-ucb-sqrt-k-tuned-c``
     LSVI-UCB (Jin et al. 2020, bound ``jin2020-lsvi-ucb``) on a random simplex-feature linear MDP
     (theory.md 7.1) with c = 0.1: regret grows like K^(1/2) (log-log slope CI inside [0.3, 0.7]
     at full scale), stays below C sqrt(d^3 H^3 T iota^2) with C = 1 on >= 1 - delta of the seeds,
@@ -68,7 +68,7 @@ from typing import Any
 
 import numpy as np
 
-from theorylab.validations.claim import Check, Report, bound_inputs
+from theorylab.validations.claim import Check, Report, bound_inputs, claim_verdict
 from theorylab.validations.registry import register_validation
 
 # ---------------------------------------------------------------------------- shared helpers
@@ -84,6 +84,8 @@ class LinearScale:
     slope_range: tuple[float, float] | None = None
     mdp: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    smoke: str | None = None  # this scale is a smoke test; the text says where the real check is
+    tests: tuple[str, ...] | None = None  # the tests run at this scale (default: the claim's)
 
 
 def _recording(cls):
@@ -148,19 +150,13 @@ def _slope_check(name, x, y, lo, hi, *, fit_range=(0.5, 1.0), what="log-log slop
     )
 
 
-def _optimism_check(result, delta: float) -> Check:
-    est = result.value_estimates
-    tol = 1e-9 * max(1.0, abs(result.optimal_value))
-    bad = np.any(est < result.optimal_value - tol, axis=1)  # (B,)
-    rate = float(bad.mean())
-    return Check(
-        "optimism",
-        rate <= delta,
-        f"V^k_1(mu0) >= V*_1(mu0) on every episode for {int((~bad).sum())}/{bad.size} seeds "
-        f"(allowed failure rate {delta}); min(estimate - V*) = "
-        f"{float((est - result.optimal_value).min()):.4g}",
-        {"failure_rate": rate},
-    )
+def _optimism_check(result, delta: float, mdp) -> Check:
+    """Optimism at mu0 on every episode for >= 1 - delta of the seeds; VACUOUS when every
+    estimate is at the cap H r_max (``theorylab.validations.claim.check_optimism``)."""
+    from theorylab.validations.claim import check_optimism
+
+    tab = mdp.to_tabular() if hasattr(mdp, "to_tabular") else mdp
+    return check_optimism(result, delta, cap=float(tab.horizon * np.max(tab.R)))
 
 
 def _plot_regret(path, curves, bound_curve, bound_label, title) -> None:
@@ -257,7 +253,7 @@ class LinearRegretClaim:
                 "optimal_value": result.optimal_value,
             },
         )
-        bound_curve = None
+        bound_curve, bound_at = None, None
         if self.bound is not None:
             from theorylab.bounds import get_bound
 
@@ -276,9 +272,16 @@ class LinearRegretClaim:
             bound_curve = np.broadcast_to(
                 np.asarray(bound.evaluate(**bound_inputs(bound, values)), dtype=float), ks.shape
             )
+
+            def bound_at(k, values=values, bound=bound):
+                at = {**values, "K": k, "T": k if self.bandit else k * mdp.horizon}
+                out = np.asarray(bound.evaluate(**bound_inputs(bound, at)), dtype=float)
+                return np.broadcast_to(out, np.shape(k))
+
             report.bound_exponent = float(bound.exponent(bound.rate_variable))
+        report.smoke = sc.smoke
         x = np.arange(1, K + 1)
-        for test in self.tests:
+        for test in sc.tests if sc.tests is not None else self.tests:
             if test == "rate":
                 lo, hi = sc.slope_range or (0.3, 0.7)
                 checks.append(_slope_check("rate", x, cum, lo, hi))
@@ -289,9 +292,9 @@ class LinearRegretClaim:
                 report.slope = checks[-1].values["slope"]
                 report.slope_ci = tuple(checks[-1].values["slope_ci"])
             elif test == "below-bound":
-                checks.append(self._below_bound(cum, bound_curve, report))
+                checks.append(self._below_bound(cum, bound_curve, report, mdp, bound_at))
             elif test == "optimism":
-                checks.append(_optimism_check(result, self.delta))
+                checks.append(_optimism_check(result, self.delta, mdp))
             elif test == "recovers-features":
                 checks.append(self._recovery(agent, mdp))
             else:
@@ -307,26 +310,41 @@ class LinearRegretClaim:
                 {self.algorithm: cum},
                 bound_curve,
                 label,
-                f"{self.name} [{scale}]: {'PASS' if report.passed else 'FAIL'}",
+                f"{self.name} [{scale}]: {claim_verdict(checks)} (before controls)",
             )
             report.figure = plot
         return report
 
-    def _below_bound(self, cum, bound_curve, report: Report) -> Check:
-        from theorylab.stats import fraction_below
+    def _below_bound(self, cum, bound_curve, report: Report, mdp=None, bound_at=None) -> Check:
+        """Violation rate at K <= delta; VACUOUS when the bound at K is at or above the trivial
+        bound K Delta_max (docs/validations.md, "Three verdicts")."""
+        from theorylab.validations.claim import below_bound_check
+        from theorylab.validations.reference import informative_from
+        from theorylab.validations.vacuity import max_episode_regret
 
         final, b = cum[:, -1], float(bound_curve[-1])
-        frac = fraction_below(final, b)
-        violation = 1.0 - frac.fraction
-        report.violation_rate = violation
+        K = cum.shape[1]
+        trivial, dmax = None, None
+        if mdp is not None:
+            tab = mdp.to_tabular() if hasattr(mdp, "to_tabular") else mdp
+            dmax = max_episode_regret(tab)
+            trivial = K * dmax
+            report.informative_from = {
+                "variable": "K",
+                "value": informative_from(bound_at, dmax) if bound_at is not None else None,
+                "at": K,
+                "bound": self.bound,
+                "max_episode_regret": dmax,
+            }
         implied = float(final.max() / (b / self.bound_constants.get("C", 1.0)))
-        return Check(
-            "below-bound",
-            violation <= self.delta,
-            f"{int(np.sum(final > b))}/{final.size} seeds above the bound {b:.4g} at K = "
-            f"{cum.shape[1]} (allowed rate {self.delta}); max regret {final.max():.4g}, "
-            f"regret/bound = {final.max() / b:.3g}, implied constant {implied:.3g}",
-            {"violation_rate": violation, "bound_at_K": b, "implied_constant": implied},
+        return below_bound_check(
+            final,
+            b,
+            self.delta,
+            report,
+            trivial=trivial,
+            where=f"K = {K}",
+            extra=f", implied constant {implied:.3g}",
         )
 
     def _recovery(self, agent, mdp) -> Check:
@@ -404,12 +422,14 @@ class LSVIUCBSqrtK(LinearRegretClaim):
 
 register_validation(
     LinearRegretClaim(
-        name="lmc-lsvi-sublinear",
+        name="lmc-lsvi-sublinear-tuned-c",
         statement=(
+            "TUNED CONSTANTS (c = 0.3 and delta = 0.15 chosen so that the run leaves its burn-in "
+            "within the window; no paper-constant version is registered yet). "
             "LMC-LSVI (Ishfaq et al. 2024; one Langevin sample per step, the exact Gaussian law "
             "of the chain, 1/sqrt(beta) = c H sqrt(d), c = 0.3) on the random simplex-feature "
-            "linear MDP of lsvi-ucb-sqrt-k (d = 3, H = 5): regret is sublinear -- the slope CI "
-            "over the last half of log K lies in [0.3, 0.7] -- and stays below "
+            "linear MDP of lsvi-ucb-sqrt-k-tuned-c (d = 3, H = 5): regret is sublinear -- the "
+            "slope CI over the last half of log K lies in [0.3, 0.7] -- and stays below "
             "C d^(3/2) H^(3/2) sqrt(T) with C = 1 (the abstract's unspecified constant) on at "
             "least 1 - delta of the seeds, delta = 0.15 (Theorem 4.2's single-sample bound holds "
             "only for delta > 0.121 [S])"
@@ -433,16 +453,20 @@ register_validation(
             "0.47, 0.39, 0.27: like UCBVI on a fixed MDP, the slope passes 1/2 and keeps falling "
             "towards the gap-dependent log regime; the range is a property of this window."
         ),
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
 register_validation(
     LSVIUCBSqrtK(
-        name="lsvi-ucb-sqrt-k",
+        name="lsvi-ucb-sqrt-k-tuned-c",
         statement=(
-            "LSVI-UCB (Jin et al. 2020, Alg. 1, lambda = 1, beta = c d H sqrt(iota), c = 0.1) on a "
-            "random simplex-feature linear MDP (d = 3, H = 5): regret grows like K^(1/2), stays "
-            "below C sqrt(d^3 H^3 T iota^2) with C = 1 and is optimistic (Lemma B.5)"
+            "TUNED CONSTANT (rate at c = 0.1; at c = 1 the run is still in its linear burn-in at "
+            "K = 1e4, see lsvi-ucb-paper-constant). LSVI-UCB (Jin et al. 2020, Alg. 1, lambda = "
+            "1, beta = c d H sqrt(iota), c = 0.1) on a random simplex-feature linear MDP (d = 3, "
+            "H = 5): regret grows like K^(1/2), stays below C sqrt(d^3 H^3 T iota^2) with C = 1 "
+            "and is optimistic (Lemma B.5). The below-bound test is VACUOUS at both scales (the "
+            "bound is informative from K of about 1.8e6)."
         ),
         algorithm="lsvi-ucb",
         mdp=LSVI_UCB_MDP,
@@ -459,7 +483,39 @@ register_validation(
             "c = 0.1 chosen by the sweep recorded at full scale; c = 1 stays in its linear burn-in "
             "(slope ~0.97 at K = 1e4); c <= 0.03 loses optimism and locks onto a suboptimal policy."
         ),
-    )
+    ),
+    controls=("frozen", "random"),
+)
+
+register_validation(
+    LinearRegretClaim(
+        name="lsvi-ucb-paper-constant",
+        statement=(
+            "LSVI-UCB at c = 1 (beta = d H sqrt(iota); Jin et al. 2020 leave c an absolute "
+            "constant [M], so c = 1 is the unscaled bonus) on the instance of "
+            "lsvi-ucb-sqrt-k-tuned-c: stays below C sqrt(d^3 H^3 T iota^2) with C = 1, is "
+            "optimistic, and regret is sublinear (slope CI <= 0.8). The bound is informative "
+            "from K of about 1.8e6 (the report prints it) and the run is linear (burn-in) at "
+            "K = 1e4, so the quick scale is a SMOKE test and the real check is the 'paper' scale "
+            "(K = 4e6), which needs the whole-run compiled loops (issue 15)."
+        ),
+        algorithm="lsvi-ucb",
+        mdp=LSVI_UCB_MDP,
+        scales={
+            "quick": LinearScale(
+                episodes=2000,
+                seeds=4,
+                smoke="in burn-in at c = 1 (slope ~0.97 at K = 1e4): real check at 'paper'",
+                tests=("below-bound", "optimism"),
+            ),
+            "paper": LinearScale(episodes=4_000_000, seeds=4),
+        },
+        tests=("below-bound", "optimism", "sublinear"),
+        params={"c": 1.0, "delta": 0.1},
+        bound="jin2020-lsvi-ucb",
+        bound_constants={"C": 1.0},
+    ),
+    controls=("frozen", "random"),
 )
 
 register_validation(
@@ -468,13 +524,22 @@ register_validation(
         statement=(
             "LinUCB / OFUL (Abbasi-Yadkori et al. 2011) on a linear bandit with d = 5 and 20 arms: "
             "regret grows like sqrt(T) up to logs, stays below the oful-abbasi2011 bound and the "
-            "UCB index is optimistic"
+            "UCB index is optimistic. The bound is above the trivial bound (T times the largest "
+            "gap) up to T = 76,980, so below-bound is VACUOUS at quick and full scale; the "
+            "'paper' scale (T = 160,000) tests it for real, with sublinearity."
         ),
         algorithm="linucb",
         mdp="linear-bandit:d=5,A=20,seed=0",
         scales={
             "quick": LinearScale(episodes=3000, seeds=8, slope_range=(0.3, 0.7)),
             "full": LinearScale(episodes=50000, seeds=16, slope_range=(0.3, 0.7)),
+            # the bound is informative from T = 76,980 rounds: below-bound at T = 160,000 is a
+            # real test (measured: bound / trivial = 0.74, max regret / bound = 0.003; 63 s on
+            # the 2-core machine); the slope is then 0.29 (the log T regime), so the rate is
+            # not tested here, sublinearity is
+            "paper": LinearScale(
+                episodes=160_000, seeds=8, tests=("below-bound", "optimism", "sublinear")
+            ),
         },
         tests=("rate", "below-bound", "optimism"),
         bound="oful-abbasi2011",
@@ -484,7 +549,8 @@ register_validation(
             "eventually falls towards 0 (log T regret): the rate is read while the instance is "
             "still in its sqrt(T) regime."
         ),
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
 register_validation(
@@ -510,7 +576,8 @@ register_validation(
             "rep-ucb-arxiv is a discounted PAC bound, not an episodic regret bound: the claim "
             "tests its consequences (recovery, sublinear regret), not the bound's value."
         ),
-    )
+    ),
+    controls=("frozen", "random"),
 )
 
 
@@ -637,7 +704,7 @@ class OneHotCountBonus:
         )
 
 
-register_validation(OneHotCountBonus())
+register_validation(OneHotCountBonus(), controls=("lsvi-bonus-no-sqrt",))
 
 
 @dataclass(frozen=True)
@@ -755,7 +822,7 @@ class CoveringLSVI:
         )
 
 
-register_validation(CoveringLSVI())
+register_validation(CoveringLSVI(), controls=("lsvi-no-bootstrap",))
 
 
 # ---------------------------------------------------------------------------- dimension sweep
@@ -889,4 +956,6 @@ class RegretVersusD:
         )
 
 
-register_validation(RegretVersusD())
+register_validation(
+    RegretVersusD(), controls=("frozen", "random"), targets={"online": ("lsvi-ucb",)}
+)

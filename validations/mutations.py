@@ -1,0 +1,188 @@
+"""Known-bug mutations: negative controls that patch one realistic bug into the library.
+
+Each mutation is a context manager that patches the bug in for the duration of a ``with`` block
+and is registered in ``theorylab.validations.controls.CONTROLS``. A claim that lists a mutation
+among its controls must FAIL under it (``theorylab.validations.validate`` checks this). Registered:
+
+* ``ucbvi-ch-bonus-sqrt-l``: UCBVI-CH's bonus 7 H L sqrt(1/N) (Azar et al. 2017, Alg. 3) written
+  as 7 H sqrt(L/N) -- smaller by sqrt(L), about 4 on the quick instances;
+* ``score-next-policy``: the online runner scores episode k with the policy of episode k + 1
+  (``theorylab.runners.online.run(score_policy="next")``);
+* ``cvar-upper-tail``: ``ReturnDistribution.cvar`` averages the best tau-fraction of returns
+  instead of the worst (the wrong tail);
+* ``lsvi-bonus-no-sqrt``: LSVI-UCB's elliptical width phi^T Lambda^-1 phi without its square
+  root;
+* ``lsvi-no-bootstrap``: LSVI regresses on r alone, forgetting V_(h+1)(s') in the target;
+* ``pevi-gram-without-ridge``: linear PEVI's Gram matrix without lambda I;
+* ``pevi-penalty-sign``: PEVI adds its penalty Gamma_h instead of subtracting it (an optimistic
+  algorithm under a pessimistic name; ``theorylab.algorithms.offline.pevi.pessimistic_q``).
+
+``python -m theorylab.validations.mutants`` reports which claims catch each of them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+from theorylab.validations.controls import Control, register_control
+
+
+@contextlib.contextmanager
+def _patched(owner, attribute: str, value) -> Iterator[None]:
+    had = attribute in vars(owner)
+    old = vars(owner).get(attribute)
+    setattr(owner, attribute, value)
+    try:
+        yield
+    finally:
+        if had:
+            setattr(owner, attribute, old)
+        else:
+            delattr(owner, attribute)
+
+
+@contextlib.contextmanager
+def ucbvi_ch_bonus_sqrt_l(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online.ucbvi import UCBVI, UCBVIHoeffding
+
+    # UCBVI-CH reads L only in its bonus 7 H L sqrt(1/N); sqrt(L) there gives 7 H sqrt(L/N)
+    with _patched(UCBVIHoeffding, "L", property(lambda self: math.sqrt(UCBVI.L.fget(self)))):
+        yield
+
+
+@contextlib.contextmanager
+def score_next_policy(claim=None) -> Iterator[None]:
+    import functools
+
+    import theorylab.runners.online as online
+
+    with _patched(online, "run", functools.partial(online.run, score_policy="next")):
+        yield
+
+
+@contextlib.contextmanager
+def pevi_penalty_sign(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.offline import pevi
+
+    def flipped(fit, gamma, cap):
+        return np.clip(fit + gamma, 0.0, cap)
+
+    with _patched(pevi, "pessimistic_q", flipped):
+        yield
+
+
+@contextlib.contextmanager
+def cvar_upper_tail(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.risk.return_distribution import ReturnDistribution
+
+    lower = ReturnDistribution.cvar
+
+    def upper(self, tau: float):
+        # the mean of the best tau-fraction of returns: E Z = tau U_tau + (1 - tau) L_(1 - tau)
+        if tau >= 1.0:
+            return lower(self, 1.0)
+        return (self.mean() - (1.0 - tau) * lower(self, 1.0 - tau)) / tau
+
+    with _patched(ReturnDistribution, "cvar", upper):
+        yield
+
+
+@contextlib.contextmanager
+def lsvi_width_squared(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.linear.lsvi import LeastSquaresValueIteration
+
+    def squared(self, h: int):
+        return self.width_sq[:, h]  # phi^T Lambda^-1 phi, the square root forgotten
+
+    with _patched(LeastSquaresValueIteration, "bonus_width", squared):
+        yield
+
+
+@contextlib.contextmanager
+def lsvi_no_bootstrap(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.linear.lsvi import LeastSquaresValueIteration
+
+    original = LeastSquaresValueIteration.ridge_weights
+
+    def rewards_only(self, h: int, V_next):
+        return original(self, h, 0.0 * V_next)  # the regression target r, the V_(h+1) forgotten
+
+    with _patched(LeastSquaresValueIteration, "ridge_weights", rewards_only):
+        yield
+
+
+@contextlib.contextmanager
+def pevi_gram_without_ridge(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.offline import pevi
+
+    original = pevi.gram_matrices
+
+    def no_ridge(n, phi, lam):
+        return original(n, phi, 0.0)  # Lambda_h = sum phi phi^T, the + lambda I forgotten
+
+    with _patched(pevi, "gram_matrices", no_ridge):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "ucbvi-ch-bonus-sqrt-l",
+            "mutation",
+            "UCBVI-CH bonus 7 H sqrt(L/N) instead of 7 H L / sqrt(N)",
+            ucbvi_ch_bonus_sqrt_l,
+        )
+    ),
+    register_control(
+        Control(
+            "score-next-policy",
+            "mutation",
+            "episode k scored with the policy of episode k + 1",
+            score_next_policy,
+        )
+    ),
+    register_control(
+        Control(
+            "cvar-upper-tail",
+            "mutation",
+            "CVaR_tau of a return distribution taken over the upper tail (the best tau-fraction)",
+            cvar_upper_tail,
+        )
+    ),
+    register_control(
+        Control(
+            "lsvi-bonus-no-sqrt",
+            "mutation",
+            "LSVI-UCB's bonus beta phi^T Lambda^-1 phi instead of beta ||phi||_(Lambda^-1)",
+            lsvi_width_squared,
+        )
+    ),
+    register_control(
+        Control(
+            "lsvi-no-bootstrap",
+            "mutation",
+            "LSVI's regression target r instead of r + V_(h+1)(s')",
+            lsvi_no_bootstrap,
+        )
+    ),
+    register_control(
+        Control(
+            "pevi-gram-without-ridge",
+            "mutation",
+            "linear PEVI's Gram matrix without its ridge term lambda I",
+            pevi_gram_without_ridge,
+        )
+    ),
+    register_control(
+        Control(
+            "pevi-penalty-sign",
+            "mutation",
+            "PEVI's penalty added instead of subtracted",
+            pevi_penalty_sign,
+        )
+    ),
+)
