@@ -299,6 +299,7 @@ class MonteCarloGradients:
     scales: dict[str, MCScale] = field(
         default_factory=lambda: {"quick": MCScale(200, 16), "full": MCScale(4000, 16)}
     )
+    controls: tuple[str, ...] = ("ppo-exact-objective-under-ref",)
 
     def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
         import torch
@@ -451,6 +452,7 @@ class SampledPairsCoverage:
     )
     losses: tuple[str, ...] = ("dpo", "ipo")
     beta: float = 0.5
+    controls: tuple[str, ...] = ("sampled-pairs-no-coverage-limit",)
     scales: dict[str, PairsScale] = field(
         default_factory=lambda: {
             "quick": PairsScale(
