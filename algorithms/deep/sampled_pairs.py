@@ -212,7 +212,7 @@ def train_on_pairs(
         theta = ref.clone().requires_grad_(True)
         w, lo = torch.as_tensor(data.winners[x]), torch.as_tensor(data.losers[x])
         opt = torch.optim.LBFGS(
-            [theta], lr=1.0, max_iter=max_iter, tolerance_grad=1e-12, tolerance_change=1e-15,
+            [theta], lr=1.0, max_iter=max_iter, tolerance_grad=1e-14, tolerance_change=1e-18,
             history_size=50, line_search_fn="strong_wolfe",
         )  # fmt: skip
 
