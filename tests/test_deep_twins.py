@@ -65,6 +65,7 @@ DEEP_CLAIMS = (
     "dr-grpo-k2-effective-beta",
     "cvar-grpo-twin-cvar-optimum",
     "deep-loss-gradients-mc",
+    "dpo-sampled-pairs-coverage",
 )
 
 

@@ -39,7 +39,6 @@ KNOWN_UNPOWERED = {
 NO_CONTROL_YET = {
     "cmdp-ogda-last-iterate",
     "cvar-grpo-twin-cvar-optimum",
-    "deep-loss-gradients-mc",
     "dpo-exact-transformer-kl",
     "dr-grpo-k2-effective-beta",
     "dual-v-alpha-to-zero",

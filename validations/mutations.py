@@ -15,7 +15,11 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``lsvi-no-bootstrap``: LSVI regresses on r alone, forgetting V_(h+1)(s') in the target;
 * ``pevi-gram-without-ridge``: linear PEVI's Gram matrix without lambda I;
 * ``pevi-penalty-sign``: PEVI adds its penalty Gamma_h instead of subtracting it (an optimistic
-  algorithm under a pessimistic name; ``theorylab.algorithms.offline.pevi.pessimistic_q``).
+  algorithm under a pessimistic name; ``theorylab.algorithms.offline.pevi.pessimistic_q``);
+* ``sampled-pairs-no-coverage-limit``: the DPO / IPO optimum on a finite dataset of pairs taken to
+  be the population minimiser (``theorylab.algorithms.deep.sampled_pairs.empirical_optimum``);
+* ``ppo-exact-objective-under-ref``: PPO-clip's exact expected loss taken over ref's responses
+  instead of the old policy's (``theorylab.algorithms.deep.loss_expectations``).
 
 ``python -m theorylab.validations.mutants`` reports which claims catch each of them.
 """
@@ -23,6 +27,7 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import math
 from collections.abc import Iterator
 
@@ -128,6 +133,42 @@ def pevi_gram_without_ridge(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def sampled_pairs_no_coverage_limit(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.deep import fixed_points, sampled_pairs
+
+    def population(task, data, loss, beta):
+        # the bug: the finite dataset's optimum taken to be the population minimiser
+        pop = (
+            task.soft_optimum(beta).seq_logp
+            if loss == "dpo"
+            else fixed_points.ipo_optimum(task, beta)
+        )
+        return pop, np.ones(task.n_prompts, dtype=bool)
+
+    with _patched(sampled_pairs, "empirical_optimum", population):
+        yield
+
+
+@contextlib.contextmanager
+def ppo_exact_objective_under_ref(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep.loss_expectations import CaseObjective
+
+    original = CaseObjective.exact
+
+    def under_ref(self):
+        if self.case != "ppo-clip":
+            return original(self)
+        # the bug: PPO's expectation taken over ref's responses, not the old policy's
+        w = self.ref_seq.exp()[self.all_x, self.all_y] / self.task.n_prompts
+        return self._responses(self.pol.cond_logp(), self.all_x, self.all_y, w)
+
+    with _patched(CaseObjective, "exact", under_ref):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -186,3 +227,25 @@ MUTATIONS = (
         )
     ),
 )
+
+# the deep claims register only with torch (the [torch] extra): so do their mutations
+if importlib.util.find_spec("torch") is not None:
+    MUTATIONS = (
+        *MUTATIONS,
+        register_control(
+            Control(
+                "sampled-pairs-no-coverage-limit",
+                "mutation",
+                "DPO/IPO's optimum on a finite pair dataset taken to be the population minimiser",
+                sampled_pairs_no_coverage_limit,
+            )
+        ),
+        register_control(
+            Control(
+                "ppo-exact-objective-under-ref",
+                "mutation",
+                "PPO-clip's exact expected loss taken over ref's responses, not the old policy's",
+                ppo_exact_objective_under_ref,
+            )
+        ),
+    )
