@@ -37,14 +37,9 @@ KNOWN_UNPOWERED = {
 # reported UNPOWERED ("no controls registered") until each gets one (issue 13, item 2). A claim
 # registered without a control and not listed here fails test_every_claim_registers_a_control.
 NO_CONTROL_YET = {
-    "cmdp-ogda-last-iterate",
-    "dual-v-alpha-to-zero",
-    "dual-v-strong-duality",
-    "dualdice-ope-rate",
     "kwise-mle-beats-pairwise-split",
     "nash-dynamics-converge",
     "p2r-queries-bounded-regret-sublinear",
-    "reps-binding-kl",
     "zjj-greedy-fails-pessimism-bounded",
 }
 for _name in NO_CONTROL_YET & set(NAMES):
