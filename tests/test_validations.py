@@ -37,17 +37,12 @@ KNOWN_UNPOWERED = {
 # reported UNPOWERED ("no controls registered") until each gets one (issue 13, item 2). A claim
 # registered without a control and not listed here fails test_every_claim_registers_a_control.
 NO_CONTROL_YET = {
-    "cmdp-ogda-last-iterate",
     "cvar-grpo-twin-cvar-optimum",
     "dpo-exact-transformer-kl",
     "dr-grpo-k2-effective-beta",
-    "dual-v-alpha-to-zero",
-    "dual-v-strong-duality",
-    "dualdice-ope-rate",
     "grpo-k3-twin-fixed-point",
     "grpo-tiny-transformer-accuracy",
     "preference-twins-closed-form",
-    "reps-binding-kl",
     "rloo-twin-kl-optimum",
     "tiny-vs-hf-same-exact-metrics",
 }

@@ -29,7 +29,18 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``sampled-pairs-no-coverage-limit``: the DPO / IPO optimum on a finite dataset of pairs taken to
   be the population minimiser (``theorylab.algorithms.deep.sampled_pairs.empirical_optimum``);
 * ``ppo-exact-objective-under-ref``: PPO-clip's exact expected loss taken over ref's responses
-  instead of the old policy's (``theorylab.algorithms.deep.loss_expectations``).
+  instead of the old policy's (``theorylab.algorithms.deep.loss_expectations``);
+* ``dual-v-plain-conjugate``: dual-V minimised with the plain conjugate f* in place of f*_p (the
+  eq. (9) typo of Sikchi et al. 2024 carried into the solver) and d recovered as
+  d^O (f*)'(delta_V / alpha), without the max(0, .) (``theorylab.algorithms.dual.dual_v``);
+* ``dual-v-sqrt-alpha``: ``solve_dual_v`` regularises with sqrt(alpha) where alpha belongs;
+* ``reps-eta-fixed``: REPS' temperature eta left at its starting value 1 (V solved, eta not
+  minimised), so the KL bound no longer binds (``theorylab.algorithms.dual.reps``);
+* ``dualdice-behaviour-policy``: DualDICE's correction solved for the behaviour policy instead of
+  the target, so it returns the behaviour value (a non-learning estimate whose error does not
+  vanish with N);
+* ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
+  half-step dropped).
 
 ``python -m theorylab.validations.mutants`` reports which claims catch each of them.
 """
@@ -252,6 +263,91 @@ def ppo_exact_objective_under_ref(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def dual_v_plain_conjugate(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.dual import dual_v
+    from theorylab.algorithms.dual.regularized_objectives import bellman_residual
+    from theorylab.algorithms.dual.smooth_dual_solver import Conjugate
+
+    def plain(f):  # the bug: f* where f*_p = sup over w >= 0 belongs
+        return Conjugate(f.conjugate, f.conjugate_derivative, f.conjugate_second_derivative)
+
+    def unclipped(mdp, V, d_ref, alpha, f, gamma):  # d^O (f*)'(delta / alpha): no max(0, .)
+        delta = bellman_residual(mdp, V, gamma)
+        d = np.zeros_like(delta)
+        on = d_ref > 0
+        d[on] = d_ref[on] * f.conjugate_derivative(delta[on] / alpha)
+        return d
+
+    with (
+        _patched(dual_v, "nonneg_conjugate", plain),
+        _patched(dual_v, "recover_occupancy", unclipped),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def dual_v_sqrt_alpha(claim=None) -> Iterator[None]:
+    import theorylab.algorithms.dual as dual
+
+    original = dual.solve_dual_v
+
+    def sqrt_alpha(mdp, d_ref, alpha, f="kl", **kwargs):
+        return original(mdp, d_ref, math.sqrt(alpha), f, **kwargs)  # the bug: sqrt(alpha)
+
+    with _patched(dual, "solve_dual_v", sqrt_alpha):
+        yield
+
+
+@contextlib.contextmanager
+def reps_eta_fixed(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.dual import reps
+
+    original = reps._newton_reps
+
+    def fixed(mdp, q, epsilon, max_iter):
+        # the bug: V minimised, eta left at its starting value 1 (the tilt not tuned to epsilon)
+        _, V, _, _, it = original(mdp, q, epsilon, max_iter)
+        on = np.flatnonzero(q.ravel() > 0)
+        B = reps._stationarity_matrix(mdp)[on].tocsr()
+        r = np.asarray(mdp.reward(0), float).ravel()[on]
+        _, mu, logZ = reps._tilt(1.0, V, r, B, np.log(q.ravel()[on]))
+        return 1.0, V, mu, float(epsilon + logZ), it
+
+    with _patched(reps, "_newton_reps", fixed):
+        yield
+
+
+@contextlib.contextmanager
+def dualdice_behaviour_policy(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.dual import dualdice
+
+    original = dualdice.dualdice
+
+    def behaviour(dataset, policy):
+        return original(dataset, dataset.behaviour)  # the bug: the target policy ignored
+
+    with _patched(dualdice, "dualdice", behaviour):
+        yield
+
+
+@contextlib.contextmanager
+def cmdp_ogda_no_optimism(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.dual import cmdp
+
+    original = cmdp.lagrangian_gda
+
+    def no_optimism(*args, optimistic: bool = False, **kwargs):
+        return original(*args, optimistic=False, **kwargs)  # the bug: the extrapolation dropped
+
+    with _patched(cmdp, "lagrangian_gda", no_optimism):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -339,6 +435,46 @@ MUTATIONS = (
             "mutation",
             "the OMD / INPO step without its KL pull toward pi_ref (eta tau dropped)",
             inpo_no_kl_pull,
+        )
+    ),
+    register_control(
+        Control(
+            "dual-v-plain-conjugate",
+            "mutation",
+            "dual-V with the plain conjugate f* in place of f*_p, d recovered without max(0, .)",
+            dual_v_plain_conjugate,
+        )
+    ),
+    register_control(
+        Control(
+            "dual-v-sqrt-alpha",
+            "mutation",
+            "solve_dual_v regularised with sqrt(alpha) instead of alpha",
+            dual_v_sqrt_alpha,
+        )
+    ),
+    register_control(
+        Control(
+            "reps-eta-fixed",
+            "mutation",
+            "REPS' temperature eta fixed at 1 instead of minimised (the KL bound not enforced)",
+            reps_eta_fixed,
+        )
+    ),
+    register_control(
+        Control(
+            "dualdice-behaviour-policy",
+            "mutation",
+            "DualDICE's correction solved for the behaviour policy instead of the target",
+            dualdice_behaviour_policy,
+        )
+    ),
+    register_control(
+        Control(
+            "cmdp-ogda-no-optimism",
+            "mutation",
+            "OGDA on the CMDP Lagrangian without its optimistic half-step (plain GDA)",
+            cmdp_ogda_no_optimism,
         )
     ),
 )

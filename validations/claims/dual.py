@@ -3,7 +3,11 @@ N^(-1/2) OPE rate, and the CMDP last iterate of optimistic vs plain GDA.
 
 Each claim has a ``quick`` scale (seconds, run in CI by tests/test_validations.py) and a ``full``
 scale (``-m slow``), and takes the solver it checks as a field, so that a known-bug mutation can be
-run through the same checks (tests/test_dual_claims.py shows each mutation failing its claim):
+run through the same checks (tests/test_dual_claims.py shows each mutation failing its claim).
+The same bugs patched into the library are the claims' registered controls
+(theorylab.validations.mutations: ``dual-v-plain-conjugate``, ``dual-v-sqrt-alpha``,
+``reps-eta-fixed``, ``dualdice-behaviour-policy``, ``cmdp-ogda-no-optimism``), which
+``validate`` runs:
 
 1. ``dual-v-strong-duality`` -- on seeded random MDPs (S <= 6, A <= 3, gamma in {0.5, 0.9, 0.99},
    full-support Dirichlet d^O, alpha in {0.01, 0.1, 1}) and f in {KL, chi^2, half-chi^2}, the
@@ -506,8 +510,10 @@ class CMDPLastIterate:
         return _report(self.name, self.statement, scale, checks, t0, cfg)
 
 
-register_validation(DualVStrongDuality())
-register_validation(AlphaToZero())
-register_validation(REPSBindingKL())
-register_validation(DICERate())
-register_validation(CMDPLastIterate())
+# the registry's controls (theorylab.validations.mutations) patch the same bugs into the library
+# that the solver fields above take (tests/test_dual_claims.py): validate runs them
+register_validation(DualVStrongDuality(), controls=("dual-v-plain-conjugate",))
+register_validation(AlphaToZero(), controls=("dual-v-sqrt-alpha",))
+register_validation(REPSBindingKL(), controls=("reps-eta-fixed",))
+register_validation(DICERate(), controls=("dualdice-behaviour-policy",))
+register_validation(CMDPLastIterate(), controls=("cmdp-ogda-no-optimism",))
