@@ -42,13 +42,9 @@ NO_CONTROL_YET = {
     "dr-grpo-k2-effective-beta",
     "grpo-k3-twin-fixed-point",
     "grpo-tiny-transformer-accuracy",
-    "kwise-mle-beats-pairwise-split",
-    "nash-dynamics-converge",
-    "p2r-queries-bounded-regret-sublinear",
     "preference-twins-closed-form",
     "rloo-twin-kl-optimum",
     "tiny-vs-hf-same-exact-metrics",
-    "zjj-greedy-fails-pessimism-bounded",
 }
 for _name in NO_CONTROL_YET & set(NAMES):
     KNOWN_UNPOWERED[_name] = "no control registered yet (new kind)"
