@@ -36,12 +36,7 @@ KNOWN_UNPOWERED = {
 # of the registry (some carry their own "control" checks inside the claim):
 # reported UNPOWERED ("no controls registered") until each gets one (issue 13, item 2). A claim
 # registered without a control and not listed here fails test_every_claim_registers_a_control.
-NO_CONTROL_YET = {
-    "kwise-mle-beats-pairwise-split",
-    "nash-dynamics-converge",
-    "p2r-queries-bounded-regret-sublinear",
-    "zjj-greedy-fails-pessimism-bounded",
-}
+NO_CONTROL_YET: set[str] = set()
 for _name in NO_CONTROL_YET & set(NAMES):
     KNOWN_UNPOWERED[_name] = "no control registered yet (new kind)"
 

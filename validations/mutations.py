@@ -16,6 +16,16 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``pevi-gram-without-ridge``: linear PEVI's Gram matrix without lambda I;
 * ``pevi-penalty-sign``: PEVI adds its penalty Gamma_h instead of subtracting it (an optimistic
   algorithm under a pessimistic name; ``theorylab.algorithms.offline.pevi.pessimistic_q``);
+* ``pessimistic-mle-bonus-sign``: Zhu-Jordan-Jiao's pessimistic MLE maximises
+  <theta_hat, u_pi> + f ||u_pi||_(M^-1) instead of - f ||u_pi|| (an optimistic policy under a
+  pessimistic name; ``theorylab.algorithms.preference.pessimistic.pessimistic_policy``);
+* ``plackett-luce-top-choice-only``: the Plackett-Luce likelihood keeps only its first factor
+  (the top choice of each ranking; ``theorylab.algorithms.preference.mle.plackett_luce_loss``);
+* ``p2r-no-cache``: P2R forgets its label cache and its confidence shortcut, asking the oracle
+  at every visit (``P2RUCBVI(cache=False)``);
+* ``inpo-no-kl-pull``: the OMD / INPO step written without its KL pull toward pi_ref
+  (eta tau dropped from the update; the gap still measured in the tau-regularised game;
+  ``theorylab.algorithms.preference.nash.omd_dynamics``);
 * ``sampled-pairs-no-coverage-limit``: the DPO / IPO optimum on a finite dataset of pairs taken to
   be the population minimiser (``theorylab.algorithms.deep.sampled_pairs.empirical_optimum``);
 * ``ppo-exact-objective-under-ref``: PPO-clip's exact expected loss taken over ref's responses
@@ -155,6 +165,79 @@ def pevi_gram_without_ridge(claim=None) -> Iterator[None]:
         return original(n, phi, 0.0)  # Lambda_h = sum phi phi^T, the + lambda I forgotten
 
     with _patched(pevi, "gram_matrices", no_ridge):
+        yield
+
+
+@contextlib.contextmanager
+def pessimistic_mle_bonus_sign(claim=None) -> Iterator[None]:
+    import itertools
+
+    import numpy as np
+
+    from theorylab.algorithms.preference import pessimistic
+
+    def optimistic(bandit, theta_hat, M, radius, v=None):
+        # the bug: + f ||u||_(M^-1). The objective is convex in pi, so its maximum over the
+        # policies is attained at a deterministic one: enumerate them (A^S, small instances)
+        S, A, d = bandit.phi.shape
+        v0 = np.zeros(d) if v is None else np.asarray(v, float)
+        best, best_val = None, -np.inf
+        for acts in itertools.product(range(A), repeat=S):
+            p = np.zeros((S, A))
+            p[np.arange(S), acts] = 1.0
+            u = bandit.feature_expectation(p) - v0
+            val = float(theta_hat @ u + radius * np.sqrt(u @ np.linalg.solve(M, u)))
+            if val > best_val:
+                best, best_val = p, val
+        return best, best_val
+
+    with _patched(pessimistic, "pessimistic_policy", optimistic):
+        yield
+
+
+@contextlib.contextmanager
+def plackett_luce_top_choice_only(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import mle
+
+    original = mle.plackett_luce_loss
+
+    def top_choice(F, stages=None):
+        return original(F, 1)  # the bug: the likelihood's first factor only, whatever is asked
+
+    with _patched(mle, "plackett_luce_loss", top_choice):
+        yield
+
+
+@contextlib.contextmanager
+def p2r_no_cache(claim=None) -> Iterator[None]:
+    import functools
+
+    from theorylab.algorithms.preference.p2r import P2RUCBVI
+
+    original = P2RUCBVI.__init__
+
+    @functools.wraps(original)  # the runner reads the constructor's signature
+    def no_cache(self, *args, **kwargs):
+        original(self, *args, **{**kwargs, "cache": False})  # the bug: every visit re-queried
+
+    with _patched(P2RUCBVI, "__init__", no_cache):
+        yield
+
+
+@contextlib.contextmanager
+def inpo_no_kl_pull(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import nash
+
+    original = nash.omd_dynamics
+
+    def no_pull(P, pi_ref, tau, eta, T, pi0=None):
+        # the bug: the step pi_t^(1 - eta tau) pi_ref^(eta tau) exp(eta P pi_t) written as
+        # pi_t exp(eta P pi_t) (Hedge); the gaps are still those of the tau-regularised game
+        plain = original(P, pi_ref, 0.0, eta, T, pi0)
+        avg, gap, agap = nash._gaps(P, plain.iterates, pi_ref, tau)
+        return nash.Dynamics(plain.iterates, avg, gap, agap)
+
+    with _patched(nash, "omd_dynamics", no_pull):
         yield
 
 
@@ -456,6 +539,38 @@ MUTATIONS = (
             "mutation",
             "PEVI's penalty added instead of subtracted",
             pevi_penalty_sign,
+        )
+    ),
+    register_control(
+        Control(
+            "pessimistic-mle-bonus-sign",
+            "mutation",
+            "the pessimistic MLE's penalty f ||u||_(M^-1) added instead of subtracted",
+            pessimistic_mle_bonus_sign,
+        )
+    ),
+    register_control(
+        Control(
+            "plackett-luce-top-choice-only",
+            "mutation",
+            "the Plackett-Luce likelihood reduced to its first factor (each ranking's top choice)",
+            plackett_luce_top_choice_only,
+        )
+    ),
+    register_control(
+        Control(
+            "p2r-no-cache",
+            "mutation",
+            "P2R without its label cache: the oracle asked at every visit",
+            p2r_no_cache,
+        )
+    ),
+    register_control(
+        Control(
+            "inpo-no-kl-pull",
+            "mutation",
+            "the OMD / INPO step without its KL pull toward pi_ref (eta tau dropped)",
+            inpo_no_kl_pull,
         )
     ),
     register_control(

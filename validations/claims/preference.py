@@ -5,7 +5,11 @@ Each claim has a quick scale (seconds, CI) and a full scale (minutes, ``-m slow`
 quantity exactly where it can (sub-optimality and regret on the true model, duality gaps in closed
 form) and carries a negative control -- a contrast or known-bug mutation run through the *same*
 test -- that is reported as a check which passes only when the control FAILS the test (so the
-test is shown able to fail). Cards: docs/algorithms/preference-mle.md, p2r.md, nash-preference.md.
+test is shown able to fail). Each claim also registers one known-bug mutation of
+``theorylab.validations.mutations`` that ``validate`` runs through the whole claim and that must
+FAIL it (docs/validations.md, "Power"): ``pessimistic-mle-bonus-sign`` (1),
+``plackett-luce-top-choice-only`` (2), ``p2r-no-cache`` (3), ``inpo-no-kl-pull`` (4).
+Cards: docs/algorithms/preference-mle.md, p2r.md, nash-preference.md.
 
 1. ``zjj-greedy-fails-pessimism-bounded`` -- Zhu-Jordan-Jiao Theorem 3.9 instance. Greedy on the
    constrained MLE is >= 0.1 sub-optimal with a probability bounded away from 0 at every n (the
@@ -272,7 +276,8 @@ register_validation(
                 "control_n": [10, 1000, 10_000],
             },
         },
-    )
+    ),
+    controls=("pessimistic-mle-bonus-sign",),
 )
 
 
@@ -357,7 +362,8 @@ register_validation(
                 "seeds": 512,
             },
         },
-    )
+    ),
+    controls=("plackett-luce-top-choice-only",),
 )
 
 
@@ -463,7 +469,8 @@ register_validation(
                 "control_episodes": 2000,
             },
         },
-    )
+    ),
+    controls=("p2r-no-cache",),
 )
 
 
@@ -589,5 +596,6 @@ register_validation(
                 "seeds": 32,
             },
         },
-    )
+    ),
+    controls=("inpo-no-kl-pull",),
 )
