@@ -35,3 +35,34 @@ def test_same_metrics_claim_fails_when_one_model_does_not_learn():
     rep = claim.run("quick")
     assert not rep.passed, rep.format()
     assert not any(c.passed for c in rep.checks)
+
+
+@pytest.mark.parametrize(
+    ("model", "control", "frozen"),
+    [
+        ("tiny", "trainer-no-optimiser-step", True),
+        ("tiny", "hf-model-not-optimised", False),
+        ("gpt2-config:n_layer=1,n_embd=16,n_head=2", "hf-model-not-optimised", True),
+    ],
+)
+def test_no_step_mutations_match_a_run_that_does_not_learn(model, control, frozen):
+    """The registered controls of these claims (theorylab.validations.mutations) leave out the
+    optimiser step and repeat the initial evaluation instead of running the steps: the metrics
+    must be those of real training at lr = 0 (the model they freeze) or at the given lr (the one
+    they leave alone)."""
+    import numpy as np
+
+    import theorylab.validations.mutations  # noqa: F401  (registers the mutations)
+    from theorylab.algorithms.deep.trainer import train
+    from theorylab.validations.controls import get_control
+
+    if model.startswith("gpt2"):
+        pytest.importorskip("transformers")
+    kw = dict(steps=6, eval_every=3, seeds=2, seed=1)
+    with get_control(control).applied(None):
+        mutated = train(model, "tokentree:V=4,L=3", "dpo:beta=0.1", lr=1e-2, **kw)
+    real = train(model, "tokentree:V=4,L=3", "dpo:beta=0.1", lr=0.0 if frozen else 1e-2, **kw)
+    for metric in ("accuracy", "expected_reward", "kl_optimum", "kl_ref", "pass_at_k"):
+        np.testing.assert_array_equal(getattr(mutated, metric), getattr(real, metric), metric)
+    assert mutated.loss.shape == real.loss.shape
+    assert np.isnan(mutated.loss).all() == frozen

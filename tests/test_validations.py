@@ -36,16 +36,7 @@ KNOWN_UNPOWERED = {
 # of the registry (some carry their own "control" checks inside the claim):
 # reported UNPOWERED ("no controls registered") until each gets one (issue 13, item 2). A claim
 # registered without a control and not listed here fails test_every_claim_registers_a_control.
-NO_CONTROL_YET = {
-    "cvar-grpo-twin-cvar-optimum",
-    "dpo-exact-transformer-kl",
-    "dr-grpo-k2-effective-beta",
-    "grpo-k3-twin-fixed-point",
-    "grpo-tiny-transformer-accuracy",
-    "preference-twins-closed-form",
-    "rloo-twin-kl-optimum",
-    "tiny-vs-hf-same-exact-metrics",
-}
+NO_CONTROL_YET: set[str] = set()
 for _name in NO_CONTROL_YET & set(NAMES):
     KNOWN_UNPOWERED[_name] = "no control registered yet (new kind)"
 

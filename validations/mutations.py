@@ -40,7 +40,21 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   the target, so it returns the behaviour value (a non-learning estimate whose error does not
   vanish with N);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
-  half-step dropped).
+  half-step dropped);
+* ``rloo-kl-beta-halved``: the RLOO twin's exact expected update with the KL penalty in its reward
+  at beta / 2 (``theorylab.algorithms.deep.twins.ExactObjective``);
+* ``k3-point-from-k2-recursion``: the fixed point of GRPO / Dr. GRPO with k3 in the loss predicted
+  by the k2 (reverse-KL) node recursion (``theorylab.algorithms.deep.twins.predicted_point``);
+* ``dr-grpo-k2-inverted-factor``: Dr. GRPO-with-k2's effective temperature beta (G - 1) / G
+  instead of beta G / (G - 1) (the same ``predicted_point``);
+* ``ipo-target-one-over-tau``: the IPO twin's loss (h - 1/tau)^2 instead of (h - 1/(2 tau))^2
+  (``theorylab.algorithms.deep.twins.pair_loss``);
+* ``cvar-grpo-mean-advantage``: CVaR-GRPO's lower-tail advantage replaced by Dr. GRPO's
+  group-mean (risk-neutral) advantage (``theorylab.algorithms.deep.policy_gradient_losses``);
+* ``trainer-no-optimiser-step``: the transformer trainer never takes its optimiser step, so the
+  model stays at its initialisation (``theorylab.algorithms.deep.trainer``);
+* ``hf-model-not-optimised``: the same bug for Hugging Face models only (their parameters never
+  reach the optimiser), the project's tiny transformer training as before.
 
 ``python -m theorylab.validations.mutants`` reports which claims catch each of them.
 """
@@ -348,6 +362,128 @@ def cmdp_ogda_no_optimism(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def rloo_kl_beta_halved(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import twins
+
+    original = twins.ExactObjective.__init__
+
+    def halved(self, task, twin, beta, *args, **kwargs):
+        original(self, task, twin, beta, *args, **kwargs)
+        if twin == "rloo":
+            self.beta = beta / 2.0  # the bug: r - (beta / 2) log(pi / ref) in the reward
+
+    with _patched(twins.ExactObjective, "__init__", halved):
+        yield
+
+
+@contextlib.contextmanager
+def k3_point_from_k2_recursion(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.deep import twins
+
+    original = twins.predicted_point
+
+    def k2_point(task, twin, beta, G, alpha):
+        if twin not in ("grpo", "dr-grpo"):
+            return original(task, twin, beta, G, alpha)
+        # the bug: k3's expected gradient taken to be the reverse KL's (k2's node recursion)
+        kappa = np.full(task.n_prompts, (G - 1) / G)
+        return task.sequence_logprobs(twins.node_recursion(task, kappa, beta, "k2"))
+
+    with _patched(twins, "predicted_point", k2_point):
+        yield
+
+
+@contextlib.contextmanager
+def dr_grpo_k2_inverted_factor(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.deep import twins
+
+    original = twins.predicted_point
+
+    def inverted(task, twin, beta, G, alpha):
+        if twin != "dr-grpo-k2":
+            return original(task, twin, beta, G, alpha)
+        # the bug: kappa = G / (G - 1), an effective temperature beta (G - 1) / G
+        kappa = np.full(task.n_prompts, G / (G - 1))
+        return task.sequence_logprobs(twins.node_recursion(task, kappa, beta, "k2"))
+
+    with _patched(twins, "predicted_point", inverted):
+        yield
+
+
+@contextlib.contextmanager
+def ipo_target_one_over_tau(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import twins
+
+    original = twins.pair_loss
+
+    def one_over_tau(twin: str, beta: float):
+        # the bug: IPO's target 1/tau instead of 1/(2 tau), i.e. the loss at tau / 2
+        return original(twin, beta / 2.0 if twin == "ipo" else beta)
+
+    with _patched(twins, "pair_loss", one_over_tau):
+        yield
+
+
+@contextlib.contextmanager
+def cvar_grpo_mean_advantage(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import policy_gradient_losses as pg
+
+    original = pg.group_advantages
+
+    def mean_instead(rewards, group, kind="std", **kwargs):
+        # the bug: the lower-tail CVaR advantage computed as the group-mean (risk-neutral) one
+        return original(rewards, group, "mean" if kind == "cvar" else kind, **kwargs)
+
+    with _patched(pg, "group_advantages", mean_instead):
+        yield
+
+
+def _is_hf_model(spec) -> bool:
+    from theorylab.algorithms.deep import models
+
+    if isinstance(spec, str):
+        return spec.split(":", 1)[0] in (*models.HF_CONFIGS, "hf")
+    return isinstance(spec, models.HFCausalLM)
+
+
+@contextlib.contextmanager
+def _trainer_without_step(applies) -> Iterator[None]:
+    """The transformer trainer with its optimiser step left out for the models ``applies``
+    selects. Without the step the parameters never move, so the metrics at every evaluation are
+    those at step 0: the mutation evaluates the initial model once and repeats it (the same
+    result as running the steps, in a fraction of the time); the per-step losses are NaN."""
+    import numpy as np
+
+    from theorylab.algorithms.deep import trainer
+
+    original = trainer._train_one_seed
+
+    def frozen(model_spec, *args, steps, eval_steps, **kwargs):
+        if not applies(model_spec):
+            return original(model_spec, *args, steps=steps, eval_steps=eval_steps, **kwargs)
+        out = original(model_spec, *args, steps=0, eval_steps=eval_steps[:1], **kwargs)
+        for k in ("acc", "rew", "klo", "klr", "pk"):
+            out[k] = np.repeat(out[k][:1], len(eval_steps))
+        out["loss"] = np.full(steps, np.nan)
+        return out
+
+    with _patched(trainer, "_train_one_seed", frozen):
+        yield
+
+
+def trainer_no_optimiser_step(claim=None):
+    return _trainer_without_step(lambda spec: True)
+
+
+def hf_model_not_optimised(claim=None):
+    return _trainer_without_step(_is_hf_model)
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -497,6 +633,46 @@ if importlib.util.find_spec("torch") is not None:
                 "mutation",
                 "PPO-clip's exact expected loss taken over ref's responses, not the old policy's",
                 ppo_exact_objective_under_ref,
+            )
+        ),
+        *(
+            register_control(Control(name, "mutation", description, mutation))
+            for name, description, mutation in (
+                (
+                    "rloo-kl-beta-halved",
+                    "RLOO's exact expected update with the KL in its reward at beta / 2",
+                    rloo_kl_beta_halved,
+                ),
+                (
+                    "k3-point-from-k2-recursion",
+                    "GRPO / Dr. GRPO (k3)'s fixed point predicted by the k2 node recursion",
+                    k3_point_from_k2_recursion,
+                ),
+                (
+                    "dr-grpo-k2-inverted-factor",
+                    "Dr. GRPO (k2)'s effective beta taken as beta (G - 1)/G, not beta G/(G - 1)",
+                    dr_grpo_k2_inverted_factor,
+                ),
+                (
+                    "ipo-target-one-over-tau",
+                    "IPO's loss (h - 1/tau)^2 instead of (h - 1/(2 tau))^2",
+                    ipo_target_one_over_tau,
+                ),
+                (
+                    "cvar-grpo-mean-advantage",
+                    "CVaR-GRPO's lower-tail advantage replaced by the group-mean advantage",
+                    cvar_grpo_mean_advantage,
+                ),
+                (
+                    "trainer-no-optimiser-step",
+                    "the transformer trainer never steps its optimiser (the model stays at init)",
+                    trainer_no_optimiser_step,
+                ),
+                (
+                    "hf-model-not-optimised",
+                    "Hugging Face models never stepped by the trainer (the tiny model trains)",
+                    hf_model_not_optimised,
+                ),
             )
         ),
     )

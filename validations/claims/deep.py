@@ -25,8 +25,8 @@ from theorylab.validations.registry import register_validation as _register
 TORCH = importlib.util.find_spec("torch") is not None
 
 
-def register_validation(claim):
-    return _register(claim) if TORCH else claim
+def register_validation(claim, controls=None):
+    return _register(claim, controls) if TORCH else claim
 
 
 def _report(name, statement, scale, checks, t0, config, figure=None) -> Report:
@@ -152,7 +152,8 @@ register_validation(
             "quick": TwinScale(QUICK_TASK, 400, 1e-3),
             "full": TwinScale("tokentree:V=4,L=3,prompts=16,reward=graded", 4000, 1e-6),
         },
-    )
+    ),
+    controls=("ipo-target-one-over-tau",),
 )
 
 register_validation(
@@ -167,7 +168,8 @@ register_validation(
             "quick": TwinScale(QUICK_TASK, 800, 1e-3),
             "full": TwinScale(FULL_TASK, 40000, 1e-4),
         },
-    )
+    ),
+    controls=("rloo-kl-beta-halved",),
 )
 
 register_validation(
@@ -190,7 +192,8 @@ register_validation(
             "quick": TwinScale(QUICK_TASK, 1000, 1e-3),
             "full": TwinScale("tokentree:V=4,L=4,prompts=8", 10000, 1e-8),
         },
-    )
+    ),
+    controls=("k3-point-from-k2-recursion",),
 )
 
 register_validation(
@@ -206,7 +209,8 @@ register_validation(
             "quick": TwinScale("tokentree:V=8,L=1,prompts=4,reward=graded", 600, 1e-4),
             "full": TwinScale("tokentree:V=8,L=1,prompts=64,reward=graded,ref=random", 3000, 1e-6),
         },
-    )
+    ),
+    controls=("dr-grpo-k2-inverted-factor",),
 )
 
 
@@ -263,7 +267,7 @@ class CVaRGRPOOptimum:
         return _report(self.name, self.statement, scale, checks, t0, cfg)
 
 
-register_validation(CVaRGRPOOptimum())
+register_validation(CVaRGRPOOptimum(), controls=("cvar-grpo-mean-advantage",))
 
 
 @dataclass(frozen=True)

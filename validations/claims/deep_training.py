@@ -217,7 +217,9 @@ class TinyMatchesHF:
 # Without torch these claims are not registered (the suite and `validate --all` skip them); the
 # HF comparison also needs transformers (the [llm] extra).
 if importlib.util.find_spec("torch") is not None:
-    register_validation(GRPORaisesAccuracy())
-    register_validation(ExactDPOReducesKL())
+    # controls: theorylab.validations.mutations (the optimiser step left out: a model that does
+    # not learn; for the HF comparison only the Hugging Face model stops learning)
+    register_validation(GRPORaisesAccuracy(), controls=("trainer-no-optimiser-step",))
+    register_validation(ExactDPOReducesKL(), controls=("trainer-no-optimiser-step",))
     if importlib.util.find_spec("transformers") is not None:
-        register_validation(TinyMatchesHF())
+        register_validation(TinyMatchesHF(), controls=("hf-model-not-optimised",))
