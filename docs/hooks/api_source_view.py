@@ -28,6 +28,8 @@ def build_view() -> Path:
     return VIEW
 
 
-def on_config(config, **kwargs):
-    build_view()
-    return config
+# Built when mkdocs imports this hook, which happens while the configuration is validated:
+# before any plugin's on_config. mkdocstrings' handler resolves ``paths`` in its own on_config,
+# and hooks run after the plugins, so building it in on_config came too late on the first
+# build of a fresh clone (``theorylab.bounds could not be found``; a second build passed).
+build_view()
