@@ -187,6 +187,56 @@ class Report:
 
 
 @dataclass(frozen=True)
+class ScaledClaim:
+    """Base of the claims that are a name, a statement, per-scale settings and
+    ``_run(cfg, seed, plot, rep)`` adding checks to the report (offline and preference claims).
+
+    ``run`` checks the scale, times the run, passes the report when it has checks and every
+    check passed, and records the figure when ``_run`` wrote one to ``plot``.
+    """
+
+    name: str
+    statement: str
+    scales: dict[str, dict[str, Any]] = field(default_factory=dict)
+    bound: str | None = None
+
+    def run(
+        self,
+        scale: str = "quick",
+        *,
+        plot: str | None = None,
+        progress: bool = False,
+        seed: int = 0,
+    ) -> Report:
+        from pathlib import Path
+
+        if scale not in self.scales:
+            raise ValueError(
+                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
+            )
+        t0, started = time.perf_counter(), time.time()
+        rep = Report(self.name, self.statement, scale, False, [], 0.0, bound=self.bound)
+        rep.config = {"scale": dict(self.scales[scale]), "seed": seed}
+        self._run(self.scales[scale], seed, plot, rep)
+        rep.passed = bool(rep.checks) and all(c.passed for c in rep.checks)
+        rep.seconds = time.perf_counter() - t0
+        if plot and Path(plot).exists() and Path(plot).stat().st_mtime >= started:
+            rep.figure = plot  # claims without a figure (exact identities) leave it None
+        return rep
+
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep: Report) -> None:
+        raise NotImplementedError
+
+
+def save_claim_figure(ax, path: str | None) -> None:
+    """Write a claim's figure when a path was asked for."""
+    if path:
+        from theorylab.plotting import save_figure
+
+        save_figure(ax, path)
+
+
+@dataclass(frozen=True)
 class Validation:
     """An executable claim. ``tests`` is a tuple of test names (see the module docstring);
     ``beats`` names the algorithm the ``beats`` test compares against."""

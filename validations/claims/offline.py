@@ -53,14 +53,9 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
-
 import numpy as np
 
-from theorylab.validations.claim import SLOPE_FIT_RANGE, Check, Report
+from theorylab.validations.claim import SLOPE_FIT_RANGE, Check, ScaledClaim, save_claim_figure
 from theorylab.validations.registry import register_validation
 
 ROUND_OFF = 1e-12
@@ -139,50 +134,8 @@ def _unclipped(check: Check, clipped_fraction: float) -> Check:
     return check
 
 
-def _save(ax, path: str | None) -> None:
-    if path:
-        from theorylab.plotting import save_figure
-
-        save_figure(ax, path)
-
-
-@dataclass(frozen=True)
-class OfflineClaim:
-    """Base: a name, a statement, per-scale settings, and ``_run(cfg, seed, plot) -> Report``."""
-
-    name: str
-    statement: str
-    scales: dict[str, dict[str, Any]] = field(default_factory=dict)
-    bound: str | None = None
-
-    def run(
-        self,
-        scale: str = "quick",
-        *,
-        plot: str | None = None,
-        progress: bool = False,
-        seed: int = 0,
-    ) -> Report:
-        if scale not in self.scales:
-            raise ValueError(
-                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
-            )
-        t0, started = time.perf_counter(), time.time()
-        rep = Report(self.name, self.statement, scale, False, [], 0.0, bound=self.bound)
-        rep.config = {"scale": dict(self.scales[scale]), "seed": seed}
-        self._run(self.scales[scale], seed, plot, rep)
-        rep.passed = bool(rep.checks) and all(c.passed for c in rep.checks)
-        rep.seconds = time.perf_counter() - t0
-        if plot and Path(plot).exists() and Path(plot).stat().st_mtime >= started:
-            rep.figure = plot  # claims without a figure (exact identities) leave it None
-        return rep
-
-    def _run(self, cfg: dict, seed: int, plot: str | None, rep: Report) -> None:
-        raise NotImplementedError
-
-
 # ------------------------------------------------------------------------------ 1. rates in N
-class LCBRates(OfflineClaim):
+class LCBRates(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.bounds import get_bound
         from theorylab.mdps import make
@@ -271,7 +224,7 @@ class LCBRates(OfflineClaim):
             ax = plot_suboptimality_vs_n(
                 cfg["N"], lcb, bound_exponent=-0.5, title=f"{self.name} [{rep.scale}]"
             )
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(
@@ -320,7 +273,7 @@ register_validation(
 
 
 # ------------------------------------------------------------------------------ 2. growth in C*
-class LCBConcentrability(OfflineClaim):
+class LCBConcentrability(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import dataset_concentrability, fit, make_dataset
         from theorylab.algorithms.offline.coverage import optimal_solution
@@ -363,7 +316,7 @@ class LCBConcentrability(OfflineClaim):
             ax = plot_suboptimality_vs_cstar(
                 measured, {"LCB (covariate shift)": sub}, N=N, title=f"{self.name} [{rep.scale}]"
             )
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(
@@ -397,7 +350,7 @@ register_validation(
 
 
 # ------------------------------------------------------------------------------ 3. partial coverage
-class PartialCoverage(OfflineClaim):
+class PartialCoverage(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from scipy.stats import binomtest
 
@@ -471,7 +424,7 @@ class PartialCoverage(OfflineClaim):
                 reference_label="naive VI: Poisson-limit prediction",
                 title=f"{self.name} [{rep.scale}]",
             )
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(
@@ -505,7 +458,7 @@ register_validation(
 
 
 # ------------------------------------------------------------------------------ 4. PEVI bound
-class PEVIBound(OfflineClaim):
+class PEVIBound(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import fit, make_dataset, pevi_coverage
         from theorylab.algorithms.offline.coverage import optimal_solution
@@ -598,7 +551,7 @@ class PEVIBound(OfflineClaim):
                 title=f"{self.name} [{rep.scale}]",
             )
             ax.set_yscale("log")
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(
@@ -644,7 +597,7 @@ def informative_runs(value_estimate: np.ndarray) -> np.ndarray:
     return np.asarray(value_estimate) > ROUND_OFF
 
 
-class PessimismInvariant(OfflineClaim):
+class PessimismInvariant(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import fit, make_dataset
         from theorylab.algorithms.offline.scoring import pessimism_holds, policy_values
@@ -778,7 +731,7 @@ register_validation(
 
 
 # ------------------------------------------------------------------------------ 6. one-hot PEVI
-class OneHotPEVI(OfflineClaim):
+class OneHotPEVI(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import fit, make_dataset
         from theorylab.algorithms.offline.pevi import one_hot_features
@@ -838,7 +791,7 @@ register_validation(
 
 
 # ------------------------------------------------------------------------------ 8. when it pays
-class PessimismPaysFromN(OfflineClaim):
+class PessimismPaysFromN(ScaledClaim):
     """Where pessimism at the papers' constants starts to pay (issue 13, item 4c).
 
     While the penalty exceeds the fitted value everywhere, the pessimistic estimate is clipped
@@ -955,7 +908,7 @@ register_validation(
 
 
 # ------------------------------------------------------------------------------ 7. imitation
-class ImitationConverges(OfflineClaim):
+class ImitationConverges(ScaledClaim):
     """Behaviour cloning converges to the behaviour policy, so its sub-optimality converges to
     the behaviour's, not to 0; pessimism's goes to 0 (full scale)."""
 
@@ -1029,7 +982,7 @@ class ImitationConverges(OfflineClaim):
                 reference_label="behaviour policy's sub-optimality",
                 title=f"{self.name} [{rep.scale}]",
             )
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(

@@ -49,52 +49,12 @@ Cards: docs/algorithms/preference-mle.md, p2r.md, nash-preference.md.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from theorylab.validations.claim import Check, Report
+from theorylab.validations.claim import Check, ScaledClaim, save_claim_figure
 from theorylab.validations.registry import register_validation
-
-
-@dataclass(frozen=True)
-class PreferenceClaim:
-    """Base: a name, a statement, per-scale settings, and ``_run(cfg, seed, plot, rep)``."""
-
-    name: str
-    statement: str
-    scales: dict[str, dict[str, Any]] = field(default_factory=dict)
-    bound: str | None = None
-
-    def run(
-        self, scale: str = "quick", *, plot: str | None = None, progress: bool = False, seed=0
-    ) -> Report:
-        if scale not in self.scales:
-            raise ValueError(
-                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
-            )
-        t0, started = time.perf_counter(), time.time()
-        rep = Report(self.name, self.statement, scale, False, [], 0.0, bound=self.bound)
-        rep.config = {"scale": dict(self.scales[scale]), "seed": seed}
-        self._run(self.scales[scale], seed, plot, rep)
-        rep.passed = bool(rep.checks) and all(c.passed for c in rep.checks)
-        rep.seconds = time.perf_counter() - t0
-        if plot and Path(plot).exists() and Path(plot).stat().st_mtime >= started:
-            rep.figure = plot
-        return rep
-
-    def _run(self, cfg: dict, seed: int, plot: str | None, rep: Report) -> None:
-        raise NotImplementedError
-
-
-def _save(ax, path: str | None) -> None:
-    if path:
-        from theorylab.plotting import save_figure
-
-        save_figure(ax, path)
 
 
 def _control(name: str, failed: bool, detail: str) -> Check:
@@ -118,7 +78,7 @@ def _optimistic_suboptimality(bandit, theta_hat, M, radius) -> float:
     return float(bandit.rewards[0].max() - bandit.rewards[0, a])
 
 
-class GreedyFailsPessimismBounded(PreferenceClaim):
+class GreedyFailsPessimismBounded(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.preference.pessimistic import (
             fit_pessimistic_mle,
@@ -243,7 +203,7 @@ class GreedyFailsPessimismBounded(PreferenceClaim):
                 title=f"{self.name} [{rep.scale}]",
             )
             ax.set_xlabel("comparisons n")
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(
@@ -290,7 +250,7 @@ def _paired_below(a: np.ndarray, b: np.ndarray) -> tuple[bool, Any]:
     return ci.ci_high < 0, ci
 
 
-class KwiseBeatsSplit(PreferenceClaim):
+class KwiseBeatsSplit(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.preference.mle import fit_pairwise_split, plackett_luce_mle
         from theorylab.mdps import make
@@ -338,7 +298,7 @@ class KwiseBeatsSplit(PreferenceClaim):
             )
             ax.set_ylabel("||theta_hat - theta*||_2")
             ax.set_xlabel(f"rankings n (K = {K})")
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(
@@ -368,7 +328,7 @@ register_validation(
 
 
 # ------------------------------------------------------------------ 3. P2R
-class P2RQueries(PreferenceClaim):
+class P2RQueries(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         import theorylab as tl
         from theorylab.algorithms.preference.p2r import repeats_for
@@ -438,7 +398,7 @@ class P2RQueries(PreferenceClaim):
                 {"P2R + UCBVI-BF": q},
                 title=f"{self.name} [{rep.scale}] on {cfg['mdp']}",
             )
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(
@@ -475,7 +435,7 @@ register_validation(
 
 
 # ------------------------------------------------------------------ 4. Nash dynamics
-class NashDynamics(PreferenceClaim):
+class NashDynamics(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.preference.nash import (
             omd_dynamics,
@@ -556,7 +516,7 @@ class NashDynamics(PreferenceClaim):
             )
             ax.set_xscale("log")
             ax.set_yscale("log")
-            _save(ax, plot)
+            save_claim_figure(ax, plot)
 
 
 register_validation(
