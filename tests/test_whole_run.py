@@ -215,3 +215,35 @@ def test_cli_long_run_summaries_stay_small(tmp_path):
     with open(out_csv) as fh:
         rows = list(csv.reader(fh))
     assert len(rows) == 1 + 2 * len(d["K_grid"])
+
+
+# ------------------------------------------------------------------ the incremental plan
+@pytest.mark.parametrize(
+    ("algorithm", "mdp", "params"),
+    [
+        ("ucbvi-hoeffding", "riverswim:S=12,H=10", {"bonus_scale": 0.02}),  # V changes
+        ("ucbvi-hoeffding", "riverswim:S=12,H=10", {"tie_break": LEAST}),  # Q at the cap H
+        ("ucbvi-ajks", "spread-stage", {"bonus_scale": 0.1}),
+        ("greedy", "random-sparse:S=70,A=2,H=6,seed=3", {"unvisited_value": 6.0}),
+        ("optimistic-q-hoeffding", "riverswim:S=12,H=10", {"c": 0.1}),
+    ],
+)
+def test_incremental_plan_and_evaluation_equal_full_ones(algorithm, mdp, params):
+    # the plan kept up to date pair by pair, and the evaluation redone only from the last step
+    # whose action changed, equal the full plan and evaluation every episode: same curves, same
+    # state, and the stored V^pi is the exact value of the current policy
+    from theorylab.algorithms.planning import evaluate_policies
+
+    model = _mdp(mdp)
+    fast = _compiled(algorithm, model, 150, 3, 150, **params)
+    full = _compiled(algorithm, model, 150, 3, 150, **params)
+    full.incremental = False
+    a, b = run_whole(fast, 150, segment=50), run_whole(full, 150, segment=50)
+    for name in ("regret", "returns", "estimates"):
+        assert np.array_equal(a[name], b[name]), name
+    for name in ("Q", "V", "pol"):
+        assert np.array_equal(fast.state[name], full.state[name]), name
+    played = fast.state["pol"].copy()  # the policy of episode 151
+    fast.advance(1)
+    assert np.array_equal(fast._vpi, evaluate_policies(model, played, batched=True))
+    assert np.unique(a["regret"]).size > 1  # the policy changed during the run

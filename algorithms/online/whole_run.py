@@ -222,9 +222,14 @@ class CompiledLoop:
         self._g = np.zeros((B, H + 1, S))
         self._bon = np.zeros((B, S, A))
         self._work = np.zeros((B, 3 * S + H + 2 + 3 * H))
+        self._vis = np.zeros((B, 2, H), np.int64)  # the pairs and states an episode visited
+        # V^pi of the last evaluated policy, and from which step it must be re-evaluated
+        self._vpi = np.zeros((B, H + 1, S))
+        self._eval_from = np.full(B, H - 1, np.int64)
         self._qc = qc
         self.state["qstat"] = np.zeros((B, 3, H * S * A if q_learning else 1))  # mu, sigma, beta
         self.episodes_done = 0
+        self.incremental = True  # False: plan and evaluate in full every episode (a check)
         if q_learning:  # Q_h = H, V_h = H, V_{H+1} = 0, greedy action 0
             self.state["V"][:, :H] = Hf
         else:
@@ -261,7 +266,7 @@ class CompiledLoop:
             *self.params, *self.model_args,
             st["nsa"], st["rsum"], st["nhs"], st["cnt"], st["pc"], st["succ"], st["nsucc"],
             st["Q"], st["V"], st["pol"], self._F, self._g, self._bon, self._work, self._qc,
-            st["qstat"],
+            st["qstat"], self._vpi, self._eval_from, self._vis, self.incremental,
             rng, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
         set_pcg64_states(self.env_rngs, rng)
@@ -289,6 +294,7 @@ class CompiledLoop:
                 )
             self.state[name][...] = arrays[name]
         self.episodes_done = int(arrays["episodes_done"])
+        self._eval_from[:] = self.H - 1  # evaluate the restored policy in full
         for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
             g.bit_generator.state = state
 
