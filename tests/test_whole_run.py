@@ -3,7 +3,8 @@
 * bit for bit (``np.array_equal`` on exact regret, returns and value estimates) wherever the
   reference's products are left-to-right sums: the true model stored sparse (scipy CSR) and the
   empirical model on its CSR path (``storage="sparse"``, or S >= 64), for UCBVI-CH/BF/AJKS,
-  greedy and optimistic Q-learning (Hoeffding, Bernstein), known and estimated rewards,
+  greedy, epsilon-greedy (constant and inv-sqrt schedules, epsilon = 0) and optimistic
+  Q-learning (Hoeffding, Bernstein), known and estimated rewards,
   Bernoulli rewards, a spread initial distribution, stage-dependent transitions and both
   tie-breaking rules;
 * to round-off on dense models (the reference's BLAS products sum in a CPU-dependent order);
@@ -86,6 +87,14 @@ ORDERED_CASES = [  # (algorithm, MDP, params, known rewards)
     ("optimistic-q-hoeffding", "spread-bernoulli", {"c": 0.5}, True),
     ("optimistic-q-bernstein", "riverswim:S=6,H=12", {}, True),
     ("optimistic-q-bernstein", "spread", {"c1": 0.2, "c2": 1.0}, True),
+    ("epsilon-greedy", "random-sparse:S=70,A=2,H=6,seed=3", {"epsilon": 0.2}, True),
+    (
+        "epsilon-greedy",
+        "random-sparse:S=64,A=3,H=5,seed=1",
+        {"epsilon": 2.0, "schedule": "inv-sqrt", "unvisited_value": 5.0},
+        False,
+    ),  # fmt: skip
+    ("epsilon-greedy", "random-sparse:S=64,A=3,H=5,seed=1", {"epsilon": 0.0}, True),
 ]
 
 
@@ -160,10 +169,21 @@ def test_negative_controls_fail_the_comparison():
     assert not np.array_equal(run_whole(loop, 200)["returns"], ref.returns)
 
 
+def test_epsilon_greedy_negative_control_a_wrong_schedule_is_caught():
+    mdp = make("random-sparse:S=64,A=3,H=5,seed=1").to_sparse()
+    kw = {"epsilon": 2.0, "schedule": "inv-sqrt"}
+    ref = run("epsilon-greedy", mdp, 120, 2, seed=SEED, loop="python", **kw)
+    same = _compiled("epsilon-greedy", mdp, 120, 2, 120, **kw)
+    assert np.array_equal(run_whole(same, 120)["regret"], ref.regret)
+    wrong = _compiled("epsilon-greedy", mdp, 120, 2, 120, **kw)
+    wrong.episodes_done = 1  # eps_{k+1} played in episode k: the schedule one episode late
+    assert not np.array_equal(run_whole(wrong, 121)["regret"][:, :120], ref.regret)
+
+
 def test_agents_without_a_kernel_are_refused():
     mdp = make("riverswim:S=6,H=12")
     env = env_spec(mdp)
-    agent = make_agent("epsilon-greedy", env, 1, generators(0, [0], AGENT_STREAM), episodes=5)
+    agent = make_agent("psrl", env, 1, generators(0, [0], AGENT_STREAM), episodes=5)
     assert compiled_variant(agent) is None
     with pytest.raises(ValueError, match="has no whole-run kernel"):
         CompiledLoop(agent, mdp, 1.0, generators(0, [0], ENV_STREAM))
@@ -192,7 +212,7 @@ def test_tl_run_loops_agree_and_auto_picks_the_kernel_for_long_runs():
     assert long.config["loop"] == "compiled"
     assert np.array_equal(long.regret[:, :300], py.regret)  # K enters L: same K, same numbers
     with pytest.raises(ValueError, match="has no whole-run kernel"):
-        tl.run("epsilon-greedy", mdp, 10, 1, loop="compiled")
+        tl.run("psrl", mdp, 10, 1, loop="compiled")
     with pytest.raises(ValueError, match="loop must be one of"):
         tl.run("ucbvi-hoeffding", mdp, 10, 1, loop="fast")
 

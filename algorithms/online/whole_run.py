@@ -8,10 +8,10 @@ per-episode exact regret, returns and value estimates as the Python loop on the 
 for bit where the reference's products are left-to-right sums; see the kernel's docstring).
 
 Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks``,
-``greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein`` (exact classes, the
-risk-neutral objective, a finite horizon). The kernel reads the constants (L, the bonus
-coefficients, tie-breaking, known rewards) off the constructed Python agent, so parameters are
-validated and computed in one place.
+``greedy``, ``epsilon-greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein``
+(exact classes, the risk-neutral objective, a finite horizon). The kernel reads the constants
+(L, the bonus coefficients, tie-breaking, known rewards, epsilon and its schedule) off the
+constructed Python agent, so parameters are validated and computed in one place.
 
 Segments and checkpoints (``segment`` episodes at a time): between segments the driver reports
 progress (episodes/s) and, with ``checkpoint=DIR``, stores the finished segment's curves
@@ -46,13 +46,14 @@ _MASK64 = (1 << 64) - 1
 def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
-    from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy
+    from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
     from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
         VARIANT_AJKS,
         VARIANT_BF,
         VARIANT_CH,
+        VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_QB,
         VARIANT_QH,
@@ -63,6 +64,7 @@ def compiled_variant(agent) -> int | None:
         UCBVIBernstein: VARIANT_BF,
         UCBVIAJKS: VARIANT_AJKS,
         CertaintyEquivalentGreedy: VARIANT_GREEDY,
+        EpsilonGreedy: VARIANT_EPS,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -130,6 +132,7 @@ class CompiledLoop:
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         from theorylab.algorithms.online.whole_run_kernel import (
+            VARIANT_EPS,
             VARIANT_GREEDY,
             VARIANT_QB,
             VARIANT_QH,
@@ -151,7 +154,7 @@ class CompiledLoop:
         self.v_star = float(v_star)
         S, A, H = mdp.S, mdp.A, int(mdp.horizon)
         self.B, self.S, self.A, self.H = B, S, A, H
-        greedy = variant == VARIANT_GREEDY
+        greedy = variant in (VARIANT_GREEDY, VARIANT_EPS)
         q_learning = variant in (VARIANT_QH, VARIANT_QB)
         if q_learning:  # N_h(x, a) per step, no empirical model
             per_step = True
@@ -176,6 +179,8 @@ class CompiledLoop:
             unvisited = agent.unvisited_value
             known = agent.known_rewards
             r_known = agent.R_known if known else np.zeros((1, S, A))
+            if variant == VARIANT_EPS:  # [epsilon, schedule] (greedy.py, epsilon_at)
+                qc[:2] = (agent.epsilon, 0.0 if agent.schedule == "constant" else 1.0)
         else:
             self.tie = 0 if agent.tie_break == "first" else 1
             bonus_scale, L, c_g, unvisited = agent.bonus_scale, float(agent.L), 0.0, Hf
@@ -219,9 +224,9 @@ class CompiledLoop:
             "pol": np.zeros((B, H, S), np.int64),
         }
         self._F = np.zeros((B, S, 4))
-        self._g = np.zeros((B, H + 1, S))
+        self._g = np.zeros((B, H + 1, S))  # BF: min{c / N', H^2}; epsilon-greedy: V_hat^pi
         self._bon = np.zeros((B, S, A))
-        self._work = np.zeros((B, 3 * S + H + 2 + 3 * H))
+        self._work = np.zeros((B, 3 * S + 4 * H + 2 + A))
         self._vis = np.zeros((B, 2, H), np.int64)  # the pairs and states an episode visited
         # V^pi of the last evaluated policy, and from which step it must be re-evaluated
         self._vpi = np.zeros((B, H + 1, S))
@@ -267,6 +272,7 @@ class CompiledLoop:
             st["nsa"], st["rsum"], st["nhs"], st["cnt"], st["pc"], st["succ"], st["nsucc"],
             st["Q"], st["V"], st["pol"], self._F, self._g, self._bon, self._work, self._qc,
             st["qstat"], self._vpi, self._eval_from, self._vis, self.incremental,
+            self.episodes_done,
             rng, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
         set_pcg64_states(self.env_rngs, rng)

@@ -29,6 +29,12 @@ whose docstrings carry the papers' equations; the bound each carries is unchange
   Q_h = min{r_h + b_h + P_hat_h V_{h+1}, H} (no min with the previous episode), L = ln(SAHK/delta).
 * ``VARIANT_GREEDY`` -- certainty-equivalent greedy (no bonus, no cap; unvisited pairs get
   ``unvisited_value``), the linear-regret contrast.
+* ``VARIANT_EPS`` -- epsilon-greedy (``greedy.py``): greedy's plan, played as
+  pi_h(a | s) = (1 - eps_k) 1{a = argmax Q_h(s, .)} + eps_k / A with eps_k = epsilon or
+  min(1, epsilon / sqrt(k)); its exact regret averages over the actions,
+  sum_a pi_h(a | s) (R_h + P_h V^pi_{h+1})(s, a), its rollout draws the action from the
+  episode's action uniform (the same rule as ``TabularMDP.rollout``), and its value estimate is
+  the played policy's value on the empirical model.
 * ``VARIANT_QH``, ``VARIANT_QB`` -- optimistic Q-learning, Jin, Allen-Zhu, Bubeck, Jordan 2018,
   Algorithm 1 (UCB-Hoeffding: b_t = c sqrt(H^3 iota / t)) and Algorithm 2 (UCB-Bernstein: b_t
   from beta_t = min{c1 (sqrt(H/t (W_t + H) iota) + sqrt(H^7 S A) iota / t), c2 sqrt(H^3 iota/t)}),
@@ -68,6 +74,7 @@ from numba import njit, prange
 
 VARIANT_CH, VARIANT_BF, VARIANT_AJKS, VARIANT_GREEDY = 0, 1, 2, 3
 VARIANT_QH, VARIANT_QB = 4, 5  # optimistic Q-learning, Hoeffding / Bernstein (model-free)
+VARIANT_EPS = 6  # epsilon-greedy: greedy's plan, played mixed with the uniform policy
 TIE_FIRST, TIE_LEAST_VISITED = 0, 1
 
 
@@ -446,7 +453,7 @@ def run_segment(
     variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
     indptr, indices, data, cum, last, n_stages, R, bernoulli, mu0, mu0_cdf, last_mu0, v_star,
     nsa, rsum, nhs, cnt, pc, succ, nsucc, Q, V, pol, F, g, bon, work, qc, qstat,
-    vpi, eval_from, vis, incremental, rng, regret, returns, estimates,
+    vpi, eval_from, vis, incremental, k0, rng, regret, returns, estimates,
 ):  # fmt: skip
     """The next n episodes of every seed (see the module docstring), parallel over seeds.
 
@@ -463,14 +470,17 @@ def run_segment(
     policy and eval_from (B,) the largest step whose greedy action changed since then
     (H - 1: evaluate in full; -1: the policy is unchanged, so is its value). rng (B, 4)
     uint64: each seed's environment PCG64 state, advanced by 1 + 3H draws per episode
-    (:func:`pcg64_random`). incremental: False plans and evaluates in full every episode (the
-    same numbers, slower; tests/test_whole_run.py compares the two). Out: regret, returns,
-    estimates (B, n).
+    (:func:`pcg64_random`). k0: episodes run before this segment (epsilon-greedy's eps_k;
+    qc = [epsilon, 0 constant / 1 inv-sqrt] there). incremental: False plans and evaluates in
+    full every episode (the same numbers, slower; tests/test_whole_run.py compares the two).
+    Out: regret, returns, estimates (B, n).
     """
     B, n_ep = regret.shape
     Hm, S, A = nsa.shape[1], nsa.shape[2], nsa.shape[3]
     n_steps = Q.shape[1]
     n_R = R.shape[0]
+    q_learning = variant == VARIANT_QH or variant == VARIANT_QB
+    mixed = variant == VARIANT_EPS
     for b in prange(B):
         nsa_b, rsum_b, nhs_b = nsa[b].reshape(-1), rsum[b].reshape(-1), nhs[b].reshape(-1)
         cnt_b, pc_b, succ_b = cnt[b].reshape(-1), pc[b].reshape(-1), succ[b].reshape(-1)
@@ -482,27 +492,45 @@ def run_segment(
         n_vis = np.zeros(2, np.int64)
         w = work[b]
         for k in range(n_ep):
+            eps = _epsilon(qc, k0 + k + 1) if mixed else 0.0  # eps_k, k = 1, 2, ...
             # (1) value estimate of the current plan: sum_s mu0(s) V_{k,1}(s), pairwise
+            #     (epsilon-greedy: of the played policy on the empirical model, in g)
+            if mixed:
+                _evaluate_mixed_on_model(
+                    eps, known, r_known, unvisited, S, A, Hm, n_steps, nsa_b, rsum_b, pc_b,
+                    succ_b, nsucc_b, pol_b, g_b, w, 3 * S + 4 * n_steps + 2,
+                )  # fmt: skip
             for s in range(S):
-                w[s] = V_b[s] * mu0[s]
+                w[s] = (g_b[s] if mixed else V_b[s]) * mu0[s]
             estimates[b, k] = pairwise_sum(w, 0, S)
 
             # (2) exact value of the greedy policy on the true model (evaluate_policies):
             #     V^pi_h(s) = R_h(s, pi_h(s)) + sum_{s'} P_h(s' | s, pi_h(s)) V^pi_{h+1}(s'),
             #     for h = eval_from .. 1 only: above it the policy, hence V^pi_h, is unchanged
-            if not incremental:
+            #     (epsilon-greedy: sum_a pi_h(a | s) (R_h(s, a) + P_h V^pi_{h+1}(s, a)))
+            if not incremental or (mixed and qc[1] != 0.0):  # eps_k changed: in full
                 eval_from[b] = n_steps - 1
             for h in range(eval_from[b], -1, -1):
                 base = min(h, n_stages - 1) * S * A
                 hr = min(h, n_R - 1)
                 nxt = (h + 1) * S
                 for s in range(S):
-                    a = pol_b[h * S + s]
-                    row = base + s * A + a
+                    greedy_a = pol_b[h * S + s]
+                    if mixed:  # (pi_h * Q_h).sum(axis=-1), pairwise over the actions
+                        off = 3 * S + 4 * n_steps + 2
+                        for a in range(A):
+                            row = base + s * A + a
+                            acc = 0.0
+                            for j in range(indptr[row], indptr[row + 1]):
+                                acc += data[j] * vpi_b[nxt + indices[j]]
+                            w[off + a] = _mixed_prob(eps, A, greedy_a, a) * (R[hr, s, a] + acc)
+                        vpi_b[h * S + s] = pairwise_sum(w, off, A)
+                        continue
+                    row = base + s * A + greedy_a
                     acc = 0.0
                     for j in range(indptr[row], indptr[row + 1]):
                         acc += data[j] * vpi_b[nxt + indices[j]]
-                    vpi_b[h * S + s] = R[hr, s, a] + acc
+                    vpi_b[h * S + s] = R[hr, s, greedy_a] + acc
             eval_from[b] = -1
             for s in range(S):
                 w[s] = vpi_b[s] * mu0[s]
@@ -524,6 +552,8 @@ def run_segment(
             n_vis[1] = 0
             for t in range(n_steps):
                 a = pol_b[t * S + s]
+                if mixed:  # the action of pi_t(. | s) for the uniform U[1 + 3t]
+                    a = _mixed_action(eps, A, a, w[u + 1 + 3 * t])
                 mean = R[min(t, n_R - 1), s, a]
                 if bernoulli:
                     rwd = 1.0 if w[u + 3 + 3 * t] < mean else 0.0
@@ -534,7 +564,7 @@ def run_segment(
                     w[u + 2 + 3 * t],
                 )  # fmt: skip
                 w[rew0 + t] = rwd
-                if variant >= VARIANT_QH:  # model-free: the step's Q-learning update
+                if q_learning:  # model-free: the step's Q-learning update
                     if q_learning_step(
                         variant, H, qc, S, A, t, s, a, rwd, y, nsa_b, Q_b, V_b, pol_b,
                         qstat[b, 0], qstat[b, 1], qstat[b, 2],
@@ -558,7 +588,7 @@ def run_segment(
                 nhs_b[t * S + s] += 1.0
                 s = y
             returns[b, k] = pairwise_sum(w, rew0, n_steps)
-            if variant >= VARIANT_QH:
+            if q_learning:
                 continue
             nhs_b[n_steps * S + s] += 1.0  # x_{k,H+1}, the state after the last action
 
@@ -605,3 +635,71 @@ def _add_distinct(lst, n, which, x):
             return
     lst[n[which]] = x
     n[which] += 1
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _epsilon(qc, k):
+    """eps_k of ``EpsilonGreedy.epsilon_at(k)``: qc[0] (constant, qc[1] = 0) or
+    min(1, qc[0] / sqrt(k)) (inv-sqrt)."""
+    if qc[1] == 0.0:
+        return qc[0]
+    v = qc[0] / np.sqrt(np.float64(k))
+    return v if v < 1.0 else 1.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _mixed_prob(eps, A, greedy_a, a):
+    """pi(a | s) = (1 - eps) 1{a = greedy_a} + eps / A, as ``(1 - eps) * eye[greedy] + eps / A``
+    computes it."""
+    return ((1.0 - eps) if a == greedy_a else 0.0) + eps / A
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _mixed_action(eps, A, greedy_a, u):
+    """The action a stochastic policy row draws for the uniform u (the rollout's rule): the
+    count of cumulative probabilities <= u, clamped to the last action of positive probability."""
+    cdf = 0.0
+    c = 0
+    last = 0
+    for a in range(A):
+        p = _mixed_prob(eps, A, greedy_a, a)
+        cdf += p
+        if cdf <= u:
+            c += 1
+        if p > 0.0:
+            last = a
+    return c if c < last else last
+
+
+@njit(cache=True, error_model="numpy")
+def _evaluate_mixed_on_model(
+    eps, known, r_known, unvisited, S, A, Hm, n_steps, nsa, rsum, pc, succ, nsucc, pol, Vh, w,
+    off,
+):  # fmt: skip
+    """Epsilon-greedy's value estimate V_hat^{pi_k}_h (``CertaintyEquivalentGreedy._plan``):
+    the played policy on the empirical model, Q_hat = r_hat + P_hat V_hat_{h+1} on visited pairs
+    (else ``unvisited``), V_hat_h(s) = sum_a pi_h(a | s) Q_hat_h(s, a) summed as numpy's
+    ``.sum(axis=-1)`` (pairwise, over w[off : off + A]); into Vh (H+1, S), Vh[H] = 0."""
+    n_R = r_known.shape[0]
+    cap = pc.shape[0] // nsa.shape[0]
+    for s in range(S):
+        Vh[n_steps * S + s] = 0.0
+    for h in range(n_steps - 1, -1, -1):
+        m = h if Hm > 1 else 0
+        nv = (h + 1) * S
+        hr = min(h, n_R - 1)
+        for s in range(S):
+            greedy_a = pol[h * S + s]
+            for a in range(A):
+                row = (m * S + s) * A + a
+                n = nsa[row]
+                if n > 0:
+                    r = r_known[hr, s, a] if known else rsum[row] / max(n, 1.0)
+                    PV = 0.0
+                    for j in range(row * cap, row * cap + nsucc[row]):
+                        PV += pc[j] * Vh[nv + succ[j]]
+                    q = r + PV
+                else:
+                    q = unvisited
+                w[off + a] = _mixed_prob(eps, A, greedy_a, a) * q
+            Vh[h * S + s] = pairwise_sum(w, off, A)

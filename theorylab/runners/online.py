@@ -163,7 +163,8 @@ def _use_compiled(loop, agent, bk, seed_episodes, segment, checkpoint) -> bool:
     if loop == "compiled" and not has_kernel:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
-            "ucbvi-hoeffding/-bernstein/-ajks, greedy, optimistic-q-hoeffding/-bernstein); use "
+            "ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
+            "optimistic-q-hoeffding/-bernstein); use "
             "loop='python' or 'auto'"
         )
     if loop == "python" and (segment is not None or checkpoint is not None):
