@@ -20,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorylab.algorithms.objectives import RISK_NEUTRAL
+from theorylab.algorithms.objectives import objective_of
 from theorylab.algorithms.online.whole_run import CompiledLoop, compiled_variant, run_whole
 from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
-from theorylab.algorithms.registry import make_agent
+from theorylab.algorithms.registry import get_algorithm, make_agent
 from theorylab.experiment import env_spec, run
 from theorylab.mdps import TabularMDP, make
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators, seed_indices
@@ -48,11 +48,13 @@ def _spread_mdp(stage_dependent: bool, bernoulli: bool) -> TabularMDP:
 def _compiled(algorithm, mdp, episodes, seeds, segment, known_rewards=True, **params):
     idx = seed_indices(seeds)
     env = env_spec(mdp, known_rewards=known_rewards)
-    agent = make_agent(
-        algorithm, env, len(idx), generators(SEED, idx, AGENT_STREAM), episodes=episodes, **params
-    )
+    entry = get_algorithm(algorithm)
+    if "episodes" in entry.parameters():  # as the runner does: K enters the confidence widths
+        params = {"episodes": episodes, **params}
+    agent = make_agent(algorithm, env, len(idx), generators(SEED, idx, AGENT_STREAM), **params)
     env_rngs = generators(SEED, idx, ENV_STREAM)
-    return CompiledLoop(agent, mdp, RISK_NEUTRAL.optimal_value(mdp), env_rngs)
+    v_star = objective_of(entry, params).optimal_value(mdp)  # the algorithm's yardstick
+    return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
 def _both(algorithm, mdp, episodes=240, seeds=3, segment=70, known_rewards=True, **params):
@@ -95,6 +97,8 @@ ORDERED_CASES = [  # (algorithm, MDP, params, known rewards)
         False,
     ),  # fmt: skip
     ("epsilon-greedy", "random-sparse:S=64,A=3,H=5,seed=1", {"epsilon": 0.0}, True),
+    ("maxwp", "riverswim:S=6,H=12", {}, True),
+    ("maxwp", "spread-bernoulli", {}, False),
 ]
 
 
@@ -178,6 +182,21 @@ def test_epsilon_greedy_negative_control_a_wrong_schedule_is_caught():
     wrong = _compiled("epsilon-greedy", mdp, 120, 2, 120, **kw)
     wrong.episodes_done = 1  # eps_{k+1} played in episode k: the schedule one episode late
     assert not np.array_equal(run_whole(wrong, 121)["regret"][:, :120], ref.regret)
+
+
+def test_maxwp_on_a_dense_model_and_its_negative_control():
+    # every MaxWP quantity is a min or one addition, so dense models agree bit for bit too
+    mdp = _spread_mdp(False, False)
+    ref, out = _both("maxwp", mdp, episodes=150, seeds=2)
+    for name, got in (("regret", ref.regret), ("returns", ref.returns)):
+        assert np.array_equal(got, out[name]), name
+    assert np.array_equal(ref.value_estimates, out["estimates"])
+    assert ref.regret[:, 0].max() > 0 and ref.regret[:, -1].max() == 0  # it learns (Thm. 4)
+    # a one-ulp change of the known rewards is detected
+    wrong = _compiled("maxwp", mdp, 150, 2, 150)
+    r_known = np.nextafter(wrong.params[4], 2.0)
+    wrong.params = (*wrong.params[:4], r_known, *wrong.params[5:])
+    assert not np.array_equal(run_whole(wrong, 150)["estimates"], ref.value_estimates)
 
 
 def test_agents_without_a_kernel_are_refused():

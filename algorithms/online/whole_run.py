@@ -47,6 +47,7 @@ def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
+    from theorylab.algorithms.online.icvar_rm import MaxWP
     from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
@@ -55,6 +56,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_CH,
         VARIANT_EPS,
         VARIANT_GREEDY,
+        VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
     )
@@ -65,6 +67,7 @@ def compiled_variant(agent) -> int | None:
         UCBVIAJKS: VARIANT_AJKS,
         CertaintyEquivalentGreedy: VARIANT_GREEDY,
         EpsilonGreedy: VARIANT_EPS,
+        MaxWP: VARIANT_MAXWP,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -132,8 +135,10 @@ class CompiledLoop:
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         from theorylab.algorithms.online.whole_run_kernel import (
+            TIE_WITHIN_TOL,
             VARIANT_EPS,
             VARIANT_GREEDY,
+            VARIANT_MAXWP,
             VARIANT_QB,
             VARIANT_QH,
         )
@@ -158,6 +163,8 @@ class CompiledLoop:
         q_learning = variant in (VARIANT_QH, VARIANT_QB)
         if q_learning:  # N_h(x, a) per step, no empirical model
             per_step = True
+        elif variant == VARIANT_MAXWP:  # counts pooled over h (stationary P only)
+            per_step = False
         else:
             per_step = agent.stage_dependent if greedy else agent.per_step_model
         Hm = H if per_step else 1
@@ -174,6 +181,19 @@ class CompiledLoop:
             known, r_known = False, np.zeros((1, S, A))
             iota = agent.iota
             qc[:] = (agent.c, agent.c1, agent.c2, iota, H**3 * iota, np.sqrt(H**7 * S * A))
+        elif variant == VARIANT_MAXWP:  # no bonus; ties as first_argmax
+            self.tie, bonus_scale, c_bonus, L, c_g, unvisited = (
+                TIE_WITHIN_TOL,
+                0.0,
+                0.0,
+                0.0,
+                0.0,
+                Hf,
+            )
+            reward = agent.env.reward
+            known = reward is not None
+            r_known = np.zeros((1, S, A)) if not known else np.asarray(reward, dtype=np.float64)
+            r_known = r_known if r_known.ndim == 3 else r_known[None]
         elif greedy:
             self.tie, bonus_scale, c_bonus, L, c_g = 0, 0.0, 0.0, 0.0, 0.0
             unvisited = agent.unvisited_value

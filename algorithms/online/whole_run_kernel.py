@@ -35,6 +35,12 @@ whose docstrings carry the papers' equations; the bound each carries is unchange
   sum_a pi_h(a | s) (R_h + P_h V^pi_{h+1})(s, a), its rollout draws the action from the
   episode's action uniform (the same rule as ``TabularMDP.rollout``), and its value estimate is
   the played policy's value on the empirical model.
+* ``VARIANT_MAXWP`` -- MaxWP, Du, Wang, Huang 2023, Algorithm 2 (``icvar_rm.py``): pooled
+  counts, Qhat_h(s, a) = r(s, a) + min over the observed successors of Vhat_{h+1} (H - h on
+  unvisited pairs, 0-based h), ties within ``first_argmax``'s relative tolerance 1e-12 to the
+  smallest action; its regret is under the worst-path objective, V^pi_h(s) = r_h(s, pi_h(s)) +
+  min over the support of P_h(. | s, pi_h(s)) of V^pi_{h+1} (``evaluate_iterated_cvar`` at
+  alpha = 0), so every quantity is a min or one addition: bit for bit on dense models too.
 * ``VARIANT_QH``, ``VARIANT_QB`` -- optimistic Q-learning, Jin, Allen-Zhu, Bubeck, Jordan 2018,
   Algorithm 1 (UCB-Hoeffding: b_t = c sqrt(H^3 iota / t)) and Algorithm 2 (UCB-Bernstein: b_t
   from beta_t = min{c1 (sqrt(H/t (W_t + H) iota) + sqrt(H^7 S A) iota / t), c2 sqrt(H^3 iota/t)}),
@@ -75,7 +81,9 @@ from numba import njit, prange
 VARIANT_CH, VARIANT_BF, VARIANT_AJKS, VARIANT_GREEDY = 0, 1, 2, 3
 VARIANT_QH, VARIANT_QB = 4, 5  # optimistic Q-learning, Hoeffding / Bernstein (model-free)
 VARIANT_EPS = 6  # epsilon-greedy: greedy's plan, played mixed with the uniform policy
-TIE_FIRST, TIE_LEAST_VISITED = 0, 1
+VARIANT_MAXWP = 7  # MaxWP (Du, Wang, Huang 2023, Alg. 2): worst path over seen successors
+TIE_FIRST, TIE_LEAST_VISITED, TIE_WITHIN_TOL = 0, 1, 2
+TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmax's relative tolerance
 
 
 @njit(cache=True, error_model="numpy")
@@ -224,6 +232,13 @@ def _plan_q(
         r = r_known[hr, s, a] if known else rsum[row] / max(n, 1.0)
         j0 = row * cap
         j1 = j0 + nsucc[row]
+        if variant == VARIANT_MAXWP:  # Qhat_h = r + min_{s' observed after (s, a)} Vhat_{h+1}
+            worst = np.inf
+            for j in range(j0, j1):
+                v = V[nv + succ[j]]
+                worst = v if v < worst else worst
+            Q[q_at] = r + worst
+            return
         if variant == VARIANT_BF:  # P_hat applied to [V, W, W^2, g]
             e0 = 0.0
             e1 = 0.0
@@ -261,6 +276,8 @@ def _plan_q(
             q = H if H < t else t
         else:  # greedy: Q_h = r + P_hat V_{h+1}
             q = r + PV
+    elif variant == VARIANT_MAXWP:
+        q = H - h  # the most any policy collects from step h (0-based): unvisited, tried
     else:
         q = unvisited  # H for UCBVI
     Q[q_at] = q
@@ -278,7 +295,14 @@ def _greedy(tie, S, A, Hm, h, s, nsa, Q, V, pol):
         if Q[q0 + a] > best:
             best = Q[q0 + a]
             act = a
-    if tie != TIE_FIRST:
+    if tie == TIE_WITHIN_TOL:  # first_argmax: the first a with Q >= max - tol (1 + |max|)
+        floor = best - TIE_TOL * (1.0 + np.abs(best))
+        for a in range(A):
+            if Q[q0 + a] >= floor:
+                act = a
+                best = Q[q0 + a]
+                break
+    elif tie != TIE_FIRST:
         n0 = ((h if Hm > 1 else 0) * S + s) * A
         fewest = np.inf
         for a in range(A):
@@ -481,6 +505,7 @@ def run_segment(
     n_R = R.shape[0]
     q_learning = variant == VARIANT_QH or variant == VARIANT_QB
     mixed = variant == VARIANT_EPS
+    worst_path = variant == VARIANT_MAXWP  # regret under the worst-path objective
     for b in prange(B):
         nsa_b, rsum_b, nhs_b = nsa[b].reshape(-1), rsum[b].reshape(-1), nhs[b].reshape(-1)
         cnt_b, pc_b, succ_b = cnt[b].reshape(-1), pc[b].reshape(-1), succ[b].reshape(-1)
@@ -527,6 +552,13 @@ def run_segment(
                         vpi_b[h * S + s] = pairwise_sum(w, off, A)
                         continue
                     row = base + s * A + greedy_a
+                    if worst_path:  # r + min over the support of P_h(. | s, pi_h(s))
+                        acc = np.inf
+                        for j in range(indptr[row], indptr[row + 1]):
+                            v = vpi_b[nxt + indices[j]]
+                            acc = v if v < acc else acc
+                        vpi_b[h * S + s] = R[hr, s, greedy_a] + acc
+                        continue
                     acc = 0.0
                     for j in range(indptr[row], indptr[row + 1]):
                         acc += data[j] * vpi_b[nxt + indices[j]]
