@@ -99,6 +99,9 @@ ORDERED_CASES = [  # (algorithm, MDP, params, known rewards)
     ("epsilon-greedy", "random-sparse:S=64,A=3,H=5,seed=1", {"epsilon": 0.0}, True),
     ("maxwp", "riverswim:S=6,H=12", {}, True),
     ("maxwp", "spread-bernoulli", {}, False),
+    ("icvar-rm", "riverswim:S=6,H=12", {"alpha": 0.3, "bonus_scale": 0.02}, True),
+    ("icvar-rm", "spread", {"alpha": 0.5, "bonus_scale": 0.05}, False),
+    ("icvar-rm", "random-sparse:S=12,A=2,H=4,seed=2", {"alpha": 0.2, "bonus_scale": 0.1}, True),
 ]
 
 
@@ -196,6 +199,18 @@ def test_maxwp_on_a_dense_model_and_its_negative_control():
     wrong = _compiled("maxwp", mdp, 150, 2, 150)
     r_known = np.nextafter(wrong.params[4], 2.0)
     wrong.params = (*wrong.params[:4], r_known, *wrong.params[5:])
+    assert not np.array_equal(run_whole(wrong, 150)["estimates"], ref.value_estimates)
+
+
+def test_icvar_rm_negative_control_one_ulp_of_alpha_is_caught():
+    mdp = make("riverswim:S=6,H=12").to_sparse()
+    kw = {"alpha": 0.3, "bonus_scale": 0.02}
+    ref = run("icvar-rm", mdp, 150, 2, seed=SEED, loop="python", **kw)
+    same = _compiled("icvar-rm", mdp, 150, 2, 150, **kw)
+    assert np.array_equal(run_whole(same, 150)["estimates"], ref.value_estimates)
+    wrong = _compiled("icvar-rm", mdp, 150, 2, 150, **kw)
+    c_g = float(np.nextafter(wrong.params[8], 1.0))  # alpha of the empirical CVaR, one ulp up
+    wrong.params = (*wrong.params[:8], c_g, *wrong.params[9:])
     assert not np.array_equal(run_whole(wrong, 150)["estimates"], ref.value_estimates)
 
 

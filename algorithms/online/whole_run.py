@@ -47,7 +47,7 @@ def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
-    from theorylab.algorithms.online.icvar_rm import MaxWP
+    from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
@@ -56,6 +56,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_CH,
         VARIANT_EPS,
         VARIANT_GREEDY,
+        VARIANT_ICVAR,
         VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
@@ -68,6 +69,7 @@ def compiled_variant(agent) -> int | None:
         CertaintyEquivalentGreedy: VARIANT_GREEDY,
         EpsilonGreedy: VARIANT_EPS,
         MaxWP: VARIANT_MAXWP,
+        ICVaRRM: VARIANT_ICVAR,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -138,6 +140,7 @@ class CompiledLoop:
             TIE_WITHIN_TOL,
             VARIANT_EPS,
             VARIANT_GREEDY,
+            VARIANT_ICVAR,
             VARIANT_MAXWP,
             VARIANT_QB,
             VARIANT_QH,
@@ -163,7 +166,7 @@ class CompiledLoop:
         q_learning = variant in (VARIANT_QH, VARIANT_QB)
         if q_learning:  # N_h(x, a) per step, no empirical model
             per_step = True
-        elif variant == VARIANT_MAXWP:  # counts pooled over h (stationary P only)
+        elif variant in (VARIANT_MAXWP, VARIANT_ICVAR):  # counts pooled over h (stationary P)
             per_step = False
         else:
             per_step = agent.stage_dependent if greedy else agent.per_step_model
@@ -181,7 +184,7 @@ class CompiledLoop:
             known, r_known = False, np.zeros((1, S, A))
             iota = agent.iota
             qc[:] = (agent.c, agent.c1, agent.c2, iota, H**3 * iota, np.sqrt(H**7 * S * A))
-        elif variant == VARIANT_MAXWP:  # no bonus; ties as first_argmax
+        elif variant in (VARIANT_MAXWP, VARIANT_ICVAR):  # ties as first_argmax
             self.tie, bonus_scale, c_bonus, L, c_g, unvisited = (
                 TIE_WITHIN_TOL,
                 0.0,
@@ -190,6 +193,9 @@ class CompiledLoop:
                 0.0,
                 Hf,
             )
+            if variant == VARIANT_ICVAR:  # bonus_scale (H / alpha) sqrt(L / n); alpha in c_g
+                c_bonus = agent.bonus_scale * (agent.env.H / agent.alpha)
+                L, c_g = float(agent.L), float(agent.alpha)
             reward = agent.env.reward
             known = reward is not None
             r_known = np.zeros((1, S, A)) if not known else np.asarray(reward, dtype=np.float64)

@@ -41,6 +41,12 @@ whose docstrings carry the papers' equations; the bound each carries is unchange
   smallest action; its regret is under the worst-path objective, V^pi_h(s) = r_h(s, pi_h(s)) +
   min over the support of P_h(. | s, pi_h(s)) of V^pi_{h+1} (``evaluate_iterated_cvar`` at
   alpha = 0), so every quantity is a min or one addition: bit for bit on dense models too.
+* ``VARIANT_ICVAR`` -- ICVaR-RM, Du, Wang, Huang 2023, Algorithm 1 (``icvar_rm.py``): pooled
+  counts, Qbar_h(s, a) = min{r + CVaR^alpha_{s' ~ P_hat(.|s,a)}(Vbar_{h+1}(s')) +
+  c (H / alpha) sqrt(L / n), H} (H on unvisited pairs), the empirical CVaR by sorting
+  Vbar_{h+1} once per stage (stable) and summing the tail masses times the sorted values over
+  all S positions in numpy's pairwise order (``cvar_next``), ties as MaxWP's; its regret is
+  under the iterated CVaR at the same alpha, evaluated the same way on the true rows.
 * ``VARIANT_QH``, ``VARIANT_QB`` -- optimistic Q-learning, Jin, Allen-Zhu, Bubeck, Jordan 2018,
   Algorithm 1 (UCB-Hoeffding: b_t = c sqrt(H^3 iota / t)) and Algorithm 2 (UCB-Bernstein: b_t
   from beta_t = min{c1 (sqrt(H/t (W_t + H) iota) + sqrt(H^7 S A) iota / t), c2 sqrt(H^3 iota/t)}),
@@ -82,6 +88,7 @@ VARIANT_CH, VARIANT_BF, VARIANT_AJKS, VARIANT_GREEDY = 0, 1, 2, 3
 VARIANT_QH, VARIANT_QB = 4, 5  # optimistic Q-learning, Hoeffding / Bernstein (model-free)
 VARIANT_EPS = 6  # epsilon-greedy: greedy's plan, played mixed with the uniform policy
 VARIANT_MAXWP = 7  # MaxWP (Du, Wang, Huang 2023, Alg. 2): worst path over seen successors
+VARIANT_ICVAR = 8  # ICVaR-RM (Du, Wang, Huang 2023, Alg. 1): optimistic iterated CVaR
 TIE_FIRST, TIE_LEAST_VISITED, TIE_WITHIN_TOL = 0, 1, 2
 TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmax's relative tolerance
 
@@ -218,7 +225,7 @@ def _search(indptr, indices, cum, last, r, u):
 
 @njit(cache=True, error_model="numpy", inline="always")
 def _plan_q(
-    variant, H, known, r_known, bonus_scale, c_bonus, L, unvisited,
+    variant, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
     S, A, Hm, cap, h, hr, s, a, nsa, rsum, pc, succ, nsucc, Q, V, F, bon,
 ):  # fmt: skip
     """Q_{k,h}(s, a) of one seed, written into Q (the body of :func:`plan_seed`)."""
@@ -238,6 +245,15 @@ def _plan_q(
                 v = V[nv + succ[j]]
                 worst = v if v < worst else worst
             Q[q_at] = r + worst
+            return
+        if variant == VARIANT_ICVAR:  # min{r + CVaR^alpha_{P_hat}(Vbar_{h+1}) + bonus, H}
+            for i in range(S):  # P_hat's row in the order of sorted V_{h+1} (F[3S:4S])
+                F[i] = 0.0
+            for j in range(j0, j1):
+                F[int(F[3 * S + succ[j]])] = pc[j]
+            tail = _cvar_sorted(c_g, S, F)
+            t = (r + tail) + c_bonus * np.sqrt(L / n)  # (H / alpha) sqrt(L / n), scaled
+            Q[q_at] = t if t <= H else H
             return
         if variant == VARIANT_BF:  # P_hat applied to [V, W, W^2, g]
             e0 = 0.0
@@ -278,6 +294,8 @@ def _plan_q(
             q = r + PV
     elif variant == VARIANT_MAXWP:
         q = H - h  # the most any policy collects from step h (0-based): unvisited, tried
+    elif variant == VARIANT_ICVAR:
+        q = H  # an infinite bonus, capped
     else:
         q = unvisited  # H for UCBVI
     Q[q_at] = q
@@ -330,8 +348,11 @@ def plan_seed(
     pair in ascending order and P_hat(succ_j | s, a) at position j (the first nsucc (Hm, S, A)
     entries of a row are used; cap = the true model's longest row, which bounds what can be
     observed); nhs (H+1, S): N'_{k,h}; Q (H, S, A); V (H+1, S), V[H] = 0;
-    pol (H, S). Scratch: F (S, 4), g (H+1, S), bon (S, A). Constants: c_bonus = 7 H L (CH),
-    8 L (BF), 2 H (AJKS); c_g = 100^2 H^3 S^2 A L^2 (BF); L (BF, AJKS); r_known (n_R, S, A).
+    pol (H, S). Scratch: F (S, 4) (BF: [V, W, W^2, g]; ICVaR-RM: a probability row in sorted
+    order, its tail terms, the sorted values, each state's sorted position), g (H+1, S), bon
+    (S, A). Constants: c_bonus = 7 H L (CH), 8 L (BF), 2 H (AJKS), bonus_scale H / alpha
+    (ICVaR-RM); c_g = 100^2 H^3 S^2 A L^2 (BF), alpha (ICVaR-RM); L (BF, AJKS, ICVaR-RM);
+    r_known (n_R, S, A).
 
     Incremental (``full`` false): Q, V and pol hold the previous episode's plan, and the counts
     changed only at the pairs the episode visited, ``vis`` (2, H): pooled model, the ``n_vis``
@@ -379,6 +400,8 @@ def plan_seed(
                 F[4 * y + 1] = w
                 F[4 * y + 2] = w * w
                 F[4 * y + 3] = g[nv + y]
+        if variant == VARIANT_ICVAR:
+            _sort_values(V, nv, S, F)
         hr = min(h, n_R - 1)
         stage_full = full or n_changed > 0
         n_changed = 0
@@ -386,7 +409,7 @@ def plan_seed(
             for s in range(S):
                 for a in range(A):
                     _plan_q(
-                        variant, H, known, r_known, bonus_scale, c_bonus, L, unvisited,
+                        variant, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
                         S, A, Hm, cap, h, hr, s, a, nsa, rsum, pc, succ, nsucc, Q, V, F, bon,
                     )  # fmt: skip
                 changed_value, changed_action = _greedy(tie, S, A, Hm, h, s, nsa, Q, V, pol)
@@ -401,7 +424,7 @@ def plan_seed(
         for i in range(p_lo, p_hi):
             pair = vis[0, i]
             _plan_q(
-                variant, H, known, r_known, bonus_scale, c_bonus, L, unvisited,
+                variant, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
                 S, A, Hm, cap, h, hr, pair // A, pair % A, nsa, rsum, pc, succ, nsucc, Q, V,
                 F, bon,
             )  # fmt: skip
@@ -506,6 +529,7 @@ def run_segment(
     q_learning = variant == VARIANT_QH or variant == VARIANT_QB
     mixed = variant == VARIANT_EPS
     worst_path = variant == VARIANT_MAXWP  # regret under the worst-path objective
+    iterated = variant == VARIANT_ICVAR  # regret under the iterated CVaR at alpha = c_g
     for b in prange(B):
         nsa_b, rsum_b, nhs_b = nsa[b].reshape(-1), rsum[b].reshape(-1), nhs[b].reshape(-1)
         cnt_b, pc_b, succ_b = cnt[b].reshape(-1), pc[b].reshape(-1), succ[b].reshape(-1)
@@ -539,8 +563,18 @@ def run_segment(
                 base = min(h, n_stages - 1) * S * A
                 hr = min(h, n_R - 1)
                 nxt = (h + 1) * S
+                if iterated:
+                    _sort_values(vpi_b, nxt, S, F_b)
                 for s in range(S):
                     greedy_a = pol_b[h * S + s]
+                    if iterated:  # r + CVaR^alpha_{P_h(. | s, pi_h(s))}(V^pi_{h+1})
+                        row = base + s * A + greedy_a
+                        for i in range(S):
+                            F_b[i] = 0.0
+                        for j in range(indptr[row], indptr[row + 1]):
+                            F_b[int(F_b[3 * S + indices[j]])] = data[j]
+                        vpi_b[h * S + s] = R[hr, s, greedy_a] + _cvar_sorted(c_g, S, F_b)
+                        continue
                     if mixed:  # (pi_h * Q_h).sum(axis=-1), pairwise over the actions
                         off = 3 * S + 4 * n_steps + 2
                         for a in range(A):
@@ -735,3 +769,31 @@ def _evaluate_mixed_on_model(
                     q = unvisited
                 w[off + a] = _mixed_prob(eps, A, greedy_a, a) * q
             Vh[h * S + s] = pairwise_sum(w, off, A)
+
+
+@njit(cache=True, error_model="numpy")
+def _sort_values(V, off, S, F):
+    """For the empirical CVaR (``algorithms/risk/iterated_cvar.py``, cvar_next): the values
+    ``V[off : off + S]`` in stable ascending order into F[2S:3S] and each state's position in
+    that order into F[3S:4S] (as floats)."""
+    order = np.argsort(V[off : off + S], kind="mergesort")
+    for i in range(S):
+        F[2 * S + i] = V[off + order[i]]
+        F[3 * S + order[i]] = i
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _cvar_sorted(alpha, S, F):
+    """CVaR^alpha of the distribution F[0:S] (probabilities in ascending order of the values
+    F[2S:3S]) as ``cvar_next`` computes it: masses m_i = min(p_i, max(alpha - F_{i-1}, 0)) with
+    F_{i-1} = cumsum(p)_i - p_i (``tail_masses``), then sum_i m_i v_i in numpy's pairwise order
+    (over F[S:2S], the zero terms included: they decide the grouping) divided by alpha."""
+    c = 0.0
+    for i in range(S):
+        p = F[i]
+        c += p
+        t = alpha - (c - p)
+        t = t if t >= 0.0 else 0.0  # np.maximum(t, 0.0)
+        m = p if p <= t else t  # np.minimum(p, t)
+        F[S + i] = m * F[2 * S + i]
+    return pairwise_sum(F, S, S) / alpha
