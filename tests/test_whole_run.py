@@ -301,3 +301,27 @@ def test_incremental_plan_and_evaluation_equal_full_ones(algorithm, mdp, params)
     fast.advance(1)
     assert np.array_equal(fast._vpi, evaluate_policies(model, played, batched=True))
     assert np.unique(a["regret"]).size > 1  # the policy changed during the run
+
+
+# ------------------------------------------------------------------ LinUCB
+def test_linucb_agrees_to_round_off_with_identical_rounds():
+    # the Python agent multiplies through numpy's matmul (order set by the build and CPU): the
+    # UCBs agree to 1e-12, the arms played, rewards and exact regret exactly
+    import theorylab as tl
+    from theorylab.algorithms.online.whole_run import compiled_loop
+
+    for spec in ("linear-bandit:d=4,A=12,seed=1", "linear-bandit:d=3,A=5,seed=4"):
+        mdp = make(spec)
+        ref = run("linucb", mdp, 300, 3, seed=SEED, loop="python")
+        out = tl.run("linucb", mdp, 300, 3, seed=SEED, loop="compiled", segment=110)
+        assert out.config["loop"] == "compiled"
+        assert np.array_equal(ref.returns, out.returns)
+        assert np.array_equal(ref.regret, out.regret)
+        np.testing.assert_allclose(out.value_estimates, ref.value_estimates, rtol=1e-12, atol=0)
+        assert ref.regret[:, :50].mean() > ref.regret[:, -50:].mean()  # it learns
+    # negative control: a 1% larger confidence radius changes the arms played
+    idx = seed_indices(3)
+    env = env_spec(mdp)
+    agent = make_agent("linucb", env, 3, generators(SEED, idx, AGENT_STREAM), scale=1.01)
+    loop = compiled_loop(agent, mdp, ref.optimal_value, generators(SEED, idx, ENV_STREAM))
+    assert not np.array_equal(run_whole(loop, 300)["regret"], ref.regret)

@@ -48,6 +48,7 @@ def compiled_variant(agent) -> int | None:
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
+    from theorylab.algorithms.online.linucb import LinUCB
     from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
@@ -57,6 +58,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
+        VARIANT_LINUCB,
         VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
@@ -70,6 +72,7 @@ def compiled_variant(agent) -> int | None:
         EpsilonGreedy: VARIANT_EPS,
         MaxWP: VARIANT_MAXWP,
         ICVaRRM: VARIANT_ICVAR,
+        LinUCB: VARIANT_LINUCB,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -127,6 +130,18 @@ def set_pcg64_states(rngs: Sequence[np.random.Generator], states: np.ndarray) ->
         g.bit_generator.state = st
 
 
+def compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
+    """The compiled loop of ``agent``: :class:`CompiledLoop` (the tabular kernels) or, for
+    LinUCB, :class:`~theorylab.algorithms.online.whole_run_linucb.LinUCBLoop`."""
+    from theorylab.algorithms.online.whole_run_kernel import VARIANT_LINUCB
+
+    if compiled_variant(agent) == VARIANT_LINUCB:
+        from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
+
+        return LinUCBLoop(agent, mdp, v_star, env_rngs)
+    return CompiledLoop(agent, mdp, v_star, env_rngs)
+
+
 class CompiledLoop:
     """The learner state of B seeds of one agent on one MDP, advanced by the compiled kernel.
 
@@ -141,6 +156,7 @@ class CompiledLoop:
             VARIANT_EPS,
             VARIANT_GREEDY,
             VARIANT_ICVAR,
+            VARIANT_LINUCB,
             VARIANT_MAXWP,
             VARIANT_QB,
             VARIANT_QH,
@@ -148,7 +164,7 @@ class CompiledLoop:
         from theorylab.backends import transition_model
 
         variant = compiled_variant(agent)
-        if variant is None:
+        if variant is None or variant == VARIANT_LINUCB:  # LinUCB: compiled_loop()
             raise ValueError(
                 f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
             )

@@ -164,7 +164,7 @@ def _use_compiled(loop, agent, bk, seed_episodes, segment, checkpoint) -> bool:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
             "ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
-            "optimistic-q-hoeffding/-bernstein); use "
+            "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb); use "
             "loop='python' or 'auto'"
         )
     if loop == "python" and (segment is not None or checkpoint is not None):
@@ -180,10 +180,10 @@ def _run_compiled(
     checkpoint,
 ):  # fmt: skip
     """The whole-run kernel in segments, with a progress bar in episodes/s."""
-    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, CompiledLoop, run_whole
+    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, compiled_loop, run_whole
 
     t0 = time.perf_counter()
-    whole = CompiledLoop(agent, mdp, v_star, env_rngs)
+    whole = compiled_loop(agent, mdp, v_star, env_rngs)
     from theorylab.progress import progress_bar
 
     bar = progress_bar(episodes, f"{entry.name} on {mdp.name} (compiled)", "ep", enabled=progress)
