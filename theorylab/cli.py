@@ -802,7 +802,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--loop",
         choices=["auto", "python", "compiled"],
         help="online: the episode loop (python), the whole-run compiled kernel (compiled: "
-        "ucbvi-*, greedy, optimistic-q-*) or auto (default: compiled for runs of "
+        "ucbvi-*, greedy, epsilon-greedy, optimistic-q-*, maxwp, icvar-rm, linucb) or auto "
+        "(default: compiled for runs of "
         "20,000 seed-episodes and more when the algorithm has a kernel)",
     )
     q.add_argument(
