@@ -339,7 +339,7 @@ def _greedy(tie, S, A, Hm, h, s, nsa, Q, V, pol):
 @njit(cache=True, error_model="numpy")
 def plan_seed(
     variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
-    S, A, Hm, nsa, rsum, nhs, pc, succ, nsucc, Q, V, pol, F, g, bon, full, vis, n_vis,
+    S, A, Hm, nsa, rsum, nhs, pc, succ, nsucc, Q, V, pol, F, g, bon, full, vis, n_vis, mark,
 ):  # fmt: skip
     """The plan of one seed after its counts changed: Q, V and the greedy policy, in place.
     Returns the largest step h at which the greedy action of some state changed (-1: none).
@@ -363,9 +363,13 @@ def plan_seed(
     states' V and greedy action: every other Q_{k,h}(s, a) is a function of unchanged inputs
     (counts, rewards, V_{k,h+1}), so recomputing it would give its old value again (for CH/BF,
     min{Q_{k-1,h}, H, t} with the same t returns Q_{k-1,h}, which is already <= H and <= t). A
-    stage below a changed V recomputes every pair. The result is the full plan's, bit for bit
-    (tests/test_whole_run.py); UCBVI-BF, whose bonus reads N'_{k,h+1} and max V_{k,h+1}, always
-    plans in full.
+    stage below a changed V recomputes the visited pairs and every pair with an observed
+    successor whose V_{k,h+1} changed, and the greedy action of their states (``mark``, int8
+    (Hm S A + 2 S): 1 at the visited pairs' rows, then two rows of S flags for the changed
+    entries of V_{k,h+1} and V_{k,h}; the flags are zero on entry and on return). The result is
+    the full plan's, bit for bit (tests/test_whole_run.py); UCBVI-BF, whose bonus reads
+    N'_{k,h+1} and max V_{k,h+1}, always plans in full, and ICVaR-RM (whose CVaR reads the order
+    of all of V_{k,h+1}) recomputes every pair below a changed V.
     """
     n_R = r_known.shape[0]
     n_steps = Q.shape[0] // (S * A)
@@ -388,6 +392,8 @@ def plan_seed(
                 bon[i] = c_bonus * np.sqrt(1.0 / n)
     policy_from = -1
     n_changed = 0  # entries of V_{k,h+1} that changed (V_{k,H+1} = 0 never does)
+    flags = Hm * S * A  # mark[cur : cur + S], mark[new : new + S]: V_{k,h+1}, V_{k,h} changed
+    cur, new = flags, flags + S
     for h in range(n_steps - 1, -1, -1):  # Alg. 2 (UCB-Q-values): h = H..1, V_{k,H+1} = 0
         nv = (h + 1) * S
         if variant == VARIANT_BF:  # F = [V, W, W^2, g] with W = V - max_y V (Var is shift-free)
@@ -404,19 +410,39 @@ def plan_seed(
         if variant == VARIANT_ICVAR:
             _sort_values(V, nv, S, F)
         hr = min(h, n_R - 1)
-        stage_full = full or n_changed > 0
+        stage_full = full or (n_changed > 0 and variant == VARIANT_ICVAR)
+        by_successor = not stage_full and n_changed > 0
         n_changed = 0
-        if stage_full:
+        for s in range(S):
+            mark[new + s] = 0
+        if stage_full or by_successor:
+            m = h if Hm > 1 else 0
             for s in range(S):
+                redo = stage_full
                 for a in range(A):
-                    _plan_q(
-                        variant, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
-                        S, A, Hm, cap, h, hr, s, a, nsa, rsum, pc, succ, nsucc, Q, V, F, bon,
-                    )  # fmt: skip
+                    row = (m * S + s) * A + a
+                    need = stage_full or mark[row] != 0  # a visited pair
+                    if not need:  # or one whose observed successor's value changed
+                        for j in range(row * cap, row * cap + nsucc[row]):
+                            if mark[cur + succ[j]] != 0:
+                                need = True
+                                break
+                    if need:
+                        redo = True
+                        _plan_q(
+                            variant, H, known, r_known, bonus_scale, c_bonus, L, c_g,
+                            unvisited, S, A, Hm, cap, h, hr, s, a, nsa, rsum, pc, succ, nsucc,
+                            Q, V, F, bon,
+                        )  # fmt: skip
+                if not redo:
+                    continue
                 changed_value, changed_action = _greedy(tie, S, A, Hm, h, s, nsa, Q, V, pol)
-                n_changed += changed_value
+                if changed_value:
+                    n_changed += 1
+                    mark[new + s] = 1
                 if changed_action and h > policy_from:
                     policy_from = h
+            cur, new = new, cur
             continue
         if Hm > 1:  # per-step model: only the pair visited at step h changed
             p_lo, p_hi, s_lo, s_hi = h, h + 1, h, h + 1
@@ -430,10 +456,16 @@ def plan_seed(
                 F, bon,
             )  # fmt: skip
         for i in range(s_lo, s_hi):
-            changed_value, changed_action = _greedy(tie, S, A, Hm, h, vis[1, i], nsa, Q, V, pol)
-            n_changed += changed_value
+            s = vis[1, i]
+            changed_value, changed_action = _greedy(tie, S, A, Hm, h, s, nsa, Q, V, pol)
+            if changed_value:
+                n_changed += 1
+                mark[new + s] = 1
             if changed_action and h > policy_from:
                 policy_from = h
+        cur, new = new, cur
+    for s in range(2 * S):
+        mark[flags + s] = 0
     return policy_from
 
 
@@ -448,12 +480,13 @@ def plan_all(
     vis = np.zeros((2, 1), np.int64)
     n_vis = np.zeros(2, np.int64)
     for b in prange(B):
+        mark = np.zeros(Hm * S * A + 2 * S, np.int8)
         plan_seed(
             variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
             S, A, Hm, nsa[b].reshape(-1), rsum[b].reshape(-1), nhs[b].reshape(-1),
             pc[b].reshape(-1), succ[b].reshape(-1), nsucc[b].reshape(-1), Q[b].reshape(-1),
             V[b].reshape(-1), pol[b].reshape(-1), F[b].reshape(-1), g[b].reshape(-1),
-            bon[b].reshape(-1), True, vis, n_vis,
+            bon[b].reshape(-1), True, vis, n_vis, mark,
         )  # fmt: skip
 
 
@@ -540,6 +573,7 @@ def run_segment(
         vpi_b = vpi[b].reshape(-1)
         vis_b = vis[b]
         n_vis = np.zeros(2, np.int64)
+        mark = np.zeros(Hm * S * A + 2 * S, np.int8)  # plan_seed's scratch
         w = work[b]
         for k in range(n_ep):
             eps = _epsilon(qc, k0 + k + 1) if mixed else 0.0  # eps_k, k = 1, 2, ...
@@ -660,11 +694,15 @@ def run_segment(
             nhs_b[n_steps * S + s] += 1.0  # x_{k,H+1}, the state after the last action
 
             # (5) the next episode's plan, recomputing what the new counts can change
+            for i in range(n_steps if Hm > 1 else n_vis[0]):  # the visited pairs' rows
+                mark[(i * S * A if Hm > 1 else 0) + vis_b[0, i]] = 1
             eval_from[b] = plan_seed(
                 variant, tie, H, known, r_known, bonus_scale, c_bonus, L, c_g, unvisited,
                 S, A, Hm, nsa_b, rsum_b, nhs_b, pc_b, succ_b, nsucc_b, Q_b, V_b, pol_b, F_b,
-                g_b, bon_b, not incremental, vis_b, n_vis,
+                g_b, bon_b, not incremental, vis_b, n_vis, mark,
             )  # fmt: skip
+            for i in range(n_steps if Hm > 1 else n_vis[0]):
+                mark[(i * S * A if Hm > 1 else 0) + vis_b[0, i]] = 0
 
 
 @njit(cache=True, error_model="numpy", inline="always")
