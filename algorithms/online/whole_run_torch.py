@@ -200,14 +200,42 @@ class TorchLoop:
             # Q-learning (Bernstein): running sums mu, sigma of V_{h+1}(x') and beta per (h,s,a)
             "qstat": torch.zeros((B, 3, H * S * A if c.q_learning else 1), dtype=f64, device=dev),
         }
+        self.ones_H = torch.ones((B, H), dtype=f64, device=dev)
+        self.ones_H1 = torch.ones((B, H + 1), dtype=f64, device=dev)
+        self.hS = torch.arange(H + 1, device=dev) * S  # (H + 1,): h S
+        self.ar_A = torch.arange(A, device=dev)
+        self._tables()
         if c.q_learning:  # Q_h = H, V_h = H, V_{H+1} = 0, greedy action 0
             self.state["V"][:, :H] = c.Hf
         else:
             self._plan()
 
     # ------------------------------------------------------------------ the episode
+    def _tables(self) -> None:
+        """Per-step views of the model (no copies): the true model's stage rows and rewards at
+        step h, the known rewards at h, the flattened support; the V-independent part of the
+        plan's constants."""
+        S, A, H, SA = self.S, self.A, self.H, self.S * self.A
+        m = self.m
+        self.step = []  # per step h: (idx, data, cum, last, upos, R) with rows s A + a
+        for h in range(H):
+            lo = min(h, self.n_stages - 1) * SA
+            rows = slice(lo, lo + SA)
+            self.step.append(
+                (
+                    m["idx"][rows], m["data"][rows], m["cum"][rows], m["last"][rows],
+                    m["upos"][rows], self.R[min(h, self.R.shape[0] - 1)],
+                )
+            )  # fmt: skip
+        self.r_known_h = [self.r_known[min(h, self.r_known.shape[0] - 1)] for h in range(H)]
+        self.supp_flat = m["supp"].reshape(-1)
+        self.sA = self.torch.arange(S, device=self.dev) * A  # (S,): s A
+        self.vpi0 = self.torch.zeros((self.B, S), dtype=self.torch.float64, device=self.dev)
+
     def _plan(self) -> None:
-        """Q, V and the greedy policy of every seed from its counts (``plan_seed``)."""
+        """Q, V and the greedy policy of every seed from its counts (``plan_seed``), written
+        in place. Unvisited pairs get ``unvisited``; with a positive bonus scale UCBVI-CH and
+        -AJKS reach it through their infinite bonus (min{H, inf} = H), without a select."""
         from theorylab.algorithms.online.whole_run_kernel import (
             TIE_FIRST,
             VARIANT_AJKS,
@@ -216,31 +244,31 @@ class TorchLoop:
         )
 
         torch, c, st = self.torch, self.c, self.state
-        B, S, A, H = self.B, self.S, self.A, self.H
+        B, S, A, H, U = self.B, self.S, self.A, self.H, self.U
+        SA = S * A
         nsa, Q, V, pol = st["nsa"], st["Q"], st["V"], st["pol"]
-        supp = self.m["supp"]  # (S A, U)
         phat = st["cnt"] / nsa.clamp(min=1.0).unsqueeze(-1)  # (B, Hm, S A, U); 0 unvisited
-        n_R = self.r_known.shape[0]
         Hf = c.Hf
         variant = c.variant
+        r_hat = None if c.known else st["rsum"] / nsa.clamp(min=1.0)  # (B, Hm, S A)
         if variant == VARIANT_BF:  # g(y) = min{c / N'_{k,h}(y), H^2}, H^2 where N' = 0
             nhs = st["nhs"]
             g = torch.where(nhs > 0, (c.c_g / nhs.clamp(min=1.0)).clamp(max=Hf * Hf), Hf * Hf)
-        if variant == VARIANT_CH:  # b(x, a) = 7 H L sqrt(1 / N(x, a)); inf where N = 0 (unused)
-            bon = c.c_bonus * torch.sqrt(1.0 / nsa[:, 0])
+        if variant == VARIANT_CH:  # b(x, a) = 7 H L sqrt(1 / N(x, a)); inf where N = 0
+            bon = c.bonus_scale * (c.c_bonus * torch.sqrt(1.0 / nsa[:, 0]))
+        by_bonus = c.bonus_scale > 0 and variant in (VARIANT_CH, VARIANT_AJKS)
         for h in range(H - 1, -1, -1):
             m = h if c.Hm > 1 else 0
             n = nsa[:, m]  # (B, S A)
             p = phat[:, m]  # (B, S A, U)
             Vn = V[:, h + 1]  # (B, S)
-            if c.known:
-                r = self.r_known[min(h, n_R - 1)]
-            else:
-                r = st["rsum"][:, m] / n.clamp(min=1.0)
+            r = self.r_known_h[h] if c.known else r_hat[:, m]
             if variant == VARIANT_BF:  # P_hat applied to [V, W, W^2, g], W = V - max V
-                w = Vn - Vn.max(dim=1, keepdim=True).values
+                w = Vn - Vn.amax(dim=1, keepdim=True)
                 F = torch.stack((Vn, w, w * w, g[:, h + 1]), dim=-1)  # (B, S, 4)
-                e = (p.unsqueeze(-1) * F[:, supp]).sum(dim=2)  # (B, S A, 4)
+                e = (p.unsqueeze(-1) * F.index_select(1, self.supp_flat).view(B, SA, U, 4)).sum(
+                    dim=2
+                )  # (B, S A, 4)
                 PV = e[..., 0]
                 var = (e[..., 2] - e[..., 1] * e[..., 1]).clamp(min=0.0)
                 bonus = (
@@ -249,97 +277,100 @@ class TorchLoop:
                     + torch.sqrt(8.0 * e[..., 3] / n)
                 )
             else:
-                PV = (p * Vn[:, supp]).sum(dim=2)  # (B, S A)
-            if variant in (VARIANT_CH, VARIANT_BF):  # Q = min{Q_prev, H, (r + PV) + b}
-                b = bon if variant == VARIANT_CH else bonus
-                q = torch.minimum(
-                    Q[:, h].reshape(B, -1).clamp(max=Hf), (r + PV) + c.bonus_scale * b
-                )
+                PV = (p * Vn.index_select(1, self.supp_flat).view(B, SA, U)).sum(dim=2)
+            Qh = Q[:, h].view(B, SA)
+            if variant == VARIANT_CH:  # Q = min{Q_prev, H, (r + PV) + b}
+                q = torch.minimum(Qh.clamp(max=Hf), (r + PV) + bon)
+            elif variant == VARIANT_BF:
+                q = torch.minimum(Qh.clamp(max=Hf), (r + PV) + c.bonus_scale * bonus)
             elif variant == VARIANT_AJKS:  # Q_h = min{(r_h + b_h) + P_hat_h V_{h+1}, H}
                 b = c.c_bonus * torch.sqrt(c.L / n)
                 q = ((r + c.bonus_scale * b) + PV).clamp(max=Hf)
             else:  # greedy: r + P_hat V
                 q = r + PV
-            q = torch.where(n > 0, q, c.unvisited).reshape(B, S, A)
-            Q[:, h] = q
-            best, act = q.max(dim=2)  # the first maximiser
-            if c.tie != TIE_FIRST:  # the least-visited maximiser (first among them)
-                fewest = torch.where(q == best.unsqueeze(-1), n.reshape(B, S, A), torch.inf)
-                act = fewest.argmin(dim=2)
-            V[:, h] = best
-            pol[:, h] = act
+            if not by_bonus:
+                q = torch.where(n > 0, q, c.unvisited)
+            Qh.copy_(q)
+            q = q.view(B, S, A)
+            if c.tie == TIE_FIRST:
+                torch.max(q, dim=2, out=(V[:, h], pol[:, h]))  # the first maximiser
+            else:  # the least-visited maximiser (the first among them)
+                best = q.amax(dim=2)
+                V[:, h] = best
+                fewest = torch.where(q == best.unsqueeze(-1), n.view(B, S, A), torch.inf)
+                torch.argmin(fewest, dim=2, out=pol[:, h])
 
     def _episode(self, k: int, out, u) -> None:
         """Episode ``k`` of the segment (curves into ``out`` (3, B, n)) from uniforms ``u``
         (B, 1 + 3H)."""
         from theorylab.algorithms.online.whole_run_kernel import VARIANT_QH
 
-        torch, c, st, m = self.torch, self.c, self.state, self.m
+        torch, c, st = self.torch, self.c, self.state
         B, S, A, H = self.B, self.S, self.A, self.H
-        SA = S * A
         V, pol = st["V"], st["pol"]
-        n_R = self.R.shape[0]
         # (1) value estimate of the current plan
-        out[2, :, k] = (V[:, 0] * self.mu0).sum(dim=1)
-        # (2) exact value of the greedy policy on the true model
-        vpi = torch.zeros((B, S), dtype=V.dtype, device=self.dev)
-        states = torch.arange(S, device=self.dev)
+        torch.sum(V[:, 0] * self.mu0, dim=1, out=out[2, :, k])
+        # (2) exact value of the greedy policy on the true model: Q^pi_h(s, a) for every pair,
+        #     then the policy's action
+        vpi = self.vpi0
         for h in range(H - 1, -1, -1):
-            a = pol[:, h]  # (B, S)
-            rows = min(h, self.n_stages - 1) * SA + states * A + a  # (B, S)
-            nxt = vpi.gather(1, m["idx"][rows].reshape(B, -1)).reshape(rows.shape + (-1,))
-            vpi = self.R[min(h, n_R - 1)][states * A + a] + (m["data"][rows] * nxt).sum(dim=2)
-        out[0, :, k] = self.v_star - (vpi * self.mu0).sum(dim=1)
-        # (3) rollout, (Q-learning) its updates, and the steps' indices for (4)
-        s = (self.mu0_cdf <= u[:, :1]).sum(dim=1).clamp(max=self.last_mu0)  # (B,)
-        rewards = torch.empty((B, H), dtype=V.dtype, device=self.dev)
-        visited = torch.empty((B, H + 1), dtype=torch.int64, device=self.dev)  # h S + s
-        pairs = torch.empty((B, H), dtype=torch.int64, device=self.dev)  # counts' pair index
-        succ = torch.empty((B, H), dtype=torch.int64, device=self.dev)  # support position
+            idx, data, _, _, _, R = self.step[h]
+            nxt = vpi.index_select(1, idx.view(-1)).view(B, *data.shape)  # (B, S A, W)
+            q_pi = R + (data * nxt).sum(dim=2)  # (B, S A)
+            vpi = q_pi.gather(1, self.sA + pol[:, h])
+        torch.sub(self.v_star, (vpi * self.mu0).sum(dim=1), out=out[0, :, k])
+        # (3) rollout (Q-learning: its updates), keeping the steps for the count update (4)
+        s = (self.mu0_cdf <= u[:, :1]).sum(dim=1, keepdim=True).clamp(max=self.last_mu0)
+        states, pairs, rewards, succ = [s], [], [], []
         for t in range(H):
-            a = pol[:, t].gather(1, s.unsqueeze(1)).squeeze(1)
+            idx, _, cum, last, upos, R = self.step[t]
+            a = pol[:, t].gather(1, s)  # (B, 1)
             sa = s * A + a
-            mean = self.R[min(t, n_R - 1)][sa]
-            rwd = (u[:, 3 + 3 * t] < mean).to(V.dtype) if self.bernoulli else mean
-            row = min(t, self.n_stages - 1) * SA + sa
-            pos = (m["cum"][row] <= u[:, 2 + 3 * t].unsqueeze(1)).sum(dim=1)
-            pos = torch.minimum(pos, m["last"][row]).unsqueeze(1)
-            y = m["idx"][row].gather(1, pos).squeeze(1)
-            rewards[:, t] = rwd
+            mean = R.take(sa)
+            if self.bernoulli:
+                rwd = (u[:, 3 + 3 * t : 4 + 3 * t] < mean).to(torch.float64)
+            else:
+                rwd = mean
+            sa1 = sa.view(-1)
+            pos = (cum.index_select(0, sa1) <= u[:, 2 + 3 * t : 3 + 3 * t]).sum(1, keepdim=True)
+            pos = torch.minimum(pos, last.take(sa))
+            y = idx.index_select(0, sa1).gather(1, pos)  # (B, 1)
+            rewards.append(rwd)
             if c.q_learning:
                 self._q_step(t, s, a, rwd, y, variant_qh=c.variant == VARIANT_QH)
             else:
-                visited[:, t] = t * S + s
-                pairs[:, t] = (t if c.Hm > 1 else 0) * SA + sa
-                succ[:, t] = m["upos"][row].gather(1, pos).squeeze(1)
+                pairs.append(sa if c.Hm == 1 else sa + t * S * A)
+                succ.append(upos.index_select(0, sa1).gather(1, pos))
+                states.append(y)
             s = y
-        out[1, :, k] = rewards.sum(dim=1)
+        rewards = torch.cat(rewards, dim=1)  # (B, H)
+        torch.sum(rewards, dim=1, out=out[1, :, k])
         if c.q_learning:
             return
         # (4) counts: N(s, a), R_sum(s, a), N(s, a, y), N'_{k,h}(s) (x_{H+1} included)
-        visited[:, H] = H * S + s
-        ones = torch.ones((B, H), dtype=V.dtype, device=self.dev)
-        st["nsa"].view(B, -1).scatter_add_(1, pairs, ones)
+        pairs = torch.cat(pairs, dim=1)
+        st["nsa"].view(B, -1).scatter_add_(1, pairs, self.ones_H)
         st["rsum"].view(B, -1).scatter_add_(1, pairs, rewards)
-        st["cnt"].view(B, -1).scatter_add_(1, pairs * self.U + succ, ones)
-        st["nhs"].view(B, -1).scatter_add_(1, visited, torch.ones_like(visited, dtype=V.dtype))
+        st["cnt"].view(B, -1).scatter_add_(1, pairs * self.U + torch.cat(succ, dim=1), self.ones_H)
+        visited = torch.cat(states, dim=1) + self.hS  # (B, H + 1): h S + x_h
+        st["nhs"].view(B, -1).scatter_add_(1, visited, self.ones_H1)
         # (5) the next plan
         self._plan()
 
     def _q_step(self, t, s, a, rwd, y, *, variant_qh: bool) -> None:
-        """Optimistic Q-learning's update after step t = (s, a, rwd, y) of every seed
-        (``whole_run_kernel.q_learning_step``)."""
+        """Optimistic Q-learning's update after step t = (s, a, rwd, y) of every seed (each
+        (B, 1)), as ``whole_run_kernel.q_learning_step``."""
         torch, c, st = self.torch, self.c, self.state
         B, S, A = self.B, self.S, self.A
         Hf, qc = c.Hf, c.qc
         N = st["nsa"].view(B, -1)  # (B, H S A)
         Qf = st["Q"].view(B, -1)
         V, pol = st["V"], st["pol"]
-        i = ((t * S + s) * A + a).unsqueeze(1)  # (B, 1)
+        i = (s + t * S) * A + a  # (B, 1)
         tt = N.gather(1, i) + 1.0  # t = N_h(x_h, a_h)
         N.scatter_(1, i, tt)
         alpha = (Hf + 1.0) / (Hf + tt)
-        v_next = V[:, t + 1].gather(1, y.unsqueeze(1))  # V_{h+1}(x_{h+1}) before its update
+        v_next = V[:, t + 1].gather(1, y)  # V_{h+1}(x_{h+1}) before its own update
         hoeffding = torch.sqrt(float(qc[4]) / tt)  # sqrt(H^3 iota / t)
         if variant_qh:
             bonus = float(qc[0]) * hoeffding
@@ -359,12 +390,12 @@ class TorchLoop:
             beta_i = torch.minimum(first, float(qc[2]) * hoeffding)
             beta.scatter_(1, i, beta_i)
             bonus = (beta_i - (1.0 - alpha) * beta_prev) / (2.0 * alpha)
-        q_i = (1.0 - alpha) * Qf.gather(1, i) + alpha * ((rwd.unsqueeze(1) + v_next) + bonus)
+        q_i = (1.0 - alpha) * Qf.gather(1, i) + alpha * ((rwd + v_next) + bonus)
         Qf.scatter_(1, i, q_i)
-        row = st["Q"][:, t].gather(1, s.view(B, 1, 1).expand(B, 1, A)).squeeze(1)  # (B, A)
-        best, act = row.max(dim=1)
-        V[:, t].scatter_(1, s.unsqueeze(1), best.clamp(max=Hf).unsqueeze(1))
-        pol[:, t].scatter_(1, s.unsqueeze(1), act.unsqueeze(1))
+        row = Qf.gather(1, (s + t * S) * A + self.ar_A)  # (B, A): Q_t(x_t, .)
+        best, act = row.max(dim=1, keepdim=True)
+        V[:, t].scatter_(1, s, best.clamp(max=Hf))  # V_h(x) = min{H, max_a Q_h(x, a)}
+        pol[:, t].scatter_(1, s, act)
 
     # ------------------------------------------------------------------ driver interface
     def segment_length(self, requested: int) -> int:
