@@ -124,7 +124,7 @@ def test_same_uniforms_give_the_python_loops_curves(algorithm, mdp, params, know
     # Python loop, tests/test_whole_run.py)
     compiled = _loop(CompiledLoop, algorithm, mdp, episodes, seeds, known, **params)
     run_whole(compiled, episodes)
-    nsa = loop.state["nsa"].numpy()
+    nsa = np.moveaxis(loop.state["nsa"].numpy(), -1, 0)  # seeds first, as the kernel's
     assert np.array_equal(nsa, compiled.state["nsa"].reshape(nsa.shape))
     assert ref.regret.max() > 0  # the run did something to compare
 

@@ -189,32 +189,35 @@ class TorchLoop:
         self.work = B * S * A * max(U, ell["idx"].shape[1])  # elements of the largest tensor
         self.episodes_done = 0
         f64 = torch.float64
+        # seeds last: a gather of model rows then copies contiguous runs of B values, and the
+        # reductions over successors run over an outer dimension (both vectorise over seeds);
+        # on a GPU, neighbouring threads read neighbouring seeds
         self.state = {
-            "nsa": torch.zeros((B, Hm, S * A), dtype=f64, device=dev),
-            "rsum": torch.zeros((B, Hm, S * A), dtype=f64, device=dev),
-            "nhs": torch.zeros((B, H + 1, S), dtype=f64, device=dev),
-            "cnt": torch.zeros((B, Hm, S * A, 1 if c.q_learning else U), dtype=f64, device=dev),
-            "Q": torch.full((B, H, S, A), c.Hf, dtype=f64, device=dev),
-            "V": torch.zeros((B, H + 1, S), dtype=f64, device=dev),
-            "pol": torch.zeros((B, H, S), dtype=i64, device=dev),
+            "nsa": torch.zeros((Hm, S * A, B), dtype=f64, device=dev),
+            "rsum": torch.zeros((Hm, S * A, B), dtype=f64, device=dev),
+            "nhs": torch.zeros((H + 1, S, B), dtype=f64, device=dev),
+            "cnt": torch.zeros((Hm, S * A, 1 if c.q_learning else U, B), dtype=f64, device=dev),
+            "Q": torch.full((H, S * A, B), c.Hf, dtype=f64, device=dev),
+            "V": torch.zeros((H + 1, S, B), dtype=f64, device=dev),
+            "pol": torch.zeros((H, S, B), dtype=i64, device=dev),
             # Q-learning (Bernstein): running sums mu, sigma of V_{h+1}(x') and beta per (h,s,a)
-            "qstat": torch.zeros((B, 3, H * S * A if c.q_learning else 1), dtype=f64, device=dev),
+            "qstat": torch.zeros((3, H * S * A if c.q_learning else 1, B), dtype=f64, device=dev),
         }
-        self.ones_H = torch.ones((B, H), dtype=f64, device=dev)
-        self.ones_H1 = torch.ones((B, H + 1), dtype=f64, device=dev)
-        self.hS = torch.arange(H + 1, device=dev) * S  # (H + 1,): h S
-        self.ar_A = torch.arange(A, device=dev)
+        self.ones_H = torch.ones((H, B), dtype=f64, device=dev)
+        self.ones_H1 = torch.ones((H + 1, B), dtype=f64, device=dev)
+        self.hS = (torch.arange(H + 1, device=dev) * S).unsqueeze(1)  # (H + 1, 1): h S
+        self.ar_A = torch.arange(A, device=dev).unsqueeze(1)  # (A, 1)
         self._tables()
         if c.q_learning:  # Q_h = H, V_h = H, V_{H+1} = 0, greedy action 0
-            self.state["V"][:, :H] = c.Hf
+            self.state["V"][:H] = c.Hf
         else:
             self._plan()
 
     # ------------------------------------------------------------------ the episode
     def _tables(self) -> None:
         """Per-step views of the model (no copies): the true model's stage rows and rewards at
-        step h, the known rewards at h, the flattened support; the V-independent part of the
-        plan's constants."""
+        step h, the known rewards at h, the flattened support, constants."""
+        torch = self.torch
         S, A, H, SA = self.S, self.A, self.H, self.S * self.A
         m = self.m
         self.step = []  # per step h: (idx, data, cum, last, upos, R) with rows s A + a
@@ -223,14 +226,18 @@ class TorchLoop:
             rows = slice(lo, lo + SA)
             self.step.append(
                 (
-                    m["idx"][rows], m["data"][rows], m["cum"][rows], m["last"][rows],
-                    m["upos"][rows], self.R[min(h, self.R.shape[0] - 1)],
+                    m["idx"][rows], m["data"][rows].unsqueeze(-1), m["cum"][rows],
+                    m["last"][rows], m["upos"][rows],
+                    self.R[min(h, self.R.shape[0] - 1)].unsqueeze(-1),
                 )
             )  # fmt: skip
-        self.r_known_h = [self.r_known[min(h, self.r_known.shape[0] - 1)] for h in range(H)]
+        self.r_known_h = [
+            self.r_known[min(h, self.r_known.shape[0] - 1)].unsqueeze(-1) for h in range(H)
+        ]  # (S A, 1) each
         self.supp_flat = m["supp"].reshape(-1)
-        self.sA = self.torch.arange(S, device=self.dev) * A  # (S,): s A
-        self.vpi0 = self.torch.zeros((self.B, S), dtype=self.torch.float64, device=self.dev)
+        self.sA = (torch.arange(S, device=self.dev) * A).unsqueeze(1)  # (S, 1): s A
+        self.mu0_col = self.mu0.unsqueeze(1)  # (S, 1)
+        self.vpi0 = torch.zeros((S, self.B), dtype=torch.float64, device=self.dev)
 
     def _plan(self) -> None:
         """Q, V and the greedy policy of every seed from its counts (``plan_seed``), written
@@ -247,38 +254,37 @@ class TorchLoop:
         B, S, A, H, U = self.B, self.S, self.A, self.H, self.U
         SA = S * A
         nsa, Q, V, pol = st["nsa"], st["Q"], st["V"], st["pol"]
-        phat = st["cnt"] / nsa.clamp(min=1.0).unsqueeze(-1)  # (B, Hm, S A, U); 0 unvisited
+        phat = st["cnt"] / nsa.clamp(min=1.0).unsqueeze(2)  # (Hm, S A, U, B); 0 unvisited
         Hf = c.Hf
         variant = c.variant
-        r_hat = None if c.known else st["rsum"] / nsa.clamp(min=1.0)  # (B, Hm, S A)
+        r_hat = None if c.known else st["rsum"] / nsa.clamp(min=1.0)  # (Hm, S A, B)
         if variant == VARIANT_BF:  # g(y) = min{c / N'_{k,h}(y), H^2}, H^2 where N' = 0
             nhs = st["nhs"]
             g = torch.where(nhs > 0, (c.c_g / nhs.clamp(min=1.0)).clamp(max=Hf * Hf), Hf * Hf)
         if variant == VARIANT_CH:  # b(x, a) = 7 H L sqrt(1 / N(x, a)); inf where N = 0
-            bon = c.bonus_scale * (c.c_bonus * torch.sqrt(1.0 / nsa[:, 0]))
+            bon = c.bonus_scale * (c.c_bonus * torch.sqrt(1.0 / nsa[0]))
         by_bonus = c.bonus_scale > 0 and variant in (VARIANT_CH, VARIANT_AJKS)
         for h in range(H - 1, -1, -1):
             m = h if c.Hm > 1 else 0
-            n = nsa[:, m]  # (B, S A)
-            p = phat[:, m]  # (B, S A, U)
-            Vn = V[:, h + 1]  # (B, S)
-            r = self.r_known_h[h] if c.known else r_hat[:, m]
+            n = nsa[m]  # (S A, B)
+            p = phat[m]  # (S A, U, B)
+            Vn = V[h + 1]  # (S, B)
+            r = self.r_known_h[h] if c.known else r_hat[m]
             if variant == VARIANT_BF:  # P_hat applied to [V, W, W^2, g], W = V - max V
-                w = Vn - Vn.amax(dim=1, keepdim=True)
-                F = torch.stack((Vn, w, w * w, g[:, h + 1]), dim=-1)  # (B, S, 4)
-                e = (p.unsqueeze(-1) * F.index_select(1, self.supp_flat).view(B, SA, U, 4)).sum(
-                    dim=2
-                )  # (B, S A, 4)
-                PV = e[..., 0]
-                var = (e[..., 2] - e[..., 1] * e[..., 1]).clamp(min=0.0)
+                w = Vn - Vn.amax(dim=0, keepdim=True)
+                F = torch.stack((Vn, w, w * w, g[h + 1]), dim=1)  # (S, 4, B)
+                F = F.index_select(0, self.supp_flat).view(SA, U, 4, B)
+                e = (p.unsqueeze(2) * F).sum(dim=1)  # (S A, 4, B)
+                PV = e[:, 0]
+                var = (e[:, 2] - e[:, 1] * e[:, 1]).clamp(min=0.0)
                 bonus = (
                     torch.sqrt(c.c_bonus * var / n)
                     + (14.0 * Hf * c.L) / (3.0 * n)
-                    + torch.sqrt(8.0 * e[..., 3] / n)
+                    + torch.sqrt(8.0 * e[:, 3] / n)
                 )
             else:
-                PV = (p * Vn.index_select(1, self.supp_flat).view(B, SA, U)).sum(dim=2)
-            Qh = Q[:, h].view(B, SA)
+                PV = (p * Vn.index_select(0, self.supp_flat).view(SA, U, B)).sum(dim=1)
+            Qh = Q[h]  # (S A, B)
             if variant == VARIANT_CH:  # Q = min{Q_prev, H, (r + PV) + b}
                 q = torch.minimum(Qh.clamp(max=Hf), (r + PV) + bon)
             elif variant == VARIANT_BF:
@@ -291,111 +297,109 @@ class TorchLoop:
             if not by_bonus:
                 q = torch.where(n > 0, q, c.unvisited)
             Qh.copy_(q)
-            q = q.view(B, S, A)
+            q = q.view(S, A, B)
             if c.tie == TIE_FIRST:
-                torch.max(q, dim=2, out=(V[:, h], pol[:, h]))  # the first maximiser
+                torch.max(q, dim=1, out=(V[h], pol[h]))  # the first maximiser
             else:  # the least-visited maximiser (the first among them)
-                best = q.amax(dim=2)
-                V[:, h] = best
-                fewest = torch.where(q == best.unsqueeze(-1), n.view(B, S, A), torch.inf)
-                torch.argmin(fewest, dim=2, out=pol[:, h])
+                best = q.amax(dim=1)
+                V[h] = best
+                fewest = torch.where(q == best.unsqueeze(1), n.view(S, A, B), torch.inf)
+                torch.argmin(fewest, dim=1, out=pol[h])
 
     def _episode(self, k: int, out, u) -> None:
-        """Episode ``k`` of the segment (curves into ``out`` (3, B, n)) from uniforms ``u``
-        (B, 1 + 3H)."""
+        """Episode ``k`` of the segment (curves into ``out`` (3, n, B)) from uniforms ``u``
+        (1 + 3H, B)."""
         from theorylab.algorithms.online.whole_run_kernel import VARIANT_QH
 
         torch, c, st = self.torch, self.c, self.state
-        B, S, A, H = self.B, self.S, self.A, self.H
+        B, A, H = self.B, self.A, self.H
+        SA = self.S * A
         V, pol = st["V"], st["pol"]
         # (1) value estimate of the current plan
-        torch.sum(V[:, 0] * self.mu0, dim=1, out=out[2, :, k])
+        torch.sum(V[0] * self.mu0_col, dim=0, out=out[2, k])
         # (2) exact value of the greedy policy on the true model: Q^pi_h(s, a) for every pair,
         #     then the policy's action
         vpi = self.vpi0
         for h in range(H - 1, -1, -1):
             idx, data, _, _, _, R = self.step[h]
-            nxt = vpi.index_select(1, idx.view(-1)).view(B, *data.shape)  # (B, S A, W)
-            q_pi = R + (data * nxt).sum(dim=2)  # (B, S A)
-            vpi = q_pi.gather(1, self.sA + pol[:, h])
-        torch.sub(self.v_star, (vpi * self.mu0).sum(dim=1), out=out[0, :, k])
+            nxt = vpi.index_select(0, idx.view(-1)).view(SA, -1, B)  # (S A, W, B)
+            q_pi = R + (data * nxt).sum(dim=1)  # (S A, B)
+            vpi = q_pi.gather(0, self.sA + pol[h])  # (S, B)
+        torch.sub(self.v_star, (vpi * self.mu0_col).sum(dim=0), out=out[0, k])
         # (3) rollout (Q-learning: its updates), keeping the steps for the count update (4)
-        s = (self.mu0_cdf <= u[:, :1]).sum(dim=1, keepdim=True).clamp(max=self.last_mu0)
+        s = (self.mu0_cdf.unsqueeze(1) <= u[0]).sum(dim=0).clamp(max=self.last_mu0)  # (B,)
         states, pairs, rewards, succ = [s], [], [], []
         for t in range(H):
             idx, _, cum, last, upos, R = self.step[t]
-            a = pol[:, t].gather(1, s)  # (B, 1)
+            a = pol[t].gather(0, s.unsqueeze(0)).squeeze(0)  # (B,)
             sa = s * A + a
             mean = R.take(sa)
-            if self.bernoulli:
-                rwd = (u[:, 3 + 3 * t : 4 + 3 * t] < mean).to(torch.float64)
-            else:
-                rwd = mean
-            sa1 = sa.view(-1)
-            pos = (cum.index_select(0, sa1) <= u[:, 2 + 3 * t : 3 + 3 * t]).sum(1, keepdim=True)
-            pos = torch.minimum(pos, last.take(sa))
-            y = idx.index_select(0, sa1).gather(1, pos)  # (B, 1)
+            rwd = (u[3 + 3 * t] < mean).to(torch.float64) if self.bernoulli else mean
+            pos = (cum.index_select(0, sa) <= u[2 + 3 * t].unsqueeze(1)).sum(dim=1)
+            pos = torch.minimum(pos, last.take(sa)).unsqueeze(1)  # (B, 1)
+            y = idx.index_select(0, sa).gather(1, pos).squeeze(1)  # (B,)
             rewards.append(rwd)
             if c.q_learning:
                 self._q_step(t, s, a, rwd, y, variant_qh=c.variant == VARIANT_QH)
             else:
-                pairs.append(sa if c.Hm == 1 else sa + t * S * A)
-                succ.append(upos.index_select(0, sa1).gather(1, pos))
+                pairs.append(sa if c.Hm == 1 else sa + t * SA)
+                succ.append(upos.index_select(0, sa).gather(1, pos).squeeze(1))
                 states.append(y)
             s = y
-        rewards = torch.cat(rewards, dim=1)  # (B, H)
-        torch.sum(rewards, dim=1, out=out[1, :, k])
+        rewards = torch.stack(rewards)  # (H, B)
+        torch.sum(rewards, dim=0, out=out[1, k])
         if c.q_learning:
             return
         # (4) counts: N(s, a), R_sum(s, a), N(s, a, y), N'_{k,h}(s) (x_{H+1} included)
-        pairs = torch.cat(pairs, dim=1)
-        st["nsa"].view(B, -1).scatter_add_(1, pairs, self.ones_H)
-        st["rsum"].view(B, -1).scatter_add_(1, pairs, rewards)
-        st["cnt"].view(B, -1).scatter_add_(1, pairs * self.U + torch.cat(succ, dim=1), self.ones_H)
-        visited = torch.cat(states, dim=1) + self.hS  # (B, H + 1): h S + x_h
-        st["nhs"].view(B, -1).scatter_add_(1, visited, self.ones_H1)
+        pairs = torch.stack(pairs)  # (H, B)
+        st["nsa"].view(-1, B).scatter_add_(0, pairs, self.ones_H)
+        st["rsum"].view(-1, B).scatter_add_(0, pairs, rewards)
+        st["cnt"].view(-1, B).scatter_add_(0, pairs * self.U + torch.stack(succ), self.ones_H)
+        visited = torch.stack(states) + self.hS  # (H + 1, B): h S + x_h
+        st["nhs"].view(-1, B).scatter_add_(0, visited, self.ones_H1)
         # (5) the next plan
         self._plan()
 
     def _q_step(self, t, s, a, rwd, y, *, variant_qh: bool) -> None:
         """Optimistic Q-learning's update after step t = (s, a, rwd, y) of every seed (each
-        (B, 1)), as ``whole_run_kernel.q_learning_step``."""
+        (B,)), as ``whole_run_kernel.q_learning_step``."""
         torch, c, st = self.torch, self.c, self.state
         B, S, A = self.B, self.S, self.A
         Hf, qc = c.Hf, c.qc
-        N = st["nsa"].view(B, -1)  # (B, H S A)
-        Qf = st["Q"].view(B, -1)
+        N = st["nsa"].view(-1, B)  # (H S A, B)
+        Qf = st["Q"].view(-1, B)
         V, pol = st["V"], st["pol"]
-        i = (s + t * S) * A + a  # (B, 1)
-        tt = N.gather(1, i) + 1.0  # t = N_h(x_h, a_h)
-        N.scatter_(1, i, tt)
+        s, y, rwd = s.unsqueeze(0), y.unsqueeze(0), rwd.unsqueeze(0)  # (1, B)
+        i = (s + t * S) * A + a  # (1, B)
+        tt = N.gather(0, i) + 1.0  # t = N_h(x_h, a_h)
+        N.scatter_(0, i, tt)
         alpha = (Hf + 1.0) / (Hf + tt)
-        v_next = V[:, t + 1].gather(1, y)  # V_{h+1}(x_{h+1}) before its own update
+        v_next = V[t + 1].gather(0, y)  # V_{h+1}(x_{h+1}) before its own update
         hoeffding = torch.sqrt(float(qc[4]) / tt)  # sqrt(H^3 iota / t)
         if variant_qh:
             bonus = float(qc[0]) * hoeffding
         else:
-            mu, sigma, beta = st["qstat"][:, 0], st["qstat"][:, 1], st["qstat"][:, 2]
-            mu_i = mu.gather(1, i) + v_next
-            sigma_i = sigma.gather(1, i) + v_next * v_next
-            mu.scatter_(1, i, mu_i)
-            sigma.scatter_(1, i, sigma_i)
+            mu, sigma, beta = st["qstat"][0], st["qstat"][1], st["qstat"][2]
+            mu_i = mu.gather(0, i) + v_next
+            sigma_i = sigma.gather(0, i) + v_next * v_next
+            mu.scatter_(0, i, mu_i)
+            sigma.scatter_(0, i, sigma_i)
             mean = mu_i / tt
             W = (sigma_i / tt - mean * mean).clamp(min=0.0)
-            beta_prev = beta.gather(1, i)
+            beta_prev = beta.gather(0, i)
             iota = float(qc[3])
             first = float(qc[1]) * (
                 torch.sqrt(Hf / tt * (W + Hf) * iota) + float(qc[5]) * iota / tt
             )
             beta_i = torch.minimum(first, float(qc[2]) * hoeffding)
-            beta.scatter_(1, i, beta_i)
+            beta.scatter_(0, i, beta_i)
             bonus = (beta_i - (1.0 - alpha) * beta_prev) / (2.0 * alpha)
-        q_i = (1.0 - alpha) * Qf.gather(1, i) + alpha * ((rwd + v_next) + bonus)
-        Qf.scatter_(1, i, q_i)
-        row = Qf.gather(1, (s + t * S) * A + self.ar_A)  # (B, A): Q_t(x_t, .)
-        best, act = row.max(dim=1, keepdim=True)
-        V[:, t].scatter_(1, s, best.clamp(max=Hf))  # V_h(x) = min{H, max_a Q_h(x, a)}
-        pol[:, t].scatter_(1, s, act)
+        q_i = (1.0 - alpha) * Qf.gather(0, i) + alpha * ((rwd + v_next) + bonus)
+        Qf.scatter_(0, i, q_i)
+        row = Qf.gather(0, (s + t * S) * A + self.ar_A)  # (A, B): Q_t(x_t, .)
+        best, act = row.max(dim=0, keepdim=True)
+        V[t].scatter_(0, s, best.clamp(max=Hf))  # V_h(x) = min{H, max_a Q_h(x, a)}
+        pol[t].scatter_(0, s, act)
 
     # ------------------------------------------------------------------ driver interface
     def segment_length(self, requested: int) -> int:
@@ -423,25 +427,26 @@ class TorchLoop:
             torch.set_num_threads(saved)
 
     def _uniforms(self):
+        """One episode's uniforms, (1 + 3H, B)."""
         n = 1 + 3 * self.H
         if self.uniforms == "numpy":  # the Python loop's draws (a host copy per episode)
-            U = np.stack([g.random(n) for g in self.env_rngs])
+            U = np.stack([g.random(n) for g in self.env_rngs], axis=1)
             return self.torch.from_numpy(U).to(self.dev)
         return self.torch.rand(
-            (self.B, n), generator=self.gen, dtype=self.torch.float64, device=self.dev
+            (n, self.B), generator=self.gen, dtype=self.torch.float64, device=self.dev
         )
 
     def advance(self, n: int) -> dict[str, np.ndarray]:
         """Run the next ``n`` episodes of every seed; returns ``regret``, ``returns`` and
         ``estimates`` as numpy arrays ``(B, n)`` (one device-to-host copy)."""
         torch = self.torch
-        out = torch.empty((3, self.B, n), dtype=torch.float64, device=self.dev)
+        out = torch.empty((3, n, self.B), dtype=torch.float64, device=self.dev)
         with torch.inference_mode(), self._threads():
             for k in range(n):
                 self._episode(k, out, self._uniforms())
         host = out.cpu().numpy()
         self.episodes_done += n
-        return {name: host[i] for i, name in enumerate(CURVES)}
+        return {name: np.ascontiguousarray(host[i].T) for i, name in enumerate(CURVES)}
 
     def snapshot(self) -> dict[str, np.ndarray]:
         """Arrays that restore this loop: the state tensors, episodes done, the torch
