@@ -291,3 +291,18 @@ def test_cuda_own_stream_agrees_in_distribution():
     gpu = tl.run("ucbvi-hoeffding", mdp, 150, 256, loop="torch", device="cuda", **kw)
     assert gpu.config["device"].startswith("cuda")
     assert _mean_curves_agree(ref.regret.cumsum(1), gpu.regret.cumsum(1))
+
+
+def test_bench_long_torch_rows():
+    from theorylab.bench.long import bench_long_torch, format_table
+
+    rows = bench_long_torch(quick=True)
+    cpu = rows[0]
+    assert cpu["method"] == "torch cpu 1 thread" and cpu["seed_episodes_per_s"] > 0
+    assert cpu["seeds"] * cpu["episodes"] / cpu["seconds"] == cpu["seed_episodes_per_s"]
+    table = format_table(rows)
+    if not has_cuda:  # recorded as not measured, with no figures
+        assert rows[1]["skipped"] == NO_CUDA and "seconds" not in rows[1]
+        assert NO_CUDA in table
+    else:
+        assert rows[1]["method"] == "torch cuda" and rows[1]["seed_episodes_per_s"] > 0
