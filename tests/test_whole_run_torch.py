@@ -232,6 +232,8 @@ def test_tl_run_torch_loop_and_its_errors(tmp_path):
         tl.run("ucbvi-hoeffding", mdp, 60, 2, loop="compiled", checkpoint=str(ckpt), seed=SEED)
     with pytest.raises(ValueError, match="has no whole-run kernel"):
         tl.run("epsilon-greedy", mdp, 10, 1, loop="torch")
+    with pytest.raises(ValueError, match="uniforms must be 'torch' or 'numpy', got 'pcg64'"):
+        _loop(TorchLoop, "greedy", mdp, 10, 1, uniforms="pcg64")
     if not has_cuda:
         with pytest.raises(BackendUnavailableError, match="no CUDA device.*device='cpu'"):
             tl.run("ucbvi-hoeffding", mdp, 10, 1, loop="torch", device="cuda")
@@ -293,9 +295,12 @@ def test_cuda_own_stream_agrees_in_distribution():
     assert _mean_curves_agree(ref.regret.cumsum(1), gpu.regret.cumsum(1))
 
 
-def test_bench_long_torch_rows():
+def test_bench_long_torch_rows(monkeypatch):
+    from theorylab.bench import long
     from theorylab.bench.long import bench_long_torch, format_table
 
+    # in this process: the fresh child process of each row costs ~10 s of imports here
+    monkeypatch.setattr(long, "_row_in_child", long.time_run)
     rows = bench_long_torch(quick=True)
     cpu = rows[0]
     assert cpu["method"] == "torch cpu 1 thread" and cpu["seed_episodes_per_s"] > 0
