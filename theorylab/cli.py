@@ -809,7 +809,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--segment",
         type=int,
-        help="online, compiled and torch loops: episodes per kernel call (100000)",
+        help="online, compiled and torch loops: episodes per kernel call (compiled 100000, "
+        "torch 2000)",
     )
     q.add_argument(
         "--checkpoint",

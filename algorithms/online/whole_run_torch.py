@@ -77,6 +77,10 @@ from theorylab.algorithms.online.whole_run import (
 )
 
 TORCH_STATE = ("nsa", "rsum", "nhs", "cnt", "Q", "V", "pol", "qstat")
+DEFAULT_SEGMENT = 2_000
+"""Episodes per segment unless asked otherwise: the torch loop runs some 10^2-10^3 episodes per
+second on a CPU (each a fixed sequence of small operations), so the compiled loop's 100,000 would
+leave the progress bar still for minutes; a segment boundary costs one host copy."""
 
 
 def torch_device(device: str = "cpu"):

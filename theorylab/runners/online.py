@@ -197,14 +197,15 @@ def _run_compiled(
     t0 = time.perf_counter()
     if torch_dev is None:
         whole = CompiledLoop(agent, mdp, v_star, env_rngs)
-        label = "compiled"
+        label, default_segment = "compiled", DEFAULT_SEGMENT
     else:
+        from theorylab.algorithms.online.whole_run_torch import DEFAULT_SEGMENT as TORCH_SEGMENT
         from theorylab.algorithms.online.whole_run_torch import TorchLoop, torch_seed
 
         whole = TorchLoop(
             agent, mdp, v_star, env_rngs, device=torch_dev, generator_seed=torch_seed(seed, seeds)
         )
-        label = f"torch {torch_dev}"
+        label, default_segment = f"torch {torch_dev}", TORCH_SEGMENT
     from theorylab.progress import progress_bar
 
     bar = progress_bar(episodes, f"{entry.name} on {mdp.name} ({label})", "ep", enabled=progress)
@@ -229,7 +230,7 @@ def _run_compiled(
         out = run_whole(
             whole,
             episodes,
-            segment=DEFAULT_SEGMENT if segment is None else int(segment),
+            segment=default_segment if segment is None else int(segment),
             checkpoint=checkpoint,
             run_id=run_id,
             progress=report,
