@@ -127,13 +127,18 @@ def ell_model(model) -> dict[str, np.ndarray]:
     cm[row_of, pos] = cum
     S, A = model.S, model.A
     pair = row_of % (S * A)
-    support = [np.unique(indices[pair == p]) for p in range(S * A)]
-    U = max(1, max(len(x) for x in support))
+    # the support: distinct (pair, column) keys, sorted, so each pair's columns ascend
+    key = pair * S + indices
+    keys = np.unique(key)
+    key_pair, key_col = keys // S, keys % S
+    n_succ = np.bincount(key_pair, minlength=S * A)
+    first = np.zeros(S * A + 1, np.int64)
+    np.cumsum(n_succ, out=first[1:])
+    U = max(1, int(n_succ.max()))
     supp = np.zeros((S * A, U), np.int64)
-    for p, cols in enumerate(support):
-        supp[p, : len(cols)] = cols
+    supp[key_pair, np.arange(keys.size) - first[key_pair]] = key_col
     upos = np.zeros((rows, W), np.int64)
-    upos[row_of, pos] = [np.searchsorted(support[p], c) for p, c in zip(pair, indices, strict=True)]
+    upos[row_of, pos] = np.searchsorted(keys, key) - first[pair]
     return {
         "idx": idx, "data": dat, "cum": cm, "last": last - indptr[:-1], "supp": supp,
         "upos": upos,
