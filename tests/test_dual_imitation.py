@@ -93,7 +93,11 @@ def test_recoil_dual_matches_the_cvxpy_primal(seed, f, beta, S, A):
     assert dual.flow_residual <= 1e-9
     assert abs(dual.gap) <= 1e-9 * (1 + dual.divergence_value)
     assert abs(dual.divergence_value - primal.divergence_value) <= 1e-6
-    assert np.max(np.abs(dual.occupancy - primal.occupancy)) <= 1e-4
+    # The objective is a function of the mixture x = beta d + (1 - beta) d^S: cvxpy's tolerance
+    # (~1e-8 on the objective) fixes x to ~1e-4, and d only to ~1e-4 / beta (measured: |dx| <=
+    # 3.2e-5 over 810 instances; |dd| = 1.0e-4 at beta = 0.05), so the argmins are compared in x.
+    mix = beta * (dual.occupancy - primal.occupancy)
+    assert np.max(np.abs(mix)) <= 1e-4
 
 
 @pytest.mark.parametrize("f", SMOOTH)

@@ -245,12 +245,14 @@ def solve_recoil_primal(
     gamma: float | None = None,
     mu: np.ndarray | None = None,
     solver: str = "CLARABEL",
+    solver_options: dict | None = None,
 ) -> MixtureMatchingSolution:
     """The same problem solved on the primal side by cvxpy (the reference answer): ``d >= 0`` on
     the support of m, the flow rows as equalities, ``D_f`` as an exponential-cone (KL) or
     quadratic (chi^2) expression. V holds cvxpy's multipliers of the flow rows as returned (for
     KL they are not the dual's V: the exponential-cone reformulation moves them by a constant),
-    so ``dual_value`` and ``gap`` are NaN: compare the divergence values and occupancies."""
+    so ``dual_value`` and ``gap`` are NaN: compare the divergence values and occupancies.
+    solver_options: passed to cvxpy (e.g. CLARABEL's ``tol_gap_abs``)."""
     t_start = time.perf_counter()
     beta, f, g, mu, dE, dS, m = _prepare(mdp, d_expert, d_supp, beta, f, gamma, mu)
     on = np.flatnonzero(m.ravel() > 0)
@@ -259,7 +261,7 @@ def solve_recoil_primal(
     flow = Mt @ x == (1.0 - g) * mu
     mix = beta * x + (1.0 - beta) * dS.ravel()[on]
     problem = cp.Problem(cp.Minimize(f.cvxpy_divergence(mix, m.ravel()[on])), [flow])
-    _solve(problem, solver, None, f"ReCOIL ({f.name}) primal of {mdp!r}")
+    _solve(problem, solver, solver_options, f"ReCOIL ({f.name}) primal of {mdp!r}")
     d = np.zeros(mdp.S * mdp.A)
     d[on] = np.clip(np.asarray(x.value, dtype=np.float64), 0.0, None)
     d = d.reshape(mdp.S, mdp.A)
