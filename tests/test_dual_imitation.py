@@ -18,7 +18,9 @@ from theorylab.algorithms.dual.f_divergences import divergence
 from theorylab.algorithms.dual.inputs import DualInputError, UncoveredFlowError
 from theorylab.algorithms.dual.recoil import (
     lower_bounded_conjugate,
+    mixture_divergence,
     recoil,
+    recoil_dual_q_value,
     solve_recoil,
     solve_recoil_primal,
 )
@@ -100,6 +102,32 @@ def test_recoil_dual_matches_the_cvxpy_primal(seed, f, beta, S, A):
     assert np.max(np.abs(mix)) <= 1e-4
 
 
+@settings(max_examples=10, deadline=None)
+@given(
+    seed=st.integers(0, 10_000), f=st.sampled_from(SMOOTH), beta=st.sampled_from([0.2, 0.5, 1.0])
+)
+def test_the_papers_dual_q_form_is_the_mixture_primal(seed, f, beta):
+    """Theorem 1's dual-Q objective (as quoted from the paper's source, recoil.py docstring):
+    for every policy, min_Q = -D_f(beta d^pi + (1 - beta) d^S || m); its max over policies is
+    attained at ReCOIL's policy, with the value of the primal optimum."""
+    S, A = 4, 3
+    mdp = random_mdp(seed, S, A)
+    rng = np.random.default_rng(seed + 2)
+    dE = rng.dirichlet(np.ones(S * A)).reshape(S, A)
+    dS = rng.dirichlet(np.ones(S * A)).reshape(S, A)
+    m = beta * dE + (1 - beta) * dS
+    best = solve_recoil(mdp, dE, dS, beta, f)
+    at_best, _ = recoil_dual_q_value(mdp, best.policy, dE, dS, beta, f)
+    assert abs(at_best + best.divergence_value) <= 1e-10
+    for _ in range(3):
+        pi = rng.dirichlet(np.ones(A), size=S)
+        value, _ = recoil_dual_q_value(mdp, pi, dE, dS, beta, f)
+        d_pi = occupancy_measure(mdp, pi)
+        expected = -mixture_divergence(divergence(f), d_pi, dS, m, beta)
+        assert abs(value - expected) <= 1e-10 * (1 + abs(expected))
+        assert value <= at_best + 1e-12
+
+
 @pytest.mark.parametrize("f", SMOOTH)
 @pytest.mark.parametrize("beta", [0.1, 0.5, 1.0])
 def test_recoil_recovers_an_expert_occupancy_without_coverage(f, beta):
@@ -121,6 +149,10 @@ def test_recoil_bad_input():
             solve_recoil(mdp, d, d, beta)
     with pytest.raises(DualInputError, match="smooth f"):
         solve_recoil(mdp, d, d, 0.5, "tv")
+    one = np.zeros_like(d)
+    one[:, 0] = 1.0 / mdp.S  # m lives on action 0 only
+    with pytest.raises(DualInputError, match="s=0, a=1"):
+        recoil_dual_q_value(mdp, np.full(d.shape, 1.0 / mdp.A), one, one, 0.5)
     with pytest.raises(DualInputError, match="d\\^E"):
         solve_recoil(mdp, d * 2, d, 0.5)
     gap = d.copy()

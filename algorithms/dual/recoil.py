@@ -8,10 +8,18 @@ appendix eq. (140); theory-preference-dual-llm.md 6.4. What is verified and what
   ``beta d^E + (1 - beta) d^S`` instead of d to d^E (d^E expert, d^S the supplementary
   "arbitrary" data), so that no coverage ``d^E << d^S`` is needed and no discriminator is
   trained;
-* the paper's eq. (10) (the dual-Q form with ``f*``) assumes ``mu0 = d^E`` (reviewer erratum,
-  reference 6.2) and its eq. (140) is the general form; neither could be read here ([M]), so this
-  module does **not** hard-code them. It states the primal and derives its dual itself, and the
-  tests check the pair against each other and against cvxpy (strong duality, gap <= 1e-8).
+* the paper's dual (Theorem 1 / its Lemma "recoilq"; eq. (10) of the main text, whose proof
+  assumes ``mu0 = d^E`` -- reviewer erratum, reference 6.2 -- and the general form, appendix
+  eq. (140)): the PDF was not readable here, but a review of the paper's source quotes it [S] as
+
+      max_pi min_Q  beta (1 - gamma) E_{mu0, pi}[Q] + E_{m}[f*(T_0 Q - Q)]
+                    - (1 - beta) E_{d^S}[T_0 Q - Q],
+      (T_0 Q)(s, a) = gamma sum_{s'} P(s'|s, a) sum_{a'} pi(a'|s') Q(s', a')   (zero reward),
+
+  which :func:`recoil_dual_q_value` evaluates (min over Q for a fixed pi, by Newton). The tests
+  check it against the primal below: for every pi, ``min_Q = -D_f(beta d^pi + (1 - beta) d^S ||
+  m)`` (the policy-constrained flow pins d = d^pi >= 0, so the plain conjugate f* is exact
+  there), and the max over pi is attained at ReCOIL's policy.
 
 The primal (the mixture-matching problem, exact, over the discounted flow polytope):
 
@@ -20,8 +28,9 @@ The primal (the mixture-matching problem, exact, over the discounted flow polyto
 
 If d^E is an occupancy measure of the model, d = d^E is feasible with value 0, and it is the only
 minimiser for strictly convex f (equal mixtures mean equal d): ReCOIL recovers the expert wherever
-d^E lives, whatever d^S covers. The dual (our derivation; multiplier V(s) per flow row, written in
-the scaled variable of the paper's Q, so that ``beta (1 - gamma) E_mu[V]`` leads as in eq. (140)):
+d^E lives, whatever d^S covers. Its dual-V form (our derivation, the state-multiplier counterpart
+of the dual-Q form above; multiplier V(s) per flow row), which is what :func:`solve_recoil`
+minimises:
 
     min_V  (1 - gamma) mu^T V + sum_{(s,a)} m(s, a) C_{t0(s,a)}(y(s, a))
                  + (1 - beta) / beta * sum_{(s,a)} d^S(s, a) (M V)(s, a),
@@ -29,11 +38,11 @@ the scaled variable of the paper's Q, so that ``beta (1 - gamma) E_mu[V]`` leads
     C_{t0}(y) = sup_{t >= t0} t y - f(t),               t0 = (1 - beta) d^S / m  (in [0, 1]),
 
 with primal recovery ``beta d* = m max(t0, (f')^{-1}(y)) - (1 - beta) d^S`` (>= 0 by
-construction) and ``min_V = -D_f(x* || m)`` at the optimum. ``C_{t0}`` is the conjugate of f
-restricted to ``t >= t0``, which is what keeps ``d >= 0``; dropping the restriction (``C = f*``,
-``d`` of any sign) is the relaxation the paper's dual-Q form makes (there the flow pins d, and
-"the d >= 0 constraint needs no multiplier" is exact only when the relaxed optimum is >= 0 --
-true at ``d = d^E`` in the population, not on an empirical model). The reward enters nowhere:
+construction) and ``min_V = -D_f(x* || m)`` at the optimum. In the scaled variable ``U = V /
+beta`` it reads ``beta (1 - gamma) mu^T U + E_m[C(T_0 U - U)] - (1 - beta) E_{d^S}[T_0 U - U]``:
+the quoted form with V(s) for Q(s, pi(s)) and ``C_{t0}``, the conjugate of f restricted to
+``t >= t0``, for f*. The restriction is what keeps ``d >= 0`` once the policy is no longer fixed
+(over the whole flow polytope the plain f* would allow d of any sign). The reward enters nowhere:
 ReCOIL sees no rewards.
 
 Tabular exact sub-problem on data (:func:`recoil`, the deviation from the paper, which fits Q, V
@@ -54,6 +63,7 @@ from dataclasses import dataclass, field, replace
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
 
 from theorylab.algorithms.dual.empirical_model import check_discounted, empirical_models
 from theorylab.algorithms.dual.f_divergences import FDivergence, divergence
@@ -280,6 +290,60 @@ def solve_recoil_primal(
         seconds=time.perf_counter() - t_start,
         info={"solver": solver, "status": problem.status},
     )
+
+
+def recoil_dual_q_value(
+    mdp,
+    policy: np.ndarray,
+    d_expert: np.ndarray,
+    d_supp: np.ndarray,
+    beta: float = 0.5,
+    f: str | FDivergence = "kl",
+    *,
+    gamma: float | None = None,
+    mu: np.ndarray | None = None,
+    tol: float = GRAD_TOL,
+) -> tuple[float, np.ndarray]:
+    """The paper's dual-Q objective (module docstring) minimised over Q for a fixed policy
+    ``(S, A)``: returns ``(min_Q value, Q (S, A))``. Each ``(s, a)`` row is a smooth convex term
+    ``m f*((T_0 Q - Q)(s, a))`` on the support of m (the policy must play only actions in that
+    support, or the minimum is -inf). By Newton on the shared smooth solver."""
+    beta, f, g, mu, dE, dS, m = _prepare(mdp, d_expert, d_supp, beta, f, gamma, mu)
+    if not f.smooth:
+        raise DualInputError(
+            f"the dual-Q form needs a smooth f (kl, chi2, half-chi2), got {f.name}"
+        )
+    pi = np.asarray(policy, dtype=np.float64)
+    S, A = mdp.S, mdp.A
+    outside = (pi > 0) & (m <= 0)
+    if outside.any():
+        s_, a_ = (int(i) for i in np.argwhere(outside)[0])
+        raise DualInputError(
+            f"the policy plays (s={s_}, a={a_}) where m = 0: D_f is infinite there and the "
+            "dual-Q objective is unbounded below"
+        )
+    # (I - T_0) Q = M_pi Q, M_pi = I - gamma P Pi  (S*A, S*A), Pi[s', (s', a')] = pi(a'|s')
+    Pi = sp.csr_array(
+        (pi.ravel(), (np.repeat(np.arange(S), A), np.arange(S * A))), shape=(S, S * A)
+    )
+    M_pi = sp.csr_array(sp.eye(S * A) - g * sp.csr_array(mdp.P_flat(0)) @ Pi)
+    on = np.flatnonzero(m.ravel() > 0)
+    M_on = M_pi[on].tocsr()
+    start = (mu[:, None] * pi).ravel()  # mu0 (x) pi
+    b = beta * (1.0 - g) * start + (1.0 - beta) * (M_on.T @ dS.ravel()[on])
+    conj = Conjugate(f.conjugate, f.conjugate_derivative, f.conjugate_second_derivative)
+    res = minimize_smooth_dual(
+        M_on,
+        b,
+        np.zeros(on.size),
+        m.ravel()[on],
+        1.0,
+        conj,
+        np.zeros(S * A),
+        tol=tol,
+        continuation=False,
+    )
+    return float(res.value), res.x.reshape(S, A)
 
 
 # ------------------------------------------------------------------------------ on datasets
