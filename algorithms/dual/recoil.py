@@ -360,9 +360,9 @@ def pair_distributions(dataset: OfflineDataset) -> np.ndarray:
     return counts / total[:, None, None]
 
 
-def union(expert: OfflineDataset, dataset: OfflineDataset, who: str) -> OfflineDataset:
-    """Both datasets' rows side by side, per seed (the data the empirical model is built from).
-    Both must be discounted, from the same model and seeds (DualInputError otherwise)."""
+def check_same_source(expert: OfflineDataset, dataset: OfflineDataset, who: str) -> None:
+    """Both datasets discounted, from the same model (S, A, gamma, mu0) and seeds; DualInputError
+    naming what differs otherwise."""
     check_discounted(expert, who)
     check_discounted(dataset, who)
     same = (expert.n_seeds, expert.S, expert.A, expert.gamma, expert.horizon)
@@ -374,6 +374,12 @@ def union(expert: OfflineDataset, dataset: OfflineDataset, who: str) -> OfflineD
         )
     if not np.allclose(expert.mu0, dataset.mu0):
         raise DualInputError(f"{who}: the two datasets have different initial distributions")
+
+
+def union(expert: OfflineDataset, dataset: OfflineDataset, who: str) -> OfflineDataset:
+    """Both datasets' rows side by side, per seed (the data the empirical model is built from).
+    Both must be discounted, from the same model and seeds (DualInputError otherwise)."""
+    check_same_source(expert, dataset, who)
 
     def cat(a, b, fill):
         if a is None and b is None:

@@ -48,7 +48,11 @@ from theorylab.algorithms.dual.inputs import (
     check_distribution,
     check_flow_support,
 )
-from theorylab.algorithms.dual.recoil import occupancy_policy, pair_distributions, union
+from theorylab.algorithms.dual.recoil import (
+    check_same_source,
+    occupancy_policy,
+    pair_distributions,
+)
 from theorylab.algorithms.dual.regularized_objectives import RegularizedSolution
 from theorylab.algorithms.dual.smooth_dual_solver import minimize_smooth_dual
 from theorylab.algorithms.offline.dataset import OfflineDataset
@@ -169,7 +173,7 @@ def smodice(
     solve per seed on the supplementary data's empirical model. Returns an OfflineResult with
     ``policy (B, S, A)`` and ``value_estimate`` NaN."""
     t0 = time.perf_counter()
-    union(expert, dataset, "smodice")  # same model and seeds, or a clear error
+    check_same_source(expert, dataset, "smodice")
     models = empirical_models(dataset, "smodice")
     dE, dS = pair_distributions(expert), pair_distributions(dataset)
     B, S, A = dataset.n_seeds, dataset.S, dataset.A
