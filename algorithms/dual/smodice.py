@@ -36,6 +36,7 @@ expectation under d^S; the expert data only trains the discriminator).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -53,7 +54,6 @@ from theorylab.algorithms.dual.recoil import (
     occupancy_policy,
     pair_distributions,
 )
-from theorylab.algorithms.dual.regularized_objectives import RegularizedSolution
 from theorylab.algorithms.dual.smooth_dual_solver import minimize_smooth_dual
 from theorylab.algorithms.offline.dataset import OfflineDataset
 from theorylab.algorithms.offline.result import OfflineResult
@@ -66,6 +66,33 @@ from theorylab.algorithms.planning.lp import (
 
 MATCHES = ("state-action", "state")
 DISC_CLIP = 1e-6
+
+
+@dataclass
+class SMODICESolution:
+    """SMODICE's exact solution: occupancy ``(S, A)`` (zero off the support of d^S), V ``(S,)``
+    the dual-V minimiser, ``reward (S, A)`` the discriminator's reward (NaN off d^S);
+    ``primal_value = E_d[r] - KL(d || d^S)``, ``dual_value`` the dual-V objective at V,
+    ``gap = dual_value - primal_value``, ``flow_residual`` at occupancy, ``kl_to_expert =
+    KL(d || d^E)`` (inf when d has mass the expert never has)."""
+
+    occupancy: np.ndarray
+    V: np.ndarray
+    reward: np.ndarray
+    primal_value: float
+    dual_value: float
+    gap: float
+    flow_residual: float
+    kl_to_expert: float
+    seconds: float
+    info: dict = field(default_factory=dict)
+
+    @property
+    def policy(self) -> np.ndarray:
+        """``pi(a|s) = d(s, a) / sum_a' d(s, a')`` ``(S, A)`` (uniform where d(s, .) = 0)."""
+        from theorylab.algorithms.planning.lp import policy_from_occupancy
+
+        return policy_from_occupancy(self.occupancy)
 
 
 def discriminator_reward(
@@ -97,11 +124,10 @@ def solve_smodice(
     gamma: float | None = None,
     mu: np.ndarray | None = None,
     tol: float = 1e-12,
-) -> RegularizedSolution:
+) -> SMODICESolution:
     """SMODICE's exact tabular solution (module docstring): dual-V with KL, alpha = 1, reference
     d^S and the discriminator's reward, by Newton. mdp: a stationary TabularMDP (its rewards are
-    ignored); d_expert, d_supp ``(S, A)``. Returns a RegularizedSolution (``alpha = 1``;
-    ``primal_value = E_d[r] - KL(d || d^S)``; ``info["kl_to_expert"] = KL(d || d^E)``)."""
+    ignored); d_expert, d_supp ``(S, A)``. Returns a :class:`SMODICESolution`."""
     t_start = time.perf_counter()
     g, mu = _discount(mdp, gamma), _weights(mdp, mu)
     dE = check_distribution(d_expert, (mdp.S, mdp.A), "d^E")
@@ -141,24 +167,17 @@ def solve_smodice(
     primal = float(np.sum(d * r_d) - KL.divergence(d, dS))
     delta = r_on - M @ V  # r + gamma P V - V on the support
     dual = float((1.0 - g) * mu @ V + np.sum(w * KL.conjugate_nonneg(delta)))
-    return RegularizedSolution(
+    return SMODICESolution(
         occupancy=d,
         V=V,
+        reward=np.where(support, r, np.nan),
         primal_value=primal,
         dual_value=dual,
         gap=dual - primal,
         flow_residual=float(np.max(np.abs(flow_residual(mdp, d, gamma=g, mu=mu)))),
-        divergence="kl",
-        alpha=1.0,
-        gamma=g,
-        method="newton",
+        kl_to_expert=KL.divergence(d, dE),
         seconds=time.perf_counter() - t_start,
-        info={
-            "kl_to_expert": KL.divergence(d, dE),
-            "iterations": res.iterations,
-            "match": match,
-            "disc_clip": disc_clip,
-        },
+        info={"iterations": res.iterations, "match": match, "disc_clip": disc_clip},
     )
 
 
@@ -182,7 +201,7 @@ def smodice(
         sol = solve_smodice(mdp, dE[b], dS[b], match=match, disc_clip=disc_clip)
         policy[b] = occupancy_policy(sol.occupancy, d_hat)
         V[b] = sol.V
-        kls.append(sol.info["kl_to_expert"])
+        kls.append(sol.kl_to_expert)
     return OfflineResult(
         algorithm="smodice",
         policy=policy,
