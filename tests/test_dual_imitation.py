@@ -176,6 +176,11 @@ def test_smodice_is_kl_to_the_expert_under_coverage():
     clipped = solve_smodice(mdp, dE, dS)
     assert np.max(np.abs(clipped.occupancy - dE)) <= 1e-4
     assert clipped.flow_residual <= 1e-10
+    # the state-matching version also pays E_d KL(pi || pi^S): it stays near the uniform policy
+    state = solve_smodice(mdp, dE, dS, match="state", disc_clip=0.0)
+    v_star = optimal_solution(mdp).value
+    assert v_star - policy_values(mdp, state.policy[None])[0] > 0.1
+    assert abs(state.gap) <= 1e-9
 
 
 def test_smodice_without_coverage():
