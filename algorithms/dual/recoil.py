@@ -1,8 +1,9 @@
 r"""ReCOIL, tabular and exact: imitation from expert data plus arbitrary data by matching mixtures.
 
 Reference: Sikchi, Zheng, Zhang, Niekum, "Dual RL: Unification and New Methods for Reinforcement
-and Imitation Learning", ICLR 2024 (arXiv 2302.08560), section 6.1 (ReCOIL) and its eq. (10) /
-appendix eq. (140); theory-preference-dual-llm.md 6.4. What is verified and what is not:
+and Imitation Learning", ICLR 2024 (arXiv 2302.08560), the ReCOIL section (its number [M]),
+eq. (10) and appendix eq. (140); theory-preference-dual-llm.md 6.4. What is verified and what is
+not:
 
 * the *idea* [A, and the reviews S]: match the mixture ``beta d + (1 - beta) d^S`` to
   ``beta d^E + (1 - beta) d^S`` instead of d to d^E (d^E expert, d^S the supplementary

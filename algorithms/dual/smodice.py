@@ -3,8 +3,8 @@ r"""SMODICE-style imitation, tabular and exact: the coverage-restricted method R
 Reference: Ma, Shen, Jayaraman, Bastani, "Versatile Offline Imitation from Observations and
 Examples via Regularized State-Occupancy Matching" (SMODICE), ICML 2022 (arXiv 2202.02433),
 section 4 [M for the equation numbers: the text was not readable here]; its dual-RL reading is
-Sikchi et al., ICLR 2024, section 4.1 and theory-preference-dual-llm.md 6.4 ("the coverage
-assumption d^E << d^S of SMODICE-style methods"). The method:
+Sikchi et al., ICLR 2024, section 4.1 (per a review [S]) and theory-preference-dual-llm.md 6.4
+("the coverage assumption d^E << d^S of SMODICE-style methods"). The method:
 
 1. a discriminator separates expert from supplementary pairs; its optimum is
    ``c*(s, a) = d^E / (d^E + d^S)`` and the reward is ``r = log(c / (1 - c)) = log(d^E / d^S)``;

@@ -21,9 +21,10 @@ otherwise.
   ``m = stopgrad(max(max_batch z, -1))``, loss ``e^{z - m} - z e^{-m} - e^{-m}``
   ``= e^{-m} (e^z - z - 1)`` (the Gumbel loss rescaled by the batch maximum).
 
-**ReCOIL's surrogate losses** (the same paper, section 6.1; code: the fork ``chufanchen/ReCOIL``
-``offline/critic_imitate.py``, [S] in the reference, section 6.4; the official repository was not
-readable). A batch is ``[mixture half; expert half]`` with rewards unused:
+**ReCOIL's surrogate losses** (the same paper, the ReCOIL section; code: the fork
+``chufanchen/ReCOIL`` ``offline/critic_imitate.py``, [S] in the reference, section 6.4; the
+official repository was not readable). A batch is ``[mixture half; expert half]``, rewards
+unused:
 
 * value loss: the reverse-KL loss above with ``m`` taken over the *whole* batch, averaged over
   the mixture half only;
