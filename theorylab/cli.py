@@ -342,6 +342,7 @@ def _solve_risk(args, mdp, build: float) -> int:
 RUN_BUDGET_FLAGS = {
     "episodes": "episodes",
     "dataset_size": "dataset_size",
+    "expert_size": "expert_size",
     "coverage": "coverage",
     "other": "other",
     "sampling": "sampling",
@@ -820,6 +821,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--tau", type=float, help="CVaR level of cvar-ucbvi (same as -p tau=...)")
     q.add_argument("--alpha", type=float, help="risk level of icvar-rm (same as -p alpha=...)")
     q.add_argument("--dataset-size", "-N", type=int, help="offline: samples N per seed")
+    q.add_argument(
+        "--expert-size", type=int, help="imitation: expert transitions per seed (default N)"
+    )
     q.add_argument(
         "--coverage",
         type=float,
