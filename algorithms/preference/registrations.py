@@ -1,6 +1,8 @@
 """Registered preference-based algorithms (kinds ``preference`` and ``preference-offline``).
 
 * ``p2r-ucbvi`` (online, a comparison oracle): :mod:`theorylab.algorithms.preference.p2r`.
+* ``dueling-rl`` and ``regime`` (online, duels of two policies, trajectory comparisons):
+  :mod:`theorylab.algorithms.preference.dueling`, :mod:`theorylab.algorithms.preference.regime`.
 * ``pessimistic-mle`` / ``greedy-mle`` (offline, pairwise comparisons on a ``ComparisonBandit``):
   Zhu-Jordan-Jiao's Algorithm 1 and its greedy contrast,
   :mod:`theorylab.algorithms.preference.pessimistic`.
@@ -12,7 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theorylab.algorithms.preference import p2r  # noqa: F401  (registers p2r-ucbvi)
+from theorylab.algorithms.preference import (
+    dueling,  # noqa: F401  (registers dueling-rl)
+    p2r,  # noqa: F401  (registers p2r-ucbvi)
+    regime,  # noqa: F401  (registers regime)
+)
 from theorylab.algorithms.preference.mle import fit_btl
 from theorylab.algorithms.preference.pessimistic import fit_pessimistic_mle, greedy_policy
 from theorylab.algorithms.registry import register
