@@ -142,6 +142,7 @@ class REGIME:
         self.P_hat = None  # (B, S, A, S), frozen after exploration
         self.pairs = None  # (B, N, 2) policy indices of the design
         self.psi = np.zeros((2, n_seeds, self.n_queries, d))  # the designed rollouts
+        self.wins = None  # (B, N) the batch's answers
         self.theta_hat = None  # (B, d)
         self.output_policy = None  # (B, H, S)
         if self.explore == 0:
@@ -179,8 +180,8 @@ class REGIME:
 
     def _query_fit_plan(self) -> None:
         """Steps 3-4: one batch of N comparisons, the BTL MLE, backward induction on P_hat."""
-        wins = self.oracle.compare(self.psi[1], self.psi[0])  # (B, N): 1 when tau1 preferred
-        self.theta_hat = btl_mle(self.psi[1] - self.psi[0], wins, self.B)
+        self.wins = self.oracle.compare(self.psi[1], self.psi[0])  # (B, N): 1 when tau1 won
+        self.theta_hat = btl_mle(self.psi[1] - self.psi[0], self.wins, self.B)
         r = self.theta_hat.reshape(self.n_seeds, self.S, self.A)
         self.output_policy = np.stack(
             [plan(self.P_hat[b], r[b], self.H) for b in range(self.n_seeds)]
