@@ -113,8 +113,9 @@ register_kind(
         constructor_args=("env", "n_seeds", "rngs", "oracle"),
         budget={
             "episodes": "K episodes per seed (required; CLI --episodes/-K)",
-            "feedback": "the comparison model answering the learner: btl (default; "
-            "Bradley-Terry-Luce on the true mean rewards)",
+            "feedback": "the comparison model answering the learner: btl (Bradley-Terry-Luce "
+            "on the true mean rewards of state-action pairs) or btl-trajectory (BTL on whole "
+            "trajectories' summed mean rewards); default: the learner's first accepted",
         },
         runner="theorylab.runners.preference:run",
         summary="episodic learner from preference queries; exact regret and query counts",

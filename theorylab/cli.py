@@ -851,8 +851,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--feedback",
-        choices=["btl"],
-        help="preference: the comparison oracle answering the learner (default btl)",
+        choices=["btl", "btl-trajectory"],
+        help="preference: the comparison oracle answering the learner (default: the learner's "
+        "own, btl for p2r-ucbvi, btl-trajectory for dueling-rl and regime)",
     )
     q.add_argument(
         "--design",
