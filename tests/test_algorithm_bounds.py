@@ -61,6 +61,8 @@ MAIN_THEOREM = {
     "pevi-tabular": "pevi-linear",
     "vw-pevi": "xiong2023-linpevi-adv-plus",
     "pessimistic-mle": "zjj-thm3.2",
+    "dueling-rl": "psl-dueling-known",
+    "regime": "zhan2024-regime-queries",
 }
 
 
