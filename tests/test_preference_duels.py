@@ -122,12 +122,14 @@ def test_regime_fit_equals_the_independent_cvxpy_mle_and_plans_on_its_model():
     from theorylab.agent import env_spec
     from theorylab.algorithms.preference.regime import REGIME
     from theorylab.runners.preference import make_oracle, oracle_generators
-    from theorylab.seeding import ENV_STREAM, generators
+    from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
     mdp = make("riverswim:S=2,H=3")
     env = env_spec(mdp, known_rewards=False)
     oracle = make_oracle(mdp, "btl-trajectory", oracle_generators(0, [0, 1]))
-    agent = REGIME(env, 2, generators(0, [0, 1], 1), oracle, episodes=50, explore=8, queries=30)
+    agent = REGIME(
+        env, 2, generators(0, [0, 1], AGENT_STREAM), oracle, episodes=50, explore=8, queries=30
+    )
     rngs = generators(0, [0, 1], ENV_STREAM)
     for _ in range(8 + 30):
         p1, p2 = agent.policy_pair()

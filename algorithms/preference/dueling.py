@@ -46,7 +46,11 @@ Deviations, and why: (a) the enumeration of all A^(HS) deterministic policies re
 optimisation over policies -- exact, but only small MDPs qualify (``max_policies``); (b) the
 radius and the transition widths are the standard GLM / Weissman forms, not the paper's constants
 (not recovered); (c) ``known_model``: the runner hands the true MDP to any learner that has this
-parameter; with ``transitions="unknown"`` it is ignored (the learner sees only its rollouts).
+parameter; with ``transitions="unknown"`` it is ignored (the learner sees only its rollouts);
+(d) rarely switching: steps 1-5 are recomputed for a seed only when det(V) has doubled since its
+last refit (Abbasi-Yadkori, Pal, Szepesvari 2011) or, unknown P, when some n(s, a) has doubled
+(UCRL2's epochs) -- a constant factor in the confidence argument, and 10^5 rounds become cheap;
+(e) regret counts both policies, halved (above).
 """
 
 from __future__ import annotations
