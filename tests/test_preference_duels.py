@@ -210,3 +210,14 @@ def test_unknown_transitions_ignore_the_model():
     for (a1, a2), (b1, b2) in zip(*runs, strict=True):
         np.testing.assert_array_equal(a1, b1)
         np.testing.assert_array_equal(a2, b2)
+
+
+def test_cli_runs_the_duelling_learners(capsys):
+    from theorylab.cli import main
+
+    spec = "random:S=2,A=2,H=2,seed=1"
+    assert main(["run", "dueling-rl", spec, "-K", "5", "--feedback", "btl-trajectory"]) == 0
+    assert "dueling-rl" in capsys.readouterr().out
+    assert main(["run", "regime", spec, "-K", "8", "-p", "explore=2", "-p", "queries=3"]) == 0
+    out = capsys.readouterr().out
+    assert "regime" in out and "queries" in out
