@@ -13,6 +13,8 @@ Feedback models (every oracle is batched over seeds and counts its queries per s
 * :class:`PlackettLuceOracle` -- K-wise rankings: ranking sigma (best first) has probability
   ``prod_j exp(r_{sigma(j)}) / sum_{k >= j} exp(r_{sigma(k)})`` (:func:`plackett_luce_probability`);
   sampled exactly by the Gumbel-max trick (sort r + Gumbel noise in decreasing order).
+* :class:`TrajectoryBTLOracle` -- BTL over whole trajectories of a tabular MDP scored by its true
+  mean rewards, asked per seed only where the learner chooses to (PR-LSVI's uncertainty rule).
 * :class:`PreferenceMatrixOracle` -- a general preference matrix ``P[i, j] = P(i preferred to j)``
   with ``P + P^T = 1``; it need not come from any reward (intransitive cycles are allowed).
   :func:`btl_matrix` builds the BTL matrix of a reward vector.
@@ -281,6 +283,51 @@ class PreferenceMatrixOracle(_CountingOracle):
             raise PreferenceError(f"repeats must be a positive integer, got {repeats!r}")
         self.queries[b] += int(repeats)
         return int(self.rngs[b].binomial(int(repeats), self.P[i, j]))
+
+
+class TrajectoryBTLOracle(_CountingOracle):
+    """BTL over whole trajectories of a tabular MDP: ``P(tau1 > tau0) = sigma(R(tau1) - R(tau0))``
+    with ``R(tau) = sum_h r_h(s_h, a_h)`` the true mean rewards ``R (S, A)`` or ``(H, S, A)``.
+
+    ``compare(s1, a1, s0, a0, ask)`` with ``(B, H)`` trajectories and ``ask (B,)`` booleans
+    returns ``(B,)``: 1 if tau1 is preferred, 0 if tau0, -1 where the seed did not ask; each seed
+    draws one uniform from its own generator per call whether it asks or not (so its answers do
+    not depend on the other seeds) and ``queries`` counts the asks."""
+
+    def __init__(self, R, H: int, rngs: Sequence[np.random.Generator]) -> None:
+        super().__init__(rngs)
+        R = np.asarray(R, dtype=np.float64)
+        if R.ndim == 2:
+            R = np.broadcast_to(R, (int(H), *R.shape))
+        if R.ndim != 3 or R.shape[0] != H:
+            raise PreferenceError(f"R must be (S, A) or (H, S, A) with H = {H}, got {R.shape}")
+        self.R = R
+        self.H = int(H)
+
+    def trajectory_reward(self, states, actions) -> np.ndarray:
+        """R(tau) = sum_h r_h(s_h, a_h) for ``(B, H)`` trajectories: ``(B,)``."""
+        s, a = np.asarray(states), np.asarray(actions)
+        if s.shape != a.shape or s.ndim != 2 or s.shape[1] != self.H:
+            raise PreferenceError(
+                f"states and actions must be (B, H) with H = {self.H}, got {s.shape}, {a.shape}"
+            )
+        return self.R[np.arange(self.H)[None, :], s, a].sum(axis=1)
+
+    def probability(self, s1, a1, s0, a0) -> np.ndarray:
+        """Exact ``P(tau1 > tau0)`` per seed, ``(B,)``."""
+        return sigmoid(self.trajectory_reward(s1, a1) - self.trajectory_reward(s0, a0))
+
+    def compare(self, s1, a1, s0, a0, ask) -> np.ndarray:
+        p = self.probability(s1, a1, s0, a0)
+        ask = np.asarray(ask, dtype=bool)
+        if ask.shape != (self.n_seeds,) or p.shape != (self.n_seeds,):
+            raise PreferenceError(
+                f"trajectories and ask need a seed axis of length {self.n_seeds}, got "
+                f"{p.shape} and {ask.shape}"
+            )
+        u = np.array([rng.random() for rng in self.rngs])
+        self.queries += ask
+        return np.where(ask, (u < p).astype(np.int64), -1)
 
 
 def trajectory_features(states, actions, phi) -> np.ndarray:
