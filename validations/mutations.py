@@ -23,6 +23,8 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   (the top choice of each ranking; ``theorylab.algorithms.preference.mle.plackett_luce_loss``);
 * ``p2r-no-cache``: P2R forgets its label cache and its confidence shortcut, asking the oracle
   at every visit (``P2RUCBVI(cache=False)``);
+* ``pr-lsvi-mle-frozen``: PR-LSVI's reward MLE left at 0, so the preference labels never reach
+  the reward (``theorylab.algorithms.preference.pr_lsvi.btl_ridge_mle``);
 * ``inpo-no-kl-pull``: the OMD / INPO step written without its KL pull toward pi_ref
   (eta tau dropped from the update; the gap still measured in the tau-regularised game;
   ``theorylab.algorithms.preference.nash.omd_dynamics``);
@@ -238,6 +240,19 @@ def inpo_no_kl_pull(claim=None) -> Iterator[None]:
         return nash.Dynamics(plain.iterates, avg, gap, agap)
 
     with _patched(nash, "omd_dynamics", no_pull):
+        yield
+
+
+@contextlib.contextmanager
+def pr_lsvi_mle_frozen(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.preference import pr_lsvi
+
+    def frozen(X, y, mask, nu, theta0):
+        return np.zeros_like(theta0)  # the bug: the labels never reach the reward estimate
+
+    with _patched(pr_lsvi, "btl_ridge_mle", frozen):
         yield
 
 
@@ -571,6 +586,14 @@ MUTATIONS = (
             "mutation",
             "the OMD / INPO step without its KL pull toward pi_ref (eta tau dropped)",
             inpo_no_kl_pull,
+        )
+    ),
+    register_control(
+        Control(
+            "pr-lsvi-mle-frozen",
+            "mutation",
+            "PR-LSVI's reward MLE left at 0 (the preference labels never used)",
+            pr_lsvi_mle_frozen,
         )
     ),
     register_control(

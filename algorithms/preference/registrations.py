@@ -23,6 +23,7 @@ import numpy as np
 from theorylab.algorithms.preference import (
     nash,
     p2r,  # noqa: F401  (registers p2r-ucbvi)
+    pr_lsvi,  # noqa: F401  (registers pr-lsvi)
 )
 from theorylab.algorithms.preference.mle import fit_btl, fit_pairwise_split, fit_plackett_luce
 from theorylab.algorithms.preference.pessimistic import fit_pessimistic_mle, greedy_policy
