@@ -52,8 +52,8 @@ Deviations ([M], each a choice where the text was not available): the older poli
 episode's (no extra rollout per episode, so regret counts one trajectory per episode, the runner's
 protocol); the perturbation scales default to sigma_r = 1, sigma_P = 0.5 and nu = 1 (the theory's
 sigma_r, sigma_P grow with d, H and log terms; not recovered); Q is truncated at H - h (the
-remaining horizon, rewards in [0, 1]). ``threshold = 0`` asks at every episode (the negative
-control of the query claim, not the paper's algorithm).
+remaining horizon, rewards in [0, 1]). ``threshold = 0`` asks at every episode whose two
+trajectories differ in psi (the negative control of the query claim, not the paper's algorithm).
 """
 
 from __future__ import annotations

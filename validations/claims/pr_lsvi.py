@@ -18,8 +18,8 @@ on the true rewards. Checks (exact regret by policy evaluation, queries counted 
 * ``queries-fall-with-threshold``: the mean final queries decrease strictly along the swept
   thresholds (the trade-off; the figure draws the regret beside them).
 
-Controls: ``threshold = 0`` (ask at every episode) through ``queries-sublinear`` must fail (slope
-1); the known-bug mutation ``pr-lsvi-mle-frozen`` (the reward MLE never leaves 0: labels ignored)
+Controls: ``threshold = 0`` (ask whenever the two trajectories differ) through
+``queries-sublinear`` must fail (slope 1); the known-bug mutation ``pr-lsvi-mle-frozen`` (the reward MLE never leaves 0: labels ignored)
 must fail the claim (its regret is linear).
 """
 
@@ -113,8 +113,8 @@ class PRLSVISublinear(ScaledClaim):
             Check(
                 "negative-control",
                 failed,
-                f"threshold = 0 (ask every episode) through queries-sublinear: slope "
-                f"{cfit.slope:.3f} (must FAIL the test)",
+                "threshold = 0 (ask whenever the trajectories differ) through queries-sublinear: "
+                f"slope {cfit.slope:.3f} (must FAIL the test)",
             )
         )
         rep.config.update(
