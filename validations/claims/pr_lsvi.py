@@ -19,8 +19,8 @@ on the true rewards. Checks (exact regret by policy evaluation, queries counted 
   thresholds (the trade-off; the figure draws the regret beside them).
 
 Controls: ``threshold = 0`` (ask whenever the two trajectories differ) through
-``queries-sublinear`` must fail (slope 1); the known-bug mutation ``pr-lsvi-mle-frozen`` (the reward MLE never leaves 0: labels ignored)
-must fail the claim (its regret is linear).
+``queries-sublinear`` must fail (slope 1); the known-bug mutation ``pr-lsvi-mle-frozen`` (the
+reward MLE never leaves 0: labels ignored) must fail the claim (its regret is linear).
 """
 
 from __future__ import annotations
