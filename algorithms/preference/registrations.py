@@ -49,6 +49,34 @@ def pessimistic_mle(
     return fit_pessimistic_mle(bandit, data, delta=delta, lam=lam, C=C, solver=solver)
 
 
+@register(
+    "pessimistic-mle-mdp",
+    kind="preference-offline",
+    problem="mdp",
+    bounds=(),
+    feedback=("btl",),
+    feedback_note="Section 5 compares pairs of whole trajectories",
+)
+def pessimistic_mle_mdp(
+    bandit,
+    data,
+    delta: float = 0.1,
+    lam: float = 1e-3,
+    C: float = 1.0,
+    B: float | None = None,
+    solver: str = "newton",
+):
+    """Pessimistic MLE over occupancy measures (Zhu-Jordan-Jiao 2023, Section 5): trajectory
+    comparisons on a finite-horizon MDP with known transitions (``bandit`` is the MDP)."""
+    from theorylab.algorithms.preference.pessimistic_mdp import fit_pessimistic_mle_mdp
+    from theorylab.mdps.linear import one_hot_features
+
+    mdp = bandit
+    phi = getattr(mdp, "features", None)
+    phi = one_hot_features(mdp.S, mdp.A) if phi is None else phi
+    return fit_pessimistic_mle_mdp(mdp, data, phi, delta=delta, lam=lam, C=C, B=B, solver=solver)
+
+
 @dataclass
 class GreedyMLEResult:
     """theta_hat ``(B, d)``, policy ``(B, S)``, suboptimality and queries ``(B,)``."""
