@@ -116,3 +116,19 @@ def test_bad_parameters_raise():
         tl.run("pr-lsvi", MDP, episodes=2, nu=0.0)
     with pytest.raises(ValueError, match="takes feedback btl"):
         tl.run("pr-lsvi", MDP, episodes=2, feedback="matrix")
+
+
+def test_tradeoff_plot_draws_one_point_per_threshold_and_checks_shapes(tmp_path):
+    from theorylab.plotting import plot_regret_query_tradeoff, save_figure
+
+    regret = np.array([[100.0, 120.0], [200.0, 260.0], [400.0, 380.0]])
+    queries = np.array([[900.0, 1000.0], [100.0, 120.0], [10.0, 12.0]])
+    ax = plot_regret_query_tradeoff([0.05, 0.2, 0.8], regret, queries)
+    line = ax.lines[0]
+    np.testing.assert_allclose(line.get_xdata(), queries.mean(axis=1))
+    np.testing.assert_allclose(line.get_ydata(), regret.mean(axis=1))
+    assert [t.get_text() for t in ax.texts] == ["eps = 0.05", "eps = 0.2", "eps = 0.8"]
+    save_figure(ax, tmp_path / "t.png")
+    assert (tmp_path / "t.png").stat().st_size > 0
+    with pytest.raises(ValueError, match="M = 2 thresholds"):
+        plot_regret_query_tradeoff([0.1, 0.2], regret, queries)
