@@ -166,7 +166,7 @@ def _self_play(game, oracle, iterations: int, tau: float, eta: float, m: int, ou
 @register(
     "inpo",
     kind="preference-game",
-    problem="preference-game",
+    problem="pref-game",
     bounds=(),
     feedback=("matrix",),
 )
@@ -181,7 +181,7 @@ def inpo(game, oracle, iterations: int, tau: float = 0.2, eta: float = 0.5, m: i
 @register(
     "hedge-selfplay",
     kind="preference-game",
-    problem="preference-game",
+    problem="pref-game",
     bounds=(),
     feedback=("matrix",),
 )
