@@ -12,9 +12,11 @@ on the true rewards. Checks (exact regret by policy evaluation, queries counted 
 * ``queries-sublinear``: the log-log slope of the queries over the last fifth of log K (the
   queries rise fast while Sigma is small: on the log-second half of a 1000-episode run the slope
   is 0.66, on the last fifth 0.4) has its 95% interval below ``query_slope_max`` (0.6);
-* ``queries-within-elliptical-bound``: on every seed, queries <= d log(1 + n X^2 / (nu d)) /
-  log(1 + eps^2) with X = 2 H max ||phi|| (the elliptical-potential count, exact; module
-  docstring of ``theorylab.algorithms.preference.pr_lsvi``);
+* ``queries-within-elliptical-bound``: the largest query count n over seeds satisfies
+  n <= d log(1 + n X^2 / (nu d)) / log(1 + eps^2) with X = 2 H max ||phi|| (the
+  elliptical-potential count, exact; module docstring of
+  ``theorylab.algorithms.preference.pr_lsvi``; every seed is checked against its own count in
+  tests/test_preference_pr_lsvi.py);
 * ``queries-fall-with-threshold``: the mean final queries decrease strictly along the swept
   thresholds (the trade-off; the figure draws the regret beside them).
 
