@@ -27,6 +27,8 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   each round, ignoring its elimination (``DuelingRL.policy_pair``): it never learns;
 * ``regime-no-exploration``: REGIME designs and plans on the uninformed model (uniform rows),
   its exploration data discarded (``REGIME.design_model``);
+* ``pr-lsvi-mle-frozen``: PR-LSVI's reward MLE left at 0, so the preference labels never reach
+  the reward (``theorylab.algorithms.preference.pr_lsvi.btl_ridge_mle``);
 * ``inpo-no-kl-pull``: the OMD / INPO step written without its KL pull toward pi_ref
   (eta tau dropped from the update; the gap still measured in the tau-regularised game;
   ``theorylab.algorithms.preference.nash.omd_dynamics``);
@@ -273,6 +275,19 @@ def inpo_no_kl_pull(claim=None) -> Iterator[None]:
         return nash.Dynamics(plain.iterates, avg, gap, agap)
 
     with _patched(nash, "omd_dynamics", no_pull):
+        yield
+
+
+@contextlib.contextmanager
+def pr_lsvi_mle_frozen(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.preference import pr_lsvi
+
+    def frozen(X, y, mask, nu, theta0):
+        return np.zeros_like(theta0)  # the bug: the labels never reach the reward estimate
+
+    with _patched(pr_lsvi, "btl_ridge_mle", frozen):
         yield
 
 
@@ -622,6 +637,14 @@ MUTATIONS = (
             "mutation",
             "the OMD / INPO step without its KL pull toward pi_ref (eta tau dropped)",
             inpo_no_kl_pull,
+        )
+    ),
+    register_control(
+        Control(
+            "pr-lsvi-mle-frozen",
+            "mutation",
+            "PR-LSVI's reward MLE left at 0 (the preference labels never used)",
+            pr_lsvi_mle_frozen,
         )
     ),
     register_control(

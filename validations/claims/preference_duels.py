@@ -1,10 +1,10 @@
 r"""Trajectory-preference claims: Dueling RL's regret against its bound, REGIME's sub-optimality
 against its exploration and query budgets.
 
-Both run through ``tl.run`` with ``feedback="btl-trajectory"`` (whole trajectories compared, BTL
-on the summed true mean rewards) and compute everything exactly on the true model. Cards:
-docs/algorithms/dueling-rl.md, docs/algorithms/regime.md; bounds ``psl-dueling-known`` [A] and
-``zhan2024-regime-queries`` [M]. Each claim names one known-bug mutation of
+Both run through ``tl.run`` (registered with ``compares="trajectories"``: whole trajectories
+compared, BTL on the summed true mean rewards) and compute everything exactly on the true model.
+Cards: docs/algorithms/dueling-rl.md, docs/algorithms/regime.md; bounds ``psl-dueling-known``
+[A] and ``zhan2024-regime-queries`` [M]. Each claim names one known-bug mutation of
 ``theorylab.validations.mutations`` that must FAIL it, and also runs that mutation through its
 own tests as an in-report negative control.
 
