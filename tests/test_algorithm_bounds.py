@@ -27,6 +27,12 @@ NO_THEOREM = {
     "f-dvl",
     "greedy-mle",
     "p2r-ucbvi",
+    # issue 17 (helper h17b): PR-LSVI, ZJJ Section 5 and the self-play dynamics carry no card
+    # (docs/algorithms/pr-lsvi.md, preference-mle.md, nash-preference.md say why)
+    "pr-lsvi",
+    "pessimistic-mle-mdp",
+    "inpo",
+    "hedge-selfplay",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

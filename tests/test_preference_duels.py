@@ -29,7 +29,7 @@ from theorylab.algorithms.preference.policy_features import (
 )
 from theorylab.algorithms.preference.regime import greedy_design, plan
 from theorylab.mdps import make
-from theorylab.mdps.preference import LinearBTLOracle, sigmoid
+from theorylab.mdps.preference import TrajectoryBTLOracle, sigmoid
 from theorylab.validations.reference import max_regret_per_episode
 
 SMALL = ("random:S=2,A=2,H=3,seed=1", "riverswim:S=2,H=3", "random:S=3,A=2,H=2,seed=4")
@@ -77,15 +77,17 @@ def test_enumeration_limit_is_a_clear_error():
         deterministic_policies(4, 2, 4, limit=4096)
 
 
-def test_trajectory_oracle_is_btl_on_summed_rewards():
+def test_visit_counts_give_the_trajectory_oracle_its_probabilities():
+    """The learners' features psi (visit counts) against the oracle's own trajectory rewards."""
     mdp = make("random:S=2,A=2,H=3,seed=1")
     rng = np.random.default_rng(0)
     s1, a1, s2, a2 = (rng.integers(2, size=(5, 3)) for _ in range(4))
     R = np.asarray(mdp.R)
-    oracle = LinearBTLOracle(R.reshape(-1), [np.random.default_rng(1)])
-    p = oracle.probability(trajectory_counts(s1, a1, 2, 2), trajectory_counts(s2, a2, 2, 2))
-    direct = sigmoid(R[s1, a1].sum(axis=1) - R[s2, a2].sum(axis=1))
-    np.testing.assert_allclose(p, direct, atol=1e-15)
+    oracle = TrajectoryBTLOracle(R, 3, [np.random.default_rng(b) for b in range(5)])
+    x = trajectory_counts(s1, a1, 2, 2) - trajectory_counts(s2, a2, 2, 2)
+    np.testing.assert_allclose(
+        oracle.probability(s1, a1, s2, a2), sigmoid(x @ R.reshape(-1)), atol=1e-15
+    )
 
 
 def test_elimination_keeps_exactly_the_optimal_policies():
@@ -121,12 +123,12 @@ def test_greedy_design_first_pair_is_the_widest():
 def test_regime_fit_equals_the_independent_cvxpy_mle_and_plans_on_its_model():
     from theorylab.agent import env_spec
     from theorylab.algorithms.preference.regime import REGIME
-    from theorylab.runners.preference import make_oracle, oracle_generators
+    from theorylab.runners.preference import oracle_generators
     from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
     mdp = make("riverswim:S=2,H=3")
     env = env_spec(mdp, known_rewards=False)
-    oracle = make_oracle(mdp, "btl-trajectory", oracle_generators(0, [0, 1]))
+    oracle = TrajectoryBTLOracle(mdp.R, mdp.horizon, oracle_generators(0, [0, 1]))
     agent = REGIME(
         env, 2, generators(0, [0, 1], AGENT_STREAM), oracle, episodes=50, explore=8, queries=30
     )
@@ -175,10 +177,8 @@ def test_regime_output_regret_is_its_exact_suboptimality():
 
 def test_wrong_feedback_and_budget_are_clear_errors():
     mdp = make("random:S=2,A=2,H=2,seed=1")
-    with pytest.raises(ValueError, match="dueling-rl takes feedback in \\('btl-trajectory',\\)"):
-        tl.run("dueling-rl", mdp, episodes=5, feedback="btl")
-    with pytest.raises(ValueError, match="p2r-ucbvi takes feedback in \\('btl',\\)"):
-        tl.run("p2r-ucbvi", mdp, episodes=5, feedback="btl-trajectory")
+    with pytest.raises(ValueError, match="dueling-rl \\(preference\\) takes feedback btl"):
+        tl.run("dueling-rl", mdp, episodes=5, feedback="plackett-luce")
     with pytest.raises(ValueError, match="must exceed explore \\+ queries = 10 \\+ 5"):
         tl.run("regime:explore=10,queries=5", mdp, episodes=15)
     with pytest.raises(ValueError, match="transitions must be one of"):
@@ -189,14 +189,14 @@ def test_unknown_transitions_ignore_the_model():
     """transitions='unknown' plays the same duels with or without the true model handed in."""
     from theorylab.agent import env_spec
     from theorylab.algorithms.preference.dueling import DuelingRL
-    from theorylab.runners.preference import make_oracle, oracle_generators
+    from theorylab.runners.preference import oracle_generators
     from theorylab.seeding import ENV_STREAM, generators
 
     mdp = make("random:S=2,A=2,H=2,seed=1")
     env = env_spec(mdp, known_rewards=False)
     runs = []
     for model in (mdp, None):
-        oracle = make_oracle(mdp, "btl-trajectory", oracle_generators(0, [0]))
+        oracle = TrajectoryBTLOracle(mdp.R, mdp.horizon, oracle_generators(0, [0]))
         agent = DuelingRL(
             env, 1, [None], oracle, episodes=30, transitions="unknown", known_model=model
         )
@@ -216,7 +216,7 @@ def test_cli_runs_the_duelling_learners(capsys):
     from theorylab.cli import main
 
     spec = "random:S=2,A=2,H=2,seed=1"
-    assert main(["run", "dueling-rl", spec, "-K", "5", "--feedback", "btl-trajectory"]) == 0
+    assert main(["run", "dueling-rl", spec, "-K", "5", "--feedback", "btl"]) == 0
     assert "dueling-rl" in capsys.readouterr().out
     assert main(["run", "regime", spec, "-K", "8", "-p", "explore=2", "-p", "queries=3"]) == 0
     out = capsys.readouterr().out

@@ -10,18 +10,19 @@ abstract and the reference describe, tagged [M] there):
 * known transitions: Regret(T) = O~( S H d log(T / delta) sqrt(T) );
 * unknown transitions: Regret(T) = O~( (sqrt(d) + H^2 + S) sqrt(d T) + sqrt(S A T H) ).
 
-Setting (tabular instance of the paper's GLM preference model): each round t the learner plays
-two policies (pi1_t, pi2_t), observes one trajectory of each and one bit
+Setting (tabular instance of the paper's GLM preference model): each round t the learner plays two
+policies (pi1_t, pi2_t), observes one trajectory of each and one bit
 
     P(tau1 preferred to tau2) = sigma(<w*, psi(tau1) - psi(tau2)>),  psi(tau) = visit counts (SA,)
 
-with w* the MDP's mean rewards (d = SA; the BTL link, as the runner's ``feedback="btl-trajectory"``
-oracle draws). Only reward differences are identified, and sum_a,s psi = H for every trajectory,
-so w is estimated in Theta_B = {1^T w = 0, ||w|| <= B} (the centred rewards, B = sqrt(SA) / 2 by
-default: the largest norm of a centred vector with entries in [0, 1]). Regret counts both
-policies, halved, so one round costs at most one episode's worst regret:
-``Regret(T) = sum_t [V* - (V^{pi1_t} + V^{pi2_t}) / 2]`` (the paper's convention may be the sum:
-twice this).
+with w* the MDP's mean rewards (d = SA; the runner hands an algorithm registered with
+``compares="trajectories"`` a :class:`~theorylab.mdps.preference.TrajectoryBTLOracle`, whose
+trajectory rewards sum_h r(s_h, a_h) are exactly <r, psi>). Only reward differences are
+identified, and sum_{s,a} psi = H for every trajectory, so w is estimated in Theta_B =
+{1^T w = 0, ||w|| <= B} (the centred rewards; B = sqrt(SA) / 2 by default, the largest norm of a
+centred vector with entries in [0, 1]). Regret counts both policies, halved, so one round costs at
+most one episode's worst regret: ``Regret(T) = sum_t [V* - (V^{pi1_t} + V^{pi2_t}) / 2]`` (the
+paper's convention may be the sum: twice this).
 
 The algorithm, per round t and seed (MaxInP-style elimination over the deterministic policies,
 :mod:`theorylab.algorithms.preference.policy_features`):
@@ -69,7 +70,7 @@ from theorylab.algorithms.preference.policy_features import (
     trajectory_counts,
 )
 from theorylab.algorithms.registry import register
-from theorylab.mdps.preference import LinearBTLOracle, sigmoid_slope_min
+from theorylab.mdps.preference import TrajectoryBTLOracle, sigmoid_slope_min
 from theorylab.mdps.tabular import Trajectories
 
 TRANSITIONS = ("known", "unknown")
@@ -123,20 +124,20 @@ def elimination_step(
     kind="preference",
     problem="tabular",
     bounds=("psl-dueling-known", "psl-dueling-unknown"),
+    compares="trajectories",
 )
 class DuelingRL:
     """Dueling RL (Pacchiano-Saha-Lee): duels of two policies, one trajectory bit per round."""
 
     name = "dueling-rl"
     duel = True  # the runner plays policy_pair() and calls update_pair(tau1, tau2)
-    feedbacks = ("btl-trajectory",)
 
     def __init__(
         self,
         env: EnvSpec,
         n_seeds: int,
         rngs,
-        oracle: LinearBTLOracle,
+        oracle: TrajectoryBTLOracle,
         *,
         episodes: int,
         transitions: str = "known",
@@ -153,10 +154,10 @@ class DuelingRL:
             raise ValueError(
                 f"dueling-rl: transitions must be one of {TRANSITIONS}, got {transitions!r}"
             )
-        if not isinstance(oracle, LinearBTLOracle) or oracle.d != d:
+        if not isinstance(oracle, TrajectoryBTLOracle) or oracle.H != H:
             raise ValueError(
-                "dueling-rl compares whole trajectories: it needs feedback='btl-trajectory' (a "
-                f"linear BTL oracle over the S*A = {d} visit counts), got {type(oracle).__name__}"
+                "dueling-rl compares whole trajectories: it needs a TrajectoryBTLOracle of "
+                f"horizon H = {H} (the runner's for compares='trajectories'), got {oracle!r}"
             )
         if oracle.n_seeds != n_seeds:
             raise ValueError(f"dueling-rl: oracle has {oracle.n_seeds} seeds, expected {n_seeds}")
@@ -240,7 +241,8 @@ class DuelingRL:
         whose det(V) doubled (or, unknown P, some visit count n(s, a) doubled)."""
         psi1 = trajectory_counts(tau1.states, tau1.actions, self.S, self.A)  # (B, d)
         psi2 = trajectory_counts(tau2.states, tau2.actions, self.S, self.A)
-        y = self.oracle.compare(psi1[:, None], psi2[:, None])[:, 0]  # (B,) 1: tau1 preferred
+        ask = np.ones(self.n_seeds, dtype=bool)  # every round is a query
+        y = self.oracle.compare(tau1.states, tau1.actions, tau2.states, tau2.actions, ask)
         x = psi1 - psi2
         if self.t == self.X.shape[1]:  # more rounds than announced: grow the history
             self.X = np.concatenate([self.X, np.zeros_like(self.X)], axis=1)

@@ -9,7 +9,8 @@ abstract [A] and the review thread [S] fix the structure below (exploration befo
 one batch of queries on selected trajectory pairs; BTL MLE; plan); the step details are [M], our
 reconstruction, listed as deviations.
 
-Setting: the runner's ``feedback="btl-trajectory"`` oracle, P(tau1 preferred to tau0) =
+Setting: the runner's trajectory oracle (``compares="trajectories"``,
+:class:`~theorylab.mdps.preference.TrajectoryBTLOracle`), P(tau1 preferred to tau0) =
 sigma(<r*, psi(tau1) - psi(tau0)>) with psi the SA visit counts (d = SA) and r* the mean rewards,
 transitions unknown. The learner plays duels (two policies per round, as Dueling RL,
 :mod:`theorylab.algorithms.preference.dueling`) in three phases:
@@ -54,7 +55,7 @@ from theorylab.algorithms.preference.policy_features import (
     trajectory_counts,
 )
 from theorylab.algorithms.registry import register
-from theorylab.mdps.preference import LinearBTLOracle
+from theorylab.mdps.preference import TrajectoryBTLOracle
 from theorylab.mdps.tabular import Trajectories
 
 
@@ -90,20 +91,25 @@ def plan(P: np.ndarray, reward: np.ndarray, H: int) -> np.ndarray:
     return pol
 
 
-@register("regime", kind="preference", problem="tabular", bounds=("zhan2024-regime-queries",))
+@register(
+    "regime",
+    kind="preference",
+    problem="tabular",
+    bounds=("zhan2024-regime-queries",),
+    compares="trajectories",
+)
 class REGIME:
     """REGIME: reward-free exploration, one batch of trajectory comparisons, BTL fit, plan."""
 
     name = "regime"
     duel = True
-    feedbacks = ("btl-trajectory",)
 
     def __init__(
         self,
         env: EnvSpec,
         n_seeds: int,
         rngs,
-        oracle: LinearBTLOracle,
+        oracle: TrajectoryBTLOracle,
         *,
         episodes: int,
         explore: int = 200,
@@ -115,10 +121,10 @@ class REGIME:
     ) -> None:
         S, A, H = env.S, env.A, env.H
         d = S * A
-        if not isinstance(oracle, LinearBTLOracle) or oracle.d != d:
+        if not isinstance(oracle, TrajectoryBTLOracle) or oracle.H != H:
             raise ValueError(
-                "regime compares whole trajectories: it needs feedback='btl-trajectory' (a "
-                f"linear BTL oracle over the S*A = {d} visit counts), got {type(oracle).__name__}"
+                "regime compares whole trajectories: it needs a TrajectoryBTLOracle of horizon "
+                f"H = {H} (the runner's for compares='trajectories'), got {oracle!r}"
             )
         for name, v, lo in (("explore", explore, 0), ("queries", queries, 1)):
             if isinstance(v, bool) or int(v) != v or v < lo:
@@ -141,7 +147,8 @@ class REGIME:
         self.t = 0
         self.P_hat = None  # (B, S, A, S), frozen after exploration
         self.pairs = None  # (B, N, 2) policy indices of the design
-        self.psi = np.zeros((2, n_seeds, self.n_queries, d))  # the designed rollouts
+        self.psi = np.zeros((2, n_seeds, self.n_queries, d))  # the designed rollouts' counts
+        self.rollouts = np.zeros((2, 2, n_seeds, self.n_queries, H), np.int64)  # (tau, s/a, ...)
         self.wins = None  # (B, N) the batch's answers
         self.theta_hat = None  # (B, d)
         self.output_policy = None  # (B, H, S)
@@ -180,7 +187,12 @@ class REGIME:
 
     def _query_fit_plan(self) -> None:
         """Steps 3-4: one batch of N comparisons, the BTL MLE, backward induction on P_hat."""
-        self.wins = self.oracle.compare(self.psi[1], self.psi[0])  # (B, N): 1 when tau1 won
+        (s0, a0), (s1, a1) = self.rollouts  # each (B, N, H)
+        ask = np.ones(self.n_seeds, dtype=bool)
+        self.wins = np.stack(  # (B, N): 1 when tau1_n (pi1_n's) won; N queries per seed
+            [self.oracle.compare(s1[:, n], a1[:, n], s0[:, n], a0[:, n], ask)
+             for n in range(self.n_queries)], axis=1
+        )  # fmt: skip
         self.theta_hat = btl_mle(self.psi[1] - self.psi[0], self.wins, self.B)
         r = self.theta_hat.reshape(self.n_seeds, self.S, self.A)
         self.output_policy = np.stack(
@@ -208,8 +220,9 @@ class REGIME:
                 np.add.at(self.counts_sas, (seeds, tau.states, tau.actions, tau.next_states), 1.0)
         elif phase == "design":
             n = self.t - self.explore
-            self.psi[0, :, n] = trajectory_counts(tau1.states, tau1.actions, self.S, self.A)
-            self.psi[1, :, n] = trajectory_counts(tau2.states, tau2.actions, self.S, self.A)
+            for k, tau in enumerate((tau1, tau2)):
+                self.rollouts[k, 0, :, n], self.rollouts[k, 1, :, n] = tau.states, tau.actions
+                self.psi[k, :, n] = trajectory_counts(tau.states, tau.actions, self.S, self.A)
         self.t += 1
         if phase == "explore" and self.t == self.explore:
             self._freeze_and_design()
