@@ -142,7 +142,7 @@ class PRLSVISublinear(ScaledClaim):
             ax = plot_regret_and_queries(
                 {labels[t]: runs[t].curve for t in thresholds},
                 {labels[t]: runs[t].queries for t in thresholds},
-                title=f"{self.name} [{rep.scale}] on {cfg['mdp']}",
+                title=f"PR-LSVI [{rep.scale}]: S=6, A=3, d=4, H=4 linear-simplex, eps = K^(-1/4)",
             )
             save_claim_figure(ax, plot)
 
