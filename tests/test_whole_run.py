@@ -308,7 +308,7 @@ def test_linucb_agrees_to_round_off_with_identical_rounds():
     # the Python agent multiplies through numpy's matmul (order set by the build and CPU): the
     # UCBs agree to 1e-12, the arms played, rewards and exact regret exactly
     import theorylab as tl
-    from theorylab.algorithms.online.whole_run import compiled_loop
+    from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
 
     for spec in ("linear-bandit:d=4,A=12,seed=1", "linear-bandit:d=3,A=5,seed=4"):
         mdp = make(spec)
@@ -323,5 +323,5 @@ def test_linucb_agrees_to_round_off_with_identical_rounds():
     idx = seed_indices(3)
     env = env_spec(mdp)
     agent = make_agent("linucb", env, 3, generators(SEED, idx, AGENT_STREAM), scale=1.01)
-    loop = compiled_loop(agent, mdp, ref.optimal_value, generators(SEED, idx, ENV_STREAM))
+    loop = LinUCBLoop(agent, mdp, ref.optimal_value, generators(SEED, idx, ENV_STREAM))
     assert not np.array_equal(run_whole(loop, 300)["regret"], ref.regret)

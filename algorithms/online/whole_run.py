@@ -11,7 +11,7 @@ Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-aj
 ``greedy``, ``epsilon-greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein``
 (exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
 under their own objectives), and ``linucb`` (its own kernel,
-:mod:`theorylab.algorithms.online.whole_run_linucb`; :func:`compiled_loop` picks it). The kernel
+:mod:`theorylab.algorithms.online.whole_run_linucb`, which the runner picks for it). The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
 one place.
@@ -184,7 +184,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
     )
 
     variant = compiled_variant(agent)
-    if variant is None or variant == VARIANT_LINUCB:  # LinUCB: compiled_loop()
+    if variant is None or variant == VARIANT_LINUCB:  # LinUCB: LinUCBLoop
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
         )
@@ -241,18 +241,6 @@ def loop_constants(agent, mdp) -> LoopConstants:
         bonus_scale=float(bonus_scale), c_bonus=float(c_bonus), L=float(L), c_g=float(c_g),
         unvisited=float(unvisited), qc=qc,
     )  # fmt: skip
-
-
-def compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
-    """The compiled loop of ``agent``: :class:`CompiledLoop` (the tabular kernels) or, for
-    LinUCB, :class:`~theorylab.algorithms.online.whole_run_linucb.LinUCBLoop`."""
-    from theorylab.algorithms.online.whole_run_kernel import VARIANT_LINUCB
-
-    if compiled_variant(agent) == VARIANT_LINUCB:
-        from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
-
-        return LinUCBLoop(agent, mdp, v_star, env_rngs)
-    return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
 class CompiledLoop:
