@@ -2,8 +2,8 @@
 
 ``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
 (deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
-step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``PreferenceResult`` (preference feedback: regret or
-sub-optimality with query counts). A new kind of result adds a module here and one import line
+step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation),
+``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts). A new kind of result adds a module here and one import line
 below (``docs/architecture.md``).
 """
 
