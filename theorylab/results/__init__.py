@@ -3,8 +3,8 @@
 ``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
 (deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
 step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation),
-``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts). A new kind of result adds a module here and one import line
-below (``docs/architecture.md``).
+``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts). A new kind
+of result adds a module here and one import line below (``docs/architecture.md``).
 """
 
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
