@@ -125,6 +125,19 @@ register_kind(
 )
 register_kind(
     Kind(
+        "constrained",
+        constructor_args=("mdp", "q", "epsilon"),
+        budget={
+            "epsilon": "constraint level epsilon > 0, or an increasing list of them (required; "
+            "CLI -p epsilon=...)",
+        },
+        runner="theorylab.runners.constrained:run",
+        summary="solve a KL-constrained occupancy problem at each epsilon; exact primal, dual, "
+        "KL and stationarity residual",
+    )
+)
+register_kind(
+    Kind(
         "preference",
         constructor_args=("env", "n_seeds", "rngs", "oracle"),
         budget={

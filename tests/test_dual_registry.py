@@ -130,3 +130,30 @@ def test_cli_run_dualdice(capsys):
     )
     out = capsys.readouterr().out
     assert "dualdice" in out and "RMSE" in out
+
+
+# ------------------------------------------------------------------------------ kind "constrained"
+def test_tl_run_reps_matches_the_direct_solve(tmp_path):
+    from theorylab.algorithms.dual.reps import reps, stationary_state_action
+    from theorylab.mdps import make
+    from theorylab.results import ConstrainedResult
+
+    spec = "random:S=5,A=2,gamma=0.9,seed=3"
+    res = tl.run("reps", spec, epsilon=[0.01, 0.1])
+    assert isinstance(res, ConstrainedResult)
+    mdp = make(spec)
+    q = stationary_state_action(mdp, np.full((mdp.S, mdp.A), 0.5))
+    assert np.abs(mdp.P_flat(0).T @ q.ravel() - q.sum(axis=1)).max() <= 1e-12  # q stationary
+    for j, eps in enumerate((0.01, 0.1)):
+        direct = reps(mdp, q, eps)
+        assert res.primal[j] == pytest.approx(direct.primal_value, abs=1e-12)
+        assert res.constraint[j] == pytest.approx(eps, abs=1e-8)  # binding at these levels
+        assert abs(res.gap[j]) <= 1e-8 and res.stationarity[j] <= 1e-8
+    back = load_result(res.save(tmp_path / "reps"))
+    np.testing.assert_array_equal(back.primal, res.primal)
+    res.plot(tmp_path / "reps.png")
+
+
+def test_cli_run_reps(capsys):
+    assert main(["run", "reps", "random:S=4,A=2,gamma=0.9", "-p", "epsilon=0.05"]) == 0
+    assert "reps" in capsys.readouterr().out

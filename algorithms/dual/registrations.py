@@ -5,6 +5,8 @@
   (``theorylab.runners.dual``) supplies the model, d^O and alpha and scores primal, dual, gap and
   flow residual exactly. ``dual-v`` (the dual-V form, Newton / L-BFGS) and
   ``regularized-primal`` (cvxpy on the primal, the reference answer).
+* kind ``"constrained"``: ``reps`` (REPS by Newton on its closed-form dual, ``(mdp, q, epsilon)``;
+  runner ``theorylab.runners.constrained``).
 * kind ``"ope"``: ``dualdice`` (tabular DualDICE, ``estimate(dataset, policy) -> V_hat(mu0)``
   per seed; runner ``theorylab.runners.ope``).
 * kind ``"offline"``: ``optidice`` (tabular OptiDICE, ``fit(dataset, alpha, f)``) and ``f-dvl``
@@ -18,6 +20,7 @@ from theorylab.algorithms.dual.dualdice import dualdice
 from theorylab.algorithms.dual.f_dvl import f_dvl
 from theorylab.algorithms.dual.optidice import optidice
 from theorylab.algorithms.dual.regularized_primal import solve_regularized_primal
+from theorylab.algorithms.dual.reps import reps
 from theorylab.algorithms.registry import register
 
 
@@ -49,3 +52,9 @@ def fit_f_dvl(dataset, loss: str = "chi-square", loss_temp: float = 0.8):
 def estimate_dualdice(dataset, policy):
     """Tabular DualDICE: V^pi(mu0) per seed from discounted data (Nachum et al. 2019)."""
     return dualdice(dataset, policy).value
+
+
+@register("reps", kind="constrained", problem="tabular")
+def solve_reps(mdp, q, epsilon, max_iter: int = 500):
+    """REPS, exactly: max average reward s.t. KL(mu || q) <= epsilon (Peters et al. 2010)."""
+    return reps(mdp, q, epsilon, max_iter=max_iter)
