@@ -157,3 +157,21 @@ def test_tl_run_reps_matches_the_direct_solve(tmp_path):
 def test_cli_run_reps(capsys):
     assert main(["run", "reps", "random:S=4,A=2,gamma=0.9", "-p", "epsilon=0.05"]) == 0
     assert "reps" in capsys.readouterr().out
+
+
+def test_tl_run_dual_v_on_a_finite_horizon_model():
+    """riverswim with H and no gamma: the stage-wise problem, d^O the uniform policy's stage
+    occupancies, lp_value = V*_0(mu0); the certificate holds and J(alpha) <= V*_0."""
+    from theorylab.algorithms.planning import backward_induction
+    from theorylab.mdps import make
+
+    spec = "riverswim:S=5,H=8"
+    res = tl.run("dual-v", spec, alpha=[0.01, 0.1], f="kl")
+    mdp = make(spec)
+    assert res.config["H"] == 8 and res.occupancy.shape == (2, 8, 5, 2)
+    assert res.lp_value == pytest.approx(backward_induction(mdp).value, abs=1e-12)
+    assert np.max(np.abs(res.gap)) <= 1e-8 and np.max(res.flow_residual) <= 1e-8
+    assert np.all(res.primal <= res.lp_value + 1e-10)
+    d_ref = behaviour_reference(mdp)
+    direct = solve_dual_v(mdp, d_ref, 0.1, "kl")
+    assert res.primal[1] == pytest.approx(direct.primal_value, abs=1e-12)
