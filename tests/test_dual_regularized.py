@@ -303,3 +303,12 @@ def test_dual_q_refuses_tv():
     mdp = random_mdp(2)
     with pytest.raises(DualInputError, match="smooth"):
         solve_dual_q(mdp, np.zeros(mdp.S, dtype=int), full_support(2, mdp.S, mdp.A), 0.1, "tv")
+
+
+def test_dual_q_outer_max_needs_mass_in_every_state():
+    mdp = random_mdp(19)
+    d_ref = full_support(19, mdp.S, mdp.A)
+    d_ref[2] = 0.0
+    d_ref /= d_ref.sum()
+    with pytest.raises(UncoveredFlowError, match="no mass at state s=2"):
+        maximize_dual_q(mdp, d_ref, 0.1, "kl")
