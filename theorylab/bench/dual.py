@@ -37,21 +37,32 @@ def _solve(method: str, mdp, d_ref, alpha: float):
     return solve_dual_v(mdp, d_ref, alpha, "kl", method=m, **opts)
 
 
-def bench_dual(quick: bool = False, *, alpha: float = 0.1) -> list[dict]:
+def bench_dual(
+    quick: bool = False,
+    *,
+    alpha: float = 0.1,
+    sizes: tuple[int, ...] | None = None,
+    methods: tuple[str, ...] = METHODS,
+) -> list[dict]:
+    """The rows of the table (module docstring). sizes / methods: a subset (the first method
+    listed is the reference of ``diff_vs_newton``); :data:`MAX_S` applies to the default sizes
+    only."""
     from theorylab.algorithms.dual.smooth_dual_solver import DualSolverError
     from theorylab.mdps import make
 
-    sizes = (100, 1000) if quick else (100, 1000, 10_000, 100_000)
+    capped = sizes is None
+    if sizes is None:
+        sizes = (100, 1000) if quick else (100, 1000, 10_000, 100_000)
     warm = make("random-sparse:S=20,A=2,b=5,gamma=0.9").with_objective(gamma=0.9)
-    for method in METHODS:  # imports, first calls
+    for method in methods:  # imports, first calls
         _solve(method, warm, np.full((20, 2), 1.0 / 40), alpha)
     rows = []
     for S in sizes:
         mdp = make(f"random-sparse:S={S},A=2,b=5,gamma=0.9").with_objective(gamma=0.9)
         d_ref = np.full((S, 2), 1.0 / (2 * S))
         ref = None
-        for method in METHODS:
-            if S > MAX_S[method]:
+        for method in methods:
+            if capped and S > MAX_S[method]:
                 continue
             t0, c0 = time.perf_counter(), time.process_time()
             base = {"S": S, "A": 2, "nnz": int(mdp.P_flat(0).nnz), "method": method}
