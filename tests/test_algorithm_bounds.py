@@ -25,6 +25,8 @@ NO_THEOREM = {
     "regularized-primal",
     "optidice",
     "f-dvl",
+    "reps",
+    "dualdice",
     "greedy-mle",
     "p2r-ucbvi",
 }
