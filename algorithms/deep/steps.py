@@ -96,12 +96,13 @@ def generation_group_step(
         raise InvalidBatchError(
             f"prompt_ids must be 2-D (n, P) without padding, got shape {tuple(prompt_ids.shape)}"
         )
+    training = policy.training
     policy.eval()  # no dropout while sampling (the configs used here have none anyway)
     completion, completion_mask = sample_groups(
         policy, prompt_ids, group_size, max_new_tokens, eos_token_id=eos_token_id,
         pad_token_id=pad_token_id, generator=generator,
     )  # fmt: skip
-    policy.train()
+    policy.train(training)
     n, P = prompt_ids.shape
     prompts = prompt_ids.repeat_interleave(group_size, 0)  # (n G, P)
     rewards = reward_fn(prompts, completion, completion_mask).to(torch.float32)

@@ -26,7 +26,8 @@ the bench sets it to False so that both sides run eq. (3). Row (c) checks on TRL
 completions: TRL's ``_generate_and_score_completions`` samples and scores a batch, and theorylab's
 loss on those completions (with its own rewards and advantages) must equal TRL's.
 
-Then the steps are timed alternately (so that load on a shared machine hits all alike): the
+Then the steps are timed alternately, in an order that rotates every round (so that load on a
+shared machine hits all alike and no trainer always runs after the same one): the
 median and spread (min, max) of ms/step over ``repeats`` steps after ``warmup``, tokens/s = real
 (non-padding) tokens in the batch / median seconds, and the ratio of TRL's median time to ours.
 
@@ -51,6 +52,7 @@ What one step is, on both sides:
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 import statistics
 import tempfile
@@ -148,18 +150,22 @@ def _time_alternately(fns: dict[str, Any], warmup: int, repeats: int) -> dict[st
         for fn in fns.values():
             fn()
     times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    names = list(fns)
+    for i in range(repeats):  # the order rotates, so that no trainer always follows another
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             t0 = time.perf_counter()
-            fn()
+            fns[name]()
             times[name].append(time.perf_counter() - t0)
     return times
 
 
 def _rows(case: str, cfg: dict, tokens: int, times: dict, checks: dict, device, dtype):
     """One row per trainer; ``checks[name] = (loss, TRL's loss, max gradient gap)``."""
+    import torch
+
     out = []
     med = {k: statistics.median(v) for k, v in times.items()}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     for name, ts in times.items():
         ours = name != "trl"
         loss, trl_loss, grad_gap = checks[name] if ours else next(iter(checks.values()))
@@ -179,6 +185,8 @@ def _rows(case: str, cfg: dict, tokens: int, times: dict, checks: dict, device, 
                 "loss": loss if ours else trl_loss,
                 "loss_gap": abs(loss - trl_loss) if ours else 0.0,
                 "grad_gap": grad_gap if ours else 0.0,
+                "load_1min": load,  # the machine's load average when the timing ended
+                "torch_threads": torch.get_num_threads(),
             }
         )
     return out
@@ -465,7 +473,7 @@ def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
     resolve_device(device)
     cfg = CONFIGS["quick" if quick else "default"]
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    reps = dict(warmup=1, repeats=3) if quick else dict(warmup=2, repeats=10)
+    reps = dict(warmup=1, repeats=5) if quick else dict(warmup=2, repeats=12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return (
