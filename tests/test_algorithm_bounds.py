@@ -30,9 +30,8 @@ NO_THEOREM = {
     "smodice",
     "greedy-mle",
     "p2r-ucbvi",
-    # preference (algorithms/preference): PR-LSVI's Theorem 4.2 exponents and Section 5's
-    # constants were not recovered (docs/algorithms/pr-lsvi.md, preference-mle.md); the self-play
-    # dynamics carry no theorem constants (docs/algorithms/nash-preference.md)
+    # issue 17 (helper h17b): PR-LSVI, ZJJ Section 5 and the self-play dynamics carry no card
+    # (docs/algorithms/pr-lsvi.md, preference-mle.md, nash-preference.md say why)
     "pr-lsvi",
     "pessimistic-mle-mdp",
     "inpo",
@@ -71,6 +70,8 @@ MAIN_THEOREM = {
     "pevi-tabular": "pevi-linear",
     "vw-pevi": "xiong2023-linpevi-adv-plus",
     "pessimistic-mle": "zjj-thm3.2",
+    "dueling-rl": "psl-dueling-known",
+    "regime": "zhan2024-regime-queries",
 }
 
 

@@ -23,6 +23,10 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   (the top choice of each ranking; ``theorylab.algorithms.preference.mle.plackett_luce_loss``);
 * ``p2r-no-cache``: P2R forgets its label cache and its confidence shortcut, asking the oracle
   at every visit (``P2RUCBVI(cache=False)``);
+* ``dueling-rl-random-duels``: Dueling RL plays a uniformly random pair of deterministic policies
+  each round, ignoring its elimination (``DuelingRL.policy_pair``): it never learns;
+* ``regime-no-exploration``: REGIME designs and plans on the uninformed model (uniform rows),
+  its exploration data discarded (``REGIME.design_model``);
 * ``pr-lsvi-mle-frozen``: PR-LSVI's reward MLE left at 0, so the preference labels never reach
   the reward (``theorylab.algorithms.preference.pr_lsvi.btl_ridge_mle``);
 * ``inpo-no-kl-pull``: the OMD / INPO step written without its KL pull toward pi_ref
@@ -228,6 +232,37 @@ def p2r_no_cache(claim=None) -> Iterator[None]:
         original(self, *args, **{**kwargs, "cache": False})  # the bug: every visit re-queried
 
     with _patched(P2RUCBVI, "__init__", no_cache):
+        yield
+
+
+@contextlib.contextmanager
+def dueling_rl_random_duels(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.agent import read_only_copy
+    from theorylab.algorithms.preference.dueling import DuelingRL
+
+    def random_pair(self):
+        # the bug: the duel ignores the candidate set (a fixed generator: the control is exact)
+        rng = self.__dict__.setdefault("_mutation_rng", np.random.default_rng(20261124))
+        i1, i2 = rng.integers(len(self.policies), size=(2, self.n_seeds))
+        return read_only_copy(self.policies[i1]), read_only_copy(self.policies[i2])
+
+    with _patched(DuelingRL, "policy_pair", random_pair):
+        yield
+
+
+@contextlib.contextmanager
+def regime_no_exploration(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.preference.policy_features import empirical_model
+    from theorylab.algorithms.preference.regime import REGIME
+
+    def uninformed(self):
+        return empirical_model(np.zeros_like(self.counts_sas))  # the bug: exploration dropped
+
+    with _patched(REGIME, "design_model", uninformed):
         yield
 
 
@@ -583,6 +618,22 @@ MUTATIONS = (
             "mutation",
             "P2R without its label cache: the oracle asked at every visit",
             p2r_no_cache,
+        )
+    ),
+    register_control(
+        Control(
+            "dueling-rl-random-duels",
+            "mutation",
+            "Dueling RL's duel drawn uniformly from all policies (the elimination ignored)",
+            dueling_rl_random_duels,
+        )
+    ),
+    register_control(
+        Control(
+            "regime-no-exploration",
+            "mutation",
+            "REGIME designs and plans on the uninformed model (exploration data discarded)",
+            regime_no_exploration,
         )
     ),
     register_control(

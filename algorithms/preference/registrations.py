@@ -1,6 +1,8 @@
 """Registered preference-based algorithms (kinds ``preference`` and ``preference-offline``).
 
 * ``p2r-ucbvi`` (online, a comparison oracle): :mod:`theorylab.algorithms.preference.p2r`.
+* ``dueling-rl`` and ``regime`` (online, duels of two policies, trajectory comparisons):
+  :mod:`theorylab.algorithms.preference.dueling`, :mod:`theorylab.algorithms.preference.regime`.
 * ``pessimistic-mle`` / ``greedy-mle`` (offline, pairwise comparisons on a ``ComparisonBandit``):
   Zhu-Jordan-Jiao's Algorithm 1 and its greedy contrast,
   :mod:`theorylab.algorithms.preference.pessimistic`. ``greedy-mle`` also takes Plackett-Luce
@@ -21,9 +23,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from theorylab.algorithms.preference import (
+    dueling,  # noqa: F401  (registers dueling-rl)
     nash,
     p2r,  # noqa: F401  (registers p2r-ucbvi)
     pr_lsvi,  # noqa: F401  (registers pr-lsvi)
+    regime,  # noqa: F401  (registers regime)
 )
 from theorylab.algorithms.preference.mle import fit_btl, fit_pairwise_split, fit_plackett_luce
 from theorylab.algorithms.preference.pessimistic import fit_pessimistic_mle, greedy_policy

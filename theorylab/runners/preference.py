@@ -1,12 +1,18 @@
 """The runners of ``kind="preference"`` and ``kind="preference-offline"``.
 
-``run`` -- K episodes x B seeds of a learner that sees no rewards, only a comparison oracle built
-on the MDP's true mean rewards (``feedback="btl"``: items are the S*A state-action pairs,
-P((s, a) > (s', a')) = sigma(r(s, a) - r(s', a'))). Per episode and seed the regret is exact
-(V*_1(mu0) - V^{pi_k}_1(mu0) by batched policy evaluation on the true model) and the number of
-comparisons asked so far is recorded. The oracle draws from the agent stream's generators of
-``theorylab.seeding`` spawned one level further (spawn key (i, AGENT_STREAM, 1)), so seed i asks
-and is answered the same alone or in a batch.
+``run`` -- K episodes x B seeds of a learner that sees no rewards, only a comparison oracle built on
+the MDP's true mean rewards (``feedback="btl"``: items are the S*A state-action pairs, P((s, a) >
+(s', a')) = sigma(r(s, a) - r(s', a')); for an algorithm registered with
+``compares="trajectories"``, whole trajectories, P(tau1 > tau0) = sigma(R(tau1) - R(tau0)) with
+R(tau) = sum_h r(s_h, a_h), :class:`theorylab.mdps.preference.TrajectoryBTLOracle`). A *duelling*
+learner (``duel = True``) plays two policies per episode (a round): ``policy_pair()`` gives them,
+both are rolled out and ``update_pair(tau1, tau2)`` learns from the two trajectories; its regret per
+round is V* - (V^{pi1} + V^{pi2}) / 2 (both policies counted, halved). A learner with a
+``known_model`` parameter is handed the true MDP (the known-transition setting). Per episode and
+seed the regret is exact (V*_1(mu0) - V^{pi_k}_1(mu0) by batched policy evaluation on the true
+model) and the number of comparisons asked so far is recorded. The oracle draws from the agent
+stream's generators of ``theorylab.seeding`` spawned one level further (spawn key (i, AGENT_STREAM,
+1)), so seed i asks and is answered the same alone or in a batch.
 
 ``run_offline`` -- fit(bandit, comparisons) for every seed and every dataset size (fresh data per
 size, drawn from the environment stream), exact sub-optimality and the comparisons used.
@@ -142,6 +148,8 @@ def run(
     agent_params = dict(params)
     if "episodes" in entry.parameters():
         agent_params.setdefault("episodes", episodes)
+    if "known_model" in entry.parameters():
+        agent_params.setdefault("known_model", mdp)
     agent = entry.factory(env, B, generators(seed, seeds, AGENT_STREAM), oracle, **agent_params)
     v_star = RISK_NEUTRAL.optimal_value(mdp)
     regret = np.empty((B, episodes))
@@ -154,10 +162,18 @@ def run(
 
         bar = tqdm(total=episodes, desc=f"{entry.name} on {mdp.name}", unit="ep", leave=False)
     t0 = time.perf_counter()
+    duel = getattr(agent, "duel", False)
     for k in range(episodes):
-        pi = agent.policy()
-        regret[:, k] = v_star - RISK_NEUTRAL.policy_values(mdp, pi)
-        agent.update(RISK_NEUTRAL.rollout(mdp, pi, env_rngs))
+        if duel:
+            pi1, pi2 = agent.policy_pair()
+            values = RISK_NEUTRAL.policy_values(mdp, pi1) + RISK_NEUTRAL.policy_values(mdp, pi2)
+            regret[:, k] = v_star - 0.5 * values
+            tau1 = RISK_NEUTRAL.rollout(mdp, pi1, env_rngs)
+            agent.update_pair(tau1, RISK_NEUTRAL.rollout(mdp, pi2, env_rngs))
+        else:
+            pi = agent.policy()
+            regret[:, k] = v_star - RISK_NEUTRAL.policy_values(mdp, pi)
+            agent.update(RISK_NEUTRAL.rollout(mdp, pi, env_rngs))
         queries[:, k] = oracle.queries
         for name in extra:
             extra[name][:, k] = counts[name]
@@ -173,6 +189,7 @@ def run(
         "H": mdp.horizon,
         "episodes": episodes,
         "feedback": feedback,
+        "duel": bool(duel),
     }
     return PreferenceResult(
         "regret", regret, queries, np.arange(1, episodes + 1), float(v_star), wall, config, extra
