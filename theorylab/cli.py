@@ -356,6 +356,7 @@ RUN_BUDGET_FLAGS = {
     "checkpoint": "checkpoint",
     "feedback": "feedback",
     "design": "design",
+    "target": "target",
     "ranking_size": "ranking_size",
     "iterations": "iterations",
 }
@@ -861,6 +862,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--design",
         choices=["uniform", "zjj-thm39"],
         help="preference-offline: which pairs are compared (default uniform)",
+    )
+    q.add_argument(
+        "--target",
+        choices=["optimal", "uniform"],
+        help="ope: the policy evaluated (default optimal: pi*)",
     )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_run)
