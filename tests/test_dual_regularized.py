@@ -328,3 +328,19 @@ def test_matrix_free_cg_newton_on_a_sparse_model(name):
     assert abs(sol.gap) <= GAP_TOL and sol.flow_residual <= FLOW_TOL
     ref = solve_regularized_primal(mdp, d_ref, 0.05, name)
     assert sol.primal_value == pytest.approx(ref.primal_value, abs=CVXPY_TOL)
+
+
+def test_small_alpha_solves_to_the_gradient_round_off_floor():
+    """At alpha = 1e-6 the gradient cannot go below ~1e-10 in float64 (y = (r - M x) / alpha
+    amplifies the round-off of r - M x); the solver accepts that floor instead of raising.
+    Regression: dual-v-alpha-to-zero at full scale raised DualSolverError on its MDP #7."""
+    from theorylab.algorithms.dual.dual_v import solve_dual_v
+    from theorylab.validations.claims.dual import random_instance
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        mdp, _ = random_instance(rng, 5, 3, 0.9)
+        d_ref = rng.dirichlet(2 * np.ones(15)).reshape(5, 3)
+        for f in ("kl", "chi2", "half-chi2"):
+            sol = solve_dual_v(mdp, d_ref, 1e-6, f)
+            assert sol.flow_residual <= 1e-8

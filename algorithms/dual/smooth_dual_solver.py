@@ -186,6 +186,23 @@ def _lbfgs(x, M, b, r, w, alpha, conj, tol, max_iter, M2) -> tuple[np.ndarray, i
     return res.x, int(res.nit), gnorm
 
 
+def gradient_round_off(x, M, r, w, alpha, conj: Conjugate) -> float:
+    """The float64 round-off of the gradient at ``x``, about ``eps max_j sum_i |M_ij| w_i
+    |c'(y_i)| (|r_i| + (|M| |x|)_i) / alpha``: ``y = (r - M x) / alpha`` is a difference of
+    terms of size ``|r| + |M||x|`` (values up to 1/(1 - gamma)), so its absolute error is eps
+    times that over alpha, and ``c'(y)`` (exp for KL) turns it into that relative error of the
+    recovered occupancy. At alpha = 1e-6 on the alpha -> 0 claim's MDPs this floor is about
+    1e-10 and no method can push the gradient below it, so it widens the acceptance test of
+    :func:`minimize_smooth_dual`."""
+    abs_m = abs(M)
+    y = (r - M @ x) / alpha
+    scale = (np.abs(r) + abs_m @ np.abs(x)) / alpha + np.abs(y)
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = w * np.abs(conj.first(y)) * scale
+    floor = float(np.max(abs_m.T @ terms, initial=0.0)) * np.finfo(np.float64).eps
+    return floor if np.isfinite(floor) else 0.0
+
+
 def minimize_smooth_dual(
     M: sp.csr_array,
     b: np.ndarray,
@@ -204,7 +221,8 @@ def minimize_smooth_dual(
 
     M ``(n, m)``, b ``(m,)``, r ``(n,)``, w ``(n,)`` positive, x0 ``(m,)``. ``tol`` is the target
     max-norm of the gradient at the final alpha (intermediate stages stop at ``sqrt(tol)``).
-    Raises :class:`DualSolverError` if the final gradient norm exceeds ``1e3 tol``.
+    Raises :class:`DualSolverError` if the final gradient norm exceeds ``1e3 tol`` or, where it is
+    larger, 10 times the gradient's round-off floor (:func:`gradient_round_off`).
     """
     if method not in ("newton", "lbfgs"):
         raise ValueError(f"method must be 'newton' or 'lbfgs', got {method!r}")
@@ -223,13 +241,23 @@ def minimize_smooth_dual(
     gnorm = np.inf
     for k, a in enumerate(alphas):
         last = k == len(alphas) - 1
+        stage_tol = tol if last else np.sqrt(tol)
+        x_prev = x
         if k > 0 and method == "newton":
             x = _predict(x, M, r, w, alphas[k - 1], a, conj, M2)
-        x, it, gnorm = step(x, M, b, r, w, a, conj, tol if last else np.sqrt(tol), max_iter, M2)
+        x, it, gnorm = step(x, M, b, r, w, a, conj, stage_tol, max_iter, M2)
         total += it
-    if not gnorm <= 1e3 * tol:
+        if k > 0 and method == "newton" and not gnorm <= stage_tol:
+            # the predictor can land where the line search stalls at float precision (seen at
+            # alpha = 1e-6, KL): redo the stage from the previous stage's solution
+            x_alt, it, g_alt = step(x_prev, M, b, r, w, a, conj, stage_tol, max_iter, M2)
+            total += it
+            if g_alt < gnorm:
+                x, gnorm = x_alt, g_alt
+    accept = max(1e3 * tol, 10 * gradient_round_off(x, M, r, w, alpha, conj))
+    if not gnorm <= accept:
         raise DualSolverError(
-            f"{method} stopped with |grad|_inf = {gnorm:.3g} > {1e3 * tol:.1e} after {total} "
+            f"{method} stopped with |grad|_inf = {gnorm:.3g} > {accept:.1e} after {total} "
             f"iterations at alpha = {alpha:g} (try method='newton' or a larger max_iter)"
         )
     value, _ = _objective(x, M, b, r, w, alpha, conj)
