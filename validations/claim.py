@@ -574,14 +574,16 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
     regret over the last tenth of the run is at most half the null agent's per-episode regret
     (the learner has removed at least half of what a uniformly random agent loses; a frozen or
     random agent cannot). Reported: the first K at which the per-episode regret, averaged over
-    seeds and a window of max(10, K/50) episodes, falls below the null agent's; the burn-in K
-    (:func:`theorylab.validations.reference.burn_in_end`: the first episode from which that mean
-    stays below half the null agent's, the test's threshold, so a frozen agent that happens to
-    beat the null slightly is still "in burn-in"); and the log-log slope of R(k) - R(k_burn)
-    against k - k_burn after it.
+    seeds and a window of max(10, k/10) episodes starting at k
+    (:func:`theorylab.validations.reference.window_means`), falls below the null agent's; the
+    burn-in K (:func:`theorylab.validations.reference.burn_in_end`: the first episode from which
+    that mean stays below half the null agent's, the test's threshold, so a frozen agent that
+    happens to beat the null slightly is still "in burn-in"); and the log-log slope of
+    R(k) - R(k_burn) against k - k_burn after it.
     """
     from theorylab.stats import final_ci, loglog_slope
     from theorylab.validations.reference import burn_in_end
+    from theorylab.validations.reference import first_below as first_below_null
 
     B, K = regret.shape
     if null_regret is None or not null_regret > 0:
@@ -590,11 +592,7 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
     ci = final_ci(tail)
     passed = ci.ci_high <= 0.5 * null_regret
     k_burn = burn_in_end(regret, null_regret)  # stays below half the null's (one definition)
-    per_episode = regret.mean(axis=0)  # (K,)
-    w = min(K, max(10, K // 50))
-    c = np.concatenate([[0.0], np.cumsum(per_episode)])
-    below = np.flatnonzero((c[w:] - c[:-w]) / w < null_regret)  # windows starting at episode i+1
-    first_below = int(below[0]) + 1 if below.size else None
+    first_below = first_below_null(regret, null_regret)  # the same windows
     slope_text = "no burn-in end within the run"
     values = {"burn_in_K": k_burn, "first_below_null_K": first_below}
     if k_burn is not None and K - k_burn >= 20:
@@ -631,7 +629,8 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
         passed,
         f"per-episode regret over the last tenth {ci.mean:.4g} (95% CI upper {ci.ci_high:.4g}) "
         f"vs the null agent's {null_regret:.4g} (must be <= half of it); {burn} (the first K "
-        f"from which the {w}-episode window mean stays below half the null's); {slope_text}",
+        f"from which the mean over a window of max(10, k/10) episodes starting at every later k "
+        f"stays below half the null's); {slope_text}",
         values,
         status=status,
     )

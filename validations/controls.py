@@ -184,17 +184,38 @@ def null_control(kind: str, claim) -> Iterator[None]:
         yield
 
 
+def optimal_markov_policy(mdp, objective) -> np.ndarray:
+    """``(H, S)`` a deterministic optimal policy of ``mdp`` under the run's ``objective`` (None:
+    the expected return; iterated CVaR: Du et al.'s recursion). Raises ValueError for an
+    objective whose optimum is not a Markov policy (static CVaR needs a budget state)."""
+    from theorylab.algorithms.planning import backward_induction
+    from theorylab.algorithms.risk.objectives import IteratedCVaR
+
+    if objective is None:
+        return backward_induction(mdp).policy
+    if isinstance(objective, IteratedCVaR):
+        from theorylab.algorithms.risk.iterated_cvar import iterated_cvar_planning
+
+        return iterated_cvar_planning(mdp, objective.alpha).policy
+    raise ValueError(
+        f"the oracle control needs a Markov optimal policy; {objective.name} has none here"
+    )
+
+
 @contextlib.contextmanager
 def oracle_control(claim) -> Iterator[None]:
     """The claim's online algorithm replaced by an agent that plays an optimal policy of the true
     MDP from the first episode (zero regret): the control for claims that regret is *large*
-    (linear, or above a floor), which a null agent passes."""
+    (linear, above a floor, or growing as a lower bound says it must), which a null agent
+    passes. The optimal policy is that of the objective the run is scored by (the
+    registration's, e.g. iterated CVaR at the run's alpha), and the oracle takes the algorithm's
+    place in the registry, so the run is scored exactly as the algorithm's would be."""
     import functools
 
     import theorylab.experiment as experiment
-    from theorylab.algorithms.planning import backward_induction
     from theorylab.registry import parse_spec
     from theorylab.runners.problems import resolve_mdp
+    from theorylab.validations.claim import run_objective
 
     online, _ = claim_algorithms(claim)
     targets = {parse_spec(n)[0] for n in online}
@@ -205,21 +226,28 @@ def oracle_control(claim) -> Iterator[None]:
         if algo not in targets:
             return original(algorithm, mdp, *args, **kwargs)
         mdp = resolve_mdp(mdp)
-        best = backward_induction(mdp).policy  # (H, S)
+        best = optimal_markov_policy(mdp, run_objective(algorithm, kwargs))  # (H, S)
 
-        class Oracle:
-            name = f"oracle (in place of {algo})"
+        def make_oracle(original_factory):
+            class Oracle:
+                name = f"oracle (in place of {algo})"
 
-            def __init__(self, env, n_seeds, rngs, **params) -> None:
-                self.n_seeds = n_seeds
+                def __init__(self, env, n_seeds, rngs, **params) -> None:
+                    self.n_seeds = n_seeds
 
-            def policy(self) -> np.ndarray:
-                return np.broadcast_to(best, (self.n_seeds, *best.shape)).copy()
+                def policy(self) -> np.ndarray:
+                    return np.broadcast_to(best, (self.n_seeds, *best.shape)).copy()
 
-            def update(self, traj) -> None:
-                pass
+                def update(self, traj) -> None:
+                    pass
 
-        return original(Oracle, mdp, *args, **kwargs)
+            import inspect
+
+            Oracle.__signature__ = inspect.signature(original_factory)
+            return Oracle
+
+        with substituted((algo,), make_oracle):
+            return original(algorithm, mdp, *args, **kwargs)
 
     experiment.run = functools.wraps(original)(run)
     try:
