@@ -180,3 +180,32 @@ def test_the_oracle_plays_the_optimum_of_the_objective_the_run_is_scored_by():
     other = VALIDATIONS.get("cvar-ucbvi-regret")
     with get_control("oracle").applied(other), pytest.raises(ValueError, match="Markov"):
         experiment.run("cvar-ucbvi", "cvar-safe-risky:H=3", episodes=5, seeds=1, tau=0.25)
+
+
+@pytest.mark.parametrize("kind", ["frozen", "random"])
+def test_null_agents_closed_form_matches_the_loop(kind, monkeypatch):
+    """The null agents' runs in closed form (what `validate --scale paper` runs their controls
+    with: the runner's loop="auto" from CLOSED_FORM_MIN seed-episodes) against the simulated
+    loop: the frozen agent's regret is the same number on every episode, the random agent's is
+    its mean over the loop's sampled deterministic policies (within 4 standard errors)."""
+    import theorylab.experiment as experiment
+    import theorylab.runners.online as online
+    from theorylab.validations.controls import get_control
+
+    claim = VALIDATIONS.get("ucbvi-hoeffding-riverswim")
+    spec, K, B = "riverswim:S=2,H=2", 4000, 3
+    with get_control(kind).applied(claim):
+        loop = experiment.run("ucbvi-hoeffding", spec, episodes=K, seeds=B, loop="python")
+        monkeypatch.setattr(online, "CLOSED_FORM_MIN", 0)
+        closed = experiment.run("ucbvi-hoeffding", spec, episodes=K, seeds=B)
+    assert loop.config["loop"] == "python" and closed.config["loop"] == "closed form"
+    assert closed.regret.shape == (B, K) and closed.optimal_value == loop.optimal_value
+    assert np.array_equal(closed.value_estimates, loop.value_estimates)
+    if kind == "frozen":
+        assert np.abs(closed.regret - loop.regret).max() <= 1e-12
+    else:
+        se = loop.regret.std() / np.sqrt(loop.regret.size)
+        assert np.ptp(closed.regret) == 0
+        assert abs(closed.regret[0, 0] - loop.regret.mean()) <= 4 * se
+    with pytest.raises(ValueError):  # read-only: a caller cannot corrupt the shared value
+        closed.regret[0, 0] = 1.0

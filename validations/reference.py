@@ -109,7 +109,9 @@ def first_below(regret: np.ndarray, null_per_episode: float) -> int | None:
     """The first episode whose :func:`window_means` window of the seed-mean per-episode regret
     ``regret (B, K)`` is below the null agent's per-episode regret, or None."""
     starts, window = window_means(np.asarray(regret, dtype=float).mean(axis=0))
-    below = np.flatnonzero(window < null_per_episode)
+    # below by more than round-off: a window of a constant at the null's (a null agent's closed
+    # form) differs from it in its last bits through the running sums
+    below = np.flatnonzero(window < null_per_episode * (1.0 - 1e-9))
     return int(starts[below[0]]) if below.size else None
 
 
