@@ -54,6 +54,8 @@ class Scale:
     fit_range: tuple[float, float] = SLOPE_FIT_RANGE
     smoke: str | None = None  # set: this scale is a smoke test; the text says where the real
     # check runs (e.g. "the bound is informative from K >= 3e7: scale 'paper'")
+    streamed: bool = False  # run through validations.streamed: the checks read a summary
+    # (cumulative regret on a log grid, running statistics), not (B, K) curves (no figure)
 
 
 STATUSES = ("PASS", "FAIL", "VACUOUS", "INFO")
@@ -282,6 +284,8 @@ class Validation:
         params = dict(self.params)
         if "below-bound" in self.tests or "optimism" in self.tests:
             params.setdefault("delta", self.delta)
+        if sc.streamed:
+            return self._run_streamed(scale, sc, mdp, params, seed, t0)
         result = run(
             self.algorithm,
             mdp,
@@ -378,6 +382,109 @@ class Validation:
             _plot(self, result, other, bound_curve, rep, plot)
             rep.figure = plot
         return rep
+
+
+def _run_streamed(self, scale, sc, mdp, params, seed, t0) -> Report:
+    """:meth:`Validation.run` on a streamed scale (``Scale.streamed``): the same checks, read
+    from a :class:`theorylab.validations.streamed.RegretSummary` (no (B, K) curves, no figure).
+    Tests: below-bound, optimism, learns, rate / linear (fitted on the summary's grid)."""
+    from theorylab.stats import loglog_slope
+    from theorylab.validations.reference import informative_from, null_regret_per_episode
+    from theorylab.validations.streamed import (
+        check_learns_summary,
+        check_optimism_summary,
+        streamed_run,
+    )
+    from theorylab.validations.vacuity import max_episode_regret
+
+    if self.beats is not None:
+        raise ValueError(f"{self.name}: a streamed scale cannot run the 'beats' test")
+    summary = streamed_run(self.algorithm, mdp, sc.episodes, sc.seeds, seed=seed, **params)
+    K = summary.episodes
+    checks: list[Check] = []
+    rep = Report(
+        self.name,
+        self.statement,
+        scale,
+        False,
+        checks,
+        0.0,
+        bound=self.bound,
+        config={
+            "algorithm": self.algorithm,
+            "mdp": mdp.name,
+            "episodes": K,
+            "seeds": sc.seeds,
+            "params": params,
+            "seed": seed,
+            "loop": summary.config["loop"],
+            "grid_points": summary.config["grid_points"],
+            "run_seconds": summary.wall_seconds,
+        },
+    )
+    rep.smoke = sc.smoke
+    dmax = max_episode_regret(mdp)
+    null = null_regret_per_episode(mdp, summary.optimal_value)
+    cap = float(mdp.horizon * np.asarray(mdp.R, dtype=float).max())
+    rep.config["max_episode_regret"], rep.config["null_episode_regret"] = dmax, null
+    bound_K = None
+    if self.bound is not None:
+        from theorylab.bounds import get_bound
+
+        def at(k):
+            return bound_at_k(
+                self.bound, summary.config, k, self.delta, self.bound_values, self.bound_factor
+            )
+
+        bound_K = float(np.asarray(at(np.array([float(K)])))[0])
+        b = get_bound(self.bound)
+        rep.bound_exponent = float(b.exponent(b.rate_variable))
+        rep.informative_from = {
+            "variable": "K",
+            "value": informative_from(at, dmax),
+            "at": K,
+            "bound": self.bound,
+            "max_episode_regret": dmax,
+        }
+    tests = sc.tests if sc.tests is not None else self.tests
+    x = summary.grid.astype(float)
+    for test in tests:
+        if test == "below-bound":
+            checks.append(
+                below_bound_check(
+                    summary.final, bound_K, self.delta, rep, trivial=K * dmax, where=f"K={K}"
+                )
+            )
+        elif test == "optimism":
+            checks.append(check_optimism_summary(summary, self.delta, cap))
+        elif test == "learns":
+            checks.append(check_learns_summary(summary, null))
+        elif test in ("rate", "linear"):
+            checks.append(check_rate(test, summary.cum, sc, self.linear_min, rep, x=x))
+        else:
+            raise ValueError(f"test {test!r} of {self.name!r} has no streamed form")
+    if rep.slope is None:
+        fit = loglog_slope(x, summary.cum, fit_range=sc.fit_range)
+        rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
+        checks.append(
+            Check(
+                "slope (information, not tested at this scale)",
+                True,
+                f"log-log slope {fit.slope:.3f}, 95% CI [{fit.ci_low:.3f}, {fit.ci_high:.3f}] "
+                f"over log-K fractions {sc.fit_range} (on the run's grid)",
+                status="INFO",
+            )
+        )
+    if "learns" not in tests:
+        c = check_learns_summary(summary, null)
+        c.name, c.status, c.passed = "learns (information, not tested)", "INFO", True
+        checks.append(c)
+    rep.finalize()
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+Validation._run_streamed = _run_streamed
 
 
 def carried_bound_curves(result, delta: float) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -643,8 +750,9 @@ def burn_in_information(regret, null_regret) -> Check:
     return c
 
 
-def check_rate(test, cum, sc: Scale, linear_min, rep: Report) -> Check:
-    fit = fit_slope(cum, sc)
+def check_rate(test, cum, sc: Scale, linear_min, rep: Report, x=None) -> Check:
+    """The rate / linear test on ``cum (B, n)`` at episodes ``x (n,)`` (default 1..n)."""
+    fit = fit_slope(cum, sc, x)
     rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
     if test == "rate":
         lo, hi = sc.slope_range or (0.3, 0.7)
@@ -663,11 +771,13 @@ def check_rate(test, cum, sc: Scale, linear_min, rep: Report) -> Check:
     )
 
 
-def fit_slope(cum, sc: Scale):
-    """The log-log slope of mean cumulative regret ``cum (B, K)`` on the scale's fit window."""
+def fit_slope(cum, sc: Scale, x=None):
+    """The log-log slope of mean cumulative regret ``cum (B, n)`` on the scale's fit window, at
+    episodes ``x (n,)`` (default 1..n)."""
     from theorylab.stats import loglog_slope
 
-    return loglog_slope(np.arange(1, cum.shape[1] + 1), cum, fit_range=sc.fit_range)
+    x = np.arange(1, cum.shape[1] + 1) if x is None else x
+    return loglog_slope(x, cum, fit_range=sc.fit_range)
 
 
 def check_optimism(result, delta, cap: float | None = None) -> Check:
