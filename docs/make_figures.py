@@ -17,7 +17,10 @@ Run from anywhere; it works in the repository root. In order:
    ``docs/gallery.md`` with each claim's verdict, checks and the command that reproduces it.
 
 ``--scale quick`` (default) runs the claims at their quick scale (minutes in all);
-``--scale full`` at full scale (hours). ``--only pages|gallery`` runs one half.
+``--scale full`` at full scale (hours). ``--only pages|gallery`` runs one half. The gallery keeps
+one entry per claim (``docs/figures/gallery/NAME.json`` and ``NAME.png``) and reruns only the
+stale ones: without an entry, whose module's source changed since, or quick entries when
+``--scale full`` is asked; ``--claims A,B`` reruns the named claims, ``--all`` every claim.
 """
 
 from __future__ import annotations
@@ -38,17 +41,13 @@ GALLERY_DIR = "figures/gallery"
 
 def console_commands(page: Path) -> list[str]:
     """The ``theorylab`` commands of a page's console blocks that write under docs/figures/."""
-    from theorylab.markdown_code import blocks
+    from theorylab.markdown_code import commands
 
-    out = []
-    for block in blocks(page):
-        if block.language not in ("console", "bash", "shell"):
-            continue
-        for line in block.code.splitlines():
-            command = line.strip().removeprefix("$ ")
-            if command.startswith("theorylab ") and "docs/figures/" in command:
-                out.append(command)
-    return out
+    return [
+        c.line
+        for c in commands(page)
+        if c.argv and c.argv[0] == "theorylab" and "docs/figures/" in c.line
+    ]
 
 
 def make_pages() -> None:
@@ -63,7 +62,7 @@ def make_pages() -> None:
         run_page(page, ROOT)
         print(f"ran {page.relative_to(ROOT)} ({time.perf_counter() - t0:.1f} s)")
         for command in console_commands(page):
-            argv = shlex.split(command)[1:]
+            argv = shlex.split(command, comments=True)[1:]
             if "--no-progress" not in argv and argv[0] in ("run", "validate"):
                 argv.append("--no-progress")
             print(f"$ {command}")
@@ -102,56 +101,144 @@ def _verdict(rep) -> str:
     return "PASS" if rep.passed else "FAIL"
 
 
-def make_gallery(scale: str) -> Path:
-    from theorylab.validations import VALIDATIONS, list_validations, validate
+def claim_fingerprint(name: str) -> str:
+    """A hash of the source of the module defining claim ``name``: a gallery entry made before
+    that source changed is stale."""
+    import hashlib
+    import inspect
+
+    from theorylab.validations import VALIDATIONS
+
+    module = inspect.getmodule(type(VALIDATIONS.get(name)))
+    return hashlib.sha256(inspect.getsource(module).encode("utf-8")).hexdigest()[:16]
+
+
+def run_gallery_entry(name: str, scale: str) -> dict:
+    """Run claim ``name`` at ``scale``; write its figure and its entry (``NAME.json``, the report
+    as text with its verdict, time and fingerprint) under docs/figures/gallery/."""
+    from theorylab.store import atomic_write_json
+    from theorylab.validations import VALIDATIONS, validate
 
     folder = DOCS / GALLERY_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    sections = []
-    rows = []
+    figure = folder / f"{name}.png"
+    figure.unlink(missing_ok=True)
+    t0 = time.perf_counter()
+    rep = validate(name, scale=scale, plot=str(figure))
+    seconds = time.perf_counter() - t0
+    entry = {
+        "name": name,
+        "scale": scale,
+        "verdict": _verdict(rep),
+        "seconds": round(seconds, 1),
+        "statement": VALIDATIONS.get(name).statement,
+        "report": rep.format().rstrip(),
+        "figure": bool(rep.figure and Path(rep.figure).exists()),
+        "fingerprint": claim_fingerprint(name),
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+    }
+    atomic_write_json(folder / f"{name}.json", entry)
+    print(f"{entry['verdict']:8s} {name} [{scale}] {seconds:.1f} s", flush=True)
+    return entry
+
+
+def _entry(name: str) -> dict | None:
+    import json
+
+    path = DOCS / GALLERY_DIR / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def _stale(name: str, entry: dict | None, scale: str) -> bool:
+    if entry is None or entry["fingerprint"] != claim_fingerprint(name):
+        return True
+    return scale == "full" and entry["scale"] != "full"  # a quick entry never replaces a full one
+
+
+def make_gallery(
+    scale: str, names: list[str] | None = None, rerun_all: bool = False
+) -> Path | None:
+    """Run the claims whose entry is stale (none yet, its source changed since, or, at full
+    scale, a quick one: a quick run never replaces a fresh full-scale entry), or only ``names``,
+    or every claim with ``rerun_all``; then write docs/gallery.md from the stored entries."""
+    from theorylab.validations import list_validations
+
+    registered = list_validations()
+    unknown = sorted(set(names or ()) - set(registered))
+    if unknown:
+        raise SystemExit(f"no claim named {', '.join(unknown)} (theorylab list validations)")
+    for name in registered:
+        if names is not None and name not in names:
+            continue
+        if names is None and not rerun_all and not _stale(name, _entry(name), scale):
+            continue
+        run_gallery_entry(name, scale)
+    folder = DOCS / GALLERY_DIR
+    for path in [*folder.glob("*.json"), *folder.glob("*.png")]:
+        if path.stem not in registered:
+            path.unlink()  # a claim that is no longer registered
+    missing = [name for name in registered if _entry(name) is None]
+    if missing:
+        print(f"docs/gallery.md not written: no entry yet for {', '.join(missing)}")
+        return None
+    return write_gallery_page()
+
+
+def write_gallery_page() -> Path:
+    """docs/gallery.md, assembled from the stored entries (no claim is run)."""
+    from theorylab.validations import list_validations
+
+    rows, sections, scales = [], [], []
     for name in list_validations():
-        figure = folder / f"{name}.png"
-        figure.unlink(missing_ok=True)
-        t0 = time.perf_counter()
-        rep = validate(name, scale=scale, plot=str(figure))
-        seconds = time.perf_counter() - t0
-        verdict = _verdict(rep)
-        print(f"{verdict:8s} {name} [{scale}] {seconds:.1f} s")
-        command = f"theorylab validate {name} --scale {scale} --plot {name}.png"
-        rows.append(f"| [`{name}`](#{name}) | {verdict} | {seconds:.0f} s |")
+        e = _entry(name)
+        if e is None:
+            raise SystemExit(f"claim {name} has no gallery entry: run --claims {name}")
+        fresh = e["fingerprint"] == claim_fingerprint(name)
+        note = "" if fresh else " (its source changed since: stale)"
+        scales.append(e["scale"])
+        command = f"theorylab validate {name} --scale {e['scale']} --plot {name}.png"
+        rows.append(
+            f"| [`{name}`](#{name}) | {e['verdict']} | {e['scale']}{note} | {e['seconds']:.0f} s |"
+        )
         text = [
             f"## {name}",
             "",
-            VALIDATIONS.get(name).statement,
+            e["statement"],
             "",
-            f"**{verdict}** at {scale} scale ({seconds:.1f} s). Reproduce: `{command}`",
+            f"**{e['verdict']}** at {e['scale']} scale ({e['seconds']:.1f} s, {e['date']})"
+            f"{note}. Reproduce: `{command}`",
             "",
             "```text",
-            rep.format().rstrip(),
+            e["report"],
             "```",
             "",
         ]
-        if rep.figure and Path(rep.figure).exists():
+        if e["figure"]:
             text += [f"![{name}]({GALLERY_DIR}/{name}.png)", ""]
         else:
             text += ["This claim checks exact identities or values and draws no figure.", ""]
         sections.append("\n".join(text))
+    n_full = scales.count("full")
     scale_note = (
-        "These runs are at the claims' **quick** scale (the one CI runs), generated in this "
-        "session because the full-scale runs take hours; `python docs/make_figures.py --scale "
-        "full` regenerates the page at full scale."
-        if scale == "quick"
-        else "These runs are at the claims' **full** scale."
+        f"{n_full} of the {len(scales)} claims are shown at their **full** scale"
+        + (
+            f", the other {len(scales) - n_full} at their quick scale (the one CI runs)"
+            if n_full < len(scales)
+            else ""
+        )
+        + "; the table says which."
     )
     page = "\n".join(
         [
             "# Gallery of claims",
             "",
             "One figure per registered claim, with its verdict and the command that reproduces "
-            f"it. {scale_note} Generated by `python docs/make_figures.py`; do not edit by hand.",
+            f"it. {scale_note} Generated by `python docs/make_figures.py --only gallery` "
+            "(it reruns the claims without an entry or whose source changed; `--scale full`, "
+            "`--claims NAME,...`, `--all`); do not edit by hand.",
             "",
-            "| claim | verdict | time |",
-            "|---|---|---|",
+            "| claim | verdict | scale | time |",
+            "|---|---|---|---|",
             *rows,
             "",
             *sections,
@@ -166,13 +253,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scale", choices=["quick", "full"], default="quick")
     parser.add_argument("--only", choices=["pages", "gallery"])
+    parser.add_argument("--claims", help="gallery: rerun only these claims (comma-separated)")
+    parser.add_argument(
+        "--all", action="store_true", dest="rerun_all", help="gallery: rerun every claim"
+    )
     args = parser.parse_args(argv)
     os.environ.setdefault("MPLBACKEND", "Agg")
     os.chdir(ROOT)
     if args.only in (None, "pages"):
         make_pages()
     if args.only in (None, "gallery"):
-        print(f"wrote {make_gallery(args.scale).relative_to(ROOT)}")
+        names = args.claims.split(",") if args.claims else None
+        page = make_gallery(args.scale, names, args.rerun_all)
+        if page is not None:
+            print(f"wrote {page.relative_to(ROOT)}")
     return 0
 
 

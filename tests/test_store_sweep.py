@@ -387,3 +387,19 @@ def test_ray_executor_without_ray_says_how_to_install(tmp_path, monkeypatch):
 def test_unknown_executor(tmp_path):
     with pytest.raises(ValueError, match="executor"):
         sweep([], directory=tmp_path, executor="threads", progress=False)
+
+
+def test_one_csv_writer_formats_cells_once(tmp_path):
+    import csv
+
+    import numpy as np
+
+    from theorylab.store import rows_to_columns, write_csv
+
+    cols = rows_to_columns([{"a": 0.1, "b": np.int64(3)}, {"a": None, "c": np.True_}])
+    assert cols == {"a": [0.1, None], "b": [np.int64(3), None], "c": [None, np.True_]}
+    path = write_csv(tmp_path / "x.csv", cols)
+    assert list(csv.reader(path.open())) == [["a", "b", "c"], ["0.1", "3", ""], ["", "", "True"]]
+    with pytest.raises(ValueError, match="different lengths"):
+        write_csv(tmp_path / "y.csv", {"a": [1, 2], "b": [1]})
+    assert not (tmp_path / "y.csv").exists()

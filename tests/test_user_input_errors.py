@@ -211,6 +211,29 @@ def test_bench_planning_reports_progress_per_size(capsys, monkeypatch):
     assert err[-1].startswith("planning: done in")
 
 
+def test_bench_planning_says_how_long_before_the_first_size(capsys, monkeypatch):
+    import theorylab.bench.planning as planning
+
+    calls = []
+
+    def fake_size(S, *args):
+        calls.append(S)
+        return {"S": S}
+
+    clock = iter(range(0, 1000, 3))  # each perf_counter call advances 3 s
+    monkeypatch.setattr(planning, "_bench_size", fake_size)
+    monkeypatch.setattr(planning.time, "perf_counter", lambda: float(next(clock)))
+    rows = planning.bench_planning(sizes=(10**5, 10**6), read_gbs=1.0, peers=False)
+    assert [r["S"] for r in rows] == [10**5, 10**6]
+    assert calls[0] == planning.CALIBRATION_S  # the calibration runs first, off the table
+    err = capsys.readouterr().err.splitlines()
+    estimate = [i for i, line in enumerate(err) if "estimated total" in line]
+    first = err.index("planning: S = 1e+05 (1 of 2) ...")
+    assert estimate and estimate[0] < first
+    # 3 s at S = 1e4 scaled to 1.1e6 states: 330 s
+    assert "about 6 min" in err[estimate[0]], err[estimate[0]]
+
+
 def test_ctrl_c_during_run_keeps_the_finished_episodes_with_save(tmp_path, capsys, monkeypatch):
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy as cls
     from theorylab.results import load_result

@@ -579,10 +579,10 @@ def cmd_sweep(args) -> int:
         f"{len(result.computed)} computed, {len(result.skipped)} already stored, "
         f"{len(result.failures)} failed, of {len(result.cells)} cells"
     )
-    from theorylab.store import atomic_write_bytes
+    from theorylab.store import rows_to_columns, write_csv
 
     summary_csv = os.path.join(args.store, "summary.csv")
-    atomic_write_bytes(summary_csv, _csv_text(rows).encode("utf-8"))
+    write_csv(summary_csv, rows_to_columns(rows))
     print(f"wrote {summary_csv}")
     if args.export:
         export(result, args.export)
@@ -591,20 +591,6 @@ def cmd_sweep(args) -> int:
         last = text.strip().splitlines()[-1] if text.strip() else "(no message)"
         print(f"cell {cell_id} failed: {last} (traceback in its error.txt)", file=sys.stderr)
     return 1 if result.failures else 0
-
-
-def _csv_text(rows: list[dict]) -> str:
-    import csv
-    import io
-
-    columns: list[str] = []
-    for r in rows:
-        columns += [c for c in r if c not in columns]
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=columns, lineterminator="\n")
-    writer.writeheader()
-    writer.writerows(rows)
-    return buf.getvalue()
 
 
 def _check_writable(path: str) -> None:

@@ -15,8 +15,14 @@ values they print cannot drift from the code. The conventions a page follows:
   directory: the tests run pages in a temporary directory, the figure command in the
   repository root.
 
-Console blocks (``console``, ``bash``) are not run here; ``docs/make_figures.py`` runs the
-``theorylab`` commands in them that write a figure.
+Console blocks (``console``, ``bash``, ``sh``) hold shell commands, checked by
+:func:`check_command`: every ``theorylab`` command must parse with the CLI's own parser and name
+an algorithm, loss, claim and MDP that exist. In a block written with prompts (``$ theorylab
+...``) the lines under a command are its standard output (progress lines on standard error are
+not shown): the test suite runs that command in the page's working directory and compares its
+standard output with them by the same doctest rules. A ``toml``
+block whose first line is ``# FILE`` is written to ``FILE`` there first (a grid file, say).
+``docs/make_figures.py`` runs the ``theorylab`` commands that write a figure.
 """
 
 from __future__ import annotations
@@ -26,6 +32,7 @@ import doctest
 import io
 import os
 import re
+import shlex
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -195,3 +202,131 @@ def executed_pages(docs: str | os.PathLike) -> list[Path]:
     """The pages whose code is executed: the tutorials and the algorithm cards."""
     docs = Path(docs)
     return sorted([*docs.glob("tutorials/*.md"), *docs.glob("algorithms/*.md")])
+
+
+CONSOLE_LANGUAGES = ("console", "bash", "sh", "shell")
+
+
+@dataclass(frozen=True)
+class Command:
+    """One shell command of a console block; ``expected``: the output shown under it, if any."""
+
+    block: Block
+    line: str
+    argv: tuple[str, ...]
+    expected: str | None
+
+    def where(self) -> str:
+        return f"{self.block.where()}: `{self.line}`"
+
+
+def commands(path: str | os.PathLike) -> list[Command]:
+    """Every command of the page's console blocks, with the output shown under it.
+
+    In a block with prompts, a ``$ `` line is a command and the lines up to the next prompt are
+    its output (None when there are none); without prompts every non-blank line that is not a
+    comment is a command and no output is shown.
+    """
+    out: list[Command] = []
+    for block in blocks(path):
+        if block.language not in CONSOLE_LANGUAGES:
+            continue
+        lines = block.code.splitlines()
+        if any(ln.startswith("$ ") for ln in lines):
+            current: list[str] | None = None
+            for ln in lines + ["$ "]:
+                if ln.startswith("$ "):
+                    if current is not None:
+                        shown = "\n".join(current[1:]).strip("\n")
+                        out.append(_command(block, current[0], shown + "\n" if shown else None))
+                    current = [ln[2:].strip()]
+                elif current is not None:
+                    current.append(ln)
+        else:
+            for ln in lines:
+                if ln.strip() and not ln.lstrip().startswith("#"):
+                    out.append(_command(block, ln.strip(), None))
+    return [c for c in out if c.line]
+
+
+def _command(block: Block, line: str, expected: str | None) -> Command:
+    return Command(block, line, tuple(shlex.split(line, comments=True)), expected)
+
+
+def check_command(command: Command) -> None:
+    """A ``theorylab`` command parses with the CLI's parser, and the algorithm, loss, claim and
+    MDP it names exist (raises BlockFailed naming the page, line and command)."""
+    import argparse
+
+    from theorylab.cli import build_parser
+
+    argv = list(command.argv)
+    if not argv or argv[0] != "theorylab":
+        return
+    err = io.StringIO()
+    try:
+        with contextlib.redirect_stderr(err):
+            args = build_parser().parse_args(argv[1:])
+    except SystemExit as exc:
+        raise BlockFailed(
+            f"{command.where()}: the CLI does not accept it: {err.getvalue().strip()}"
+        ) from exc
+    try:
+        _check_names(args)
+    except (KeyError, ValueError, LookupError) as exc:
+        raise BlockFailed(f"{command.where()}: {exc}") from exc
+    assert isinstance(args, argparse.Namespace)
+
+
+def _check_names(args) -> None:
+    """The names a parsed command refers to exist (without running anything long)."""
+    from theorylab.algorithms.registry import get_algorithm
+    from theorylab.mdps import make
+    from theorylab.validations import list_validations
+
+    if args.command == "run":
+        get_algorithm(args.algorithm)
+    if args.command == "train":
+        from theorylab.algorithms.deep.registry import make_loss
+
+        make_loss(args.loss)
+    if args.command == "validate" and args.name is not None and args.name not in list_validations():
+        raise LookupError(f"no claim named {args.name!r} (theorylab list validations)")
+    spec = getattr(args, "mdp", None) or getattr(args, "task", None)
+    if args.command in ("run", "solve", "train") and spec is not None:
+        make(spec)
+
+
+def run_command(command: Command, cwd: str | os.PathLike) -> str:
+    """Run a ``theorylab`` command in-process in ``cwd``; compare its standard output with the
+    output shown under it (raises BlockFailed); return what it printed."""
+    from theorylab.cli import main
+
+    buffer = io.StringIO()
+    with working_directory(cwd), contextlib.redirect_stdout(buffer):
+        with contextlib.redirect_stderr(io.StringIO()):
+            try:
+                code = main(list(command.argv[1:]))
+            except SystemExit as exc:
+                code = exc.code
+    got = buffer.getvalue()
+    if code not in (0, None):
+        raise BlockFailed(f"{command.where()}: exited with {code}:\n{got}")
+    if command.expected is not None:
+        checker = doctest.OutputChecker()
+        if not checker.check_output(command.expected, got, FLAGS):
+            diff = checker.output_difference(doctest.Example("", command.expected), got, FLAGS)
+            raise BlockFailed(f"{command.where()}: its output does not match the page:\n{diff}")
+    return got
+
+
+def write_named_files(path: str | os.PathLike, cwd: str | os.PathLike) -> list[Path]:
+    """Write every ``toml`` block of the page whose first line is ``# FILE`` to ``cwd/FILE``."""
+    written = []
+    for block in blocks(path):
+        first = block.code.splitlines()[0] if block.code.strip() else ""
+        if block.language == "toml" and re.fullmatch(r"#\s*[\w.-]+\.toml\s*", first):
+            target = Path(cwd) / first.lstrip("#").strip()
+            target.write_text(block.code, encoding="utf-8")
+            written.append(target)
+    return written

@@ -30,7 +30,7 @@ import io
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -108,6 +108,44 @@ def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> Path:
     with atomic_writer(path, "wb") as fh:
         fh.write(data)
     return Path(path)
+
+
+def csv_cell(value: Any) -> str:
+    """One CSV cell: floats in their shortest round-trip form, None as an empty cell."""
+    if value is None:
+        return ""
+    if isinstance(value, (float, np.floating)):
+        return repr(float(value))
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, np.integer):
+        return str(int(value))
+    return str(value)
+
+
+def write_csv(path: str | os.PathLike, columns: Mapping[str, Sequence[Any]]) -> Path:
+    """Write equal-length ``columns`` (name -> values) as CSV, atomically; the one CSV writer of
+    the library (results' long tables, sweep exports and summaries). Returns the path."""
+    import csv
+
+    names = list(columns)
+    lengths = {name: len(columns[name]) for name in names}
+    if len(set(lengths.values())) > 1:
+        raise ValueError(f"CSV columns of different lengths: {lengths}")
+    with atomic_writer(path, "w") as fh:
+        writer = csv.writer(fh, lineterminator="\n")
+        writer.writerow(names)
+        for row in zip(*(columns[name] for name in names), strict=True):
+            writer.writerow([csv_cell(v) for v in row])
+    return Path(path)
+
+
+def rows_to_columns(rows: Sequence[Mapping[str, Any]]) -> dict[str, list[Any]]:
+    """Rows of dicts as columns, in the order the keys first appear; a missing key is None."""
+    names: list[str] = []
+    for row in rows:
+        names += [k for k in row if k not in names]
+    return {name: [row.get(name) for row in rows] for name in names}
 
 
 def _json_default(obj: Any) -> Any:

@@ -10,7 +10,6 @@ Parquet needs pyarrow (``pip install pyarrow``); CSV needs nothing.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from theorylab.store import atomic_writer
+from theorylab.store import atomic_writer, write_csv
 from theorylab.sweeps import SweepResult
 
 LONG_COLUMNS = (
@@ -132,11 +131,7 @@ def export(result: SweepResult, path: str | os.PathLike) -> Path:
     suffix = "." + check_export_path(path)
     cols = long_columns(result)
     if suffix == ".csv":
-        with atomic_writer(path, "w") as fh:
-            writer = csv.writer(fh, lineterminator="\n")
-            writer.writerow(cols)
-            writer.writerows(zip(*(_csv_values(v) for v in cols.values()), strict=True))
-        return path
+        return write_csv(path, {k: v.tolist() for k, v in cols.items()})
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -144,14 +139,6 @@ def export(result: SweepResult, path: str | os.PathLike) -> Path:
     with atomic_writer(path, "wb") as fh:
         pq.write_table(table, fh)
     return path
-
-
-def _csv_values(column: np.ndarray) -> list:
-    if column.dtype == object:
-        return ["" if v is None else v for v in column.tolist()]
-    if np.issubdtype(column.dtype, np.floating):
-        return [repr(float(v)) for v in column]  # shortest round-trip form
-    return column.tolist()
 
 
 def _arrow_values(column: np.ndarray):

@@ -200,10 +200,17 @@ def bench_planning(
     sizes = [int(S) for S in sizes]
     _say(
         f"planning: {len(sizes)} size(s) S = {', '.join(f'{S:.0e}' for S in sizes)} "
-        f"({A} actions, {b} successors, {repeats} repeats{', pymdptoolbox' if peers else ''}); "
-        "the time of the rest is estimated from the first size (the work grows linearly in S)"
+        f"({A} actions, {b} successors, {repeats} repeats{', pymdptoolbox' if peers else ''})"
     )
     t_start = time.perf_counter()
+    if max(sizes) > CALIBRATION_S:
+        # Say up front how long the whole run will take: time the same measurement at a small S
+        # and scale it linearly (every step of the bench reads the model a fixed number of times).
+        gc.collect()
+        t0 = time.perf_counter()
+        _bench_size(CALIBRATION_S, A, b, repeats, gamma, tol, seed, solve, float32, False, read_gbs)
+        took = time.perf_counter() - t0
+        _say(f"planning: {estimate_line(sizes, CALIBRATION_S, took)}")
     for i, S in enumerate(sizes):
         t0 = time.perf_counter()
         _say(f"planning: S = {S:.0e} ({i + 1} of {len(sizes)}) ...")
@@ -218,6 +225,27 @@ def bench_planning(
         _say(f"planning: S = {S:.0e} took {took:.1f} s{more}")
     _say(f"planning: done in {time.perf_counter() - t_start:.1f} s")
     return rows
+
+
+CALIBRATION_S = 10**4
+
+
+def estimate_line(sizes: Sequence[int], calibration_s: int, calibration_seconds: float) -> str:
+    """The up-front estimate of a planning bench: the calibration's time scaled linearly in S."""
+    total = sum(sizes) / calibration_s * calibration_seconds
+    return (
+        f"estimated total: about {_duration(total)} (a calibration at S = {calibration_s:.0e} took "
+        f"{calibration_seconds:.1f} s; the work grows linearly in S; pymdptoolbox not included)"
+    )
+
+
+def _duration(seconds: float) -> str:
+    """'45 s', '12 min', '1.5 h'."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 7200:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h"
 
 
 def _say(line: str) -> None:

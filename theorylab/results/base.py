@@ -108,20 +108,9 @@ class Result:
 
     def to_csv(self, path: str | os.PathLike) -> Path:
         """Write the long table as CSV (atomically; no pandas needed)."""
-        import csv
-        import io
+        from theorylab.store import write_csv
 
-        from theorylab.store import atomic_write_bytes
-
-        cols = self.frame_columns()
-        names = list(cols)
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(names)
-        columns = [np.asarray(cols[n]) for n in names]
-        for row in zip(*columns, strict=True):
-            writer.writerow([_csv_cell(v) for v in row])
-        return atomic_write_bytes(path, buf.getvalue().encode("utf-8"))
+        return write_csv(path, {k: np.asarray(v).tolist() for k, v in self.frame_columns().items()})
 
     def to_parquet(self, path: str | os.PathLike) -> Path:
         """Write the long table as Parquet (needs pandas with pyarrow or fastparquet)."""
@@ -160,16 +149,6 @@ class Result:
 
             save_figure(ax, path)
         return ax
-
-
-def _csv_cell(v) -> str:
-    if isinstance(v, (float, np.floating)):
-        return repr(float(v))
-    if isinstance(v, (np.bool_, bool)):
-        return str(bool(v))
-    if isinstance(v, np.integer):
-        return str(int(v))
-    return str(v)
 
 
 def load_result(directory: str | os.PathLike) -> Result:
