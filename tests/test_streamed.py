@@ -9,16 +9,15 @@ import pytest
 import theorylab as tl
 from theorylab.mdps import make
 from theorylab.validations import VALIDATIONS
-from theorylab.validations.claim import Scale, check_learns, check_optimism
-from theorylab.validations.reference import null_regret_per_episode
-from theorylab.validations.streamed import (
-    DENSE_UP_TO,
-    PER_DECADE,
+from theorylab.validations.claim import (
+    Scale,
+    check_learns,
     check_learns_summary,
+    check_optimism,
     check_optimism_summary,
-    streamed_run,
-    summary_grid,
 )
+from theorylab.validations.reference import null_regret_per_episode
+from theorylab.validations.streamed import DENSE_UP_TO, PER_DECADE, streamed_run, summary_grid
 
 SPEC = "riverswim:S=2,H=2"
 

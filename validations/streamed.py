@@ -17,21 +17,18 @@ segment into a :class:`RegretSummary`:
 The burn-in (:func:`theorylab.validations.reference.burn_in_end`: windows of max(10, k/10)
 episodes) is read off the grid: exact where the grid is dense (k <= ``DENSE_UP_TO``), and
 beyond it with the window's ends interpolated linearly in k between grid points, so to within
-one grid step (a factor 10^(1/PER_DECADE), 0.1%). :func:`check_learns_summary` and
-:func:`check_optimism_summary` are :func:`theorylab.validations.claim.check_learns` and
-``check_optimism`` on a summary; ``tests/test_streamed.py`` checks them against the full
-curves.
+one grid step (a factor 10^(1/PER_DECADE), 0.1%). The checks that read a summary are
+``check_learns_summary`` and ``check_optimism_summary`` in :mod:`theorylab.validations.claim`
+(``Validation`` on a ``Scale(streamed=True)``); ``tests/test_streamed.py`` checks them against
+the full curves.
 """
 
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
-
-from theorylab.validations.claim import Check
 
 DENSE_UP_TO = 10_000
 PER_DECADE = 2000
@@ -210,84 +207,4 @@ def streamed_run(
         tail_mean=state["tail"] / max(1, K // 10),
         wall_seconds=time.perf_counter() - t0,
         config=config,
-    )
-
-
-def check_optimism_summary(s: RegretSummary, delta: float, cap: float) -> Check:
-    """``check_optimism`` on a summary (the same statuses and thresholds)."""
-    if not np.isfinite(s.min_gap).any():
-        return Check("optimism", False, "the algorithm reports no value estimate")
-    if s.at_cap:
-        return Check(
-            "optimism",
-            True,
-            f"every estimate is at the cap H r_max = {cap:.4g} of the value range, which is >= "
-            "V* for any agent: optimism is not tested at this scale (vacuous)",
-            {"failure_rate": 0.0, "at_cap": True},
-            status="VACUOUS",
-        )
-    tol = 1e-9 * max(1.0, abs(s.optimal_value))
-    bad = s.min_gap < -tol
-    rate = float(bad.mean())
-    return Check(
-        "optimism",
-        rate <= delta,
-        f"value estimate >= V* on every episode for {int((~bad).sum())}/{bad.size} seeds "
-        f"(allowed failure rate {delta}); min(estimate - V*) = {float(s.min_gap.min()):.4g}",
-        {"failure_rate": rate, "min_gap": float(s.min_gap.min())},
-    )
-
-
-def check_learns_summary(s: RegretSummary, null_regret: float) -> Check:
-    """``check_learns`` on a summary: the same test (upper end of the 95% t-interval of the
-    last-tenth per-episode regret at most half the null agent's) and the same reported burn-in
-    measurements, read off the grid (module docstring)."""
-    from theorylab.stats import final_ci, loglog_slope
-
-    ci = final_ci(s.tail_mean)
-    passed = ci.ci_high <= 0.5 * null_regret
-    starts, window = s.window_means()
-    below_half = window < 0.5 * null_regret
-    k_burn = None
-    if below_half.size and below_half[-1]:
-        above = np.flatnonzero(~below_half)
-        k_burn = int(starts[0] if above.size == 0 else starts[above[-1] + 1])
-    under = np.flatnonzero(window < null_regret * (1.0 - 1e-9))
-    first = int(starts[under[0]]) if under.size else None
-    values = {"burn_in_K": k_burn, "first_below_null_K": first}
-    slope_text = "no burn-in end within the run"
-    if k_burn is not None and s.episodes - k_burn >= 20:
-        base = np.array([np.interp(k_burn - 1, np.r_[0, s.grid], np.r_[0.0, c]) for c in s.cum])
-        keep = s.grid >= k_burn
-        x = (s.grid[keep] - k_burn + 1).astype(float)
-        after = s.cum[:, keep] - base[:, None]
-        mean_pos = after.mean(axis=0) > 0
-        half = x >= np.sqrt(x[-1])  # the second half of log(k - k_burn)
-        pts = np.flatnonzero(mean_pos & half)
-        if pts.size >= 5:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", RuntimeWarning)
-                fit = loglog_slope(x[pts], after[:, pts], fit_range=(0.0, 1.0))
-            slope_text = (
-                f"slope of R(k) - R(k_burn) after it {fit.slope:.3f} "
-                f"[{fit.ci_low:.3f}, {fit.ci_high:.3f}]"
-            )
-            values["slope_after_burn_in"] = fit.slope
-        else:
-            slope_text = "no regret after it"
-            values["slope_after_burn_in"] = None
-    burn = (
-        f"first below the null's at K = {first:,}; " if first else "never below the null's; "
-    ) + (f"burn-in ends at K = {k_burn:,}" if k_burn else "still in burn-in at the end")
-    values.update(
-        {"tail_regret_mean": ci.mean, "tail_regret_ci_high": ci.ci_high, "null": null_regret}
-    )
-    return Check(
-        "learns",
-        passed,
-        f"per-episode regret over the last tenth {ci.mean:.4g} (95% CI upper {ci.ci_high:.4g}) "
-        f"vs the null agent's {null_regret:.4g} (must be <= half of it); {burn} (windows of "
-        f"max(10, k/10) episodes read off the run's grid of {s.grid.size:,} episodes); "
-        f"{slope_text}",
-        values,
     )
