@@ -109,6 +109,25 @@ register_kind(
 )
 register_kind(
     Kind(
+        "imitation",
+        constructor_args=("expert", "dataset"),
+        budget={
+            "dataset_size": "N transitions of other data per seed, or an increasing list of N "
+            "(required; CLI --dataset-size/-N)",
+            "expert_size": "expert (pi*) transitions per seed: an int, one per N, or None "
+            "(default: equal to N; CLI --expert-size)",
+            "coverage": "weight w of pi* in the other data's behaviour w pi* + (1 - w) other "
+            "(default 0)",
+            "other": "the rest of that mixture: uniform (default) or adversarial (never plays "
+            "an optimal action: the other data does not cover the expert)",
+            "sampling": "trajectories or samples (discounted default)",
+        },
+        runner="theorylab.runners.imitation:run",
+        summary="fit(expert, dataset) -> policy; exact sub-optimality against the expert pi*",
+    )
+)
+register_kind(
+    Kind(
         "preference",
         constructor_args=("env", "n_seeds", "rngs", "oracle"),
         budget={

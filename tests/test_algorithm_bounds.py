@@ -25,6 +25,9 @@ NO_THEOREM = {
     "regularized-primal",
     "optidice",
     "f-dvl",
+    # imitation (algorithms/dual): ReCOIL, SMODICE; claims in validations/claims/dual_imitation.py
+    "recoil",
+    "smodice",
     "greedy-mle",
     "p2r-ucbvi",
 }

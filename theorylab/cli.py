@@ -342,6 +342,7 @@ def _solve_risk(args, mdp, build: float) -> int:
 RUN_BUDGET_FLAGS = {
     "episodes": "episodes",
     "dataset_size": "dataset_size",
+    "expert_size": "expert_size",
     "coverage": "coverage",
     "other": "other",
     "sampling": "sampling",
@@ -797,25 +798,32 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["numpy", "numba", "torch", "auto"],
         help="online: kernel backend (default numpy: the bit-reproducible reference)",
     )
-    q.add_argument("--device", help="online: cpu (default) or cuda (torch backend)")
+    q.add_argument("--device", help="online: cpu (default) or cuda (torch backend, --loop torch)")
     q.add_argument(
         "--loop",
-        choices=["auto", "python", "compiled"],
+        choices=["auto", "python", "compiled", "torch"],
         help="online: the episode loop (python), the whole-run compiled kernel (compiled: "
-        "ucbvi-*, greedy, optimistic-q-*) or auto (default: compiled for runs of "
-        "20,000 seed-episodes and more when the algorithm has a kernel)",
+        "ucbvi-*, greedy, optimistic-q-*), the same loop in torch on --device (torch: its own "
+        "random stream) or auto (default: compiled for runs of 20,000 seed-episodes and more "
+        "when the algorithm has a kernel)",
     )
     q.add_argument(
-        "--segment", type=int, help="online, compiled loop: episodes per kernel call (100000)"
+        "--segment",
+        type=int,
+        help="online, compiled and torch loops: episodes per kernel call (compiled 100000, "
+        "torch 2000)",
     )
     q.add_argument(
         "--checkpoint",
-        help="online, compiled loop: directory keeping finished segments; rerun the same "
-        "command with it to resume an interrupted run",
+        help="online, compiled and torch loops: directory keeping finished segments; rerun "
+        "the same command with it to resume an interrupted run",
     )
     q.add_argument("--tau", type=float, help="CVaR level of cvar-ucbvi (same as -p tau=...)")
     q.add_argument("--alpha", type=float, help="risk level of icvar-rm (same as -p alpha=...)")
     q.add_argument("--dataset-size", "-N", type=int, help="offline: samples N per seed")
+    q.add_argument(
+        "--expert-size", type=int, help="imitation: expert transitions per seed (default N)"
+    )
     q.add_argument(
         "--coverage",
         type=float,

@@ -41,6 +41,11 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   vanish with N);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
   half-step dropped);
+* ``recoil-reference-without-expert``: ReCOIL's reference mixture ``beta d^E + (1 - beta) d^S``
+  written without its expert term (``m = d^S``), so the mixture matching pulls d to the other
+  data (``theorylab.algorithms.dual.recoil``);
+* ``f-dvl-unweighted-value-step``: tabular f-DVL's V-step with its data weights dropped (every
+  action with data weighted equally; ``theorylab.algorithms.dual.f_dvl.value_step``);
 * ``rloo-kl-beta-halved``: the RLOO twin's exact expected update with the KL penalty in its reward
   at beta / 2 (``theorylab.algorithms.deep.twins.ExactObjective``);
 * ``k3-point-from-k2-recursion``: the fixed point of GRPO / Dr. GRPO with k3 in the loss predicted
@@ -676,3 +681,52 @@ if importlib.util.find_spec("torch") is not None:
             )
         ),
     )
+
+
+# ----------------------------------------------------------------------------- dual RL on data
+@contextlib.contextmanager
+def recoil_reference_without_expert(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.dual import recoil
+
+    original = recoil.solve_recoil
+
+    def without_expert(mdp, d_expert, d_supp, beta=0.5, f="kl", **kwargs):
+        return original(mdp, d_supp, d_supp, beta, f, **kwargs)  # the bug: m = d^S
+
+    with _patched(recoil, "solve_recoil", without_expert):
+        yield
+
+
+@contextlib.contextmanager
+def f_dvl_unweighted_value_step(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.dual import f_dvl
+
+    original = f_dvl.value_step
+
+    def unweighted(Q, weights, loss, loss_temp):
+        # the bug: the data weights d_hat(s, a) replaced by the indicator of data
+        return original(Q, (weights > 0).astype(float), loss, loss_temp)
+
+    with _patched(f_dvl, "value_step", unweighted):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "recoil-reference-without-expert",
+            "mutation",
+            "ReCOIL's reference mixture without its expert term (m = d^S)",
+            recoil_reference_without_expert,
+        )
+    ),
+    register_control(
+        Control(
+            "f-dvl-unweighted-value-step",
+            "mutation",
+            "f-DVL's V-step with the data weights replaced by the indicator of data",
+            f_dvl_unweighted_value_step,
+        )
+    ),
+)

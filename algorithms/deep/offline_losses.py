@@ -7,7 +7,8 @@ pessimistic where the data's mu is small relative to the learned policy.
 
 f-DVL (Sikchi, Zheng, Zhang, Niekum, ICLR 2024, arXiv 2302.08560, the dual-V objective eq. (14)
 with a temperature lambda; official code hari-sikchi/DVL ``offline/critic.py``): with x = Q - V on
-dataset pairs, the code's practical losses (not the exact conjugates f*_p: see the paper's code)
+dataset pairs, the code's practical losses (not the exact conjugates f*_p), defined once in
+``theorylab.algorithms.dual.surrogate_losses`` and evaluated here on torch tensors:
 
 * chi-square: lambda max(x + x^2/4, 0) - (1-lambda) x;
 * total-variation: lambda max(x, 0) - (1-lambda) x;
@@ -28,8 +29,9 @@ from theorylab.algorithms.deep.masking import (
     reduce_examples,
 )
 from theorylab.algorithms.deep.registry import register_loss
+from theorylab.algorithms.dual.surrogate_losses import DVL_LOSSES, dvl_value_loss
 
-DVL_DIVERGENCES = ("chi-square", "total-variation", "reverse-kl")
+DVL_DIVERGENCES = DVL_LOSSES
 
 
 @register_loss(
@@ -86,18 +88,11 @@ def fdvl_value(
         raise InvalidBatchError(
             f"unknown divergence {divergence!r}; expected one of {DVL_DIVERGENCES}"
         )
-    x = q.detach() - v
-    if divergence == "chi-square":
+    if divergence in ("chi-square", "total-variation"):
         if not 0 <= lam <= 1:
-            raise InvalidBatchError(f"lam must be in [0, 1] for chi-square, got {lam!r}")
-        per = lam * torch.clamp(x + x * x / 4, min=0) - (1 - lam) * x
-    elif divergence == "total-variation":
-        if not 0 <= lam <= 1:
-            raise InvalidBatchError(f"lam must be in [0, 1] for total-variation, got {lam!r}")
-        per = lam * torch.clamp(x, min=0) - (1 - lam) * x
+            raise InvalidBatchError(f"lam must be in [0, 1] for {divergence}, got {lam!r}")
     else:
         check_positive("lam", lam)
-        z = torch.clamp(x / lam, max=max_clip)
-        m = torch.clamp(z.max(), min=-1.0).detach()
-        per = torch.exp(z - m) - z * torch.exp(-m) - torch.exp(-m)
+    # the one definition of the formula, shared with the tabular f-DVL (numpy)
+    per = dvl_value_loss(q.detach() - v, divergence, lam, max_clip, xp=torch)
     return reduce_examples(per, weights)

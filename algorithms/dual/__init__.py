@@ -13,6 +13,10 @@ data distribution, and the algorithms that are its duals (Sikchi et al., ICLR 20
 * ``empirical_model``, ``optidice``, ``dualdice``: the DICE methods on offline datasets;
 * ``f_dvl``: tabular f-DVL with the authors' surrogate value losses (kept apart from the exact
   conjugates);
+* ``recoil``, ``smodice``: imitation from expert plus other data (kind "imitation"): ReCOIL's
+  mixture matching (exact, its dual derived and Theorem 1 checked) and the coverage-restricted
+  SMODICE; ``behaviour_kl``: f-DVL's reference answer (the behaviour-KL-regularised MDP, cvxpy);
+  ``surrogate_losses``: the DVL / ReCOIL code's losses, defined once for numpy and torch;
 * ``reference``: the default d^O (a behaviour policy's occupancy);
 * ``registrations``: ``dual-v``, ``regularized-primal`` (kind "dual"), ``optidice``, ``f-dvl``
   (kind "offline") on the one registry;

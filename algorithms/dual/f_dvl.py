@@ -7,7 +7,9 @@ theory-preference-dual-llm.md 6.3); the losses below are those of the authors' c
 *practical surrogates*, not the exact conjugates of :mod:`~theorylab.algorithms.dual.f_divergences`
 (the code's chi^2 loss ``max(y + y^2/4, 0)`` differs from ``f*_p(y)`` for y < 0 and is even
 non-monotone below -4), so they are kept here, separate, and tested only against their own
-formulas. With ``x = Q(s, a) - V(s)`` on dataset actions and ``lam = loss_temp``:
+formulas. The formulas live once, in :mod:`~theorylab.algorithms.dual.surrogate_losses` (numpy
+here, torch in :mod:`theorylab.algorithms.deep.offline_losses`). With ``x = Q(s, a) - V(s)`` on
+dataset actions and ``lam = loss_temp``:
 
 * ``chi-square``:       ``lam max(x + x^2/4, 0) - (1 - lam) x``
 * ``total-variation``:  ``lam max(x, 0) - (1 - lam) x``
@@ -48,29 +50,22 @@ import numpy as np
 
 from theorylab.algorithms.dual.empirical_model import empirical_models
 from theorylab.algorithms.dual.inputs import DualInputError
+from theorylab.algorithms.dual.surrogate_losses import DVL_LOSSES, MAX_CLIP, dvl_value_loss
 from theorylab.algorithms.offline.dataset import OfflineDataset
 from theorylab.algorithms.offline.result import OfflineResult
 
-LOSSES = ("chi-square", "total-variation", "reverse-kl")
-MAX_CLIP = 7.0  # the code's default max_clip [M: default value]
+LOSSES = DVL_LOSSES
 HUBER_DELTA = 20.0
 
 
 # ------------------------------------------------------------------------------ the code's losses
 def value_loss(x: np.ndarray, loss: str, loss_temp: float, max_clip: float = MAX_CLIP):
-    """The code's V-loss per sample, ``x = Q(s, a) - V(s)`` ``(n,)`` -> ``(n,)`` (module
-    docstring). For reverse-KL the batch maximum ``m`` is taken over the whole ``x``."""
-    x = np.asarray(x, dtype=np.float64)
-    lam = float(loss_temp)
-    if loss == "chi-square":
-        return lam * np.maximum(x + 0.25 * x * x, 0.0) - (1.0 - lam) * x
-    if loss == "total-variation":
-        return lam * np.maximum(x, 0.0) - (1.0 - lam) * x
-    if loss == "reverse-kl":
-        z = np.minimum(x / lam, max_clip)
-        m = max(float(z.max()), -1.0)
-        return np.exp(z - m) - z * np.exp(-m) - np.exp(-m)
-    raise DualInputError(f"unknown f-DVL loss {loss!r}; choose from {LOSSES}")
+    """The code's V-loss per sample, ``x = Q(s, a) - V(s)`` ``(n,)`` -> ``(n,)``: the one
+    definition in :func:`~theorylab.algorithms.dual.surrogate_losses.dvl_value_loss` on numpy.
+    For reverse-KL the batch maximum ``m`` is taken over the whole ``x``."""
+    if loss not in LOSSES:
+        raise DualInputError(f"unknown f-DVL loss {loss!r}; choose from {LOSSES}")
+    return dvl_value_loss(np.asarray(x, dtype=np.float64), loss, float(loss_temp), max_clip)
 
 
 def value_loss_derivative(x: np.ndarray, loss: str, loss_temp: float) -> np.ndarray:

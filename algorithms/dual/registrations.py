@@ -7,6 +7,9 @@
   ``regularized-primal`` (cvxpy on the primal, the reference answer).
 * kind ``"offline"``: ``optidice`` (tabular OptiDICE, ``fit(dataset, alpha, f)``) and ``f-dvl``
   (tabular f-DVL with the code's surrogate losses, ``fit(dataset, loss, loss_temp)``).
+* kind ``"imitation"`` (runner ``theorylab.runners.imitation``: expert data plus other data):
+  ``recoil`` (mixture matching, no coverage needed) and ``smodice`` (the coverage-restricted
+  method it fixes).
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ from __future__ import annotations
 from theorylab.algorithms.dual.dual_v import solve_dual_v
 from theorylab.algorithms.dual.f_dvl import f_dvl
 from theorylab.algorithms.dual.optidice import optidice
+from theorylab.algorithms.dual.recoil import recoil
 from theorylab.algorithms.dual.regularized_primal import solve_regularized_primal
+from theorylab.algorithms.dual.smodice import smodice
 from theorylab.algorithms.registry import register
 
 
@@ -40,3 +45,15 @@ def fit_optidice(dataset, alpha: float = 0.1, f: str = "half-chi2"):
 def fit_f_dvl(dataset, loss: str = "chi-square", loss_temp: float = 0.8):
     """Tabular f-DVL: the DVL code's V-loss and mean Q-target to the fixed point (Sikchi 2024)."""
     return f_dvl(dataset, loss=loss, loss_temp=loss_temp)
+
+
+@register("recoil", kind="imitation", problem="dataset", horizon="discounted")
+def fit_recoil(expert, dataset, beta: float = 0.5, f: str = "kl"):
+    """Tabular ReCOIL: match beta d + (1-beta) d^S to beta d^E + (1-beta) d^S (Sikchi 2024)."""
+    return recoil(expert, dataset, beta=beta, f=f)
+
+
+@register("smodice", kind="imitation", problem="dataset", horizon="discounted")
+def fit_smodice(expert, dataset, match: str = "state-action", disc_clip: float = 1e-6):
+    """Tabular SMODICE: min KL(d || d^E) over d << d^S, via dual-V (Ma et al. 2022; [M])."""
+    return smodice(expert, dataset, match=match, disc_clip=disc_clip)

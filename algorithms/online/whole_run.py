@@ -31,6 +31,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +121,97 @@ def set_pcg64_states(rngs: Sequence[np.random.Generator], states: np.ndarray) ->
         g.bit_generator.state = st
 
 
+@dataclass(frozen=True)
+class LoopConstants:
+    """What a whole-run loop reads off a constructed agent (:func:`loop_constants`).
+
+    variant, tie: ``whole_run_kernel.VARIANT_*`` and ``TIE_*``; S, A, H; Hm: stages of the
+    learner's counts (H: per-step model or Q-learning's N_h; 1: pooled); Hf = float(H); known,
+    r_known (n_R, S, A): the rewards given to the learner; bonus_scale, c_bonus, L, c_g,
+    unvisited: the plan's constants (see ``plan_seed``); qc (6,): Q-learning's [c, c1, c2, iota,
+    H^3 iota, sqrt(H^7 S A)]."""
+
+    variant: int
+    tie: int
+    S: int
+    A: int
+    H: int
+    Hm: int
+    Hf: float
+    known: bool
+    r_known: np.ndarray
+    bonus_scale: float
+    c_bonus: float
+    L: float
+    c_g: float
+    unvisited: float
+    qc: np.ndarray
+
+    @property
+    def q_learning(self) -> bool:
+        from theorylab.algorithms.online.whole_run_kernel import VARIANT_QB, VARIANT_QH
+
+        return self.variant in (VARIANT_QH, VARIANT_QB)
+
+
+def loop_constants(agent, mdp) -> LoopConstants:
+    """The constants of ``agent``'s plan (L, bonus coefficients, tie rule, known rewards),
+    computed by the same Python expressions as the agent's ``plan()``, for the compiled and the
+    torch whole-run loops. Raises ValueError for an agent without a whole-run loop or an MDP
+    without a finite horizon."""
+    from theorylab.algorithms.online.whole_run_kernel import (
+        VARIANT_GREEDY,
+        VARIANT_QB,
+        VARIANT_QH,
+    )
+
+    variant = compiled_variant(agent)
+    if variant is None:
+        raise ValueError(
+            f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
+        )
+    if mdp.horizon is None:
+        raise ValueError(f"{mdp!r} has no finite horizon; online episodic runs need one")
+    S, A, H = mdp.S, mdp.A, int(mdp.horizon)
+    greedy = variant == VARIANT_GREEDY
+    q_learning = variant in (VARIANT_QH, VARIANT_QB)
+    if q_learning:  # N_h(x, a) per step, no empirical model
+        per_step = True
+    else:
+        per_step = agent.stage_dependent if greedy else agent.per_step_model
+    Hf = float(H)
+    qc = np.zeros(6)
+    if q_learning:  # [c, c1, c2, iota, H^3 iota, sqrt(H^7 S A)] (optimistic_q.py)
+        tie, bonus_scale, c_bonus, L, c_g, unvisited = 0, 0.0, 0.0, 0.0, 0.0, Hf
+        known, r_known = False, np.zeros((1, S, A))
+        iota = agent.iota
+        qc[:] = (agent.c, agent.c1, agent.c2, iota, H**3 * iota, np.sqrt(H**7 * S * A))
+    elif greedy:
+        tie, bonus_scale, c_bonus, L, c_g = 0, 0.0, 0.0, 0.0, 0.0
+        unvisited = agent.unvisited_value
+        known = agent.known_rewards
+        r_known = agent.R_known if known else np.zeros((1, S, A))
+    else:
+        tie = 0 if agent.tie_break == "first" else 1
+        bonus_scale, L, c_g, unvisited = agent.bonus_scale, float(agent.L), 0.0, Hf
+        known = agent.known_rewards
+        r_known = agent.r if known else np.zeros((1, S, A))
+        name = agent.name
+        if name == "ucbvi-hoeffding":
+            c_bonus = 7.0 * agent.H * agent.L  # b = 7 H L sqrt(1 / N)
+        elif name == "ucbvi-bernstein":
+            c_bonus = 8.0 * L  # sqrt(8 L Var / N)
+            c_g = 100.0**2 * Hf**3 * S**2 * A * L**2  # min{c / N'(y), H^2}
+        else:
+            c_bonus = 2.0 * Hf  # b = 2 H sqrt(L / N_h)
+    return LoopConstants(
+        variant=variant, tie=tie, S=S, A=A, H=H, Hm=H if per_step else 1, Hf=Hf,
+        known=bool(known), r_known=np.ascontiguousarray(r_known, dtype=np.float64),
+        bonus_scale=float(bonus_scale), c_bonus=float(c_bonus), L=float(L), c_g=float(c_g),
+        unvisited=float(unvisited), qc=qc,
+    )  # fmt: skip
+
+
 class CompiledLoop:
     """The learner state of B seeds of one agent on one MDP, advanced by the compiled kernel.
 
@@ -129,69 +221,29 @@ class CompiledLoop:
     """
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
-        from theorylab.algorithms.online.whole_run_kernel import (
-            VARIANT_GREEDY,
-            VARIANT_QB,
-            VARIANT_QH,
-        )
         from theorylab.backends import transition_model
 
-        variant = compiled_variant(agent)
-        if variant is None:
-            raise ValueError(
-                f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
-            )
-        if mdp.horizon is None:
-            raise ValueError(f"{mdp!r} has no finite horizon; online episodic runs need one")
+        c = loop_constants(agent, mdp)
         B = agent.n_seeds
         if len(env_rngs) != B:
             raise ValueError(f"got {len(env_rngs)} environment generators for {B} seeds")
-        self.variant = variant
+        self.variant = variant = c.variant
         self.env_rngs = list(env_rngs)
         self.v_star = float(v_star)
-        S, A, H = mdp.S, mdp.A, int(mdp.horizon)
+        S, A, H, Hm = c.S, c.A, c.H, c.Hm
         self.B, self.S, self.A, self.H = B, S, A, H
-        greedy = variant == VARIANT_GREEDY
-        q_learning = variant in (VARIANT_QH, VARIANT_QB)
-        if q_learning:  # N_h(x, a) per step, no empirical model
-            per_step = True
-        else:
-            per_step = agent.stage_dependent if greedy else agent.per_step_model
-        Hm = H if per_step else 1
+        q_learning = c.q_learning
+        Hf = c.Hf
         model = transition_model(mdp)
         indptr, indices, data, cum, last = positive_entries(model)
         # successors stored per pair: the longest row of the true model bounds what a pair can
         # be seen to reach (1 for Q-learning, which keeps no model)
         cap = 1 if q_learning else max(1, int(np.diff(indptr).max()))
-        # constants, computed by the same Python expressions as the agent's plan()
-        Hf = float(H)
-        qc = np.zeros(6)
-        if q_learning:  # [c, c1, c2, iota, H^3 iota, sqrt(H^7 S A)] (optimistic_q.py)
-            self.tie, bonus_scale, c_bonus, L, c_g, unvisited = 0, 0.0, 0.0, 0.0, 0.0, Hf
-            known, r_known = False, np.zeros((1, S, A))
-            iota = agent.iota
-            qc[:] = (agent.c, agent.c1, agent.c2, iota, H**3 * iota, np.sqrt(H**7 * S * A))
-        elif greedy:
-            self.tie, bonus_scale, c_bonus, L, c_g = 0, 0.0, 0.0, 0.0, 0.0
-            unvisited = agent.unvisited_value
-            known = agent.known_rewards
-            r_known = agent.R_known if known else np.zeros((1, S, A))
-        else:
-            self.tie = 0 if agent.tie_break == "first" else 1
-            bonus_scale, L, c_g, unvisited = agent.bonus_scale, float(agent.L), 0.0, Hf
-            known = agent.known_rewards
-            r_known = agent.r if known else np.zeros((1, S, A))
-            name = agent.name
-            if name == "ucbvi-hoeffding":
-                c_bonus = 7.0 * agent.H * agent.L  # b = 7 H L sqrt(1 / N)
-            elif name == "ucbvi-bernstein":
-                c_bonus = 8.0 * L  # sqrt(8 L Var / N)
-                c_g = 100.0**2 * Hf**3 * S**2 * A * L**2  # min{c / N'(y), H^2}
-            else:
-                c_bonus = 2.0 * Hf  # b = 2 H sqrt(L / N_h)
+        self.tie = c.tie
+        qc = c.qc.copy()
         self.params = (
-            variant, self.tie, Hf, bool(known), np.ascontiguousarray(r_known, dtype=np.float64),
-            float(bonus_scale), float(c_bonus), float(L), float(c_g), float(unvisited),
+            variant, self.tie, Hf, c.known, c.r_known, c.bonus_scale, c.c_bonus, c.L, c.c_g,
+            c.unvisited,
         )  # fmt: skip
         _, _, mu0_cdf, last_mu0 = model.sampler()
         self.model_args = (

@@ -16,6 +16,12 @@ machine does not inflate), ``seed_episodes_per_s = B K / wall`` and ``per_cpu_s 
 and the 1-minute load before and after. Compilation is excluded: one short run of each
 configuration warms the kernel first (numba's on-disk cache makes later processes start fast).
 
+Torch rows (:func:`bench_long_torch`): the whole-run torch loop
+(:mod:`theorylab.algorithms.online.whole_run_torch`, ``loop="torch"``) on the CPU with torch's
+thread count at 1 and at all cores (the loop itself keeps one thread while its largest tensor is
+small), and on ``cuda`` where torch sees a CUDA device; without one the CUDA rows are reported as
+skipped ("no CUDA on this machine"), with no figures.
+
 Problems: ``random:S=5,A=3,H=5,seed=11`` (the issue's first target: 8 seeds, >= 10^6
 seed-episodes/s) and ``riverswim:S=100,H=50`` (the second: 32 seeds, >= 5x the Python loop).
 ``quick`` runs tiny sizes (seconds) to check the plumbing.
@@ -38,6 +44,8 @@ def _load() -> float | None:
 
 def time_run(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
     """One timed ``theorylab.run`` of UCBVI-CH with the given loop (module docstring)."""
+    if method.startswith("torch"):
+        return time_torch_run(method, problem, seeds, episodes, threads)
     import numba
 
     from theorylab.experiment import run
@@ -133,6 +141,85 @@ def bench_long(quick: bool = False) -> list[dict]:
         if method == "compiled":
             row["method"] = f"compiled {threads} thread{'s' if threads > 1 else ''}"
         out.append(row)
+    return out + bench_long_torch(quick)
+
+
+def time_torch_run(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
+    """One timed ``theorylab.run(..., loop="torch")`` of UCBVI-CH; ``method`` is "torch cpu" or
+    "torch cuda". The clock stops after the curves are on the host (the device's queue is
+    drained)."""
+    import torch
+
+    from theorylab.experiment import run
+
+    device = method.split()[-1]
+    saved = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        kw = {"loop": "torch", "device": device}
+        run("ucbvi-hoeffding", problem, episodes=min(episodes, 5), seeds=seeds, **kw)  # warm
+        load0 = _load()
+        c0, t0 = time.process_time(), time.perf_counter()
+        run("ucbvi-hoeffding", problem, episodes=episodes, seeds=seeds, **kw)
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    finally:
+        torch.set_num_threads(saved)
+    n = seeds * episodes
+    return {
+        "method": method,
+        "problem": problem,
+        "seeds": seeds,
+        "episodes": episodes,
+        "threads": threads,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "seed_episodes_per_s": n / wall,
+        "per_cpu_s": n / max(cpu, 1e-9),
+        "load_before": load0,
+        "load_after": _load(),
+    }
+
+
+def torch_configs(quick: bool, cores: int) -> list[tuple[str, str, int, int, int]]:
+    """(method, problem, seeds, episodes, threads) of the torch rows."""
+    small, big = "random:S=5,A=3,H=5,seed=11", "riverswim:S=100,H=50"
+    if quick:
+        return [("torch cpu", small, 8, 20, 1), ("torch cuda", small, 1024, 20, 1)]
+    return [
+        ("torch cpu", small, 8, 2000, 1),
+        ("torch cpu", small, 1024, 300, 1),
+        ("torch cpu", small, 1024, 300, cores),
+        ("torch cpu", big, 32, 50, 1),
+        ("torch cuda", small, 8, 2000, 1),
+        ("torch cuda", small, 4096, 2000, 1),
+        ("torch cuda", small, 16384, 1000, 1),
+        ("torch cuda", big, 32, 200, 1),
+        ("torch cuda", big, 1024, 100, 1),
+    ]
+
+
+def bench_long_torch(quick: bool = False) -> list[dict]:
+    """The torch rows (module docstring), each timed in a fresh process; CUDA rows without a
+    CUDA device carry ``skipped`` and no figures. Empty when torch is not installed."""
+    import importlib.util
+
+    if importlib.util.find_spec("torch") is None:
+        return []
+    import torch
+
+    cuda = torch.cuda.is_available()
+    out = []
+    for method, problem, seeds, episodes, threads in torch_configs(quick, os.cpu_count() or 1):
+        if method == "torch cuda" and not cuda:
+            out.append({
+                "method": method, "problem": problem, "seeds": seeds, "episodes": episodes,
+                "threads": threads, "skipped": "no CUDA on this machine",
+            })  # fmt: skip
+            continue
+        row = _row_in_child(method, problem, seeds, episodes, threads)
+        if method == "torch cpu":
+            row["method"] = f"torch cpu {threads} thread{'s' if threads > 1 else ''}"
+        out.append(row)
     return out
 
 
@@ -154,6 +241,10 @@ def format_table(rows: list[dict]) -> str:
             f"{r['per_cpu_s']:,.0f}",
             f"{r['load_before']} / {r['load_after']}",
         ]
+        if "skipped" not in r
+        else [r["method"], r["problem"], str(r["seeds"]), f"{r['episodes']:,}"]
+        + ["-"] * 4
+        + [r["skipped"]]
         for r in rows
     ]
     return render(columns, body, markdown=True)

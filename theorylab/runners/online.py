@@ -25,7 +25,7 @@ from theorylab.results import RegretResult
 from theorylab.runners.problems import resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
-LOOPS = ("auto", "python", "compiled")
+LOOPS = ("auto", "python", "compiled", "torch")
 AUTO_COMPILED_MIN = 20_000
 """Seed-episodes from which ``loop="auto"`` takes the whole-run kernel (when there is one)."""
 CLOSED_FORM_MIN = 1_000_000
@@ -64,10 +64,12 @@ def run(
         reference's products are ordered sums, to round-off on dense BLAS products) or "auto"
         (default): compiled when the algorithm has a kernel, the backend is numpy and the run has
         at least ``AUTO_COMPILED_MIN`` seed-episodes (below that the one-off compile costs more
-        than the loop).
-    segment, checkpoint: compiled loop only: episodes per kernel call (progress is reported
-        between segments), and a directory where finished segments and the state are stored
-        and from which an interrupted run resumes.
+        than the loop). "torch": the same loop as a device-resident torch program on ``device``
+        (:mod:`theorylab.algorithms.online.whole_run_torch`; its own random stream, so the same
+        law, not the same trajectories); never chosen by "auto".
+    segment, checkpoint: compiled and torch loops only: episodes per kernel call (progress is
+        reported between segments), and a directory where finished segments and the state are
+        stored and from which an interrupted run resumes.
     score_policy: "played" (always, except in a test): episode k's regret is that of the policy
         played in episode k. "next" is a known bug kept as a negative control (the mutation
         ``score-next-policy`` of theorylab.validations.mutations): episode k is scored with the
@@ -81,6 +83,12 @@ def run(
     episodes = int(episodes)
     if loop not in LOOPS:
         raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {loop!r}")
+    torch_dev = None
+    if loop == "torch":  # fail before any work when torch or the CUDA device is missing
+        from theorylab.algorithms.online.whole_run_torch import torch_device
+
+        torch_dev = str(torch_device(device))
+        device = "cpu"  # the agent is only read for its constants
     mdp = resolve_mdp(problem)
     B = len(seeds)
     env = env_spec(mdp, known_rewards=known_rewards)
@@ -106,15 +114,14 @@ def run(
         t0 = time.perf_counter()
         arrays = agent.closed_form_run(mdp, scorer, float(v_star), episodes)
         if arrays is not None:  # None: no closed form for this objective (the loop runs)
-            config = _config(mdp, episodes, known_rewards, scorer, bk, False)
-            config["loop"] = "closed form"
+            config = _config(mdp, episodes, known_rewards, scorer, bk, "closed form", None)
             wall = time.perf_counter() - t0
             return RegretResult(*arrays, float(v_star), wall, config)
-    compiled = _use_compiled(loop, agent, bk, B * episodes, segment, checkpoint)
-    if compiled:
+    loop = _choose_loop(loop, agent, bk, B * episodes, segment, checkpoint)
+    if loop != "python":
         regret, returns, estimates, wall = _run_compiled(
             entry, agent, mdp, v_star, env_rngs, episodes, seeds, seed, params, progress,
-            segment, checkpoint,
+            segment, checkpoint, torch_dev,
         )  # fmt: skip
     else:
         try:
@@ -135,18 +142,18 @@ def run(
                 objective = BackendRiskNeutral(bk)
             partial = RegretResult(
                 *stop.arrays, float(v_star), stop.wall, {
-                    **_config(mdp, stop.done, known_rewards, objective, bk, compiled),
+                    **_config(mdp, stop.done, known_rewards, objective, bk, loop, torch_dev),
                     "interrupted_after": stop.done,
                 }
             )  # fmt: skip
             raise RunInterrupted(partial, stop.done) from stop.__cause__
     if objective is RISK_NEUTRAL:
         objective = BackendRiskNeutral(bk)
-    config = _config(mdp, episodes, known_rewards, objective, bk, compiled)
+    config = _config(mdp, episodes, known_rewards, objective, bk, loop, torch_dev)
     return RegretResult(regret, returns, estimates, float(v_star), wall, config)
 
 
-def _config(mdp, episodes, known_rewards, objective, bk, compiled) -> dict[str, Any]:
+def _config(mdp, episodes, known_rewards, objective, bk, loop, torch_dev) -> dict[str, Any]:
     return {
         "mdp": mdp.name,
         "S": mdp.S,
@@ -156,8 +163,8 @@ def _config(mdp, episodes, known_rewards, objective, bk, compiled) -> dict[str, 
         "known_rewards": known_rewards,
         "objective": objective.name,
         "backend": bk.name,
-        "device": bk.device,
-        "loop": "compiled" if compiled else "python",
+        "device": bk.device if torch_dev is None else torch_dev,
+        "loop": loop,
     }
 
 
@@ -169,36 +176,51 @@ class _Stopped(Exception):
         self.arrays, self.done, self.wall = arrays, done, wall
 
 
-def _use_compiled(loop, agent, bk, seed_episodes, segment, checkpoint) -> bool:
+def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
+    """The loop that runs: "python", "compiled" or "torch" (``loop="auto"`` resolved)."""
     from theorylab.algorithms.online.whole_run import compiled_variant
 
     has_kernel = compiled_variant(agent) is not None
-    if loop == "compiled" and not has_kernel:
+    if loop in ("compiled", "torch") and not has_kernel:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
             "ucbvi-hoeffding/-bernstein/-ajks, greedy, optimistic-q-hoeffding/-bernstein); use "
             "loop='python' or 'auto'"
         )
     if loop == "python" and (segment is not None or checkpoint is not None):
-        raise ValueError("segment and checkpoint apply to the compiled loop (loop='compiled')")
+        raise ValueError(
+            "segment and checkpoint apply to the whole-run loops (loop='compiled' or 'torch')"
+        )
     if loop == "auto":
         use = has_kernel and bk.name == "numpy" and seed_episodes >= AUTO_COMPILED_MIN
-        return use or (has_kernel and (segment is not None or checkpoint is not None))
-    return loop == "compiled"
+        use = use or (has_kernel and (segment is not None or checkpoint is not None))
+        return "compiled" if use else "python"
+    return loop
 
 
 def _run_compiled(
     entry, agent, mdp, v_star, env_rngs, episodes, seeds, seed, params, progress, segment,
-    checkpoint,
+    checkpoint, torch_dev=None,
 ):  # fmt: skip
-    """The whole-run kernel in segments, with a progress bar in episodes/s."""
+    """The whole-run loop in segments (the numba kernel, or with ``torch_dev`` the torch loop
+    on that device), with a progress bar in episodes/s."""
     from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, CompiledLoop, run_whole
 
     t0 = time.perf_counter()
-    whole = CompiledLoop(agent, mdp, v_star, env_rngs)
+    if torch_dev is None:
+        whole = CompiledLoop(agent, mdp, v_star, env_rngs)
+        label, default_segment = "compiled", DEFAULT_SEGMENT
+    else:
+        from theorylab.algorithms.online.whole_run_torch import DEFAULT_SEGMENT as TORCH_SEGMENT
+        from theorylab.algorithms.online.whole_run_torch import TorchLoop, torch_seed
+
+        whole = TorchLoop(
+            agent, mdp, v_star, env_rngs, device=torch_dev, generator_seed=torch_seed(seed, seeds)
+        )
+        label, default_segment = f"torch {torch_dev}", TORCH_SEGMENT
     from theorylab.progress import progress_bar
 
-    bar = progress_bar(episodes, f"{entry.name} on {mdp.name} (compiled)", "ep", enabled=progress)
+    bar = progress_bar(episodes, f"{entry.name} on {mdp.name} ({label})", "ep", enabled=progress)
 
     def report(done: int, total: int, rate: float) -> None:
         postfix = getattr(bar, "set_postfix_str", None)  # a tqdm bar on a terminal
@@ -214,11 +236,13 @@ def _run_compiled(
         "seed": seed,
         "episodes": episodes,
     }
+    if torch_dev is not None:  # a compiled checkpoint is not a torch one, nor CPU a CUDA one
+        run_id.update(loop="torch", device=torch_dev)
     try:
         out = run_whole(
             whole,
             episodes,
-            segment=DEFAULT_SEGMENT if segment is None else int(segment),
+            segment=default_segment if segment is None else int(segment),
             checkpoint=checkpoint,
             run_id=run_id,
             progress=report,
