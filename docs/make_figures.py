@@ -19,8 +19,9 @@ Run from anywhere; it works in the repository root. In order:
 ``--scale quick`` (default) runs the claims at their quick scale (minutes in all);
 ``--scale full`` at full scale (hours). ``--only pages|gallery`` runs one half. The gallery keeps
 one entry per claim (``docs/figures/gallery/NAME.json`` and ``NAME.png``) and reruns only the
-stale ones: without an entry, whose module's source changed since, or quick entries when
-``--scale full`` is asked; ``--claims A,B`` reruns the named claims, ``--all`` every claim.
+stale ones: without an entry, whose definition changed since (``claim_fingerprint``), or quick
+entries when ``--scale full`` is asked; ``--claims A,B`` reruns the named claims, ``--all``
+every claim.
 """
 
 from __future__ import annotations
@@ -102,15 +103,25 @@ def _verdict(rep) -> str:
 
 
 def claim_fingerprint(name: str) -> str:
-    """A hash of the source of the module defining claim ``name``: a gallery entry made before
-    that source changed is stale."""
+    """A hash of claim ``name``'s definition: the source of its class and of the validation
+    classes it derives from, the source of the functions it holds (a solver, an estimator) and
+    its other attributes (statement, scales). A gallery entry made before it changed is stale;
+    a change elsewhere in the library (an algorithm's code) is not seen."""
     import hashlib
     import inspect
 
     from theorylab.validations import VALIDATIONS
 
-    module = inspect.getmodule(type(VALIDATIONS.get(name)))
-    return hashlib.sha256(inspect.getsource(module).encode("utf-8")).hexdigest()[:16]
+    claim = VALIDATIONS.get(name)
+    parts = [
+        inspect.getsource(cls)
+        for cls in type(claim).__mro__
+        if cls.__module__.startswith("theorylab.validations")
+    ]
+    for key, value in sorted(vars(claim).items()):
+        parts.append(key)
+        parts.append(inspect.getsource(value) if inspect.isfunction(value) else repr(value))
+    return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
 def run_gallery_entry(name: str, scale: str) -> dict:
