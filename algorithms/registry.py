@@ -133,7 +133,9 @@ register_kind(
         budget={
             "episodes": "K episodes per seed (required; CLI --episodes/-K)",
             "feedback": "the comparison model answering the learner: btl (default; "
-            "Bradley-Terry-Luce on the true mean rewards)",
+            "Bradley-Terry-Luce on the true mean rewards, of state-action pairs or of whole "
+            "trajectories as the algorithm asks; plackett-luce and matrix feedback are taken by "
+            "preference-offline and preference-game algorithms)",
         },
         runner="theorylab.runners.preference:run",
         summary="episodic learner from preference queries; exact regret and query counts",
@@ -148,9 +150,25 @@ register_kind(
             "--dataset-size/-N)",
             "design": "which pairs are compared: uniform (default: s ~ rho, two distinct "
             "actions) or zjj-thm39 (the Theorem 3.9 data, on zjj-thm39 only)",
+            "feedback": "btl (pairwise comparisons; default) or plackett-luce (K-wise rankings "
+            "of K distinct actions, ranking_size K)",
+            "ranking_size": "plackett-luce feedback: K actions ranked per query (default 3)",
         },
         runner="theorylab.runners.preference:run_offline",
         summary="fit(bandit, comparisons) -> policy; exact sub-optimality and query counts",
+    )
+)
+register_kind(
+    Kind(
+        "preference-game",
+        constructor_args=("game", "oracle"),
+        budget={
+            "iterations": "T self-play iterations (required; CLI --iterations)",
+            "feedback": "matrix (default: comparisons drawn from the game's preference "
+            "matrix; the algorithm's m sets how many, m=0 uses exact win rates)",
+        },
+        runner="theorylab.runners.preference:run_game",
+        summary="self-play on a preference game; exact duality gap per iteration and queries",
     )
 )
 

@@ -8,7 +8,8 @@ Run from anywhere; it works in the repository root. In order:
 2. every ``$ theorylab ...`` line of a console block on those pages that writes a file under
    ``docs/figures/``;
 3. the three figures of the pessimism tutorial (``theorylab.figures.make_tutorial_figures``), the
-   alpha -> 0 figure of the dual-RL tutorial (``theorylab.figures.dual_alpha_figure``) and
+   alpha -> 0 figure of the dual-RL tutorial (``theorylab.figures.dual_alpha_figure``), PR-LSVI's
+   regret / query trade-off (``theorylab.figures.pr_lsvi_tradeoff_figure``) and
    the two of the GRPO KL tutorial (``theorylab.figures.grpo_kl_figures``, when torch is
    installed); and every full-scale claim figure a page shows, ``docs/figures/claim-NAME.png``
    (``theorylab validate NAME --scale full --plot docs/figures/claim-NAME.png``; slow), unless a
@@ -75,6 +76,10 @@ def make_pages() -> None:
 
     dual_alpha_figure(str(DOCS / "figures" / "dual-alpha-to-zero.png"))
     print("wrote the dual-RL tutorial's figure")
+    from theorylab.figures import pr_lsvi_tradeoff_figure
+
+    pr_lsvi_tradeoff_figure(str(DOCS / "figures" / "pr-lsvi-tradeoff.png"))
+    print("wrote PR-LSVI's trade-off figure")
     if importlib.util.find_spec("torch") is not None:
         from theorylab.figures import grpo_kl_figures
 

@@ -13,6 +13,8 @@ Feedback models (every oracle is batched over seeds and counts its queries per s
 * :class:`PlackettLuceOracle` -- K-wise rankings: ranking sigma (best first) has probability
   ``prod_j exp(r_{sigma(j)}) / sum_{k >= j} exp(r_{sigma(k)})`` (:func:`plackett_luce_probability`);
   sampled exactly by the Gumbel-max trick (sort r + Gumbel noise in decreasing order).
+* :class:`TrajectoryBTLOracle` -- BTL over whole trajectories of a tabular MDP scored by its true
+  mean rewards, asked per seed only where the learner chooses to (PR-LSVI's uncertainty rule).
 * :class:`PreferenceMatrixOracle` -- a general preference matrix ``P[i, j] = P(i preferred to j)``
   with ``P + P^T = 1``; it need not come from any reward (intransitive cycles are allowed).
   :func:`btl_matrix` builds the BTL matrix of a reward vector.
@@ -281,6 +283,51 @@ class PreferenceMatrixOracle(_CountingOracle):
             raise PreferenceError(f"repeats must be a positive integer, got {repeats!r}")
         self.queries[b] += int(repeats)
         return int(self.rngs[b].binomial(int(repeats), self.P[i, j]))
+
+
+class TrajectoryBTLOracle(_CountingOracle):
+    """BTL over whole trajectories of a tabular MDP: ``P(tau1 > tau0) = sigma(R(tau1) - R(tau0))``
+    with ``R(tau) = sum_h r_h(s_h, a_h)`` the true mean rewards ``R (S, A)`` or ``(H, S, A)``.
+
+    ``compare(s1, a1, s0, a0, ask)`` with ``(B, H)`` trajectories and ``ask (B,)`` booleans
+    returns ``(B,)``: 1 if tau1 is preferred, 0 if tau0, -1 where the seed did not ask; each seed
+    draws one uniform from its own generator per call whether it asks or not (so its answers do
+    not depend on the other seeds) and ``queries`` counts the asks."""
+
+    def __init__(self, R, H: int, rngs: Sequence[np.random.Generator]) -> None:
+        super().__init__(rngs)
+        R = np.asarray(R, dtype=np.float64)
+        if R.ndim == 2:
+            R = np.broadcast_to(R, (int(H), *R.shape))
+        if R.ndim != 3 or R.shape[0] != H:
+            raise PreferenceError(f"R must be (S, A) or (H, S, A) with H = {H}, got {R.shape}")
+        self.R = R
+        self.H = int(H)
+
+    def trajectory_reward(self, states, actions) -> np.ndarray:
+        """R(tau) = sum_h r_h(s_h, a_h) for ``(B, H)`` trajectories: ``(B,)``."""
+        s, a = np.asarray(states), np.asarray(actions)
+        if s.shape != a.shape or s.ndim != 2 or s.shape[1] != self.H:
+            raise PreferenceError(
+                f"states and actions must be (B, H) with H = {self.H}, got {s.shape}, {a.shape}"
+            )
+        return self.R[np.arange(self.H)[None, :], s, a].sum(axis=1)
+
+    def probability(self, s1, a1, s0, a0) -> np.ndarray:
+        """Exact ``P(tau1 > tau0)`` per seed, ``(B,)``."""
+        return sigmoid(self.trajectory_reward(s1, a1) - self.trajectory_reward(s0, a0))
+
+    def compare(self, s1, a1, s0, a0, ask) -> np.ndarray:
+        p = self.probability(s1, a1, s0, a0)
+        ask = np.asarray(ask, dtype=bool)
+        if ask.shape != (self.n_seeds,) or p.shape != (self.n_seeds,):
+            raise PreferenceError(
+                f"trajectories and ask need a seed axis of length {self.n_seeds}, got "
+                f"{p.shape} and {ask.shape}"
+            )
+        u = np.array([rng.random() for rng in self.rngs])
+        self.queries += ask
+        return np.where(ask, (u < p).astype(np.int64), -1)
 
 
 def trajectory_features(states, actions, phi) -> np.ndarray:
@@ -611,3 +658,102 @@ def random_comparison_bandit(
     theta -= theta.mean()
     theta *= norm / np.linalg.norm(theta)
     return ComparisonBandit(phi, np.full(S, 1.0 / S), theta, B, name="comparison-bandit")
+
+
+# ------------------------------------------------------------------------------ MDP trajectories
+def identifiable_features(phi) -> np.ndarray:
+    """``phi (S, A, d)`` checked for Zhu-Jordan-Jiao's identifiable set {1^T theta = 0}: trajectory
+    comparisons see theta only up to theta + c 1 when every phi(s, a) has the same coordinate sum
+    (one-hot and simplex features), and then 1^T theta = 0 picks one representative; for other
+    features the constraint would bias the MLE, so they are refused."""
+    phi = _check_features(phi, np.shape(phi)[-1], "phi", trailing=3)
+    if phi.ndim != 3:
+        raise PreferenceError(f"phi must have shape (S, A, d), got {phi.shape}")
+    sums = phi.sum(axis=-1)
+    if np.abs(sums - sums.flat[0]).max() > 1e-9:
+        s, a = (int(v) for v in np.unravel_index(np.abs(sums - sums.flat[0]).argmax(), sums.shape))
+        raise PreferenceError(
+            f"features must have the same coordinate sum at every (s, a) for the constraint "
+            f"1^T theta = 0 to identify theta: sum phi(0, 0) = {sums.flat[0]:.6g}, "
+            f"sum phi({s}, {a}) = {sums[s, a]:.6g}"
+        )
+    return phi
+
+
+def centred_parameter(R, phi) -> np.ndarray:
+    """theta* in {1^T theta = 0} with <phi(s, a), theta*> = R(s, a) - c for one constant c: the
+    parameter trajectory comparisons identify (least squares, exact when R is linear in phi).
+    R: stationary mean rewards ``(S, A)``; phi: ``(S, A, d)``. Returns ``(d,)``."""
+    R = np.asarray(R, dtype=np.float64)
+    phi = identifiable_features(phi)
+    if R.shape != phi.shape[:2]:
+        raise PreferenceError(f"R must be stationary (S, A) = {phi.shape[:2]}, got {R.shape}")
+    X = phi.reshape(-1, phi.shape[-1])
+    theta, *_ = np.linalg.lstsq(X, R.ravel(), rcond=None)
+    theta = theta - theta.mean()  # theta + t 1 shifts every reward by t sum_k phi_k: unseen
+    resid = X @ theta - R.ravel()
+    if np.ptp(resid) > 1e-9:
+        raise PreferenceError(
+            f"the rewards are not linear in the features (residual spread {np.ptp(resid):.3g})"
+        )
+    return theta
+
+
+@dataclass(frozen=True)
+class TrajectoryPairs:
+    """Per-seed trajectory comparisons on a finite-horizon MDP: ``states0, actions0, states1,
+    actions1 (B, n, H)``; ``y (B, n)`` = 1 when tau1 was preferred; ``queries (B,)``."""
+
+    states0: np.ndarray
+    actions0: np.ndarray
+    states1: np.ndarray
+    actions1: np.ndarray
+    y: np.ndarray
+    queries: np.ndarray
+
+    @property
+    def n(self) -> int:
+        return self.y.shape[1]
+
+    @property
+    def n_seeds(self) -> int:
+        return self.y.shape[0]
+
+    def differences(self, phi) -> np.ndarray:
+        """x_i = psi(tau1_i) - psi(tau0_i), psi(tau) = sum_h phi(s_h, a_h): ``(B, n, d)``."""
+        phi = np.asarray(phi, dtype=np.float64)
+        return phi[self.states1, self.actions1].sum(axis=2) - phi[self.states0, self.actions0].sum(
+            axis=2
+        )
+
+    def covariance(self, phi) -> np.ndarray:
+        """Sigma_D = (1/n) sum_i x_i x_i^T: ``(B, d, d)``."""
+        x = self.differences(phi)
+        return np.einsum("bni,bnj->bij", x, x) / self.n
+
+
+def sample_trajectory_pairs(
+    mdp, n: int, behaviour, *, seeds: int | Sequence[int] = 1, seed: int = 0
+) -> TrajectoryPairs:
+    """n pairs of trajectories per seed, both rolled out by ``behaviour`` (``(H, S, A)`` or any
+    form ``mdp.rollout`` takes), labelled by BTL on the true trajectory rewards
+    sum_h R_h(s_h, a_h). Seed b draws its 2n rollouts and then its n labels from its own
+    environment-stream generator, so it is the same alone or in a batch."""
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise PreferenceError(f"n (trajectory pairs) must be a positive integer, got {n!r}")
+    if mdp.horizon is None:
+        raise PreferenceError(f"{mdp.name}: trajectory comparisons need a finite horizon")
+    n, H = int(n), int(mdp.horizon)
+    rngs = _rngs(seeds, seed)
+    B = len(rngs)
+    out = {k: np.empty((B, n, H), np.int64) for k in ("s0", "a0", "s1", "a1")}
+    y = np.empty((B, n), np.int64)
+    R = np.asarray(mdp.R, dtype=np.float64)
+    R = np.broadcast_to(R, (H, *R.shape)) if R.ndim == 2 else R
+    for b, rng in enumerate(rngs):
+        traj = mdp.rollout(behaviour, rng=[rng] * (2 * n))  # 2n episodes from seed b's stream
+        out["s0"][b], out["a0"][b] = traj.states[:n], traj.actions[:n]
+        out["s1"][b], out["a1"][b] = traj.states[n:], traj.actions[n:]
+        ret = R[np.arange(H)[None, :], traj.states, traj.actions].sum(axis=1)  # (2n,)
+        y[b] = rng.random(n) < sigmoid(ret[n:] - ret[:n])
+    return TrajectoryPairs(out["s0"], out["a0"], out["s1"], out["a1"], y, np.full(B, n))

@@ -30,6 +30,12 @@ NO_THEOREM = {
     "smodice",
     "greedy-mle",
     "p2r-ucbvi",
+    # issue 17 (helper h17b): PR-LSVI, ZJJ Section 5 and the self-play dynamics carry no card
+    # (docs/algorithms/pr-lsvi.md, preference-mle.md, nash-preference.md say why)
+    "pr-lsvi",
+    "pessimistic-mle-mdp",
+    "inpo",
+    "hedge-selfplay",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -64,6 +70,8 @@ MAIN_THEOREM = {
     "pevi-tabular": "pevi-linear",
     "vw-pevi": "xiong2023-linpevi-adv-plus",
     "pessimistic-mle": "zjj-thm3.2",
+    "dueling-rl": "psl-dueling-known",
+    "regime": "zhan2024-regime-queries",
 }
 
 

@@ -75,6 +75,9 @@ EXPECTED_NAMES = {
     "zhao2024-cvar-lowrank-h7",
     "zhao2024-cvar-lowrank-h2",
     "zjj-thm3.2",
+    "psl-dueling-known",
+    "psl-dueling-unknown",
+    "zhan2024-regime-queries",
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))

@@ -356,6 +356,8 @@ RUN_BUDGET_FLAGS = {
     "checkpoint": "checkpoint",
     "feedback": "feedback",
     "design": "design",
+    "ranking_size": "ranking_size",
+    "iterations": "iterations",
 }
 
 
@@ -845,9 +847,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--feedback",
-        choices=["btl"],
-        help="preference: the comparison oracle answering the learner (default btl)",
+        choices=["btl", "plackett-luce", "matrix"],
+        help="preference kinds: the feedback model (btl: pairwise BTL; plackett-luce: K-wise "
+        "rankings, --ranking-size; matrix: a preference game's matrix); default: the "
+        "algorithm's first",
     )
+    q.add_argument(
+        "--ranking-size", type=int, help="plackett-luce feedback: K items per ranking (default 3)"
+    )
+    q.add_argument("--iterations", type=int, help="preference-game: self-play iterations T")
     q.add_argument(
         "--design",
         choices=["uniform", "zjj-thm39"],

@@ -2,8 +2,9 @@
 
 They run algorithms on MDP families and draw with :mod:`theorylab.plotting`:
 ``make_tutorial_figures`` (docs/tutorials/why-pessimism.md), ``safe_risky_figure``
-(docs/tutorials/risk-sensitive.md) and ``dual_alpha_figure``
-(docs/tutorials/one-lp-many-algorithms.md).
+(docs/tutorials/risk-sensitive.md), ``dual_alpha_figure``
+(docs/tutorials/one-lp-many-algorithms.md) and ``pr_lsvi_tradeoff_figure``
+(docs/algorithms/pr-lsvi.md).
 """
 
 from __future__ import annotations
@@ -272,3 +273,30 @@ def dual_alpha_figure(
     ax.set_title(f"{mdp}: J_LP - J(alpha) = O(alpha)")
     save_figure(ax, path)
     return path, out
+
+
+PR_LSVI_MDP = "linear-simplex:S=6,A=3,d=4,H=4,stationary=true,rewards=cube"
+
+
+def pr_lsvi_tradeoff_figure(
+    path="docs/figures/pr-lsvi-tradeoff.png",
+    *,
+    mdp: str = PR_LSVI_MDP,
+    episodes: int = 3000,
+    seeds: int = 8,
+    thresholds=(0.05, 0.1, 0.2, 0.4, 0.8),
+):
+    """PR-LSVI's regret / query trade-off (docs/algorithms/pr-lsvi.md): ``tl.run("pr-lsvi",
+    ...)`` at each query threshold, final regret against final queries."""
+    from theorylab.experiment import run
+    from theorylab.plotting import plot_regret_query_tradeoff, save_figure
+
+    runs = {t: run("pr-lsvi", mdp, episodes=episodes, seeds=seeds, threshold=t) for t in thresholds}
+    ax = plot_regret_query_tradeoff(
+        list(thresholds),
+        np.stack([runs[t].curve[:, -1] for t in thresholds]),
+        np.stack([runs[t].queries[:, -1] for t in thresholds]),
+        title=f"PR-LSVI, K = {episodes}, {seeds} seeds: regret against queries",
+    )
+    save_figure(ax, path)
+    return path, runs

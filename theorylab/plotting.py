@@ -702,3 +702,57 @@ def plot_regret_and_queries(
     right.legend(fontsize="x-small", loc="upper left")
     ax.right_axis = right
     return ax
+
+
+def plot_regret_query_tradeoff(
+    thresholds: Sequence[float],
+    regret: np.ndarray,
+    queries: np.ndarray,
+    *,
+    confidence: float = 0.95,
+    ax: Axes | None = None,
+    title: str | None = None,
+    guide: bool = True,
+) -> Axes:
+    """The regret / query trade-off of an active-query learner (PR-LSVI's threshold): one point
+    per threshold at (mean final queries, mean final cumulative regret), Student t intervals over
+    seeds on both axes, log-log, each point labelled with its threshold; ``guide`` draws the
+    lower-bound shape regret ~ K / sqrt(Q) (slope -1/2) through the point with the most queries.
+
+    thresholds: ``(M,)``; regret, queries: ``(M, B)`` final values per threshold and seed."""
+    from theorylab.stats import final_ci
+
+    ax = new_axes() if ax is None else ax
+    r = np.asarray(regret, dtype=float)
+    q = np.asarray(queries, dtype=float)
+    if r.shape != q.shape or r.ndim != 2 or r.shape[0] != len(thresholds):
+        raise ValueError(
+            f"regret and queries must be (M, B) with M = {len(thresholds)} thresholds, got "
+            f"{r.shape} and {q.shape}"
+        )
+    rc = [final_ci(row, confidence) for row in r]
+    qc = [final_ci(row, confidence) for row in q]
+    xm, ym = np.array([c.mean for c in qc]), np.array([c.mean for c in rc])
+    xerr = np.array([[c.mean - c.ci_low for c in qc], [c.ci_high - c.mean for c in qc]])
+    yerr = np.array([[c.mean - c.ci_low for c in rc], [c.ci_high - c.mean for c in rc]])
+    ax.errorbar(xm, ym, xerr=xerr, yerr=yerr, fmt="o-", capsize=3, label="mean final (95% CI)")
+    for t, xv, yv in zip(thresholds, xm, ym, strict=True):
+        ax.annotate(f"eps = {t:g}", (xv, yv), textcoords="offset points", xytext=(6, 4))
+    if guide and (xm > 0).all():
+        i = int(np.argmax(xm))
+        grid = np.geomspace(xm.min(), xm.max(), 50)
+        ax.plot(
+            grid,
+            ym[i] * np.sqrt(xm[i] / grid),
+            color="0.4",
+            ls=":",
+            label="slope -1/2: regret ~ K / sqrt(queries)",
+        )
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("preference queries Q (mean over seeds)")
+    ax.set_ylabel("cumulative regret (mean over seeds)")
+    if title:
+        ax.set_title(title)
+    ax.legend(fontsize="small")
+    return ax

@@ -23,6 +23,12 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   (the top choice of each ranking; ``theorylab.algorithms.preference.mle.plackett_luce_loss``);
 * ``p2r-no-cache``: P2R forgets its label cache and its confidence shortcut, asking the oracle
   at every visit (``P2RUCBVI(cache=False)``);
+* ``dueling-rl-random-duels``: Dueling RL plays a uniformly random pair of deterministic policies
+  each round, ignoring its elimination (``DuelingRL.policy_pair``): it never learns;
+* ``regime-no-exploration``: REGIME designs and plans on the uninformed model (uniform rows),
+  its exploration data discarded (``REGIME.design_model``);
+* ``pr-lsvi-mle-frozen``: PR-LSVI's reward MLE left at 0, so the preference labels never reach
+  the reward (``theorylab.algorithms.preference.pr_lsvi.btl_ridge_mle``);
 * ``inpo-no-kl-pull``: the OMD / INPO step written without its KL pull toward pi_ref
   (eta tau dropped from the update; the gap still measured in the tau-regularised game;
   ``theorylab.algorithms.preference.nash.omd_dynamics``);
@@ -230,6 +236,37 @@ def p2r_no_cache(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def dueling_rl_random_duels(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.agent import read_only_copy
+    from theorylab.algorithms.preference.dueling import DuelingRL
+
+    def random_pair(self):
+        # the bug: the duel ignores the candidate set (a fixed generator: the control is exact)
+        rng = self.__dict__.setdefault("_mutation_rng", np.random.default_rng(20261124))
+        i1, i2 = rng.integers(len(self.policies), size=(2, self.n_seeds))
+        return read_only_copy(self.policies[i1]), read_only_copy(self.policies[i2])
+
+    with _patched(DuelingRL, "policy_pair", random_pair):
+        yield
+
+
+@contextlib.contextmanager
+def regime_no_exploration(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.preference.policy_features import empirical_model
+    from theorylab.algorithms.preference.regime import REGIME
+
+    def uninformed(self):
+        return empirical_model(np.zeros_like(self.counts_sas))  # the bug: exploration dropped
+
+    with _patched(REGIME, "design_model", uninformed):
+        yield
+
+
+@contextlib.contextmanager
 def inpo_no_kl_pull(claim=None) -> Iterator[None]:
     from theorylab.algorithms.preference import nash
 
@@ -243,6 +280,19 @@ def inpo_no_kl_pull(claim=None) -> Iterator[None]:
         return nash.Dynamics(plain.iterates, avg, gap, agap)
 
     with _patched(nash, "omd_dynamics", no_pull):
+        yield
+
+
+@contextlib.contextmanager
+def pr_lsvi_mle_frozen(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.preference import pr_lsvi
+
+    def frozen(X, y, mask, nu, theta0):
+        return np.zeros_like(theta0)  # the bug: the labels never reach the reward estimate
+
+    with _patched(pr_lsvi, "btl_ridge_mle", frozen):
         yield
 
 
@@ -572,10 +622,34 @@ MUTATIONS = (
     ),
     register_control(
         Control(
+            "dueling-rl-random-duels",
+            "mutation",
+            "Dueling RL's duel drawn uniformly from all policies (the elimination ignored)",
+            dueling_rl_random_duels,
+        )
+    ),
+    register_control(
+        Control(
+            "regime-no-exploration",
+            "mutation",
+            "REGIME designs and plans on the uninformed model (exploration data discarded)",
+            regime_no_exploration,
+        )
+    ),
+    register_control(
+        Control(
             "inpo-no-kl-pull",
             "mutation",
             "the OMD / INPO step without its KL pull toward pi_ref (eta tau dropped)",
             inpo_no_kl_pull,
+        )
+    ),
+    register_control(
+        Control(
+            "pr-lsvi-mle-frozen",
+            "mutation",
+            "PR-LSVI's reward MLE left at 0 (the preference labels never used)",
+            pr_lsvi_mle_frozen,
         )
     ),
     register_control(

@@ -98,7 +98,14 @@ class VersionSpace:
         return float(lo.fun), float(-hi.fun)
 
 
-@register("p2r-ucbvi", kind="preference", problem="tabular", bounds=())
+@register(
+    "p2r-ucbvi",
+    kind="preference",
+    problem="tabular",
+    bounds=(),
+    feedback=("btl",),
+    feedback_note="it inverts the BTL link of one pairwise comparison against a reference pair",
+)
 class P2RUCBVI:
     """P2R (Wang-Liu-Jin 2023, Alg. 1) feeding UCBVI-BF rewards from pairwise comparisons."""
 

@@ -5,6 +5,9 @@
 comparisons asked by the end of each episode ``(B, K)``. ``kind="preference-offline"`` (a
 comparison dataset; ``dataset_size=n`` or a list): ``values`` is the exact sub-optimality
 ``(B, M)`` at each of the M dataset sizes and ``queries`` the comparisons in each dataset.
+``kind="preference-game"`` (self-play on a preference game; ``iterations=T``): ``values`` is the
+exact duality gap of the algorithm's output iterate ``(B, T + 1)`` at iterations 0..T and
+``queries`` the comparisons asked by then.
 """
 
 from __future__ import annotations
@@ -16,14 +19,17 @@ import numpy as np
 
 from theorylab.results.base import Result, register_result
 
-MEASURES = ("regret", "suboptimality")
+MEASURES = ("regret", "suboptimality", "duality-gap")
+_FINAL = {"regret": "final_regret", "suboptimality": "suboptimality", "duality-gap": "duality_gap"}
+_STEP = {"regret": "episode", "suboptimality": "n", "duality-gap": "iteration"}
 
 
 @register_result("preference")
 @dataclass
 class PreferenceResult(Result):
-    """measure: "regret" (online) or "suboptimality" (offline); values, queries: ``(B, T)``;
-    steps: ``(T,)`` episodes 1..K or dataset sizes; optimal_value: J(pi*) or V*_1(mu0);
+    """measure: "regret" (online), "suboptimality" (offline) or "duality-gap" (game); values,
+    queries: ``(B, T)``; steps: ``(T,)`` episodes 1..K, dataset sizes or iterations 0..T;
+    optimal_value: J(pi*), V*_1(mu0) (0 for a game: the gap's optimum);
     extra: named ``(B, T)`` arrays (e.g. P2R's branch counts, the Theorem 3.2 bound)."""
 
     measure: str
@@ -51,7 +57,7 @@ class PreferenceResult(Result):
 
     @property
     def curve(self) -> np.ndarray:
-        """``(B, T)``: cumulative regret (online) or the sub-optimality itself (offline)."""
+        """``(B, T)``: cumulative regret (online), else the measure itself."""
         v = np.asarray(self.values, dtype=float)
         return np.cumsum(v, axis=1) if self.measure == "regret" else v
 
@@ -88,11 +94,11 @@ class PreferenceResult(Result):
         )
 
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
-        """Final cumulative regret (or sub-optimality at the largest n) and final queries, each
-        as mean and Student t interval over seeds."""
+        """Final cumulative regret (or sub-optimality at the largest n, or the last duality gap)
+        and final queries, each as mean and Student t interval over seeds."""
         from theorylab.stats import final_ci
 
-        name = "final_regret" if self.measure == "regret" else "suboptimality"
+        name = _FINAL[self.measure]
         v = final_ci(self.curve[:, -1], confidence)
         q = final_ci(np.asarray(self.queries, dtype=float)[:, -1], confidence)
         return {
@@ -114,8 +120,8 @@ class PreferenceResult(Result):
 
     def table_row(self) -> dict[str, str]:
         s = self.summary()
-        name = "final_regret" if self.measure == "regret" else "suboptimality"
-        step = "K" if self.measure == "regret" else "n"
+        name = _FINAL[self.measure]
+        step = {"regret": "K", "suboptimality": "n", "duality-gap": "T"}[self.measure]
         return {
             "algorithm": str(self.config.get("algorithm")),
             "problem": str(self.config.get("mdp")),
@@ -140,10 +146,10 @@ class PreferenceResult(Result):
         """One row per seed x step: seed, episode (or n), the measure, its cumulative curve
         (online) and the queries."""
         B, T = np.asarray(self.values).shape
-        step_name = "episode" if self.measure == "regret" else "n"
+        step_name = _STEP[self.measure]
         cols = {
             **self.long_index(B, np.asarray(self.steps), step_name),
-            self.measure: np.asarray(self.values, dtype=float).ravel(),
+            self.measure.replace("-", "_"): np.asarray(self.values, dtype=float).ravel(),
             "queries": np.asarray(self.queries).ravel(),
         }
         if self.measure == "regret":
@@ -162,6 +168,9 @@ class PreferenceResult(Result):
         if self.measure == "suboptimality":
             kwargs.setdefault("xlabel", "comparisons n")
             kwargs.setdefault("ylabel", "sub-optimality J(pi*) - J(pi_hat)")
+        if self.measure == "duality-gap":
+            kwargs.setdefault("xlabel", "iteration t")
+            kwargs.setdefault("ylabel", "exact duality gap")
         ax = plot_regret_and_queries(
             {label: self.curve},
             {label: np.asarray(self.queries, dtype=float)},

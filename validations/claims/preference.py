@@ -437,57 +437,60 @@ register_validation(
 # ------------------------------------------------------------------ 4. Nash dynamics
 class NashDynamics(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
-        from theorylab.algorithms.preference.nash import (
-            omd_dynamics,
-            regularised_equilibrium,
-            sampled_omd,
-        )
-        from theorylab.mdps import make
-        from theorylab.mdps.preference import PreferenceMatrixOracle
-        from theorylab.seeding import AGENT_STREAM, generators
+        from theorylab.experiment import run
         from theorylab.stats import loglog_slope
 
-        game = make(cfg["game"])
-        P, ref, tau = game.P, game.pi_ref, cfg["tau"]
-        star = regularised_equilibrium(P, ref, tau)
-        reg = omd_dynamics(P, ref, tau, cfg["eta"], cfg["T"])
-        dist = float(np.abs(reg.iterates[-1] - star).max())
+        tau = cfg["tau"]
+        reg = run("inpo", cfg["game"], iterations=cfg["T"], tau=tau, eta=cfg["eta"], seed=seed)
+        dist, gap_T = float(reg.extra["distance"][0, -1]), float(reg.values[0, -1])
         rep.checks.append(
             Check(
                 "omd-last-iterate",
-                dist < 1e-10 and reg.gap[-1] < 1e-10,
-                f"tau = {tau}, eta = {cfg['eta']}, T = {cfg['T']}: max |pi_T - pi*| = "
-                f"{dist:.2e}, exact duality gap {reg.gap[-1]:.2e} (both < 1e-10)",
+                dist < 1e-10 and gap_T < 1e-10,
+                f"inpo, tau = {tau}, eta = {cfg['eta']}, T = {cfg['T']}: max |pi_T - pi*| = "
+                f"{dist:.2e} (pi* by an independent root solve), exact duality gap {gap_T:.2e} "
+                "(both < 1e-10)",
             )
         )
-        hedge = omd_dynamics(P, ref, 0.0, cfg["hedge_eta"], cfg["hedge_T"])
+        hedge_run = run(
+            "hedge-selfplay", cfg["game"], iterations=cfg["hedge_T"], eta=cfg["hedge_eta"]
+        )
+        average_gap, last_gap = hedge_run.values[0], hedge_run.extra["last_gap"][0]
         t = np.arange(1, cfg["hedge_T"] + 2, dtype=float)
         lo, hi = cfg["hedge_fit"]
         mask = (t >= lo) & (t <= hi)
-        fit = loglog_slope(t[mask], hedge.average_gap[mask], fit_range=(0.0, 1.0))
+        fit = loglog_slope(t[mask], average_gap[mask], fit_range=(0.0, 1.0))
         rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
         rep.checks.append(
             Check(
                 "hedge-average-iterate",
-                hedge.average_gap[-1] < 0.01 and fit.slope <= -0.5,
-                f"tau = 0: average iterate's gap {hedge.average_gap[-1]:.4f} < 0.01 at "
+                average_gap[-1] < 0.01 and fit.slope <= -0.5,
+                f"hedge-selfplay (tau = 0): average iterate's gap {average_gap[-1]:.4f} < 0.01 at "
                 f"T = {cfg['hedge_T']}; log-log slope over T in [{lo}, {hi}] {fit.slope:.3f} "
                 "<= -0.5",
             )
         )
-        oracle = PreferenceMatrixOracle(P, generators(seed, range(cfg["seeds"]), AGENT_STREAM))
-        samp = sampled_omd(oracle, ref, tau, cfg["sampled_eta"], cfg["sampled_T"], cfg["m"])
-        ratio = samp.gap[:, -1] / samp.gap[:, 0]
+        samp = run(
+            "inpo",
+            cfg["game"],
+            iterations=cfg["sampled_T"],
+            seeds=cfg["seeds"],
+            seed=seed,
+            tau=tau,
+            eta=cfg["sampled_eta"],
+            m=cfg["m"],
+        )
+        ratio = samp.values[:, -1] / samp.values[:, 0]
         rep.checks.append(
             Check(
                 "sampled-inpo",
                 bool((ratio < 0.05).all()),
-                f"INPO with m = {cfg['m']} comparisons per response per iteration: last-iterate "
+                f"inpo with m = {cfg['m']} comparisons per response per iteration: last-iterate "
                 f"gap / initial gap max {ratio.max():.4f} < 0.05 over {cfg['seeds']} seeds; "
-                f"queries {int(samp.queries[0])} per seed",
+                f"queries {int(samp.queries[0, -1])} per seed",
             )
         )
-        tail = hedge.gap[-cfg["hedge_T"] // 4 :]
+        tail = last_gap[-cfg["hedge_T"] // 4 :]
         rep.checks.append(
             _control(
                 "Hedge's last iterate through the last-iterate test",
@@ -499,14 +502,15 @@ class NashDynamics(ScaledClaim):
             from theorylab.plotting import plot_regret
 
             T = cfg["hedge_T"]
+            reg_gap = reg.values[0]
             curves = {
                 f"OMD last iterate (tau = {tau})": np.pad(
-                    reg.gap, (0, T - cfg["T"]), constant_values=np.nan
+                    reg_gap, (0, T - cfg["T"]), constant_values=np.nan
                 )[None, 1:]
                 if T > cfg["T"]
-                else reg.gap[None, 1 : T + 1],
-                "Hedge average iterate (tau = 0)": hedge.average_gap[None, 1:],
-                "Hedge last iterate (tau = 0)": hedge.gap[None, 1:],
+                else reg_gap[None, 1 : T + 1],
+                "Hedge average iterate (tau = 0)": average_gap[None, 1:],
+                "Hedge last iterate (tau = 0)": last_gap[None, 1:],
             }
             ax = plot_regret(
                 curves,
