@@ -109,6 +109,35 @@ register_kind(
 )
 register_kind(
     Kind(
+        "ope",
+        constructor_args=("dataset", "policy"),
+        budget={
+            "dataset_size": "N transitions per seed, or an increasing list of N (required; CLI "
+            "--dataset-size/-N)",
+            "target": "the policy evaluated: optimal (default, pi*) or uniform",
+            "coverage": "weight w of pi* in the behaviour mixture w pi* + (1 - w) other "
+            "(default 0: the `other` policy alone)",
+            "other": "the rest of the behaviour mixture: uniform (default) or adversarial",
+        },
+        runner="theorylab.runners.ope:run",
+        summary="estimate(dataset, policy) -> V_hat(mu0); exact error against V^pi(mu0)",
+    )
+)
+register_kind(
+    Kind(
+        "constrained",
+        constructor_args=("mdp", "q", "epsilon"),
+        budget={
+            "epsilon": "constraint level epsilon > 0, or an increasing list of them (required; "
+            "CLI -p epsilon=...)",
+        },
+        runner="theorylab.runners.constrained:run",
+        summary="solve a KL-constrained occupancy problem at each epsilon; exact primal, dual, "
+        "KL and stationarity residual",
+    )
+)
+register_kind(
+    Kind(
         "imitation",
         constructor_args=("expert", "dataset"),
         budget={

@@ -25,6 +25,8 @@ NO_THEOREM = {
     "regularized-primal",
     "optidice",
     "f-dvl",
+    "reps",
+    "dualdice",
     # imitation (algorithms/dual): ReCOIL, SMODICE; claims in validations/claims/dual_imitation.py
     "recoil",
     "smodice",

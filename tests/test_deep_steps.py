@@ -74,12 +74,19 @@ def test_group_step_scores_only_the_completion():
 
 
 def test_trl_computes_the_same_losses_and_gradients():
-    """theorylab bench llm's own check (quick sizes): same loss to 1e-5 and gradient to 1e-5 on
-    the same batch as TRL's DPOTrainer and GRPOTrainer, or it raises."""
+    """theorylab bench llm's own check (small sizes): same loss to 1e-5 and gradient to 1e-5 on
+    the same batch as TRL's DPOTrainer and GRPOTrainer (on TRL's own sampled completions for the
+    step with generation), in every batch layout, or it raises."""
     pytest.importorskip("trl")
-    from theorylab.bench.llm import CONFIGS, bench_dpo, bench_grpo
+    from theorylab.bench.llm import CONFIGS, bench_dpo, bench_grpo, bench_grpo_generation
 
     cfg = dict(CONFIGS["quick"], vocab=512, n_embd=32, prompt=8, completion=8, batch=4)
-    rows = bench_dpo(cfg, warmup=0, repeats=1) + bench_grpo(cfg, warmup=0, repeats=1)
-    assert {r["step"] for r in rows} == {"DPO step", "GRPO step (given completions)"}
+    reps = dict(warmup=0, repeats=1)
+    rows = bench_dpo(cfg, **reps) + bench_grpo(cfg, **reps) + bench_grpo_generation(cfg, **reps)
+    assert {r["step"] for r in rows} == {
+        "DPO step", "GRPO step (given completions)", "GRPO step with generation"
+    }  # fmt: skip
+    assert {r["trainer"] for r in rows} == {
+        "theorylab padded", "theorylab buckets", "theorylab packed", "TRL"
+    }  # fmt: skip
     assert all(r["loss_gap"] <= 1e-5 and r["grad_gap"] <= 1e-5 for r in rows)

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
 
 if not os.environ.get("CI"):
     pytest.importorskip("mkdocs")
@@ -104,3 +105,45 @@ def test_every_figure_is_shown_by_a_page():
         if p.relative_to(docs / "figures").as_posix() not in text
     ]
     assert unused == []
+
+
+def _make_figures():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_figures", DOCS / "make_figures.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_gallery_has_an_entry_and_a_section_for_every_claim():
+    import json
+
+    from theorylab.validations import list_validations
+
+    gallery = (DOCS / "gallery.md").read_text(encoding="utf-8")
+    for name in list_validations():
+        entry = DOCS / "figures" / "gallery" / f"{name}.json"
+        assert entry.exists(), f"{name}: no entry (python docs/make_figures.py --only gallery)"
+        e = json.loads(entry.read_text(encoding="utf-8"))
+        assert e["name"] == name and e["scale"] in ("quick", "full")
+        assert e["verdict"] in ("PASS", "FAIL", "VACUOUS", "SMOKE", "UNPOWERED")
+        assert e["figure"] == (DOCS / "figures" / "gallery" / f"{name}.png").exists()
+        assert f"## {name}\n" in gallery, f"{name}: not on docs/gallery.md"
+
+
+def test_a_gallery_entry_goes_stale_when_its_claim_changes(monkeypatch):
+    import dataclasses
+
+    mf = _make_figures()
+    from theorylab.validations import VALIDATIONS
+
+    name = "cvar-identities"
+    fresh = {"fingerprint": mf.claim_fingerprint(name), "scale": "full"}
+    assert not mf._stale(name, fresh, "full") and not mf._stale(name, fresh, "quick")
+    assert mf._stale(name, {**fresh, "scale": "quick"}, "full")  # full asked, quick shown
+    assert mf._stale(name, None, "quick")
+    claim, get = VALIDATIONS.get(name), VALIDATIONS.get
+    changed = dataclasses.replace(claim, statement=claim.statement + " (changed)")
+    monkeypatch.setattr(VALIDATIONS, "get", lambda n: changed if n == name else get(n))
+    assert mf._stale(name, fresh, "full")

@@ -11,12 +11,14 @@ from theorylab.validations.claims.dual import (
     CMDPLastIterate,
     DICERate,
     DualVStrongDuality,
+    FiniteHorizonDualV,
     REPSBindingKL,
     behaviour_value_estimator,
     fixed_eta_mutant,
     plain_conjugate_mutant,
     sqrt_alpha_mutant,
 )
+from theorylab.validations.mutations import dual_v_plain_conjugate, dual_v_sqrt_alpha
 
 
 def failed(report, check: str) -> bool:
@@ -47,3 +49,12 @@ def test_non_learning_estimator_fails_the_ope_rate():
 def test_plain_gda_in_place_of_ogda_fails_the_last_iterate_claim():
     report = replace(CMDPLastIterate(), optimistic=False).run("quick")
     assert failed(report, "OGDA last iterate -> optimum")
+
+
+def test_finite_horizon_claim_fails_under_both_registered_controls():
+    with dual_v_plain_conjugate():
+        report = FiniteHorizonDualV().run("quick")
+    assert failed(report, "d >= 0") and failed(report, "duality gap <= 1e-8")
+    with dual_v_sqrt_alpha():
+        report = FiniteHorizonDualV().run("quick")
+    assert failed(report, "0 <= V*_0(mu) - J(alpha) <= alpha D_f(d_LP || d^O)")

@@ -3,7 +3,8 @@
 * bit for bit (``np.array_equal`` on exact regret, returns and value estimates) wherever the
   reference's products are left-to-right sums: the true model stored sparse (scipy CSR) and the
   empirical model on its CSR path (``storage="sparse"``, or S >= 64), for UCBVI-CH/BF/AJKS,
-  greedy and optimistic Q-learning (Hoeffding, Bernstein), known and estimated rewards,
+  greedy, epsilon-greedy (constant and inv-sqrt schedules, epsilon = 0) and optimistic
+  Q-learning (Hoeffding, Bernstein), known and estimated rewards,
   Bernoulli rewards, a spread initial distribution, stage-dependent transitions and both
   tie-breaking rules;
 * to round-off on dense models (the reference's BLAS products sum in a CPU-dependent order);
@@ -19,10 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theorylab.algorithms.objectives import RISK_NEUTRAL
+from theorylab.algorithms.objectives import objective_of
 from theorylab.algorithms.online.whole_run import CompiledLoop, compiled_variant, run_whole
 from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
-from theorylab.algorithms.registry import make_agent
+from theorylab.algorithms.registry import get_algorithm, make_agent
 from theorylab.experiment import env_spec, run
 from theorylab.mdps import TabularMDP, make
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators, seed_indices
@@ -47,11 +48,13 @@ def _spread_mdp(stage_dependent: bool, bernoulli: bool) -> TabularMDP:
 def _compiled(algorithm, mdp, episodes, seeds, segment, known_rewards=True, **params):
     idx = seed_indices(seeds)
     env = env_spec(mdp, known_rewards=known_rewards)
-    agent = make_agent(
-        algorithm, env, len(idx), generators(SEED, idx, AGENT_STREAM), episodes=episodes, **params
-    )
+    entry = get_algorithm(algorithm)
+    if "episodes" in entry.parameters():  # as the runner does: K enters the confidence widths
+        params = {"episodes": episodes, **params}
+    agent = make_agent(algorithm, env, len(idx), generators(SEED, idx, AGENT_STREAM), **params)
     env_rngs = generators(SEED, idx, ENV_STREAM)
-    return CompiledLoop(agent, mdp, RISK_NEUTRAL.optimal_value(mdp), env_rngs)
+    v_star = objective_of(entry, params).optimal_value(mdp)  # the algorithm's yardstick
+    return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
 def _both(algorithm, mdp, episodes=240, seeds=3, segment=70, known_rewards=True, **params):
@@ -86,6 +89,19 @@ ORDERED_CASES = [  # (algorithm, MDP, params, known rewards)
     ("optimistic-q-hoeffding", "spread-bernoulli", {"c": 0.5}, True),
     ("optimistic-q-bernstein", "riverswim:S=6,H=12", {}, True),
     ("optimistic-q-bernstein", "spread", {"c1": 0.2, "c2": 1.0}, True),
+    ("epsilon-greedy", "random-sparse:S=70,A=2,H=6,seed=3", {"epsilon": 0.2}, True),
+    (
+        "epsilon-greedy",
+        "random-sparse:S=64,A=3,H=5,seed=1",
+        {"epsilon": 2.0, "schedule": "inv-sqrt", "unvisited_value": 5.0},
+        False,
+    ),  # fmt: skip
+    ("epsilon-greedy", "random-sparse:S=64,A=3,H=5,seed=1", {"epsilon": 0.0}, True),
+    ("maxwp", "riverswim:S=6,H=12", {}, True),
+    ("maxwp", "spread-bernoulli", {}, False),
+    ("icvar-rm", "riverswim:S=6,H=12", {"alpha": 0.3, "bonus_scale": 0.02}, True),
+    ("icvar-rm", "spread", {"alpha": 0.5, "bonus_scale": 0.05}, False),
+    ("icvar-rm", "random-sparse:S=12,A=2,H=4,seed=2", {"alpha": 0.2, "bonus_scale": 0.1}, True),
 ]
 
 
@@ -160,10 +176,48 @@ def test_negative_controls_fail_the_comparison():
     assert not np.array_equal(run_whole(loop, 200)["returns"], ref.returns)
 
 
+def test_epsilon_greedy_negative_control_a_wrong_schedule_is_caught():
+    mdp = make("random-sparse:S=64,A=3,H=5,seed=1").to_sparse()
+    kw = {"epsilon": 2.0, "schedule": "inv-sqrt"}
+    ref = run("epsilon-greedy", mdp, 120, 2, seed=SEED, loop="python", **kw)
+    same = _compiled("epsilon-greedy", mdp, 120, 2, 120, **kw)
+    assert np.array_equal(run_whole(same, 120)["regret"], ref.regret)
+    wrong = _compiled("epsilon-greedy", mdp, 120, 2, 120, **kw)
+    wrong.episodes_done = 1  # eps_{k+1} played in episode k: the schedule one episode late
+    assert not np.array_equal(run_whole(wrong, 121)["regret"][:, :120], ref.regret)
+
+
+def test_maxwp_on_a_dense_model_and_its_negative_control():
+    # every MaxWP quantity is a min or one addition, so dense models agree bit for bit too
+    mdp = _spread_mdp(False, False)
+    ref, out = _both("maxwp", mdp, episodes=150, seeds=2)
+    for name, got in (("regret", ref.regret), ("returns", ref.returns)):
+        assert np.array_equal(got, out[name]), name
+    assert np.array_equal(ref.value_estimates, out["estimates"])
+    assert ref.regret[:, 0].max() > 0 and ref.regret[:, -1].max() == 0  # it learns (Thm. 4)
+    # a one-ulp change of the known rewards is detected
+    wrong = _compiled("maxwp", mdp, 150, 2, 150)
+    r_known = np.nextafter(wrong.params[4], 2.0)
+    wrong.params = (*wrong.params[:4], r_known, *wrong.params[5:])
+    assert not np.array_equal(run_whole(wrong, 150)["estimates"], ref.value_estimates)
+
+
+def test_icvar_rm_negative_control_one_ulp_of_alpha_is_caught():
+    mdp = make("riverswim:S=6,H=12").to_sparse()
+    kw = {"alpha": 0.3, "bonus_scale": 0.02}
+    ref = run("icvar-rm", mdp, 150, 2, seed=SEED, loop="python", **kw)
+    same = _compiled("icvar-rm", mdp, 150, 2, 150, **kw)
+    assert np.array_equal(run_whole(same, 150)["estimates"], ref.value_estimates)
+    wrong = _compiled("icvar-rm", mdp, 150, 2, 150, **kw)
+    c_g = float(np.nextafter(wrong.params[8], 1.0))  # alpha of the empirical CVaR, one ulp up
+    wrong.params = (*wrong.params[:8], c_g, *wrong.params[9:])
+    assert not np.array_equal(run_whole(wrong, 150)["estimates"], ref.value_estimates)
+
+
 def test_agents_without_a_kernel_are_refused():
     mdp = make("riverswim:S=6,H=12")
     env = env_spec(mdp)
-    agent = make_agent("epsilon-greedy", env, 1, generators(0, [0], AGENT_STREAM), episodes=5)
+    agent = make_agent("psrl", env, 1, generators(0, [0], AGENT_STREAM), episodes=5)
     assert compiled_variant(agent) is None
     with pytest.raises(ValueError, match="has no whole-run kernel"):
         CompiledLoop(agent, mdp, 1.0, generators(0, [0], ENV_STREAM))
@@ -192,7 +246,7 @@ def test_tl_run_loops_agree_and_auto_picks_the_kernel_for_long_runs():
     assert long.config["loop"] == "compiled"
     assert np.array_equal(long.regret[:, :300], py.regret)  # K enters L: same K, same numbers
     with pytest.raises(ValueError, match="has no whole-run kernel"):
-        tl.run("epsilon-greedy", mdp, 10, 1, loop="compiled")
+        tl.run("psrl", mdp, 10, 1, loop="compiled")
     with pytest.raises(ValueError, match="loop must be one of"):
         tl.run("ucbvi-hoeffding", mdp, 10, 1, loop="fast")
 
@@ -215,3 +269,59 @@ def test_cli_long_run_summaries_stay_small(tmp_path):
     with open(out_csv) as fh:
         rows = list(csv.reader(fh))
     assert len(rows) == 1 + 2 * len(d["K_grid"])
+
+
+# ------------------------------------------------------------------ the incremental plan
+@pytest.mark.parametrize(
+    ("algorithm", "mdp", "params"),
+    [
+        ("ucbvi-hoeffding", "riverswim:S=12,H=10", {"bonus_scale": 0.02}),  # V changes
+        ("ucbvi-hoeffding", "riverswim:S=12,H=10", {"tie_break": LEAST}),  # Q at the cap H
+        ("ucbvi-ajks", "spread-stage", {"bonus_scale": 0.1}),
+        ("greedy", "random-sparse:S=70,A=2,H=6,seed=3", {"unvisited_value": 6.0}),
+        ("optimistic-q-hoeffding", "riverswim:S=12,H=10", {"c": 0.1}),
+    ],
+)
+def test_incremental_plan_and_evaluation_equal_full_ones(algorithm, mdp, params):
+    # the plan kept up to date pair by pair, and the evaluation redone only from the last step
+    # whose action changed, equal the full plan and evaluation every episode: same curves, same
+    # state, and the stored V^pi is the exact value of the current policy
+    from theorylab.algorithms.planning import evaluate_policies
+
+    model = _mdp(mdp)
+    fast = _compiled(algorithm, model, 150, 3, 150, **params)
+    full = _compiled(algorithm, model, 150, 3, 150, **params)
+    full.incremental = False
+    a, b = run_whole(fast, 150, segment=50), run_whole(full, 150, segment=50)
+    for name in ("regret", "returns", "estimates"):
+        assert np.array_equal(a[name], b[name]), name
+    for name in ("Q", "V", "pol"):
+        assert np.array_equal(fast.state[name], full.state[name]), name
+    played = fast.state["pol"].copy()  # the policy of episode 151
+    fast.advance(1)
+    assert np.array_equal(fast._vpi, evaluate_policies(model, played, batched=True))
+    assert np.unique(a["regret"]).size > 1  # the policy changed during the run
+
+
+# ------------------------------------------------------------------ LinUCB
+def test_linucb_agrees_to_round_off_with_identical_rounds():
+    # the Python agent multiplies through numpy's matmul (order set by the build and CPU): the
+    # UCBs agree to 1e-12, the arms played, rewards and exact regret exactly
+    import theorylab as tl
+    from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
+
+    for spec in ("linear-bandit:d=4,A=12,seed=1", "linear-bandit:d=3,A=5,seed=4"):
+        mdp = make(spec)
+        ref = run("linucb", mdp, 300, 3, seed=SEED, loop="python")
+        out = tl.run("linucb", mdp, 300, 3, seed=SEED, loop="compiled", segment=110)
+        assert out.config["loop"] == "compiled"
+        assert np.array_equal(ref.returns, out.returns)
+        assert np.array_equal(ref.regret, out.regret)
+        np.testing.assert_allclose(out.value_estimates, ref.value_estimates, rtol=1e-12, atol=0)
+        assert ref.regret[:, :50].mean() > ref.regret[:, -50:].mean()  # it learns
+    # negative control: a 1% larger confidence radius changes the arms played
+    idx = seed_indices(3)
+    env = env_spec(mdp)
+    agent = make_agent("linucb", env, 3, generators(SEED, idx, AGENT_STREAM), scale=1.01)
+    loop = LinUCBLoop(agent, mdp, ref.optimal_value, generators(SEED, idx, ENV_STREAM))
+    assert not np.array_equal(run_whole(loop, 300)["regret"], ref.regret)

@@ -248,7 +248,11 @@ def test_tl_run_torch_loop_and_its_errors(tmp_path):
     with pytest.raises(ValueError, match="holds a different run"):  # not a compiled checkpoint
         tl.run("ucbvi-hoeffding", mdp, 60, 2, loop="compiled", checkpoint=str(ckpt), seed=SEED)
     with pytest.raises(ValueError, match="has no whole-run kernel"):
+        tl.run("psrl", mdp, 10, 1, loop="torch")
+    with pytest.raises(ValueError, match="has no torch whole-run loop"):  # compiled only
         tl.run("epsilon-greedy", mdp, 10, 1, loop="torch")
+    with pytest.raises(ValueError, match="has no torch whole-run loop"):
+        _loop(TorchLoop, "epsilon-greedy", mdp, 10, 1)
     with pytest.raises(ValueError, match="uniforms must be 'torch' or 'numpy', got 'pcg64'"):
         _loop(TorchLoop, "greedy", mdp, 10, 1, uniforms="pcg64")
     if not has_cuda:

@@ -356,6 +356,7 @@ RUN_BUDGET_FLAGS = {
     "checkpoint": "checkpoint",
     "feedback": "feedback",
     "design": "design",
+    "target": "target",
     "ranking_size": "ranking_size",
     "iterations": "iterations",
 }
@@ -805,9 +806,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--loop",
         choices=["auto", "python", "compiled", "torch"],
         help="online: the episode loop (python), the whole-run compiled kernel (compiled: "
-        "ucbvi-*, greedy, optimistic-q-*), the same loop in torch on --device (torch: its own "
-        "random stream) or auto (default: compiled for runs of 20,000 seed-episodes and more "
-        "when the algorithm has a kernel)",
+        "ucbvi-*, greedy, epsilon-greedy, optimistic-q-*, maxwp, icvar-rm, linucb), the same "
+        "loop in torch on --device (ucbvi-*, greedy, optimistic-q-*; torch: its own random "
+        "stream) or auto (default: compiled for runs of 20,000 seed-episodes and more when the "
+        "algorithm has a kernel)",
     )
     q.add_argument(
         "--segment",
@@ -860,6 +862,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--design",
         choices=["uniform", "zjj-thm39"],
         help="preference-offline: which pairs are compared (default uniform)",
+    )
+    q.add_argument(
+        "--target",
+        choices=["optimal", "uniform"],
+        help="ope: the policy evaluated (default optimal: pi*)",
     )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_run)

@@ -337,22 +337,22 @@ def dual_v_plain_conjugate(claim=None) -> Iterator[None]:
     import numpy as np
 
     from theorylab.algorithms.dual import dual_v
-    from theorylab.algorithms.dual.regularized_objectives import bellman_residual
     from theorylab.algorithms.dual.smooth_dual_solver import Conjugate
 
     def plain(f):  # the bug: f* where f*_p = sup over w >= 0 belongs
         return Conjugate(f.conjugate, f.conjugate_derivative, f.conjugate_second_derivative)
 
-    def unclipped(mdp, V, d_ref, alpha, f, gamma):  # d^O (f*)'(delta / alpha): no max(0, .)
-        delta = bellman_residual(mdp, V, gamma)
+    def unclipped(flow, x, d_ref, alpha, f):  # d^O (f*)'(delta / alpha): no max(0, .)
+        delta = flow.r - flow.M @ x
+        w = np.asarray(d_ref, dtype=np.float64).ravel()
         d = np.zeros_like(delta)
-        on = d_ref > 0
-        d[on] = d_ref[on] * f.conjugate_derivative(delta[on] / alpha)
-        return d
+        on = w > 0
+        d[on] = w[on] * f.conjugate_derivative(delta[on] / alpha)
+        return d.reshape(flow.d_shape)
 
     with (
         _patched(dual_v, "nonneg_conjugate", plain),
-        _patched(dual_v, "recover_occupancy", unclipped),
+        _patched(dual_v, "flow_recover_occupancy", unclipped),
     ):
         yield
 

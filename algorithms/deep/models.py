@@ -137,7 +137,15 @@ class TinyTransformer(nn.Module):
 
 # --------------------------------------------------------------------------- Hugging Face models
 class HFCausalLM(nn.Module):
-    """A ``transformers`` causal LM as ``forward(input_ids) -> logits`` (no KV cache)."""
+    """A ``transformers`` causal LM as ``forward(input_ids, attention_mask) -> logits``.
+
+    Also takes ``position_ids`` (packed rows: :mod:`theorylab.algorithms.deep.packing`) and
+    ``logits_to_keep`` (the LM head on the last k positions, or on the positions of a 1-D index
+    tensor). The KV cache is used only by the sampler (:mod:`theorylab.algorithms.deep.sampling`),
+    which calls the wrapped ``model`` itself.
+    """
+
+    supports_packing = True
 
     def __init__(self, model: nn.Module) -> None:
         super().__init__()
@@ -145,12 +153,24 @@ class HFCausalLM(nn.Module):
         self.vocab_size = int(model.get_output_embeddings().weight.shape[0])
 
     def forward(
-        self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        *,
+        position_ids: torch.Tensor | None = None,
+        logits_to_keep: int | torch.Tensor = 0,
     ) -> torch.Tensor:
-        """input_ids (B, T), attention_mask (B, T) 0/1 or None -> logits (B, T, W)."""
+        """input_ids (B, T), attention_mask (B, T) 0/1 or None, position_ids (B, T) or None ->
+        logits (B, T, W) (B, k, W with ``logits_to_keep``: 0 keeps every position)."""
+        kw = {"logits_to_keep": logits_to_keep} if not _keeps_all(logits_to_keep) else {}
         return self.model(
-            input_ids=input_ids, attention_mask=attention_mask, use_cache=False
-        ).logits
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+            use_cache=False, **kw,
+        ).logits  # fmt: skip
+
+
+def _keeps_all(logits_to_keep: int | torch.Tensor) -> bool:
+    return isinstance(logits_to_keep, int) and logits_to_keep == 0
 
 
 HF_CONFIGS = {

@@ -28,12 +28,25 @@ TV has a piecewise-linear f*_p with a hard domain (delta_V <= alpha / 2) and a s
 :func:`~theorylab.algorithms.dual.regularized_primal.solve_regularized_primal` (HiGHS), whose flow
 multipliers are the dual-V minimiser, and its gap is L(V) minus the primal objective as above.
 
-Starting point: ``V = max(r) / (1 - gamma)`` everywhere (an upper bound of V*: every delta_V <= 0,
-so exp(delta / alpha) cannot overflow), then the alpha-continuation of the smooth solver.
+Finite horizon (stages h = 0..H-1, ``V_H = 0``; :mod:`~theorylab.algorithms.dual.occupancy_flow`):
+the same problem with the stage-wise flow and one d^O_h per stage,
+
+    min_V  mu^T V_0 + alpha sum_h E_{d^O_h}[f*_p(delta_V(h, s, a) / alpha)],
+    delta_V(h, s, a) = r_h(s, a) + sum_{s'} P_h(s'|s, a) V_{h+1}(s') - V_h(s),
+
+with recovery ``d_h = d^O_h w(delta_V(h, .) / alpha)``: problem (*) with the block-bidiagonal LP
+matrix. The paper states the discounted case; this is its stage-wise analogue (the Lagrangian of
+the finite-horizon occupancy LP of planning/lp.py regularised stage by stage), with the same
+certificate (gap and flow residual) and the finite-horizon LP / backward induction as alpha -> 0.
+
+Starting point: ``V = max(r) / (1 - gamma)`` everywhere, ``V_h = (H - h) max(r)`` finite horizon
+(an upper bound of V*: every delta_V <= 0, so exp(delta / alpha) cannot overflow), then the
+alpha-continuation of the smooth solver.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import numpy as np
@@ -41,9 +54,7 @@ import numpy as np
 from theorylab.algorithms.dual.f_divergences import FDivergence
 from theorylab.algorithms.dual.regularized_objectives import (
     RegularizedSolution,
-    dual_v_objective,
-    primal_objective,
-    recover_occupancy,
+    flow_recover_occupancy,
 )
 from theorylab.algorithms.dual.regularized_primal import prepare, solve_regularized_primal
 from theorylab.algorithms.dual.smooth_dual_solver import (
@@ -52,7 +63,6 @@ from theorylab.algorithms.dual.smooth_dual_solver import (
     Method,
     minimize_smooth_dual,
 )
-from theorylab.algorithms.planning.lp import discounted_lp_matrix, flow_residual
 
 
 def nonneg_conjugate(f: FDivergence) -> Conjugate:
@@ -75,53 +85,38 @@ def solve_dual_v(
 ) -> RegularizedSolution:
     """Minimise the dual-V objective directly and recover the optimal occupancy.
 
-    mdp: a stationary TabularMDP (dense or sparse); d_ref ``(S, A)`` the data distribution d^O;
-    alpha > 0; f: "kl", "chi2", "half-chi2" (smooth: Newton / L-BFGS) or "tv" (an LP, module
-    docstring); gamma defaults to ``mdp.gamma``; mu ``(S,)`` to ``mdp.mu0``; method "newton" or
-    "lbfgs"; tol: target ``|grad L|_inf`` (= the flow residual); V0 ``(S,)``: a warm start.
+    mdp: a TabularMDP (dense or sparse), discounted unless it has a horizon and no gamma is
+    passed, then finite horizon (stage-wise flow, stage-dependent P and r allowed); d_ref the data
+    distribution d^O, ``(S, A)`` discounted or ``(H, S, A)`` finite horizon (one distribution per
+    stage); alpha > 0; f: "kl", "chi2", "half-chi2" (smooth: Newton / L-BFGS) or "tv" (an LP,
+    module docstring); gamma defaults to ``mdp.gamma``; mu ``(S,)`` to ``mdp.mu0``; method
+    "newton" or "lbfgs"; tol: target ``|grad L|_inf`` (= the flow residual); V0 ``(S,)`` or
+    ``(H+1, S)``: a warm start. Returns V ``(S,)`` / ``(H+1, S)`` with ``V_H = 0``.
     Raises DualInputError (alpha <= 0, d^O invalid), UncoveredFlowError (no d << d^O is
     flow-feasible; names the (s, a) pairs), DualSolverError (no convergence).
     """
     t0 = time.perf_counter()
-    alpha, f, d_ref, g, mu = prepare(mdp, d_ref, alpha, f, gamma, mu)
+    alpha, f, d_ref, flow = prepare(mdp, d_ref, alpha, f, gamma, mu)
     if not f.smooth:
-        sol = solve_regularized_primal(mdp, d_ref, alpha, f, gamma=g, mu=mu)
-        sol.seconds = time.perf_counter() - t0
-        return sol
-    on = np.flatnonzero(d_ref.ravel() > 0)
-    M = discounted_lp_matrix(mdp, g)[on].tocsr()  # (n, S) rows of E - gamma P on the support
-    r = np.asarray(mdp.reward(0), dtype=np.float64).ravel()[on]
-    w = d_ref.ravel()[on]
-    if V0 is None:
-        r_max = float(r.max()) if r.size else 0.0
-        V0 = np.full(mdp.S, r_max / (1.0 - g) if g < 1 else r_max)
+        sol = solve_regularized_primal(mdp, d_ref, alpha, f, gamma=flow.gamma, mu=flow.mu)
+        return dataclasses.replace(sol, seconds=time.perf_counter() - t0)
+    w = d_ref.ravel()
+    on = np.flatnonzero(w > 0)
+    x0 = flow.start() if V0 is None else flow.multipliers(V0)
     res = minimize_smooth_dual(
-        M,
-        (1.0 - g) * mu,
-        r,
-        w,
+        flow.M[on].tocsr(),  # (n, m) the flow rows on the support of d^O
+        flow.b,
+        flow.r[on],
+        w[on],
         alpha,
         nonneg_conjugate(f),
-        np.asarray(V0, dtype=np.float64),
+        np.array(x0, dtype=np.float64),
         method=method,
         tol=tol,
         max_iter=max_iter,
     )
-    V = res.x
-    d = recover_occupancy(mdp, V, d_ref, alpha, f, g)
-    primal = primal_objective(mdp, d, d_ref, alpha, f)
-    dual = dual_v_objective(mdp, V, d_ref, alpha, f, g, mu)
-    return RegularizedSolution(
-        occupancy=d,
-        V=V,
-        primal_value=primal,
-        dual_value=dual,
-        gap=dual - primal,
-        flow_residual=float(np.max(np.abs(flow_residual(mdp, d, gamma=g, mu=mu)))),
-        divergence=f.name,
-        alpha=alpha,
-        gamma=g,
-        method=method,
-        seconds=time.perf_counter() - t0,
-        info={"iterations": res.iterations, "stages": res.stages, "grad_norm": res.grad_norm},
+    d = flow_recover_occupancy(flow, res.x, d_ref, alpha, f)
+    info = {"iterations": res.iterations, "stages": res.stages, "grad_norm": res.grad_norm}
+    return RegularizedSolution.certify(
+        flow, d, res.x, d_ref, alpha, f, method=method, started=t0, info=info
     )

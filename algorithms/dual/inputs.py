@@ -45,8 +45,11 @@ def check_alpha(alpha, name: str = "alpha") -> float:
     return a
 
 
-def check_distribution(d, shape: tuple[int, ...], name: str) -> np.ndarray:
-    """A probability array of the given shape (float64 copy); names the first bad entry."""
+def check_distribution(d, shape: tuple[int, ...], name: str, *, stages: bool = False) -> np.ndarray:
+    """A probability array of the given shape (float64 copy); names the first bad entry.
+
+    stages: the leading axis indexes horizon stages and each stage must sum to 1 (a finite-horizon
+    d^O ``(H, S, A)``)."""
     d = np.array(d, dtype=np.float64)
     if d.shape != shape:
         raise DualInputError(f"{name} must have shape {shape}, got {d.shape}")
@@ -54,6 +57,16 @@ def check_distribution(d, shape: tuple[int, ...], name: str) -> np.ndarray:
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
         raise DualInputError(f"{name} at {idx} is {d[idx]!r}; expected a finite value >= 0")
+    if stages:
+        mass = d.reshape(d.shape[0], -1).sum(axis=1)
+        off = np.flatnonzero(np.abs(mass - 1.0) > 1e-9)
+        if off.size:
+            h = int(off[0])
+            raise DualInputError(
+                f"{name} stage h={h} sums to {mass[h]:.12g}, expected 1 (tolerance 1e-9): a "
+                "finite-horizon d^O is one distribution over (s, a) per stage"
+            )
+        return d
     if abs(d.sum() - 1.0) > 1e-9:
         raise DualInputError(f"{name} sums to {d.sum():.12g}, expected 1 (tolerance 1e-9)")
     return d
@@ -114,4 +127,48 @@ def check_flow_support(mdp, d_ref: np.ndarray, gamma: float, mu: np.ndarray) -> 
         "d^O(s, a) > 0 reaches them, so no occupancy d << d^O satisfies the flow constraint and "
         "the dual-V objective is unbounded below; give d^O mass on an action of those states "
         f"(S = {S}, A = {A})"
+    )
+
+
+def check_stage_flow_support(mdp, d_ref: np.ndarray, mu: np.ndarray) -> None:
+    """Finite-horizon :func:`check_flow_support`, d_ref ``(H, S, A)``, mu ``(S,)``.
+
+    G_{H-1} = states with an action of d^O_{H-1} mass; G_h = states with a d^O_h-supported action
+    whose P_h-successors all lie in G_{h+1}. A feasible d << d^O exists iff supp(mu) lies in G_0
+    (the same argument as the discounted case, stage by stage). The message names the (h, s)
+    with no d^O_h mass that the flow reaches from mu through supported actions.
+    """
+    H, S, A = d_ref.shape
+    on = d_ref.reshape(H, S * A) > 0
+    good = [None] * H
+    good[H - 1] = on[H - 1].reshape(S, A).any(axis=1)
+    for h in range(H - 2, -1, -1):
+        P = sp.csr_array(mdp.P_flat(h))
+        leaks = (P @ (~good[h + 1]).astype(np.float64)) > 0
+        good[h] = (on[h] & ~leaks).reshape(S, A).any(axis=1)
+    start = mu > 0
+    if not np.any(start & ~good[0]):
+        return
+    reach = start.copy()
+    culprits: list[tuple[int, int]] = []
+    for h in range(H):
+        empty = ~on[h].reshape(S, A).any(axis=1)
+        culprits = [(h, int(s)) for s in np.flatnonzero(reach & empty)]
+        if culprits or h == H - 1:
+            break
+        from_pairs = np.repeat(reach, A).astype(np.float64) * on[h]
+        reach = (sp.csr_array(mdp.P_flat(h)).T @ from_pairs) > 0
+    bad_start = int(np.flatnonzero(start & ~good[0])[0])
+    shown = ", ".join(f"(h={h}, s={s}, a=0..{A - 1})" for h, s in culprits[:4])
+    more = f" and {len(culprits) - 4} more" if len(culprits) > 4 else ""
+    where = (
+        f"d^O has zero mass at {shown}{more}, which the flow reaches"
+        if culprits
+        else ("the flow leaves the support of d^O")
+    )
+    raise UncoveredFlowError(
+        f"{where}: from the initial state s={bad_start} (mu(s) = {mu[bad_start]:.3g}) no policy "
+        "that plays only actions with d^O_h(s, a) > 0 stays inside the support for all "
+        f"{H} stages, so no occupancy d << d^O satisfies the stage-wise flow constraint and the "
+        f"dual-V objective is unbounded below; give d^O mass there (H = {H}, S = {S}, A = {A})"
     )

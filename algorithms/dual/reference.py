@@ -18,7 +18,11 @@ from theorylab.algorithms.planning.lp import _discount, occupancy_measure
 def behaviour_reference(
     mdp, *, coverage: float = 0.0, other: str = "uniform", gamma: float | None = None
 ) -> np.ndarray:
-    """``d^{pi_b}`` ``(S, A)`` of the behaviour mixture (module docstring), discounted."""
+    """``d^{pi_b}`` of the behaviour mixture (module docstring): discounted ``(S, A)``, or the
+    stage occupancies ``(H, S, A)`` of a model with a horizon when gamma is None (the
+    finite-horizon problem, as ``occupancy_flow`` decides)."""
+    if mdp.horizon is not None and gamma is None:
+        return occupancy_measure(mdp, behaviour_policy(mdp, coverage, other))
     g = _discount(mdp, gamma)
     model = mdp if mdp.gamma == g and mdp.horizon is None else mdp.with_objective(gamma=g)
     pol = behaviour_policy(model, coverage, other)  # pi* from the exact planner

@@ -5,6 +5,10 @@
   (``theorylab.runners.dual``) supplies the model, d^O and alpha and scores primal, dual, gap and
   flow residual exactly. ``dual-v`` (the dual-V form, Newton / L-BFGS) and
   ``regularized-primal`` (cvxpy on the primal, the reference answer).
+* kind ``"constrained"``: ``reps`` (REPS by Newton on its closed-form dual, ``(mdp, q, epsilon)``;
+  runner ``theorylab.runners.constrained``).
+* kind ``"ope"``: ``dualdice`` (tabular DualDICE, ``estimate(dataset, policy) -> V_hat(mu0)``
+  per seed; runner ``theorylab.runners.ope``).
 * kind ``"offline"``: ``optidice`` (tabular OptiDICE, ``fit(dataset, alpha, f)``) and ``f-dvl``
   (tabular f-DVL with the code's surrogate losses, ``fit(dataset, loss, loss_temp)``).
 * kind ``"imitation"`` (runner ``theorylab.runners.imitation``: expert data plus other data):
@@ -15,10 +19,12 @@
 from __future__ import annotations
 
 from theorylab.algorithms.dual.dual_v import solve_dual_v
+from theorylab.algorithms.dual.dualdice import dualdice
 from theorylab.algorithms.dual.f_dvl import f_dvl
 from theorylab.algorithms.dual.optidice import optidice
 from theorylab.algorithms.dual.recoil import recoil
 from theorylab.algorithms.dual.regularized_primal import solve_regularized_primal
+from theorylab.algorithms.dual.reps import reps
 from theorylab.algorithms.dual.smodice import smodice
 from theorylab.algorithms.registry import register
 
@@ -45,6 +51,18 @@ def fit_optidice(dataset, alpha: float = 0.1, f: str = "half-chi2"):
 def fit_f_dvl(dataset, loss: str = "chi-square", loss_temp: float = 0.8):
     """Tabular f-DVL: the DVL code's V-loss and mean Q-target to the fixed point (Sikchi 2024)."""
     return f_dvl(dataset, loss=loss, loss_temp=loss_temp)
+
+
+@register("dualdice", kind="ope", problem="dataset", horizon="discounted")
+def estimate_dualdice(dataset, policy):
+    """Tabular DualDICE: V^pi(mu0) per seed from discounted data (Nachum et al. 2019)."""
+    return dualdice(dataset, policy).value
+
+
+@register("reps", kind="constrained", problem="tabular")
+def solve_reps(mdp, q, epsilon, max_iter: int = 500):
+    """REPS, exactly: max average reward s.t. KL(mu || q) <= epsilon (Peters et al. 2010)."""
+    return reps(mdp, q, epsilon, max_iter=max_iter)
 
 
 @register("recoil", kind="imitation", problem="dataset", horizon="discounted")

@@ -92,6 +92,17 @@ def kl_divergence(p: np.ndarray, q: np.ndarray) -> float:
     return float(np.sum(p[on] * np.log(p[on] / q[on])))
 
 
+def stationary_state_action(mdp, pi: np.ndarray) -> np.ndarray:
+    """A stationary state-action distribution ``(S, A)`` of the policy pi ``(S, A)``: the
+    least-squares solution of ``d_S (P_pi - I) = 0, sum d_S = 1`` (the unique one when P_pi is
+    irreducible), times pi. The sampling distribution q that REPS' runner uses."""
+    P_pi = np.einsum("sa,sat->st", pi, mdp.dense_P())
+    S = mdp.S
+    lhs = np.vstack([(P_pi - np.eye(S)).T, np.ones(S)])
+    d = np.linalg.lstsq(lhs, np.r_[np.zeros(S), 1.0], rcond=None)[0]
+    return np.clip(d, 0.0, None)[:, None] * pi / max(float(np.clip(d, 0.0, None).sum()), 1e-300)
+
+
 def _stationarity_matrix(mdp) -> sp.csr_array:
     """``B = P - E`` ``(S*A, S)``: ``delta_V = r + B V`` and ``B^T mu`` is the residual
     ``(P^T mu)(s') - sum_a mu(s', a)`` of the stationarity constraint."""

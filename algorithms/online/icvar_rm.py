@@ -123,7 +123,9 @@ class _PlanFromCounts:
         """The planned ``V_1(mu0)`` for every seed, ``(B,)`` (its guarantee: see the class)."""
         if self._V is None:
             self._plan()
-        return self._V[:, 0] @ self.env.mu0
+        # a row sum (numpy's pairwise order), not BLAS: the same bits alone or batched, as the
+        # whole-run kernel (algorithms/online/whole_run_kernel.py) computes it
+        return (self._V[:, 0] * self.env.mu0).sum(axis=-1)
 
     def update(self, traj) -> None:
         self.counts.update(traj)

@@ -8,10 +8,13 @@ per-episode exact regret, returns and value estimates as the Python loop on the 
 for bit where the reference's products are left-to-right sums; see the kernel's docstring).
 
 Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks``,
-``greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein`` (exact classes, the
-risk-neutral objective, a finite horizon). The kernel reads the constants (L, the bonus
-coefficients, tie-breaking, known rewards) off the constructed Python agent, so parameters are
-validated and computed in one place.
+``greedy``, ``epsilon-greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein``
+(exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
+under their own objectives), and ``linucb`` (its own kernel,
+:mod:`theorylab.algorithms.online.whole_run_linucb`, which the runner picks for it). The kernel
+reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
+schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
+one place.
 
 Segments and checkpoints (``segment`` episodes at a time): between segments the driver reports
 progress (episodes/s) and, with ``checkpoint=DIR``, stores the finished segment's curves
@@ -47,14 +50,20 @@ _MASK64 = (1 << 64) - 1
 def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
-    from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy
+    from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
+    from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
+    from theorylab.algorithms.online.linucb import LinUCB
     from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
         VARIANT_AJKS,
         VARIANT_BF,
         VARIANT_CH,
+        VARIANT_EPS,
         VARIANT_GREEDY,
+        VARIANT_ICVAR,
+        VARIANT_LINUCB,
+        VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
     )
@@ -64,6 +73,10 @@ def compiled_variant(agent) -> int | None:
         UCBVIBernstein: VARIANT_BF,
         UCBVIAJKS: VARIANT_AJKS,
         CertaintyEquivalentGreedy: VARIANT_GREEDY,
+        EpsilonGreedy: VARIANT_EPS,
+        MaxWP: VARIANT_MAXWP,
+        ICVaRRM: VARIANT_ICVAR,
+        LinUCB: VARIANT_LINUCB,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -129,7 +142,7 @@ class LoopConstants:
     learner's counts (H: per-step model or Q-learning's N_h; 1: pooled); Hf = float(H); known,
     r_known (n_R, S, A): the rewards given to the learner; bonus_scale, c_bonus, L, c_g,
     unvisited: the plan's constants (see ``plan_seed``); qc (6,): Q-learning's [c, c1, c2, iota,
-    H^3 iota, sqrt(H^7 S A)]."""
+    H^3 iota, sqrt(H^7 S A)], epsilon-greedy's [epsilon, 0 constant / 1 inv-sqrt]."""
 
     variant: int
     tie: int
@@ -160,23 +173,30 @@ def loop_constants(agent, mdp) -> LoopConstants:
     torch whole-run loops. Raises ValueError for an agent without a whole-run loop or an MDP
     without a finite horizon."""
     from theorylab.algorithms.online.whole_run_kernel import (
+        TIE_WITHIN_TOL,
+        VARIANT_EPS,
         VARIANT_GREEDY,
+        VARIANT_ICVAR,
+        VARIANT_LINUCB,
+        VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
     )
 
     variant = compiled_variant(agent)
-    if variant is None:
+    if variant is None or variant == VARIANT_LINUCB:  # LinUCB: LinUCBLoop
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
         )
     if mdp.horizon is None:
         raise ValueError(f"{mdp!r} has no finite horizon; online episodic runs need one")
     S, A, H = mdp.S, mdp.A, int(mdp.horizon)
-    greedy = variant == VARIANT_GREEDY
+    greedy = variant in (VARIANT_GREEDY, VARIANT_EPS)
     q_learning = variant in (VARIANT_QH, VARIANT_QB)
     if q_learning:  # N_h(x, a) per step, no empirical model
         per_step = True
+    elif variant in (VARIANT_MAXWP, VARIANT_ICVAR):  # counts pooled over h (stationary P)
+        per_step = False
     else:
         per_step = agent.stage_dependent if greedy else agent.per_step_model
     Hf = float(H)
@@ -186,11 +206,22 @@ def loop_constants(agent, mdp) -> LoopConstants:
         known, r_known = False, np.zeros((1, S, A))
         iota = agent.iota
         qc[:] = (agent.c, agent.c1, agent.c2, iota, H**3 * iota, np.sqrt(H**7 * S * A))
+    elif variant in (VARIANT_MAXWP, VARIANT_ICVAR):  # ties as first_argmax
+        tie, bonus_scale, c_bonus, L, c_g, unvisited = TIE_WITHIN_TOL, 0.0, 0.0, 0.0, 0.0, Hf
+        if variant == VARIANT_ICVAR:  # bonus_scale (H / alpha) sqrt(L / n); alpha in c_g
+            c_bonus = agent.bonus_scale * (agent.env.H / agent.alpha)
+            L, c_g = float(agent.L), float(agent.alpha)
+        reward = agent.env.reward
+        known = reward is not None
+        r_known = np.zeros((1, S, A)) if not known else np.asarray(reward, dtype=np.float64)
+        r_known = r_known if r_known.ndim == 3 else r_known[None]
     elif greedy:
         tie, bonus_scale, c_bonus, L, c_g = 0, 0.0, 0.0, 0.0, 0.0
         unvisited = agent.unvisited_value
         known = agent.known_rewards
         r_known = agent.R_known if known else np.zeros((1, S, A))
+        if variant == VARIANT_EPS:  # [epsilon, schedule] (greedy.py, epsilon_at)
+            qc[:2] = (agent.epsilon, 0.0 if agent.schedule == "constant" else 1.0)
     else:
         tie = 0 if agent.tie_break == "first" else 1
         bonus_scale, L, c_g, unvisited = agent.bonus_scale, float(agent.L), 0.0, Hf
@@ -271,12 +302,17 @@ class CompiledLoop:
             "pol": np.zeros((B, H, S), np.int64),
         }
         self._F = np.zeros((B, S, 4))
-        self._g = np.zeros((B, H + 1, S))
+        self._g = np.zeros((B, H + 1, S))  # BF: min{c / N', H^2}; epsilon-greedy: V_hat^pi
         self._bon = np.zeros((B, S, A))
-        self._work = np.zeros((B, 3 * S + H + 2 + 3 * H))
+        self._work = np.zeros((B, 3 * S + 4 * H + 2 + A))
+        self._vis = np.zeros((B, 2, H), np.int64)  # the pairs and states an episode visited
+        # V^pi of the last evaluated policy, and from which step it must be re-evaluated
+        self._vpi = np.zeros((B, H + 1, S))
+        self._eval_from = np.full(B, H - 1, np.int64)
         self._qc = qc
         self.state["qstat"] = np.zeros((B, 3, H * S * A if q_learning else 1))  # mu, sigma, beta
         self.episodes_done = 0
+        self.incremental = True  # False: plan and evaluate in full every episode (a check)
         if q_learning:  # Q_h = H, V_h = H, V_{H+1} = 0, greedy action 0
             self.state["V"][:, :H] = Hf
         else:
@@ -313,7 +349,8 @@ class CompiledLoop:
             *self.params, *self.model_args,
             st["nsa"], st["rsum"], st["nhs"], st["cnt"], st["pc"], st["succ"], st["nsucc"],
             st["Q"], st["V"], st["pol"], self._F, self._g, self._bon, self._work, self._qc,
-            st["qstat"],
+            st["qstat"], self._vpi, self._eval_from, self._vis, self.incremental,
+            self.episodes_done,
             rng, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
         set_pcg64_states(self.env_rngs, rng)
@@ -341,6 +378,7 @@ class CompiledLoop:
                 )
             self.state[name][...] = arrays[name]
         self.episodes_done = int(arrays["episodes_done"])
+        self._eval_from[:] = self.H - 1  # evaluate the restored policy in full
         for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
             g.bit_generator.state = state
 

@@ -75,9 +75,19 @@ from theorylab.algorithms.online.whole_run import (
     loop_constants,
     positive_entries,
 )
+from theorylab.algorithms.online.whole_run_kernel import (
+    VARIANT_AJKS,
+    VARIANT_BF,
+    VARIANT_CH,
+    VARIANT_GREEDY,
+    VARIANT_QB,
+    VARIANT_QH,
+)
 
 TORCH_STATE = ("nsa", "rsum", "nhs", "cnt", "Q", "V", "pol", "qstat")
 DEFAULT_SEGMENT = 2_000
+TORCH_VARIANTS = (VARIANT_CH, VARIANT_BF, VARIANT_AJKS, VARIANT_GREEDY, VARIANT_QH, VARIANT_QB)
+"""The compiled loop's kernels that have a torch port (the others are refused)."""
 """Episodes per segment unless asked otherwise: the torch loop runs some 10^2-10^3 episodes per
 second on a CPU (each a fixed sequence of small operations), so the compiled loop's 100,000 would
 leave the progress bar still for minutes; a segment boundary costs one host copy."""
@@ -175,6 +185,8 @@ class TorchLoop:
         if uniforms not in ("torch", "numpy"):
             raise ValueError(f"uniforms must be 'torch' or 'numpy', got {uniforms!r}")
         c = loop_constants(agent, mdp)
+        if c.variant not in TORCH_VARIANTS:  # the compiled loop's other kernels have no port
+            raise ValueError(f"{type(agent).__name__} has no torch whole-run loop")
         B = agent.n_seeds
         if len(env_rngs) != B:
             raise ValueError(f"got {len(env_rngs)} environment generators for {B} seeds")

@@ -132,4 +132,5 @@ def evaluate_iterated_cvar(
 
 def iterated_cvar_values(mdp, policies: np.ndarray, alpha: float) -> np.ndarray:
     """``sum_s mu0(s) V^pi_1(s)`` under the iterated-CVaR objective for each policy, ``(B,)``."""
-    return evaluate_iterated_cvar(mdp, policies, alpha, batched=True)[:, 0] @ mdp.mu0
+    V = evaluate_iterated_cvar(mdp, policies, alpha, batched=True)  # (B, H+1, S)
+    return (V[:, 0] * mdp.mu0).sum(axis=-1)  # a row sum: the same bits alone or batched

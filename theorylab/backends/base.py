@@ -165,8 +165,10 @@ class Backend(ABC):
             Q = self.to_numpy(self.bellman(model, V[:, h + 1], h))  # (B, S, A)
             if pol_np.ndim == 3:
                 V[:, h] = Q[rows, cols, pol_np[:, h]]
-            else:
-                V[:, h] = np.einsum("bsa,bsa->bs", pol_np[:, h], Q)
+            else:  # a row sum (numpy's pairwise order), not einsum, whose order over the
+                # actions depends on the CPU's vector width; the whole-run kernel
+                # (algorithms/online/whole_run_kernel.py) reproduces this sum bit for bit
+                V[:, h] = (pol_np[:, h] * Q).sum(axis=-1)
         return V
 
     # ------------------------------------------------------------------ sampling

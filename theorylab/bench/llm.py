@@ -1,23 +1,35 @@
-"""``theorylab bench llm``: one DPO step and one GRPO step (given completions) with theorylab's
-step functions (``algorithms/deep/steps.py``) against TRL's ``DPOTrainer`` and ``GRPOTrainer`` on
-the same Hugging Face model, batch, dtype and sequence lengths.
+"""``theorylab bench llm``: theorylab's step functions (``algorithms/deep/steps.py``) against
+TRL's ``DPOTrainer`` and ``GRPOTrainer`` on the same Hugging Face model, batch, dtype and sequence
+lengths:
+
+(a) one DPO step; (b) one GRPO step given sampled completions; (c) one full GRPO step with
+generation. Rows (a) and (b) run theorylab in three batch layouts
+(``algorithms/deep/packing.py``): ``padded`` (the right-padded batch as TRL's collators build it),
+``buckets`` (rows sorted by length and cut into 4 variable-length chunks) and ``packed`` (one
+sequence with restarting position ids); TRL runs its padded batch (its DPO ``padding_free`` is
+disabled in TRL 1.16 and needs flash-attention). Row (c) runs theorylab padded and in buckets.
 
 Needs TRL (the ``[bench]`` extra: ``pip install 'theorylab[bench]'``); without it the table says so.
 The model is a random-init GPT-2 from a config (no network) and the text is random tokens of a
-word-level tokenizer built here, so both trainers see identical token ids.
+word-level tokenizer built here, so both trainers see identical token ids. Completion lengths vary
+(uniform between a quarter of the maximum and the maximum), so that padding is part of the batch.
 
 Before timing, both sides compute the loss and its gradient on the same batch at the same weights
-(a policy perturbed away from the reference, so that neither is trivial) and must agree to 1e-5.
+(a policy perturbed away from the reference, so that neither is trivial) and must agree to 1e-5,
+every theorylab layout against TRL.
 DPO: TRL ``loss_type="sigmoid"``, beta 0.1, against theorylab's ``dpo``. GRPO: TRL
 ``loss_type="grpo"`` (per-sequence token mean, std-normalised group advantages, k3 KL with beta
 0.04, clip 0.2) against theorylab's ``grpo`` (Shao et al. 2024, eq. (3)). TRL 1.16 multiplies the
 KL term by the importance ratio by default (``use_bias_correction_kl=True``, after DeepSeek-V3.2):
 the same loss value, a different gradient (the check measured a gap of 6.5e-4 on the quick batch);
-the bench sets it to False so that both sides run eq. (3).
+the bench sets it to False so that both sides run eq. (3). Row (c) checks on TRL's own sampled
+completions: TRL's ``_generate_and_score_completions`` samples and scores a batch, and theorylab's
+loss on those completions (with its own rewards and advantages) must equal TRL's.
 
-Then the two steps are timed alternately (so that load on a shared machine hits both alike): the
-median and spread (min, max) of ms/step over ``repeats`` steps after ``warmup``, tokens/s = tokens
-in the batch (padded) / median seconds, and the ratio of our tokens/s to TRL's.
+Then the steps are timed alternately, in an order that rotates every round (so that load on a
+shared machine hits all alike and no trainer always runs after the same one): the
+median and spread (min, max) of ms/step over ``repeats`` steps after ``warmup``, tokens/s = real
+(non-padding) tokens in the batch / median seconds, and the ratio of TRL's median time to ours.
 
 What one step is, on both sides:
 
@@ -27,15 +39,20 @@ What one step is, on both sides:
 * GRPO given completions: reference per-token log-probs (no grad), group advantages, policy
   per-token log-probs, loss, backward, clipping, AdamW step (TRL:
   ``_get_per_token_logps_and_entropies`` on the reference model, its ``compute_loss``,
-  ``accelerator.backward``, clipping, the optimiser step; the generation of
-  ``_generate_and_score_completions`` is left out on both sides).
-
-A full GRPO step *with generation* is not benchmarked yet.
+  ``accelerator.backward``, clipping, the optimiser step);
+* GRPO with generation: G = 4 completions of each prompt sampled from the policy at temperature 1
+  (theorylab: ``algorithms/deep/sampling.py``, the prompt encoded once and the KV cache repeated G
+  times, one batched decode loop; TRL: ``_generate_and_score_completions``, which calls
+  ``model.generate`` with the KV cache on the G-times repeated prompts, then scores the reference
+  log-probs and rewards), the reward (the fraction of even token ids), then the step above.
+  Sampled lengths differ between the two sides (each draws its own completions); with a
+  vocabulary of thousands EOS is rare, so both nearly always sample the full length.
 """
 
 from __future__ import annotations
 
 import copy
+import os
 import shutil
 import statistics
 import tempfile
@@ -111,10 +128,21 @@ def _check(name: str, ours: float, trl: float, grad_gap: float) -> None:
         )
 
 
+def _same_loss(name: str, ours_t, ours_model, trl_t, trl_model) -> tuple[float, float, float]:
+    """(our loss, TRL's loss, max gradient gap) on the same batch, checked by :func:`_check`."""
+    ours, trl = float(ours_t), float(trl_t)
+    gap = _gradient_gap(ours_t, ours_model, trl_t, trl_model)
+    _check(name, ours, trl, gap)
+    return ours, trl, gap
+
+
 def _text(g, vocab: int, n: int) -> str:
     import torch
 
     return " ".join(f"t{i}" for i in torch.randint(2, vocab, (n,), generator=g).tolist())
+
+
+LAYOUTS = ("padded", "buckets", "packed")
 
 
 def _time_alternately(fns: dict[str, Any], warmup: int, repeats: int) -> dict[str, list[float]]:
@@ -122,22 +150,29 @@ def _time_alternately(fns: dict[str, Any], warmup: int, repeats: int) -> dict[st
         for fn in fns.values():
             fn()
     times: dict[str, list[float]] = {k: [] for k in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    names = list(fns)
+    for i in range(repeats):  # the order rotates, so that no trainer always follows another
+        for name in names[i % len(names) :] + names[: i % len(names)]:
             t0 = time.perf_counter()
-            fn()
+            fns[name]()
             times[name].append(time.perf_counter() - t0)
     return times
 
 
-def _rows(case: str, cfg: dict, tokens: int, times: dict, losses, device, dtype):
+def _rows(case: str, cfg: dict, tokens: int, times: dict, checks: dict, device, dtype):
+    """One row per trainer; ``checks[name] = (loss, TRL's loss, max gradient gap)``."""
+    import torch
+
     out = []
     med = {k: statistics.median(v) for k, v in times.items()}
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     for name, ts in times.items():
+        ours = name != "trl"
+        loss, trl_loss, grad_gap = checks[name] if ours else next(iter(checks.values()))
         out.append(
             {
                 "step": case,
-                "trainer": name,
+                "trainer": f"theorylab {name}" if ours else "TRL",
                 "device": str(device),
                 "dtype": str(dtype).replace("torch.", ""),
                 "model": f"gpt2 {cfg['n_layer']}x{cfg['n_embd']}, vocab {cfg['vocab']}",
@@ -147,15 +182,25 @@ def _rows(case: str, cfg: dict, tokens: int, times: dict, losses, device, dtype)
                 "ms_max": 1e3 * max(ts),
                 "tokens_per_s": tokens / med[name],
                 "ratio_vs_trl": med["trl"] / med[name],
-                "loss": losses[0] if name == "theorylab" else losses[1],
-                "loss_gap": abs(losses[0] - losses[1]),
-                "grad_gap": losses[2],
+                "loss": loss if ours else trl_loss,
+                "loss_gap": abs(loss - trl_loss) if ours else 0.0,
+                "grad_gap": grad_gap if ours else 0.0,
+                "load_1min": load,  # the machine's load average when the timing ended
+                "torch_threads": torch.get_num_threads(),
             }
         )
     return out
 
 
-def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10) -> list[dict]:
+def _lengths(g, n: int, longest: int):
+    """n completion lengths, uniform in [longest // 4, longest]."""
+    import torch
+
+    return torch.randint(max(1, longest // 4), longest + 1, (n,), generator=g).tolist()
+
+
+def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
+              layouts=LAYOUTS) -> list[dict]:  # fmt: skip
     import torch
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
@@ -167,13 +212,14 @@ def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=1
     dtype = dtype or torch.float32
     tok = _tokenizer(cfg["vocab"])
     g = torch.Generator().manual_seed(0)
+    lengths = _lengths(g, 2 * cfg["batch"], cfg["completion"])
     rows = [
         {
             "prompt": _text(g, cfg["vocab"], cfg["prompt"]),
-            "chosen": " " + _text(g, cfg["vocab"], cfg["completion"]),
-            "rejected": " " + _text(g, cfg["vocab"], cfg["completion"]),
+            "chosen": " " + _text(g, cfg["vocab"], lengths[2 * i]),
+            "rejected": " " + _text(g, cfg["vocab"], lengths[2 * i + 1]),
         }
-        for _ in range(cfg["batch"])
+        for i in range(cfg["batch"])
     ]
     base = _model(cfg, device, dtype)
     args = DPOConfig(
@@ -189,19 +235,23 @@ def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=1
     )  # fmt: skip
     batch = {k: v.to(device) for k, v in next(iter(trainer.get_train_dataloader())).items()}
     trainer.create_optimizer()
-    policy, reference = HFCausalLM(copy.deepcopy(start)), HFCausalLM(copy.deepcopy(base))
-    reference.requires_grad_(False)
-    opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
     loss_fn = make_loss("dpo:beta=0.1")
     ids, am, cm = batch["input_ids"], batch["attention_mask"], batch["completion_mask"]
-    ours_t = preference_step(policy, reference, opt, loss_fn, ids, am, cm, step=False)
-    trl_t = trainer.compute_loss(trainer.model, batch)
-    ours, trl_loss = float(ours_t), float(trl_t)
-    grad_gap = _gradient_gap(ours_t, policy, trl_t, trainer.model)
-    _check("DPO", ours, trl_loss, grad_gap)
+    reference = HFCausalLM(copy.deepcopy(base)).requires_grad_(False)
+    fns, checks = {}, {}
+    for layout in layouts:
+        policy = HFCausalLM(copy.deepcopy(start))
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
+        ours_t = preference_step(
+            policy, reference, opt, loss_fn, ids, am, cm, step=False, layout=layout
+        )
+        trl_t = trainer.compute_loss(trainer.model, batch)
+        checks[layout] = _same_loss(f"DPO ({layout})", ours_t, policy, trl_t, trainer.model)
 
-    def ours_step():
-        preference_step(policy, reference, opt, loss_fn, ids, am, cm)
+        def ours_step(policy=policy, opt=opt, layout=layout):
+            preference_step(policy, reference, opt, loss_fn, ids, am, cm, layout=layout)
+
+        fns[layout] = ours_step
 
     trainer.current_gradient_accumulation_steps = 1  # set by Trainer's own loop, not run here
 
@@ -211,21 +261,71 @@ def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=1
         trainer.optimizer.step()
         trainer.model.zero_grad(set_to_none=True)
 
-    times = _time_alternately({"theorylab": ours_step, "trl": trl_step}, warmup, repeats)
-    return _rows(
-        "DPO step", cfg, int(ids.numel()), times, (ours, trl_loss, grad_gap), device, dtype
-    )
+    fns["trl"] = trl_step
+    times = _time_alternately(fns, warmup, repeats)
+    return _rows("DPO step", cfg, int(am.sum()), times, checks, device, dtype)
 
 
-def _zero_reward(completions, **kwargs):
-    """A reward function for TRL's constructor (the bench passes rewards of its own)."""
-    return [0.0] * len(completions)
+def _even_fraction(completion_ids) -> float:
+    """The bench's reward: the fraction of a completion's token ids that are even."""
+    return sum(1 for t in completion_ids if t % 2 == 0) / max(1, len(completion_ids))
 
 
-def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10) -> list[dict]:
+def _trl_reward(completions, completion_ids, **kwargs):
+    """TRL's reward function: :func:`_even_fraction` of each completion's ids."""
+    return [_even_fraction(ids) for ids in completion_ids]
+
+
+def _our_reward(prompts, completion_ids, completion_mask):
+    """The same reward on a padded (B, C) batch: (B,)."""
+    even = ((completion_ids % 2 == 0) & (completion_mask > 0)).sum(1)
+    return even / completion_mask.sum(1).clamp(min=1)
+
+
+def _grpo_trainer(cfg: dict, base, start, prompts: list[str], B: int, device: str, dtype):
     import torch
     from datasets import Dataset
     from trl import GRPOConfig, GRPOTrainer
+
+    args = GRPOConfig(
+        output_dir="/tmp/theorylab-bench-trl", per_device_train_batch_size=B,
+        num_generations=GROUP_SIZE, learning_rate=1e-5, beta=0.04, epsilon=0.2, loss_type="grpo",
+        scale_rewards="group", max_completion_length=cfg["completion"], report_to=[],
+        use_cpu=device == "cpu", logging_steps=10**9, save_strategy="no", max_grad_norm=1.0,
+        bf16=dtype == torch.bfloat16, model_init_kwargs={"dtype": dtype},
+        use_bias_correction_kl=False, temperature=1.0, top_p=1.0, top_k=0,
+    )  # fmt: skip
+    # TRL builds its reference model from the policy's path; the reference weights are then set
+    path = tempfile.mkdtemp(prefix="theorylab-bench-llm-")
+    start.save_pretrained(path)
+    try:
+        trainer = GRPOTrainer(
+            model=path, reward_funcs=[_trl_reward], args=args,
+            train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]),
+            processing_class=_tokenizer(cfg["vocab"]),
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+    trainer.create_optimizer()
+    if trainer.ref_model is None:
+        raise RuntimeError("TRL's GRPOTrainer built no reference model at beta = 0.04")
+    trainer.ref_model.load_state_dict(base.state_dict())
+    trainer.model.train()
+    trainer.current_gradient_accumulation_steps = 1  # set by Trainer's own loop, not run here
+    return trainer
+
+
+def _trl_grpo_update(trainer, inputs) -> None:
+    loss = trainer.compute_loss(trainer.model, inputs)
+    trainer.accelerator.backward(loss)
+    trainer.accelerator.clip_grad_norm_(trainer.model.parameters(), 1.0)
+    trainer.optimizer.step()
+    trainer.model.zero_grad(set_to_none=True)
+
+
+def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
+               layouts=LAYOUTS) -> list[dict]:  # fmt: skip
+    import torch
 
     from theorylab.algorithms.deep.groups import group_advantages
     from theorylab.algorithms.deep.models import HFCausalLM
@@ -235,39 +335,18 @@ def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=
     dtype = dtype or torch.float32
     B, P, C, V = cfg["batch"] * GROUP_SIZE // 2, cfg["prompt"], cfg["completion"], cfg["vocab"]
     B = max(GROUP_SIZE, B - B % GROUP_SIZE)
-    tok = _tokenizer(V)
     g = torch.Generator().manual_seed(1)
     prompts = [_text(g, V, P) for _ in range(B // GROUP_SIZE)]
     base = _model(cfg, device, dtype)
-    args = GRPOConfig(
-        output_dir="/tmp/theorylab-bench-trl", per_device_train_batch_size=B,
-        num_generations=GROUP_SIZE, learning_rate=1e-5, beta=0.04, epsilon=0.2, loss_type="grpo",
-        scale_rewards="group", max_completion_length=C, report_to=[], use_cpu=device == "cpu",
-        logging_steps=10**9, save_strategy="no", max_grad_norm=1.0, bf16=dtype == torch.bfloat16,
-        model_init_kwargs={"dtype": dtype}, use_bias_correction_kl=False,
-    )  # fmt: skip
-    # TRL builds its reference model from the policy's path; the reference weights are then set
     start = _perturbed(base)
-    path = tempfile.mkdtemp(prefix="theorylab-bench-llm-")
-    start.save_pretrained(path)
-    try:
-        trainer = GRPOTrainer(
-            model=path, reward_funcs=[_zero_reward], args=args,
-            train_dataset=Dataset.from_list([{"prompt": p} for p in prompts]), processing_class=tok,
-        )  # fmt: skip
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-    trainer.create_optimizer()
-    if trainer.ref_model is None:
-        raise RuntimeError("TRL's GRPOTrainer built no reference model at beta = 0.04")
-    trainer.ref_model.load_state_dict(base.state_dict())
-    # the batch: B completions of C tokens (right-padded: the last quarter of the rows shorter)
+    trainer = _grpo_trainer(cfg, base, start, prompts, B, device, dtype)
+    # the batch: B completions of C // 4 .. C tokens, right-padded
     prompt_ids = torch.randint(2, V, (B // GROUP_SIZE, P), generator=g).repeat_interleave(
         GROUP_SIZE, 0
     )
     completion_ids = torch.randint(2, V, (B, C), generator=g)
-    completion_mask = torch.ones(B, C, dtype=torch.long)
-    completion_mask[-(B // 4) :, C // 2 :] = 0
+    lengths = torch.tensor(_lengths(g, B, C))
+    completion_mask = (torch.arange(C)[None] < lengths[:, None]).to(torch.long)
     completion_ids = completion_ids.masked_fill(completion_mask == 0, 0)
     rewards = torch.rand(B, generator=g)
     group = torch.arange(B // GROUP_SIZE).repeat_interleave(GROUP_SIZE)
@@ -291,37 +370,97 @@ def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=
             "advantages": adv, "ref_per_token_logps": ref_logps, "old_per_token_logps": None,
         }  # fmt: skip
 
-    policy, reference = HFCausalLM(copy.deepcopy(start)), HFCausalLM(copy.deepcopy(base))
-    reference.requires_grad_(False)
-    opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
+    reference = HFCausalLM(copy.deepcopy(base)).requires_grad_(False)
     loss_fn = make_loss("grpo:beta=0.04,clip_eps=0.2")
-    kw = dict(prompt_length=P)
-    ours_t = group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group,
-                        step=False, **kw)  # fmt: skip
-    trainer.model.train()
-    trainer.current_gradient_accumulation_steps = 1  # set by Trainer's own loop, not run here
-    trl_t = trainer.compute_loss(trainer.model, trl_inputs())
-    ours, trl_loss = float(ours_t), float(trl_t)
-    grad_gap = _gradient_gap(ours_t, policy, trl_t, trainer.model)
-    _check("GRPO", ours, trl_loss, grad_gap)
+    fns, checks = {}, {}
+    for layout in layouts:
+        policy = HFCausalLM(copy.deepcopy(start))
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
+        kw = dict(prompt_length=P, layout=layout)
+        ours_t = group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group,
+                            step=False, **kw)  # fmt: skip
+        trl_t = trainer.compute_loss(trainer.model, trl_inputs())
+        checks[layout] = _same_loss(f"GRPO ({layout})", ours_t, policy, trl_t, trainer.model)
 
-    def ours_step():
-        group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group, **kw)
+        def ours_step(policy=policy, opt=opt, kw=kw):
+            group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group, **kw)
+
+        fns[layout] = ours_step
+
+    fns["trl"] = lambda: _trl_grpo_update(trainer, trl_inputs())
+    times = _time_alternately(fns, warmup, repeats)
+    case = "GRPO step (given completions)"
+    return _rows(case, cfg, int(am.sum()), times, checks, device, dtype)
+
+
+def bench_grpo_generation(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
+                          layouts=("padded", "buckets")) -> list[dict]:  # fmt: skip
+    """Row (c): a full GRPO step with generation (module docstring)."""
+    import torch
+
+    from theorylab.algorithms.deep.models import HFCausalLM
+    from theorylab.algorithms.deep.registry import make_loss
+    from theorylab.algorithms.deep.steps import generation_group_step, group_step
+
+    dtype = dtype or torch.float32
+    B, P, C, V = cfg["batch"] * GROUP_SIZE // 2, cfg["prompt"], cfg["completion"], cfg["vocab"]
+    B = max(GROUP_SIZE, B - B % GROUP_SIZE)
+    n = B // GROUP_SIZE
+    g = torch.Generator().manual_seed(2)
+    prompts = [_text(g, V, P) for _ in range(n)]
+    base = _model(cfg, device, dtype)
+    start = _perturbed(base)
+    trainer = _grpo_trainer(cfg, base, start, prompts, B, device, dtype)
+    tok = _tokenizer(V)
+    prompt_ids = torch.tensor([tok(p)["input_ids"] for p in prompts], device=device)  # (n, P)
+    inputs = [{"prompt": p} for p in prompts for _ in range(GROUP_SIZE)]  # TRL's RepeatSampler
+    eos, pad = tok.eos_token_id, tok.pad_token_id
+
+    # the same-loss check on TRL's own sampled and scored batch
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(3)
+        out = trainer._generate_and_score_completions(copy.deepcopy(inputs))
+    if not torch.equal(out["prompt_ids"], prompt_ids.repeat_interleave(GROUP_SIZE, 0)):
+        raise AssertionError("TRL tokenised the prompts differently from the bench's tokenizer")
+    cmask = out["completion_mask"]
+    ids = torch.cat([out["prompt_ids"], out["completion_ids"]], 1)
+    am = torch.cat([out["prompt_mask"], cmask], 1)
+    cm = torch.cat([torch.zeros_like(out["prompt_mask"]), cmask], 1)
+    rewards = _our_reward(out["prompt_ids"], out["completion_ids"], cmask)
+    group = torch.arange(n, device=ids.device).repeat_interleave(GROUP_SIZE)
+    reference = HFCausalLM(copy.deepcopy(base)).requires_grad_(False)
+    loss_fn = make_loss("grpo:beta=0.04,clip_eps=0.2")
+    fns, checks, tokens = {}, {}, 0
+    for layout in layouts:
+        policy = HFCausalLM(copy.deepcopy(start))
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
+        ours_t = group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group,
+                            prompt_length=P, step=False, layout=layout)  # fmt: skip
+        trl_t = trainer.compute_loss(trainer.model, out)
+        name = f"GRPO with generation ({layout})"
+        checks[layout] = _same_loss(name, ours_t, policy, trl_t, trainer.model)
+        gen = torch.Generator(device=device).manual_seed(4)
+
+        def ours_step(policy=policy, opt=opt, layout=layout, gen=gen):
+            generation_group_step(
+                policy, reference, opt, loss_fn, prompt_ids, _our_reward,
+                group_size=GROUP_SIZE, max_new_tokens=C, eos_token_id=eos, pad_token_id=pad,
+                generator=gen, layout=layout,
+            )  # fmt: skip
+
+        fns[layout] = ours_step
+        tokens = int(am.sum())
 
     def trl_step():
-        loss = trainer.compute_loss(trainer.model, trl_inputs())
-        trainer.accelerator.backward(loss)
-        trainer.accelerator.clip_grad_norm_(trainer.model.parameters(), 1.0)
-        trainer.optimizer.step()
-        trainer.model.zero_grad(set_to_none=True)
+        _trl_grpo_update(trainer, trainer._generate_and_score_completions(copy.deepcopy(inputs)))
 
-    times = _time_alternately({"theorylab": ours_step, "trl": trl_step}, warmup, repeats)
-    case = "GRPO step (given completions)"
-    return _rows(case, cfg, int(ids.numel()), times, (ours, trl_loss, grad_gap), device, dtype)
+    fns["trl"] = trl_step
+    times = _time_alternately(fns, warmup, repeats)
+    return _rows("GRPO step with generation", cfg, tokens, times, checks, device, dtype)
 
 
 def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
-    """The DPO and GRPO rows (module docstring); an empty table with a note without TRL."""
+    """Rows (a), (b), (c) (module docstring); an empty table with a note without TRL."""
     try:
         import trl  # noqa: F401
     except ModuleNotFoundError:
@@ -334,11 +473,13 @@ def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
     resolve_device(device)
     cfg = CONFIGS["quick" if quick else "default"]
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    reps = dict(warmup=1, repeats=3) if quick else dict(warmup=2, repeats=10)
+    reps = dict(warmup=1, repeats=5) if quick else dict(warmup=2, repeats=12)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return bench_dpo(cfg, device=device, dtype=dtype, **reps) + bench_grpo(
-            cfg, device=device, dtype=dtype, **reps
+        return (
+            bench_dpo(cfg, device=device, dtype=dtype, **reps)
+            + bench_grpo(cfg, device=device, dtype=dtype, **reps)
+            + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
         )
 
 

@@ -23,8 +23,13 @@ small), and on ``cuda`` where torch sees a CUDA device; without one the CUDA row
 skipped ("no CUDA on this machine"), with no figures.
 
 Problems: ``random:S=5,A=3,H=5,seed=11`` (the issue's first target: 8 seeds, >= 10^6
-seed-episodes/s) and ``riverswim:S=100,H=50`` (the second: 32 seeds, >= 5x the Python loop).
-``quick`` runs tiny sizes (seconds) to check the plumbing.
+seed-episodes/s) and ``riverswim:S=100,H=50`` (the second: 32 seeds, >= 5x the Python loop), at
+the paper's constants and with ``bonus_scale=0.01``, where the plan changes every episode (the
+kernel's incremental plan saves nothing there: its figure is the kernel's worst case).
+``ratio`` is a row's seed-episodes per CPU-second over the Python loop's (numpy backend) on the
+same problem and parameters; ``wall ratio`` the same with wall seconds. The full table runs in
+about three minutes on an idle 2-core machine; ``quick`` runs tiny sizes (seconds) to check
+the plumbing.
 """
 
 from __future__ import annotations
@@ -34,16 +39,20 @@ import time
 
 from theorylab.table import left, render, right
 
-KEYS = ("method", "problem", "seeds", "episodes", "threads", "seconds", "cpu_seconds",
-        "seed_episodes_per_s", "per_cpu_s", "load_before", "load_after")  # fmt: skip
+KEYS = ("method", "problem", "params", "S", "seeds", "episodes", "threads", "seconds",
+        "cpu_seconds", "seed_episodes_per_s", "per_cpu_s", "ratio", "wall_ratio",
+        "load_before", "load_after")  # fmt: skip
 
 
 def _load() -> float | None:
     return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 
 
-def time_run(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
-    """One timed ``theorylab.run`` of UCBVI-CH with the given loop (module docstring)."""
+def time_run(
+    method: str, problem: str, seeds: int, episodes: int, threads: int, params: dict | None = None
+) -> dict:
+    """One timed ``theorylab.run`` of UCBVI-CH with the given loop (module docstring); params:
+    the algorithm's parameters (``bonus_scale``; numba loops only)."""
     if method.startswith("torch"):
         return time_torch_run(method, problem, seeds, episodes, threads)
     import numba
@@ -55,11 +64,11 @@ def time_run(method: str, problem: str, seeds: int, episodes: int, threads: int)
     saved = numba.get_num_threads()
     numba.set_num_threads(threads)
     try:
-        kw = {"loop": loop, "backend": backend}
+        kw = {"loop": loop, "backend": backend, **(params or {})}
         run("ucbvi-hoeffding", problem, episodes=min(episodes, 20), seeds=seeds, **kw)  # warm
         load0 = _load()
         c0, t0 = time.process_time(), time.perf_counter()
-        run("ucbvi-hoeffding", problem, episodes=episodes, seeds=seeds, **kw)
+        res = run("ucbvi-hoeffding", problem, episodes=episodes, seeds=seeds, **kw)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         numba.set_num_threads(saved)
@@ -67,6 +76,8 @@ def time_run(method: str, problem: str, seeds: int, episodes: int, threads: int)
     return {
         "method": method,
         "problem": problem,
+        "params": dict(params or {}),
+        "S": int(res.config["S"]),
         "seeds": seeds,
         "episodes": episodes,
         "threads": threads,
@@ -79,33 +90,38 @@ def time_run(method: str, problem: str, seeds: int, episodes: int, threads: int)
     }
 
 
-def configs(quick: bool, cores: int) -> list[tuple[str, str, int, int, int]]:
-    """(method, problem, seeds, episodes, threads) of every row."""
+def configs(quick: bool, cores: int) -> list[tuple[str, str, int, int, int, dict]]:
+    """(method, problem, seeds, episodes, threads, params) of every row."""
     small, big = "random:S=5,A=3,H=5,seed=11", "riverswim:S=100,H=50"
+    learning = {"bonus_scale": 0.01}
     if quick:
         return [
-            ("python/numpy", small, 2, 50, 1),
-            ("compiled", small, 2, 2000, 1),
-            ("compiled", big, 2, 20, cores),
+            ("python/numpy", small, 2, 50, 1, {}),
+            ("compiled", small, 2, 2000, 1, {}),
+            ("compiled", big, 2, 20, cores, {}),
         ]
-    rows = [
-        ("python/numpy", small, 8, 2000, 1),
-        ("python/numba", small, 8, 2000, 1),
-        ("compiled", small, 1, 1_000_000, 1),
-        ("compiled", small, 8, 10_000, 1),
-        ("compiled", small, 8, 100_000, 1),
-        ("compiled", small, 8, 1_000_000, 1),
-        ("compiled", small, 8, 1_000_000, cores),
-        ("compiled", small, 32, 300_000, 1),
-        ("compiled", small, 32, 300_000, cores),
-        ("python/numpy", big, 32, 100, 1),
-        ("compiled", big, 32, 2000, 1),
-        ("compiled", big, 32, 2000, cores),
+    return [
+        ("python/numpy", small, 8, 2000, 1, {}),
+        ("python/numba", small, 8, 2000, 1, {}),
+        ("compiled", small, 1, 1_000_000, 1, {}),
+        ("compiled", small, 8, 10_000, 1, {}),
+        ("compiled", small, 8, 100_000, 1, {}),
+        ("compiled", small, 8, 1_000_000, 1, {}),
+        ("compiled", small, 8, 1_000_000, cores, {}),
+        ("compiled", small, 32, 300_000, 1, {}),
+        ("compiled", small, 32, 300_000, cores, {}),
+        ("python/numpy", big, 32, 100, 1, {}),
+        ("compiled", big, 32, 20_000, 1, {}),
+        ("compiled", big, 32, 20_000, cores, {}),
+        ("python/numpy", big, 32, 100, 1, learning),
+        ("compiled", big, 32, 2_000, 1, learning),
+        ("compiled", big, 32, 2_000, cores, learning),
     ]
-    return rows
 
 
-def _row_in_child(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
+def _row_in_child(
+    method: str, problem: str, seeds: int, episodes: int, threads: int, params: dict | None = None
+) -> dict:
     """:func:`time_run` in a fresh Python process with ``OMP_WAIT_POLICY=PASSIVE`` and
     ``OPENBLAS_NUM_THREADS=1``: numba's OpenMP workers spin-wait after a parallel region by
     default (in one process they slowed the Python loop timed after the compiled runs about 20x
@@ -119,7 +135,8 @@ def _row_in_child(method: str, problem: str, seeds: int, episodes: int, threads:
     code = (
         "import json, sys\n"
         "from theorylab.bench.long import time_run\n"
-        f"print(json.dumps(time_run({method!r}, {problem!r}, {seeds}, {episodes}, {threads})))\n"
+        f"print(json.dumps(time_run({method!r}, {problem!r}, {seeds}, {episodes}, {threads}, "
+        f"{params!r})))\n"
     )
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_NUM_THREADS": "1"}
     proc = subprocess.run(
@@ -136,12 +153,22 @@ def bench_long(quick: bool = False) -> list[dict]:
 
     cores = numba.config.NUMBA_NUM_THREADS
     out = []
-    for method, problem, seeds, episodes, threads in configs(quick, cores):
-        row = _row_in_child(method, problem, seeds, episodes, threads)
+    for method, problem, seeds, episodes, threads, params in configs(quick, cores):
+        row = _row_in_child(method, problem, seeds, episodes, threads, params)
         if method == "compiled":
             row["method"] = f"compiled {threads} thread{'s' if threads > 1 else ''}"
         out.append(row)
-    return out + bench_long_torch(quick)
+    out += bench_long_torch(quick)
+    base = {  # the Python loop (numpy backend) of each problem and parameters
+        (r["problem"], repr(r.get("params", {}))): r for r in out if r["method"] == "python/numpy"
+    }
+    for r in out:
+        ref = base.get((r["problem"], repr(r.get("params", {}))))
+        if ref is None or "skipped" in r:
+            continue
+        r["ratio"] = r["per_cpu_s"] / ref["per_cpu_s"]
+        r["wall_ratio"] = r["seed_episodes_per_s"] / ref["seed_episodes_per_s"]
+    return out
 
 
 def time_torch_run(method: str, problem: str, seeds: int, episodes: int, threads: int) -> dict:
@@ -226,24 +253,33 @@ def bench_long_torch(quick: bool = False) -> list[dict]:
 def format_table(rows: list[dict]) -> str:
     """A markdown table, one row per run."""
     columns = [
-        left("loop"), left("problem"), right("B"), right("K"), right("wall s"), right("CPU s"),
-        right("seed-episodes / s"), right("per CPU-second"), right("load"),
+        left("loop"), left("problem"), left("params"), right("S"), right("B"), right("K"),
+        right("wall s"), right("CPU s"), right("seed-episodes / s"), right("per CPU-second"),
+        right("ratio (CPU)"), right("ratio (wall)"), right("load"),
     ]  # fmt: skip
+
+    def ratio(x) -> str:
+        return "-" if x is None else f"{x:,.1f}x"
+
     body = [
         [
             r["method"],
             r["problem"],
+            ", ".join(f"{k}={v}" for k, v in r.get("params", {}).items()) or "paper",
+            str(r.get("S", "-")),
             str(r["seeds"]),
             f"{r['episodes']:,}",
             f"{r['seconds']:.2f}",
             f"{r['cpu_seconds']:.2f}",
             f"{r['seed_episodes_per_s']:,.0f}",
             f"{r['per_cpu_s']:,.0f}",
+            ratio(r.get("ratio")),
+            ratio(r.get("wall_ratio")),
             f"{r['load_before']} / {r['load_after']}",
         ]
         if "skipped" not in r
-        else [r["method"], r["problem"], str(r["seeds"]), f"{r['episodes']:,}"]
-        + ["-"] * 4
+        else [r["method"], r["problem"], "paper", "-", str(r["seeds"]), f"{r['episodes']:,}"]
+        + ["-"] * 6
         + [r["skipped"]]
         for r in rows
     ]

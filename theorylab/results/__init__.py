@@ -2,23 +2,28 @@
 
 ``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
 (deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
-step), ``DualResult`` (dual solvers), ``PreferenceResult`` (preference feedback: regret or
-sub-optimality with query counts). A new kind of result adds a module here and one import line
-below (``docs/architecture.md``).
+step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``ConstrainedResult``
+(KL-constrained solves),
+``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts). A new kind
+of result adds a module here and one import line below (``docs/architecture.md``).
 """
 
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
+from theorylab.results.constrained import ConstrainedResult
 from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
+from theorylab.results.ope import OPEResult
 from theorylab.results.preference import PreferenceResult
 from theorylab.results.regret import RegretResult, RunResult
 from theorylab.results.suboptimality import SuboptimalityResult
 from theorylab.results.training import TrainingResult
 
 __all__ = [
+    "ConstrainedResult",
     "RESULT_TYPES",
     "DeepResult",
     "DualResult",
+    "OPEResult",
     "PreferenceResult",
     "RegretResult",
     "Result",

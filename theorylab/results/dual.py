@@ -2,7 +2,8 @@
 (``kind="dual"``; ``tl.run("dual-v", mdp, alpha=0.1, f="kl")`` or ``alpha=[...]``).
 
 The solvers are deterministic, so there is no seed axis: every array is ``(M,)`` over the M
-alphas (``V (M, S)``, ``occupancy (M, S, A)``).
+alphas (``V (M, S)``, ``occupancy (M, S, A)``; finite horizon ``V (M, H+1, S)``,
+``occupancy (M, H, S, A)``).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ _ARRAYS = ("alphas", "primal", "dual", "gap", "flow_residual", "seconds", "V", "
 class DualResult(Result):
     """alphas ``(M,)``; primal ``(M,)`` ``E_d[r] - alpha D_f(d || d^O)`` at the returned d;
     dual ``(M,)`` the dual-V objective at the returned V; gap = dual - primal; flow_residual
-    ``(M,)`` max-norm; seconds ``(M,)`` solve times; V ``(M, S)``; occupancy ``(M, S, A)``;
-    lp_value: the unregularised optimum ``(1 - gamma) V*(mu0)`` (the alpha -> 0 limit), in the
-    same normalised units as primal and dual; divergence: the f used."""
+    ``(M,)`` max-norm; seconds ``(M,)`` solve times; V ``(M, S)``; occupancy ``(M, S, A)``
+    (finite horizon ``(M, H+1, S)`` and ``(M, H, S, A)``); lp_value: the unregularised optimum
+    ``(1 - gamma) V*(mu0)`` (the alpha -> 0 limit), in the same normalised units as primal and
+    dual (finite horizon: ``V*_0(mu0)``); divergence: the f used."""
 
     alphas: np.ndarray
     primal: np.ndarray
@@ -82,7 +84,7 @@ class DualResult(Result):
             "dual": ", ".join(f"{v:.10g}" for v in self.dual),
             "max |gap|": f"{np.max(np.abs(self.gap)):.2e}",
             "max flow residual": f"{np.max(self.flow_residual):.2e}",
-            "LP (1-gamma)V*": f"{self.lp_value:.10g}",
+            ("LP V*_0" if self.config.get("H") else "LP (1-gamma)V*"): f"{self.lp_value:.10g}",
         }
 
     def frame_columns(self) -> dict[str, np.ndarray]:

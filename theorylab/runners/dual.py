@@ -1,9 +1,11 @@
 """The runner of ``kind="dual"``: solve the f-regularised occupancy problem at each alpha.
 
-The reference distribution d^O is the discounted occupancy of the behaviour mixture
+The reference distribution d^O is the occupancy of the behaviour mixture
 ``coverage * pi* + (1 - coverage) * other`` (:func:`theorylab.algorithms.dual.reference.
 behaviour_reference`; default: the uniform policy's occupancy). A model with both a horizon and a
-discount (``riverswim:S=6,gamma=0.9``) is solved as the discounted problem. The solvers are
+discount (``riverswim:S=6,gamma=0.9``) is solved as the discounted problem; a model with a horizon
+and no discount (``riverswim:S=6,H=20``) as the finite-horizon problem (stage-wise flow, d^O one
+stage occupancy per stage, ``lp_value = V*_0(mu0)`` by backward induction). The solvers are
 deterministic: ``seeds`` is recorded, not used. Called through :func:`theorylab.run`.
 """
 
@@ -16,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from theorylab.algorithms.dual.reference import behaviour_reference
+from theorylab.algorithms.planning import backward_induction
 from theorylab.algorithms.planning.lp import discounted_lp
 from theorylab.results.dual import DualResult
 from theorylab.runners.problems import resolve_mdp
@@ -59,9 +62,14 @@ def run(
     residual (all recomputed exactly from the solver's V and d)."""
     t_start = time.perf_counter()
     alphas = _alphas(alpha)
-    mdp = discounted_model(resolve_mdp(problem))
+    mdp = resolve_mdp(problem)
+    finite = mdp.horizon is not None and mdp.gamma is None
+    if not finite:
+        mdp = discounted_model(mdp)
     d_ref = behaviour_reference(mdp, coverage=coverage, other=other)
-    lp = discounted_lp(mdp)
+    lp_value = (
+        backward_induction(mdp).value if finite else (1.0 - mdp.gamma) * discounted_lp(mdp).value
+    )
     sols = []
     for a in alphas:
         t0 = time.perf_counter()
@@ -76,7 +84,7 @@ def run(
         seconds=np.array([t for _, t in sols]),
         V=np.stack([s.V for s, _ in sols]),
         occupancy=np.stack([s.occupancy for s, _ in sols]),
-        lp_value=(1.0 - mdp.gamma) * lp.value,
+        lp_value=lp_value,
         divergence=sols[0][0].divergence,
         wall_seconds=time.perf_counter() - t_start,
         config={
@@ -84,6 +92,7 @@ def run(
             "S": mdp.S,
             "A": mdp.A,
             "gamma": mdp.gamma,
+            "H": mdp.horizon if finite else None,
             "coverage": coverage,
             "other": other,
         },

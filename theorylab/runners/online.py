@@ -180,13 +180,24 @@ def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
     """The loop that runs: "python", "compiled" or "torch" (``loop="auto"`` resolved)."""
     from theorylab.algorithms.online.whole_run import compiled_variant
 
-    has_kernel = compiled_variant(agent) is not None
+    variant = compiled_variant(agent)
+    has_kernel = variant is not None
     if loop in ("compiled", "torch") and not has_kernel:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
-            "ucbvi-hoeffding/-bernstein/-ajks, greedy, optimistic-q-hoeffding/-bernstein); use "
+            "ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
+            "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb); use "
             "loop='python' or 'auto'"
         )
+    if loop == "torch":
+        from theorylab.algorithms.online.whole_run_torch import TORCH_VARIANTS
+
+        if variant not in TORCH_VARIANTS:
+            raise ValueError(
+                f"{type(agent).__name__} has no torch whole-run loop (torch loops: "
+                "ucbvi-hoeffding/-bernstein/-ajks, greedy, optimistic-q-hoeffding/-bernstein); "
+                "use loop='compiled'"
+            )
     if loop == "python" and (segment is not None or checkpoint is not None):
         raise ValueError(
             "segment and checkpoint apply to the whole-run loops (loop='compiled' or 'torch')"
@@ -204,11 +215,22 @@ def _run_compiled(
 ):  # fmt: skip
     """The whole-run loop in segments (the numba kernel, or with ``torch_dev`` the torch loop
     on that device), with a progress bar in episodes/s."""
-    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, CompiledLoop, run_whole
+    from theorylab.algorithms.online.whole_run import (
+        DEFAULT_SEGMENT,
+        CompiledLoop,
+        compiled_variant,
+        run_whole,
+    )
+    from theorylab.algorithms.online.whole_run_kernel import VARIANT_LINUCB
 
     t0 = time.perf_counter()
     if torch_dev is None:
-        whole = CompiledLoop(agent, mdp, v_star, env_rngs)
+        if compiled_variant(agent) == VARIANT_LINUCB:  # its own small kernel
+            from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
+
+            whole = LinUCBLoop(agent, mdp, v_star, env_rngs)
+        else:
+            whole = CompiledLoop(agent, mdp, v_star, env_rngs)
         label, default_segment = "compiled", DEFAULT_SEGMENT
     else:
         from theorylab.algorithms.online.whole_run_torch import DEFAULT_SEGMENT as TORCH_SEGMENT

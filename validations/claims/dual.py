@@ -43,6 +43,11 @@ The same bugs patched into the library are the claims' registered controls
    oscillation only 0.039 -- OGDA's linear rate (Wei et al. 2021) has an instance-dependent
    constant, and lambda starts at 0. Negative control: the claim run with the optimistic
    step switched off (plain GDA in OGDA's place).
+6. ``dual-v-finite-horizon`` -- the finite-horizon (stage-wise flow, one d^O_h per stage) dual-V
+   on seeded random stage-dependent MDPs (H in 1..6): d >= 0, every stage's flow residual
+   <= 1e-8, gap <= 1e-8, and ``0 <= V*_0(mu) - J(alpha) <= alpha sum_h D_f(d_LP,h || d^O_h)``
+   for alpha in [1e-5, 1] against backward induction. Controls: the plain-conjugate mutation
+   (d < 0, gap) and the sqrt(alpha) mutation (the alpha bound).
 """
 
 from __future__ import annotations
@@ -510,6 +515,99 @@ class CMDPLastIterate:
         return _report(self.name, self.statement, scale, checks, t0, cfg)
 
 
+# --------------------------------------------------------------------------- 6. finite horizon
+def random_finite_horizon_instance(rng: np.random.Generator, S: int, A: int, H: int):
+    """A random stage-dependent finite-horizon MDP and a full-support d^O ``(H, S, A)``."""
+    from theorylab.mdps import TabularMDP
+
+    mdp = TabularMDP(
+        rng.dirichlet(np.ones(S), size=(H, S, A)),
+        rng.uniform(size=(H, S, A)),
+        rng.dirichlet(np.ones(S)),
+        horizon=H,
+    )
+    return mdp, rng.dirichlet(np.ones(S * A), size=H).reshape(H, S, A)
+
+
+@dataclass(frozen=True)
+class FiniteHorizonDualV:
+    name: str = "dual-v-finite-horizon"
+    statement: str = (
+        "Finite horizon, stage-wise flow, one d^O_h per stage: for KL, Pearson chi^2 and half "
+        "chi^2 on seeded random stage-dependent MDPs (S in 2..6, A in 1..3, H in 1..6, "
+        "full-support d^O_h, alpha in {0.01, 0.1, 1}) the dual-V minimiser's recovered d is >= 0, "
+        "satisfies every stage's flow constraint to 1e-8, and dual-V(V) - primal(d) is within "
+        "1e-8 of 0; and 0 <= V*_0(mu) - J(alpha) <= alpha sum_h D_f(d_LP,h || d^O_h) (+1e-9) for "
+        "alpha in {1, 1e-1, ..., 1e-5}, with V* from backward induction and d_LP from the "
+        "finite-horizon occupancy LP. Quick: 3 MDPs; full: 100."
+    )
+    scales: dict[str, int] = field(default_factory=lambda: {"quick": 3, "full": 100})
+    solver: Callable = dual_v_solver
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        from theorylab.algorithms.dual import divergence
+        from theorylab.algorithms.dual.regularized_objectives import (
+            dual_v_objective,
+            primal_objective,
+        )
+        from theorylab.algorithms.planning import backward_induction
+        from theorylab.algorithms.planning.lp import finite_horizon_lp, flow_residual
+
+        t0 = time.perf_counter()
+        rng = np.random.default_rng(seed + 18)
+        worst_gap = worst_flow = worst_neg = 0.0
+        worst_excess = -np.inf
+        solved = 0
+        for _ in range(self.scales[scale]):
+            S, A, H = int(rng.integers(2, 7)), int(rng.integers(1, 4)), int(rng.integers(1, 7))
+            mdp, d_ref = random_finite_horizon_instance(rng, S, A, H)
+            J_star = backward_induction(mdp).value
+            d_lp = finite_horizon_lp(mdp).occupancy
+            for name in SMOOTH:
+                f = divergence(name)
+                D_lp = f.divergence(d_lp, d_ref)
+                for alpha in (1e-5, 1e-4, 1e-3, 1e-2, 0.1, 1.0):
+                    V, d = self.solver(mdp, d_ref, alpha, name)
+                    primal = primal_objective(mdp, np.maximum(d, 0), d_ref, alpha, f)
+                    gap = J_star - primal
+                    worst_excess = max(worst_excess, gap - alpha * D_lp, -gap)
+                    solved += 1
+                    if alpha not in (1e-2, 0.1, 1.0):
+                        continue
+                    dual = dual_v_objective(mdp, V, d_ref, alpha, f, None, mdp.mu0)
+                    worst_gap = max(worst_gap, abs(dual - primal))
+                    worst_flow = max(worst_flow, float(np.abs(flow_residual(mdp, d)).max()))
+                    worst_neg = max(worst_neg, float(-d.min()))
+        checks = [
+            Check(
+                "d >= 0",
+                worst_neg <= 0.0,
+                f"most negative recovered d_h(s, a) = {-worst_neg:.3g}",
+                {"most_negative": -worst_neg},
+            ),
+            Check(
+                "stage flow residual <= 1e-8",
+                worst_flow <= 1e-8,
+                f"max stage-wise flow residual = {worst_flow:.2e}",
+                {"max_flow_residual": worst_flow},
+            ),
+            Check(
+                "duality gap <= 1e-8",
+                worst_gap <= 1e-8,
+                f"max |dual - primal| = {worst_gap:.2e}",
+                {"max_gap": worst_gap},
+            ),
+            Check(
+                "0 <= V*_0(mu) - J(alpha) <= alpha D_f(d_LP || d^O)",
+                worst_excess <= 1e-9,
+                f"max violation {worst_excess:.2e} (tolerance 1e-9) over {solved} solves",
+                {"max_violation": worst_excess},
+            ),
+        ]
+        cfg = {"instances": self.scales[scale], "seed": seed, "solves": solved}
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
 # the registry's controls (theorylab.validations.mutations) patch the same bugs into the library
 # that the solver fields above take (tests/test_dual_claims.py): validate runs them
 register_validation(DualVStrongDuality(), controls=("dual-v-plain-conjugate",))
@@ -517,3 +615,4 @@ register_validation(AlphaToZero(), controls=("dual-v-sqrt-alpha",))
 register_validation(REPSBindingKL(), controls=("reps-eta-fixed",))
 register_validation(DICERate(), controls=("dualdice-behaviour-policy",))
 register_validation(CMDPLastIterate(), controls=("cmdp-ogda-no-optimism",))
+register_validation(FiniteHorizonDualV(), controls=("dual-v-plain-conjugate", "dual-v-sqrt-alpha"))
