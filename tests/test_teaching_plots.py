@@ -18,11 +18,13 @@ from theorylab.validations.reference import (
     NULL_LABEL,
     TRIVIAL_LABEL,
     burn_in_end,
+    first_below,
     informative_from,
     max_regret_per_episode,
     null_regret_per_episode,
     plot_keywords,
     regret_reference,
+    window_means,
 )
 
 
@@ -74,6 +76,27 @@ def test_burn_in_end():
     relapse = learner.copy()
     relapse[:, -100:] = 0.07
     assert burn_in_end(relapse, 0.07) is None  # must stay below until the end
+
+
+def test_burn_in_end_on_a_long_run_is_not_swallowed_by_its_window():
+    """Regression (issue 13): with a window of K/50 episodes, a run of 2e6 episodes whose first
+    10,000 are at the null agent's regret had its first 4e4-episode window below half the null's
+    and reported a burn-in ending at K = 1 (on a 4e7 run: 8e5-episode windows). The window now
+    grows with the episode (max(10, k/10) episodes from k)."""
+    K, k_burn, null = 2_000_000, 10_000, 0.5
+    regret = np.zeros((1, K))
+    regret[:, :k_burn] = null
+    end = burn_in_end(regret, null)
+    assert k_burn - k_burn // 10 <= end <= k_burn + 1, end
+    # what the former K/50 window measured: the first window already below half the null's
+    w = K // 50
+    assert regret[0, :w].mean() < 0.5 * null
+    assert k_burn - k_burn // 10 <= first_below(regret, null) <= end  # below the null itself
+    # the windows: lengths max(10, k // 10), increasing starts, all inside the run
+    starts, means = window_means(regret[0, :1000])
+    assert starts[0] == 1 and np.all(np.diff(starts) == 1)
+    assert starts[-1] + max(10, starts[-1] // 10) - 1 <= 1000
+    assert window_means(np.ones(3))[1].tolist() == [1.0]  # shorter than 10: the whole run
 
 
 def test_the_plot_draws_the_null_agent_and_says_when_the_bound_is_vacuous():

@@ -48,7 +48,7 @@ def reading(name: str, res, ref, end: int | None, fit) -> str:
             f"{tail:.3g} per episode, the null agent {null:.3g} (a longer run would tell whether "
             "and when it leaves it)."
         )
-    if end <= max(10, K // 50):
+    if end <= 10:  # the first window (validations.reference.window_means): from the start
         after = "no burn-in (below half the null agent's regret from the first episodes)"
     else:
         after = f"left its burn-in at about episode {end}"

@@ -54,6 +54,8 @@ class Scale:
     fit_range: tuple[float, float] = SLOPE_FIT_RANGE
     smoke: str | None = None  # set: this scale is a smoke test; the text says where the real
     # check runs (e.g. "the bound is informative from K >= 3e7: scale 'paper'")
+    streamed: bool = False  # run through validations.streamed: the checks read a summary
+    # (cumulative regret on a log grid, running statistics), not (B, K) curves (no figure)
 
 
 STATUSES = ("PASS", "FAIL", "VACUOUS", "INFO")
@@ -282,6 +284,8 @@ class Validation:
         params = dict(self.params)
         if "below-bound" in self.tests or "optimism" in self.tests:
             params.setdefault("delta", self.delta)
+        if sc.streamed:
+            return self._run_streamed(scale, sc, mdp, params, seed, t0)
         result = run(
             self.algorithm,
             mdp,
@@ -378,6 +382,105 @@ class Validation:
             _plot(self, result, other, bound_curve, rep, plot)
             rep.figure = plot
         return rep
+
+
+def _run_streamed(self, scale, sc, mdp, params, seed, t0) -> Report:
+    """:meth:`Validation.run` on a streamed scale (``Scale.streamed``): the same checks, read
+    from a :class:`theorylab.validations.streamed.RegretSummary` (no (B, K) curves, no figure).
+    Tests: below-bound, optimism, learns, rate / linear (fitted on the summary's grid)."""
+    from theorylab.stats import loglog_slope
+    from theorylab.validations.reference import informative_from, null_regret_per_episode
+    from theorylab.validations.streamed import streamed_run
+    from theorylab.validations.vacuity import max_episode_regret
+
+    if self.beats is not None:
+        raise ValueError(f"{self.name}: a streamed scale cannot run the 'beats' test")
+    summary = streamed_run(self.algorithm, mdp, sc.episodes, sc.seeds, seed=seed, **params)
+    K = summary.episodes
+    checks: list[Check] = []
+    rep = Report(
+        self.name,
+        self.statement,
+        scale,
+        False,
+        checks,
+        0.0,
+        bound=self.bound,
+        config={
+            "algorithm": self.algorithm,
+            "mdp": mdp.name,
+            "episodes": K,
+            "seeds": sc.seeds,
+            "params": params,
+            "seed": seed,
+            "loop": summary.config["loop"],
+            "grid_points": summary.config["grid_points"],
+            "run_seconds": summary.wall_seconds,
+        },
+    )
+    rep.smoke = sc.smoke
+    dmax = max_episode_regret(mdp)
+    null = null_regret_per_episode(mdp, summary.optimal_value)
+    cap = float(mdp.horizon * np.asarray(mdp.R, dtype=float).max())
+    rep.config["max_episode_regret"], rep.config["null_episode_regret"] = dmax, null
+    bound_K = None
+    if self.bound is not None:
+        from theorylab.bounds import get_bound
+
+        def at(k):
+            return bound_at_k(
+                self.bound, summary.config, k, self.delta, self.bound_values, self.bound_factor
+            )
+
+        bound_K = float(np.asarray(at(np.array([float(K)])))[0])
+        b = get_bound(self.bound)
+        rep.bound_exponent = float(b.exponent(b.rate_variable))
+        rep.informative_from = {
+            "variable": "K",
+            "value": informative_from(at, dmax),
+            "at": K,
+            "bound": self.bound,
+            "max_episode_regret": dmax,
+        }
+    tests = sc.tests if sc.tests is not None else self.tests
+    x = summary.grid.astype(float)
+    for test in tests:
+        if test == "below-bound":
+            checks.append(
+                below_bound_check(
+                    summary.final, bound_K, self.delta, rep, trivial=K * dmax, where=f"K={K}"
+                )
+            )
+        elif test == "optimism":
+            checks.append(check_optimism_summary(summary, self.delta, cap))
+        elif test == "learns":
+            checks.append(check_learns_summary(summary, null))
+        elif test in ("rate", "linear"):
+            checks.append(check_rate(test, summary.cum, sc, self.linear_min, rep, x=x))
+        else:
+            raise ValueError(f"test {test!r} of {self.name!r} has no streamed form")
+    if rep.slope is None:
+        fit = loglog_slope(x, summary.cum, fit_range=sc.fit_range)
+        rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
+        checks.append(
+            Check(
+                "slope (information, not tested at this scale)",
+                True,
+                f"log-log slope {fit.slope:.3f}, 95% CI [{fit.ci_low:.3f}, {fit.ci_high:.3f}] "
+                f"over log-K fractions {sc.fit_range} (on the run's grid)",
+                status="INFO",
+            )
+        )
+    if "learns" not in tests:
+        c = check_learns_summary(summary, null)
+        c.name, c.status, c.passed = "learns (information, not tested)", "INFO", True
+        checks.append(c)
+    rep.finalize()
+    rep.seconds = time.perf_counter() - t0
+    return rep
+
+
+Validation._run_streamed = _run_streamed
 
 
 def carried_bound_curves(result, delta: float) -> tuple[dict[str, np.ndarray], list[str]]:
@@ -574,14 +677,16 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
     regret over the last tenth of the run is at most half the null agent's per-episode regret
     (the learner has removed at least half of what a uniformly random agent loses; a frozen or
     random agent cannot). Reported: the first K at which the per-episode regret, averaged over
-    seeds and a window of max(10, K/50) episodes, falls below the null agent's; the burn-in K
-    (:func:`theorylab.validations.reference.burn_in_end`: the first episode from which that mean
-    stays below half the null agent's, the test's threshold, so a frozen agent that happens to
-    beat the null slightly is still "in burn-in"); and the log-log slope of R(k) - R(k_burn)
-    against k - k_burn after it.
+    seeds and a window of max(10, k/10) episodes starting at k
+    (:func:`theorylab.validations.reference.window_means`), falls below the null agent's; the
+    burn-in K (:func:`theorylab.validations.reference.burn_in_end`: the first episode from which
+    that mean stays below half the null agent's, the test's threshold, so a frozen agent that
+    happens to beat the null slightly is still "in burn-in"); and the log-log slope of
+    R(k) - R(k_burn) against k - k_burn after it.
     """
     from theorylab.stats import final_ci, loglog_slope
     from theorylab.validations.reference import burn_in_end
+    from theorylab.validations.reference import first_below as first_below_null
 
     B, K = regret.shape
     if null_regret is None or not null_regret > 0:
@@ -590,11 +695,7 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
     ci = final_ci(tail)
     passed = ci.ci_high <= 0.5 * null_regret
     k_burn = burn_in_end(regret, null_regret)  # stays below half the null's (one definition)
-    per_episode = regret.mean(axis=0)  # (K,)
-    w = min(K, max(10, K // 50))
-    c = np.concatenate([[0.0], np.cumsum(per_episode)])
-    below = np.flatnonzero((c[w:] - c[:-w]) / w < null_regret)  # windows starting at episode i+1
-    first_below = int(below[0]) + 1 if below.size else None
+    first_below = first_below_null(regret, null_regret)  # the same windows
     slope_text = "no burn-in end within the run"
     values = {"burn_in_K": k_burn, "first_below_null_K": first_below}
     if k_burn is not None and K - k_burn >= 20:
@@ -631,7 +732,8 @@ def check_learns(regret: np.ndarray, null_regret: float | None, *, status=None) 
         passed,
         f"per-episode regret over the last tenth {ci.mean:.4g} (95% CI upper {ci.ci_high:.4g}) "
         f"vs the null agent's {null_regret:.4g} (must be <= half of it); {burn} (the first K "
-        f"from which the {w}-episode window mean stays below half the null's); {slope_text}",
+        f"from which the mean over a window of max(10, k/10) episodes starting at every later k "
+        f"stays below half the null's); {slope_text}",
         values,
         status=status,
     )
@@ -644,8 +746,91 @@ def burn_in_information(regret, null_regret) -> Check:
     return c
 
 
-def check_rate(test, cum, sc: Scale, linear_min, rep: Report) -> Check:
-    fit = fit_slope(cum, sc)
+def check_optimism_summary(s, delta: float, cap: float) -> Check:
+    """:func:`check_optimism` on a ``RegretSummary`` (``theorylab.validations.streamed``): the
+    same statuses and thresholds."""
+    if not np.isfinite(s.min_gap).any():
+        return Check("optimism", False, "the algorithm reports no value estimate")
+    if s.at_cap:
+        return Check(
+            "optimism",
+            True,
+            f"every estimate is at the cap H r_max = {cap:.4g} of the value range, which is >= "
+            "V* for any agent: optimism is not tested at this scale (vacuous)",
+            {"failure_rate": 0.0, "at_cap": True},
+            status="VACUOUS",
+        )
+    tol = 1e-9 * max(1.0, abs(s.optimal_value))
+    bad = s.min_gap < -tol
+    rate = float(bad.mean())
+    return Check(
+        "optimism",
+        rate <= delta,
+        f"value estimate >= V* on every episode for {int((~bad).sum())}/{bad.size} seeds "
+        f"(allowed failure rate {delta}); min(estimate - V*) = {float(s.min_gap.min()):.4g}",
+        {"failure_rate": rate, "min_gap": float(s.min_gap.min())},
+    )
+
+
+def check_learns_summary(s, null_regret: float) -> Check:
+    """:func:`check_learns` on a ``RegretSummary`` (``theorylab.validations.streamed``): the same
+    test (upper end of the 95% t-interval of the
+    last-tenth per-episode regret at most half the null agent's) and the same reported burn-in
+    measurements, read off the grid (module docstring)."""
+    from theorylab.stats import final_ci, loglog_slope
+
+    ci = final_ci(s.tail_mean)
+    passed = ci.ci_high <= 0.5 * null_regret
+    starts, window = s.window_means()
+    below_half = window < 0.5 * null_regret
+    k_burn = None
+    if below_half.size and below_half[-1]:
+        above = np.flatnonzero(~below_half)
+        k_burn = int(starts[0] if above.size == 0 else starts[above[-1] + 1])
+    under = np.flatnonzero(window < null_regret * (1.0 - 1e-9))
+    first = int(starts[under[0]]) if under.size else None
+    values = {"burn_in_K": k_burn, "first_below_null_K": first}
+    slope_text = "no burn-in end within the run"
+    if k_burn is not None and s.episodes - k_burn >= 20:
+        base = np.array([np.interp(k_burn - 1, np.r_[0, s.grid], np.r_[0.0, c]) for c in s.cum])
+        keep = s.grid >= k_burn
+        x = (s.grid[keep] - k_burn + 1).astype(float)
+        after = s.cum[:, keep] - base[:, None]
+        mean_pos = after.mean(axis=0) > 0
+        half = x >= np.sqrt(x[-1])  # the second half of log(k - k_burn)
+        pts = np.flatnonzero(mean_pos & half)
+        if pts.size >= 5:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                fit = loglog_slope(x[pts], after[:, pts], fit_range=(0.0, 1.0))
+            slope_text = (
+                f"slope of R(k) - R(k_burn) after it {fit.slope:.3f} "
+                f"[{fit.ci_low:.3f}, {fit.ci_high:.3f}]"
+            )
+            values["slope_after_burn_in"] = fit.slope
+        else:
+            slope_text = "no regret after it"
+            values["slope_after_burn_in"] = None
+    burn = (
+        f"first below the null's at K = {first:,}; " if first else "never below the null's; "
+    ) + (f"burn-in ends at K = {k_burn:,}" if k_burn else "still in burn-in at the end")
+    values.update(
+        {"tail_regret_mean": ci.mean, "tail_regret_ci_high": ci.ci_high, "null": null_regret}
+    )
+    return Check(
+        "learns",
+        passed,
+        f"per-episode regret over the last tenth {ci.mean:.4g} (95% CI upper {ci.ci_high:.4g}) "
+        f"vs the null agent's {null_regret:.4g} (must be <= half of it); {burn} (windows of "
+        f"max(10, k/10) episodes read off the run's grid of {s.grid.size:,} episodes); "
+        f"{slope_text}",
+        values,
+    )
+
+
+def check_rate(test, cum, sc: Scale, linear_min, rep: Report, x=None) -> Check:
+    """The rate / linear test on ``cum (B, n)`` at episodes ``x (n,)`` (default 1..n)."""
+    fit = fit_slope(cum, sc, x)
     rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
     if test == "rate":
         lo, hi = sc.slope_range or (0.3, 0.7)
@@ -664,11 +849,13 @@ def check_rate(test, cum, sc: Scale, linear_min, rep: Report) -> Check:
     )
 
 
-def fit_slope(cum, sc: Scale):
-    """The log-log slope of mean cumulative regret ``cum (B, K)`` on the scale's fit window."""
+def fit_slope(cum, sc: Scale, x=None):
+    """The log-log slope of mean cumulative regret ``cum (B, n)`` on the scale's fit window, at
+    episodes ``x (n,)`` (default 1..n)."""
     from theorylab.stats import loglog_slope
 
-    return loglog_slope(np.arange(1, cum.shape[1] + 1), cum, fit_range=sc.fit_range)
+    x = np.arange(1, cum.shape[1] + 1) if x is None else x
+    return loglog_slope(x, cum, fit_range=sc.fit_range)
 
 
 def check_optimism(result, delta, cap: float | None = None) -> Check:

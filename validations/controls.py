@@ -132,11 +132,68 @@ def null_agent_class(kind: str, original: type) -> type:
             if hasattr(self, "selection_history"):
                 self.selection_history.append(self.selected.copy())
 
+        def closed_form_run(self, mdp, objective, v_star: float, episodes: int):
+            """The run without its episodes (the runner's ``loop="auto"`` at
+            ``CLOSED_FORM_MIN`` seed-episodes and more, e.g. ``--scale paper``): see
+            :func:`null_closed_form`."""
+            if hasattr(self, "selection_history"):
+                return None  # Rep-UCB's selection history is read by its claim: run the loop
+            return null_closed_form(kind, mdp, objective, v_star, self.n_seeds, episodes, self._cap)
+
     # the runner inspects the constructor for "episodes" / "backend": expose the original's
     import inspect
 
     NullAgent.__signature__ = inspect.signature(original)
     return NullAgent
+
+
+def null_closed_form(
+    kind: str, mdp, objective, v_star: float, n_seeds: int, episodes: int, cap: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """A null agent's run in closed form: ``(regret, returns, estimates)``, each ``(B, K)``.
+
+    A null agent does not learn, so its exact per-episode regret is known before it plays:
+
+    * ``frozen`` plays action 0 at every (h, s): regret ``V* - V^0`` on every episode, with
+      ``V^0`` the objective's exact value of that policy (the loop's number to round-off);
+    * ``random`` plays a fresh uniformly random deterministic policy each episode, whose regret
+      is a random variable with mean ``V* - V^unif`` (the uniform policy's value is the mean of
+      the deterministic policies' values for the expected return, which is linear in the
+      policy's per-state choices). The closed form is that mean on every episode: over the K of
+      a paper-scale run (1e7 and more) the mean of the sampled regrets differs from it by about
+      sd / sqrt(K). For a risk objective (not linear in the policy) there is none: returns None
+      and the runner runs the loop.
+
+    ``returns`` holds the played policy's expected return (for ``random``, the uniform
+    policy's), not sampled returns; ``estimates`` the cap, as the loop's agent reports. The
+    arrays are read-only broadcasts of one value per seed: no (B, K) memory until a caller
+    derives a new array (``cumulative_regret``)."""
+    from theorylab.algorithms.objectives import BackendRiskNeutral, RiskNeutral
+
+    risk_neutral = isinstance(objective, (RiskNeutral, BackendRiskNeutral))
+    H, S, A = mdp.horizon, mdp.S, mdp.A
+    if kind == "frozen":
+        policy = np.zeros((1, H, S), dtype=np.int64)
+        value = float(np.asarray(objective.policy_values(mdp, policy))[0])
+        expected = (
+            value
+            if risk_neutral
+            else float(np.asarray(RiskNeutral().policy_values(mdp, policy))[0])
+        )
+    elif kind == "random" and risk_neutral:
+        from theorylab.algorithms.planning import evaluate_policies
+
+        uniform = np.full((1, H, S, A), 1.0 / A)
+        value = expected = float(
+            (evaluate_policies(mdp, uniform, batched=True)[:, 0] * mdp.mu0).sum(axis=-1)[0]
+        )
+    else:
+        return None
+
+    def constant(x: float) -> np.ndarray:
+        return np.broadcast_to(np.float64(x), (n_seeds, episodes))
+
+    return constant(v_star - value), constant(expected), constant(cap)
 
 
 def null_fit(kind: str, original: Callable) -> Callable:
@@ -184,17 +241,38 @@ def null_control(kind: str, claim) -> Iterator[None]:
         yield
 
 
+def optimal_markov_policy(mdp, objective) -> np.ndarray:
+    """``(H, S)`` a deterministic optimal policy of ``mdp`` under the run's ``objective`` (None:
+    the expected return; iterated CVaR: Du et al.'s recursion). Raises ValueError for an
+    objective whose optimum is not a Markov policy (static CVaR needs a budget state)."""
+    from theorylab.algorithms.planning import backward_induction
+    from theorylab.algorithms.risk.objectives import IteratedCVaR
+
+    if objective is None:
+        return backward_induction(mdp).policy
+    if isinstance(objective, IteratedCVaR):
+        from theorylab.algorithms.risk.iterated_cvar import iterated_cvar_planning
+
+        return iterated_cvar_planning(mdp, objective.alpha).policy
+    raise ValueError(
+        f"the oracle control needs a Markov optimal policy; {objective.name} has none here"
+    )
+
+
 @contextlib.contextmanager
 def oracle_control(claim) -> Iterator[None]:
     """The claim's online algorithm replaced by an agent that plays an optimal policy of the true
     MDP from the first episode (zero regret): the control for claims that regret is *large*
-    (linear, or above a floor), which a null agent passes."""
+    (linear, above a floor, or growing as a lower bound says it must), which a null agent
+    passes. The optimal policy is that of the objective the run is scored by (the
+    registration's, e.g. iterated CVaR at the run's alpha), and the oracle takes the algorithm's
+    place in the registry, so the run is scored exactly as the algorithm's would be."""
     import functools
 
     import theorylab.experiment as experiment
-    from theorylab.algorithms.planning import backward_induction
     from theorylab.registry import parse_spec
     from theorylab.runners.problems import resolve_mdp
+    from theorylab.validations.claim import run_objective
 
     online, _ = claim_algorithms(claim)
     targets = {parse_spec(n)[0] for n in online}
@@ -205,21 +283,28 @@ def oracle_control(claim) -> Iterator[None]:
         if algo not in targets:
             return original(algorithm, mdp, *args, **kwargs)
         mdp = resolve_mdp(mdp)
-        best = backward_induction(mdp).policy  # (H, S)
+        best = optimal_markov_policy(mdp, run_objective(algorithm, kwargs))  # (H, S)
 
-        class Oracle:
-            name = f"oracle (in place of {algo})"
+        def make_oracle(original_factory):
+            class Oracle:
+                name = f"oracle (in place of {algo})"
 
-            def __init__(self, env, n_seeds, rngs, **params) -> None:
-                self.n_seeds = n_seeds
+                def __init__(self, env, n_seeds, rngs, **params) -> None:
+                    self.n_seeds = n_seeds
 
-            def policy(self) -> np.ndarray:
-                return np.broadcast_to(best, (self.n_seeds, *best.shape)).copy()
+                def policy(self) -> np.ndarray:
+                    return np.broadcast_to(best, (self.n_seeds, *best.shape)).copy()
 
-            def update(self, traj) -> None:
-                pass
+                def update(self, traj) -> None:
+                    pass
 
-        return original(Oracle, mdp, *args, **kwargs)
+            import inspect
+
+            Oracle.__signature__ = inspect.signature(original_factory)
+            return Oracle
+
+        with substituted((algo,), make_oracle):
+            return original(algorithm, mdp, *args, **kwargs)
 
     experiment.run = functools.wraps(original)(run)
     try:

@@ -63,26 +63,56 @@ def _extreme_values(mdp, how: str) -> float:
     return float(np.asarray(mdp.mu0) @ V)
 
 
+MIN_WINDOW = 10
+"""The shortest window (episodes) the burn-in measurements average over."""
+
+
+def window_means(per_episode: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean per-episode regret over a window that grows with the episode: the window starting at
+    episode k (1-based) covers ``w_k = max(MIN_WINDOW, k // 10)`` episodes, a constant width
+    (about log10(1.1)) on a log-K axis. A window of a fixed fraction of the run (K/50, before
+    issue 13's fix) is 8e5 episodes on a 4e7 run, longer than the burn-in it measures.
+
+    per_episode: ``(K,)``. Returns ``(starts (n,), means (n,))`` for the windows that fit in the
+    run (1-based starting episodes, increasing); a run shorter than ``MIN_WINDOW`` has one
+    window, the whole run. O(K) from running sums.
+    """
+    x = np.asarray(per_episode, dtype=float)
+    K = x.shape[0]
+    c = np.concatenate([[0.0], np.cumsum(x)])
+    start = np.arange(K, dtype=np.int64)  # 0-based
+    width = np.maximum(MIN_WINDOW, (start + 1) // 10)
+    width = np.minimum(width, K)
+    fits = start + width <= K
+    start, width = start[fits], width[fits]
+    return start + 1, (c[start + width] - c[start]) / width
+
+
 def burn_in_end(regret: np.ndarray, null_per_episode: float) -> int | None:
     """The episode from which a run has left its burn-in, or None if it has not by the end.
 
     regret: ``(B, K)`` exact per-episode regret. The burn-in is over at the first episode k
-    from which the mean over seeds of the per-episode regret, averaged over a window of
-    ``w = max(10, K // 50)`` episodes, stays below half the null agent's per-episode regret
-    until the end of the run.
+    from which the mean over seeds of the per-episode regret, averaged over the window
+    :func:`window_means` starts at each later episode (``max(10, k // 10)`` episodes), stays
+    below half the null agent's per-episode regret until the end of the run.
     """
     per_episode = np.asarray(regret, dtype=float).mean(axis=0)  # (K,)
-    K = per_episode.shape[0]
-    w = min(K, max(10, K // 50))
-    # window means from running sums: O(K) (a convolution is O(K w), hours at K = 10^7)
-    c = np.concatenate([[0.0], np.cumsum(per_episode)])
-    window = (c[w:] - c[:-w]) / w  # (K - w + 1,), the window starting at episode k
+    starts, window = window_means(per_episode)
     below = window < 0.5 * null_per_episode
     if null_per_episode <= 0 or not below[-1]:
         return None
     above = np.flatnonzero(~below)
-    first = 0 if above.size == 0 else int(above[-1]) + 1
-    return first + 1  # 1-based episode at which the first all-below window starts
+    return int(starts[0] if above.size == 0 else starts[above[-1] + 1])
+
+
+def first_below(regret: np.ndarray, null_per_episode: float) -> int | None:
+    """The first episode whose :func:`window_means` window of the seed-mean per-episode regret
+    ``regret (B, K)`` is below the null agent's per-episode regret, or None."""
+    starts, window = window_means(np.asarray(regret, dtype=float).mean(axis=0))
+    # below by more than round-off: a window of a constant at the null's (a null agent's closed
+    # form) differs from it in its last bits through the running sums
+    below = np.flatnonzero(window < null_per_episode * (1.0 - 1e-9))
+    return int(starts[below[0]]) if below.size else None
 
 
 def null_regret_per_episode(mdp, optimal_value: float) -> float:

@@ -28,6 +28,10 @@ from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 LOOPS = ("auto", "python", "compiled", "torch")
 AUTO_COMPILED_MIN = 20_000
 """Seed-episodes from which ``loop="auto"`` takes the whole-run kernel (when there is one)."""
+CLOSED_FORM_MIN = 1_000_000
+"""Seed-episodes from which ``loop="auto"`` takes a non-learning agent's exact run when it offers
+one (``agent.closed_form_run``: the null controls of ``theorylab.validations.controls``), instead
+of simulating episodes whose regret is known in advance (docs/validations.md, "Power")."""
 
 
 def run(
@@ -105,6 +109,14 @@ def run(
     v_star = objective.optimal_value(mdp)
     if score_policy != "played":  # the known-bug control lives in the reference loop only
         loop = "python"
+    if loop == "auto" and B * episodes >= CLOSED_FORM_MIN and hasattr(agent, "closed_form_run"):
+        scorer = BackendRiskNeutral(bk) if objective is RISK_NEUTRAL else objective
+        t0 = time.perf_counter()
+        arrays = agent.closed_form_run(mdp, scorer, float(v_star), episodes)
+        if arrays is not None:  # None: no closed form for this objective (the loop runs)
+            config = _config(mdp, episodes, known_rewards, scorer, bk, "closed form", None)
+            wall = time.perf_counter() - t0
+            return RegretResult(*arrays, float(v_star), wall, config)
     loop = _choose_loop(loop, agent, bk, B * episodes, segment, checkpoint)
     if loop != "python":
         regret, returns, estimates, wall = _run_compiled(

@@ -19,7 +19,9 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
    [10^5, 10^7] -- VI-LCB's data splitting into T + 1 = 1 + log N / (1 - gamma) folds delays its
    rate regime by a factor of about T.
 2. ``offline-lcb-cstar`` -- at fixed N, sub-optimality grows no faster than sqrt(C*) (slope CI
-   reaching down to 1/2 or below) and sub-linearly (CI below 1). C* is varied by covariate shift
+   reaching down to 1/2 or below) and sub-linearly (CI below 1), but grows (CI above 0), and is
+   at most half the uniform policy's at every C* (the last two give the claim its power: a
+   policy that ignores the data has a slope of 0 in C*). C* is varied by covariate shift
    (``multiscale-bandit:junk=true``, ``covariate_shift_distribution``): the data's mass on pi*'s
    contexts is 2/C*, both actions alike, so the *only* change is the amount of data where pi*
    goes. (Varying C* through the behaviour's action mixture instead also changes how well the
@@ -30,10 +32,13 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
    m = 2 times, pessimistic VI's sub-optimality reaches exactly 0 while naive VI fails on a fraction
    of seeds bounded away from 0 at every N, matching the Poisson-limit prediction
    ``naive_failure_limit()`` = 0.969.
-4. ``pevi-data-dependent-bound`` -- PEVI (linear MDP ``offline-linear``, beta = d H sqrt(zeta),
-   c_beta = 1 [M], xi = 0.1): SubOpt <= 2 beta sum_h E_{pi*}||phi||_{Lambda_h^-1} on at least
-   1 - xi of the seeds at every N; the registered card ``pevi-linear`` evaluates to the same
-   number; at the largest N the bound is non-vacuous (< H) on every seed.
+4. ``pevi-data-dependent-bound`` -- PEVI (linear MDP ``offline-linear:d=2,H=2``, beta = d H
+   sqrt(zeta), c_beta = 1 [M], xi = 0.1): SubOpt <= 2 beta sum_h E_{pi*}||phi||_{Lambda_h^-1} on
+   at least 1 - xi of the seeds at every N where the bound is below the sub-optimality range, and
+   V_hat(mu0) <= V^pi_hat(mu0) on at least 1 - xi of the runs with V_hat > 0 (the two halves of
+   Theorem 4.2's proof); the registered card ``pevi-linear`` evaluates to the same number. On the
+   default offline-linear (d = 4, H = 4) the bound is vacuous up to N = 4e5 (issue 13), so the
+   claim uses d = 2, H = 2, where it is below the null policies' sub-optimality from N = 1e5.
 5. ``offline-pessimism-lower-bound`` -- V_hat(mu0) <= V^{pi_hat}(mu0) on at least 1 - delta of the
    *informative* seed-runs, for every pessimistic algorithm at its documented constants. A run
    whose penalty clipped V_hat(mu0) to 0 satisfies the invariant whatever the algorithm does
@@ -281,6 +286,7 @@ class LCBConcentrability(ScaledClaim):
         from theorylab.bounds import get_bound
         from theorylab.mdps import make
         from theorylab.mdps.families.offline_instances import covariate_shift_distribution
+        from theorylab.validations.reference import null_regret_per_episode
 
         mdp = make(cfg["mdp"])
         v_star = optimal_solution(mdp).value
@@ -308,6 +314,30 @@ class LCBConcentrability(ScaledClaim):
         rep.checks.append(
             Check("sub-linear", fit_.ci_high < 1.0, f"slope CI upper end {fit_.ci_high:.3f} < 1")
         )
+        # Power (issue 13): the two checks above are one-sided, and a policy that ignores the
+        # data (action 0, uniform) has a sub-optimality constant in C* (slope 0), so it passed
+        # them. Where the data sit must matter (slope CI above 0), and LCB must have learned from
+        # them at every C* (at most half the uniform policy's exact sub-optimality).
+        rep.checks.append(
+            Check(
+                "grows-with-C*",
+                fit_.ci_low > 0.0,
+                f"slope CI lower end {fit_.ci_low:.3f} > 0 (a policy that ignores the data has "
+                "a sub-optimality constant in C*: slope 0)",
+            )
+        )
+        null = null_regret_per_episode(mdp, v_star)
+        means = sub.mean(axis=0)  # (len(C_star),)
+        rep.checks.append(
+            Check(
+                "beats-the-uniform-policy",
+                bool(np.all(means <= 0.5 * null)),
+                f"mean sub-optimality per C* {np.round(means, 4).tolist()}; the uniform "
+                f"policy's (exact) {null:.4g}: at most half of it at every C* (largest ratio "
+                f"{float(means.max() / null):.3g})",
+                {"null_suboptimality": null, "largest_ratio": float(means.max() / null)},
+            )
+        )
         rep.config["C_star_measured"] = measured
         rep.config["mean_suboptimality"] = sub.mean(axis=0).tolist()
         if plot:
@@ -324,7 +354,9 @@ register_validation(
         name="offline-lcb-cstar",
         statement=(
             "at fixed N, LCB's exact sub-optimality grows with the single-policy concentrability "
-            "C* no faster than sqrt(C*) (covariate-shift data on multiscale-bandit)"
+            "C* no faster than sqrt(C*) and sub-linearly, but it does grow (slope CI above 0: the "
+            "data's coverage of pi* matters), and at every C* it is at most half the uniform "
+            "policy's exact sub-optimality (covariate-shift data on multiscale-bandit)"
         ),
         bound="vi-lcb-upper",
         scales={
@@ -462,10 +494,15 @@ class PEVIBound(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.offline import fit, make_dataset, pevi_coverage
         from theorylab.algorithms.offline.coverage import optimal_solution
-        from theorylab.algorithms.offline.scoring import suboptimality
+        from theorylab.algorithms.offline.scoring import (
+            pessimism_holds,
+            policy_values,
+            suboptimality,
+        )
         from theorylab.bounds import get_bound
         from theorylab.mdps import make
         from theorylab.stats import fraction_below
+        from theorylab.validations.reference import null_regret_per_episode
 
         mdp = make(cfg["mdp"])
         card = get_bound("pevi-linear")
@@ -473,7 +510,9 @@ class PEVIBound(ScaledClaim):
         v_star = optimal_solution(mdp).value
         B = cfg["seeds"]
         subs, bounds = np.empty((B, len(cfg["N"]))), np.empty((B, len(cfg["N"])))
-        worst_rate, card_err = 0.0, 0.0
+        held = np.zeros((B, len(cfg["N"])), dtype=bool)  # V_hat(mu0) <= V^pi_hat(mu0)
+        live = np.zeros((B, len(cfg["N"])), dtype=bool)  # V_hat(mu0) > 0: the check can fail
+        card_err = 0.0
         for k, N in enumerate(cfg["N"]):
             ds = make_dataset(mdp, N, coverage=cfg["coverage"], seeds=B, seed=seed)
             res = fit("pevi", ds, phi=mdp.phi, xi=xi, c_beta=cfg["c_beta"])
@@ -483,10 +522,11 @@ class PEVIBound(ScaledClaim):
                 H=H, K=ds.n_episodes, d=d, phi_norm_sum=cover, delta=xi, c=cfg["c_beta"]
             )
             card_err = max(card_err, float(np.max(np.abs(from_card / bound - 1))))
-            subs[:, k] = suboptimality(mdp, res.policy, v_star)
+            values = policy_values(mdp, res.policy)
+            subs[:, k] = v_star - values
             bounds[:, k] = bound
-            frac = fraction_below(subs[:, k], bound)
-            worst_rate = max(worst_rate, 1.0 - frac.fraction)
+            held[:, k] = pessimism_holds(res.value_estimate, values)
+            live[:, k] = informative_runs(res.value_estimate)
         # Vacuity (docs/validations.md, "Three verdicts"): a bound at or above the sub-optimality
         # range V* - min_pi V^pi holds for any policy; only the N where it is below the range on
         # every seed are tested.
@@ -508,6 +548,13 @@ class PEVIBound(ScaledClaim):
             "from_sweep": True,
             "max_episode_regret": value_range,
         }
+        # The null policies' exact sub-optimality: the bound can fail a policy that ignores the
+        # data only where it is below these (reported: where the claim has its power).
+        frozen = float(suboptimality(mdp, np.zeros((1, H, mdp.S), dtype=np.int64), v_star)[0])
+        uniform = null_regret_per_episode(mdp, v_star)
+        below_nulls = [
+            int(cfg["N"][k]) for k in tested if bounds[:, k].max() < min(frozen, uniform)
+        ]
         rep.checks.append(
             Check(
                 "below-bound",
@@ -515,10 +562,32 @@ class PEVIBound(ScaledClaim):
                 f"sub-optimality range V* - min V^pi = {value_range:.4g}; the bound is below it on "
                 f"every seed at N = {[int(cfg['N'][k]) for k in tested]} of {cfg['N']}; largest "
                 f"violation rate there {worst_rate:.3f} (allowed xi = {xi}); max SubOpt / bound "
-                f"= {np.max(subs / bounds):.3g}"
+                f"= {np.max(subs / bounds):.3g}; the bound is below the action-0 policy's "
+                f"({frozen:.4g}) and the uniform policy's ({uniform:.4g}) sub-optimality at N = "
+                f"{below_nulls}"
                 + ("" if tested else "; the bound is vacuous at every N of this scale"),
-                {"violation_rate": worst_rate, "informative_N": [int(cfg["N"][k]) for k in tested]},
+                {
+                    "violation_rate": worst_rate,
+                    "informative_N": [int(cfg["N"][k]) for k in tested],
+                    "below_null_N": below_nulls,
+                },
                 status=None if tested else "VACUOUS",
+            )
+        )
+        # The other half of Theorem 4.2's proof: on its good event PEVI's estimate is pessimistic,
+        # V_hat(mu0) <= V^pi_hat(mu0) (SubOpt = (V* - V_hat) + (V_hat - V^pi_hat), the second term
+        # <= 0). Only runs with V_hat(mu0) > 0 can fail it (rewards are >= 0), as in
+        # offline-pessimism-lower-bound; at least half of the runs must be such.
+        n_live, n_held = int(live.sum()), int((held & live).sum())
+        rate = 1.0 - n_held / n_live if n_live else 1.0
+        rep.checks.append(
+            Check(
+                "pessimism",
+                bool(n_live >= 0.5 * live.size and rate <= xi),
+                f"V_hat(mu0) > 0 on {n_live}/{live.size} seed-N runs (at least half required); "
+                f"V_hat(mu0) <= V^pi_hat(mu0) on {n_held}/{n_live} of them (failure rate "
+                f"{rate:.3f}, allowed xi = {xi})",
+                {"failure_rate": rate, "informative": n_live, "runs": int(live.size)},
             )
         )
         rep.checks.append(
@@ -542,6 +611,7 @@ class PEVIBound(ScaledClaim):
         )
         rep.config["mean_bound"] = bounds.mean(axis=0).tolist()
         rep.config["mean_suboptimality"] = subs.mean(axis=0).tolist()
+        rep.config["null_suboptimality"] = {"action 0": frozen, "uniform": uniform}
         if plot:
             from theorylab.plotting import plot_suboptimality_lines
 
@@ -560,21 +630,26 @@ register_validation(
         statement=(
             "PEVI's exact sub-optimality on a linear MDP is at most 2 beta sum_h "
             "E_pi*||phi(s_h,a_h)||_(Lambda_h^-1) (beta = d H sqrt(log(2dHK/xi)), c = 1 [M]) on at "
-            "least 1 - xi of the seeds"
+            "least 1 - xi of the seeds at every N where that bound is below the sub-optimality "
+            "range, and its estimate is pessimistic, V_hat(mu0) <= V^pi_hat(mu0), on at least "
+            "1 - xi of the runs with V_hat(mu0) > 0 (the two halves of Jin, Yang, Wang 2021, "
+            "Theorem 4.2's proof); on offline-linear:d=2,H=2 (d = 2, H = 2: the bound is "
+            "informative from N of about 1e4 and below the action-0 and uniform policies' "
+            "sub-optimality from 1e5; on the default d = 4, H = 4 it is vacuous up to N = 4e5)"
         ),
         bound="pevi-linear",
         scales={
             "quick": {
-                "mdp": "offline-linear",
-                "N": [400, 4000, 40_000, 400_000],
+                "mdp": "offline-linear:d=2,H=2",
+                "N": [1000, 10_000, 100_000],
                 "seeds": 16,
                 "coverage": 0.3,
                 "xi": 0.1,
                 "c_beta": 1.0,
             },
             "full": {
-                "mdp": "offline-linear",
-                "N": [400, 4000, 40_000, 400_000, 1_000_000],
+                "mdp": "offline-linear:d=2,H=2",
+                "N": [1000, 3000, 10_000, 30_000, 100_000, 300_000],
                 "seeds": 64,
                 "coverage": 0.3,
                 "xi": 0.1,
