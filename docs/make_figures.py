@@ -129,12 +129,23 @@ def claim_fingerprint(name: str) -> str:
     return hashlib.sha256("\n".join(parts).encode("utf-8")).hexdigest()[:16]
 
 
+def gallery_scale(name: str, scale: str) -> str:
+    """The scale claim ``name`` is shown at when ``scale`` is asked: ``full`` falls back to
+    ``quick`` for a claim without a full scale (one whose next scale is the papers' constants,
+    out of a gallery run's reach)."""
+    from theorylab.validations import VALIDATIONS
+
+    scales = getattr(VALIDATIONS.get(name), "scales", None) or ("quick", "full")
+    return scale if scale in scales else "quick"
+
+
 def run_gallery_entry(name: str, scale: str) -> dict:
     """Run claim ``name`` at ``scale``; write its figure and its entry (``NAME.json``, the report
     as text with its verdict, time and fingerprint) under docs/figures/gallery/."""
     from theorylab.store import atomic_write_json
     from theorylab.validations import VALIDATIONS, validate
 
+    scale = gallery_scale(name, scale)
     folder = DOCS / GALLERY_DIR
     folder.mkdir(parents=True, exist_ok=True)
     figure = folder / f"{name}.png"
@@ -168,7 +179,9 @@ def _entry(name: str) -> dict | None:
 def _stale(name: str, entry: dict | None, scale: str) -> bool:
     if entry is None or entry["fingerprint"] != claim_fingerprint(name):
         return True
-    return scale == "full" and entry["scale"] != "full"  # a quick entry never replaces a full one
+    # a quick run never replaces a fresh full entry; a full run replaces a quick entry unless
+    # the claim has no full scale
+    return scale == "full" and entry["scale"] != gallery_scale(name, "full")
 
 
 def make_gallery(
