@@ -224,6 +224,8 @@ def write_gallery_page() -> Path:
             raise SystemExit(f"claim {name} has no gallery entry: run --claims {name}")
         fresh = e["fingerprint"] == claim_fingerprint(name)
         note = "" if fresh else " (its source changed since: stale)"
+        if e["scale"] == "quick" and gallery_scale(name, "full") == "quick":
+            note += " (no full scale: its next scale is the papers' constants, `--scale paper`)"
         scales.append(e["scale"])
         command = f"theorylab validate {name} --scale {e['scale']} --plot {name}.png"
         rows.append(
