@@ -238,6 +238,31 @@ def save_claim_figure(ax, path: str | None) -> None:
         save_figure(ax, path)
 
 
+def regret_report(
+    claim, scale: str, mdp, episodes: int, seeds: int, params: dict, seed: int, **config: Any
+) -> Report:
+    """The empty report of a regret claim run: its name, statement, scale and bound, and the run's
+    configuration (algorithm, MDP, K, seeds, parameters, seed, then ``config``'s extra keys)."""
+    return Report(
+        claim.name,
+        claim.statement,
+        scale,
+        False,
+        [],
+        0.0,
+        bound=claim.bound,
+        config={
+            "algorithm": claim.algorithm,
+            "mdp": mdp.name,
+            "episodes": episodes,
+            "seeds": seeds,
+            "params": params,
+            "seed": seed,
+            **config,
+        },
+    )
+
+
 @dataclass(frozen=True)
 class Validation:
     """An executable claim. ``tests`` is a tuple of test names (see the module docstring);
@@ -306,25 +331,17 @@ class Validation:
                 progress=progress,
                 **params,
             )
-        checks: list[Check] = []
-        rep = Report(
-            self.name,
-            self.statement,
+        rep = regret_report(
+            self,
             scale,
-            False,
-            checks,
-            0.0,
-            bound=self.bound,
-            config={
-                "algorithm": self.algorithm,
-                "mdp": mdp.name,
-                "episodes": sc.episodes,
-                "seeds": sc.seeds,
-                "params": params,
-                "seed": seed,
-                "versions": result.config.get("versions"),
-            },
+            mdp,
+            sc.episodes,
+            sc.seeds,
+            params,
+            seed,
+            versions=result.config.get("versions"),
         )
+        checks = rep.checks
         cum = result.cumulative_regret  # (B, K)
         rep.smoke = sc.smoke
         yard = episode_yardstick(mdp, result, run_objective(self.algorithm, params))
@@ -397,27 +414,19 @@ def _run_streamed(self, scale, sc, mdp, params, seed, t0) -> Report:
         raise ValueError(f"{self.name}: a streamed scale cannot run the 'beats' test")
     summary = streamed_run(self.algorithm, mdp, sc.episodes, sc.seeds, seed=seed, **params)
     K = summary.episodes
-    checks: list[Check] = []
-    rep = Report(
-        self.name,
-        self.statement,
+    rep = regret_report(
+        self,
         scale,
-        False,
-        checks,
-        0.0,
-        bound=self.bound,
-        config={
-            "algorithm": self.algorithm,
-            "mdp": mdp.name,
-            "episodes": K,
-            "seeds": sc.seeds,
-            "params": params,
-            "seed": seed,
-            "loop": summary.config["loop"],
-            "grid_points": summary.config["grid_points"],
-            "run_seconds": summary.wall_seconds,
-        },
+        mdp,
+        K,
+        sc.seeds,
+        params,
+        seed,
+        loop=summary.config["loop"],
+        grid_points=summary.config["grid_points"],
+        run_seconds=summary.wall_seconds,
     )
+    checks = rep.checks
     rep.smoke = sc.smoke
     dmax = max_episode_regret(mdp)
     null = null_regret_per_episode(mdp, summary.optimal_value)

@@ -73,7 +73,13 @@ from typing import Any
 
 import numpy as np
 
-from theorylab.validations.claim import Check, Report, bound_inputs, claim_verdict
+from theorylab.validations.claim import (
+    Check,
+    Report,
+    bound_inputs,
+    claim_verdict,
+    regret_report,
+)
 from theorylab.validations.registry import register_validation
 
 # ---------------------------------------------------------------------------- shared helpers
@@ -237,28 +243,20 @@ class LinearRegretClaim:
         agent = cls.instances[-1]
         cum = result.cumulative_regret  # (B, K)
         K = cum.shape[1]
-        checks: list[Check] = []
-        report = Report(
-            self.name,
-            self.statement,
+        report = regret_report(
+            self,
             scale,
-            False,
-            checks,
-            0.0,
-            bound=self.bound,
-            config={
-                "algorithm": self.algorithm,
-                "mdp": mdp.name,
-                "episodes": sc.episodes,
-                "seeds": sc.seeds,
-                "params": params,
-                "features": self.feature_param,
-                "seed": seed,
-                "notes": self.notes,
-                "final_regret_mean": float(cum[:, -1].mean()),
-                "optimal_value": result.optimal_value,
-            },
+            mdp,
+            sc.episodes,
+            sc.seeds,
+            params,
+            seed,
+            features=self.feature_param,
+            notes=self.notes,
+            final_regret_mean=float(cum[:, -1].mean()),
+            optimal_value=result.optimal_value,
         )
+        checks = report.checks
         bound_curve, bound_at = None, None
         if self.bound is not None:
             from theorylab.bounds import get_bound
