@@ -113,6 +113,36 @@ def _sampler_arrays(mdp):
     return keys, idx, last, off
 
 
+GUIDE_MAX_ENTRIES = 2**22  # per stage: rows x (G + 1) bucket bounds of the next-state search
+
+
+def _pow2_at_least(x: float) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(x, 1.0))))
+
+
+def _guide(arr: np.ndarray, starts: np.ndarray, G: int) -> np.ndarray:
+    """Bucket bounds of ``sweep_kernel._guided``: for each start r and b = 0..G, the number of
+    entries of the sorted ``arr`` that are <= r + b / G (the same float64 sum the search key
+    r + u is), ``(len(starts) * (G + 1),)`` int64."""
+    thresholds = starts[:, None] + np.arange(G + 1, dtype=np.float64)[None, :] / G
+    return np.searchsorted(arr, thresholds.ravel(), side="right").astype(np.int64)
+
+
+def _guides(cat_cdf, keys, koff, rows: int):
+    """Whether every searched array is sorted (then the guided search returns the unique
+    answer, numpy's), and the guide tables of the categorical and the next-state searches."""
+    stages = [keys[koff[i] : koff[i + 1]] for i in range(len(koff) - 1)]
+    fast = bool(np.all(np.diff(cat_cdf) >= 0)) and all(bool(np.all(np.diff(k) >= 0)) for k in stages)
+    G_cat = _pow2_at_least(4 * cat_cdf.size)
+    cat_tab = _guide(cat_cdf, np.zeros(1), G_cat)
+    G_ns = _pow2_at_least(2 * max(k.size for k in stages) / rows)
+    while G_ns > 1 and rows * (G_ns + 1) > GUIDE_MAX_ENTRIES:
+        G_ns //= 2
+    starts = np.arange(rows, dtype=np.float64)
+    ns_tab = np.stack([_guide(k, starts, G_ns) for k in stages])
+    return fast, cat_tab, G_cat, ns_tab, G_ns
+
+
 def _categorical(cdf: np.ndarray) -> tuple[np.ndarray, int]:
     """``_sample_categorical``'s cdf and clamp (last entry with positive mass)."""
     pmf_last = len(cdf) - 1 - int(np.argmax(np.diff(np.concatenate(([0.0], cdf)))[::-1] > 0))
@@ -268,6 +298,7 @@ def compiled_sweep(
         finite, variant, H, S, A, n_max, sizes_arr, rng, cat_cdf, cat_last, pol_cdf, pol_last,
         keys, kidx, klast, koff, R3, bern, L, chH, c_b, cbH, two_cbH, beta, lam, T, Lc, vmax,
         gam, behaviour_start, pi0, GREEDY_ATOL, Q, V, pol_out, counts,
+        *_guides(cat_cdf, keys, koff, S * A),
     )  # fmt: skip
     mu0 = np.asarray(mdp.mu0)
     policies, estimates = [], np.empty((B, M))

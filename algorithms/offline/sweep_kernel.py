@@ -94,6 +94,30 @@ def _next_state(keys, kidx, klast, koff, stage, S, A, s, a, u, state, fstate, k)
     return kidx[off + min(j, last)]
 
 
+@njit(cache=True, error_model="numpy", inline="always")
+def _count_le(arr, off, lo, hi, x):
+    """The number of entries <= x of the sorted ``arr[off:...]``, known to lie in [lo, hi]."""
+    while hi - lo > 8:
+        mid = (lo + hi) >> 1
+        if arr[off + mid] <= x:
+            lo = mid + 1
+        else:
+            hi = mid
+    while lo < hi and arr[off + lo] <= x:
+        lo += 1
+    return lo
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _guided(arr, off, tab, t0, G, x, u):
+    """``searchsorted(arr[off:], x, side="right")`` for a sorted array, where x is a monotone
+    function of the uniform u (u itself, or row + u): bucket b = floor(u G) (exact, G a power
+    of 2) and ``tab[t0 + b]``, ``tab[t0 + b + 1]`` = the counts of entries <= x at u = b / G and
+    u = (b + 1) / G bound the answer."""
+    b = np.int64(u * G)
+    return _count_le(arr, off, tab[t0 + b], tab[t0 + b + 1], x)
+
+
 @njit(cache=True, error_model="numpy")
 def _reward(R, bern, h, s, a, u):
     mean = R[min(h, R.shape[0] - 1), s, a]
@@ -105,7 +129,7 @@ def _reward(R, bern, h, s, a, u):
 @njit(cache=True, error_model="numpy")
 def _draw_samples(
     finite, H, S, A, n, st, cat_cdf, cat_last, keys, kidx, klast, koff, R, bern, pair, nxt,
-    rew, stage,
+    rew, stage, fast, cat_tab, G_cat, ns_tab, G_ns,
 ):  # fmt: skip
     """``_finite_samples`` / ``_discounted_samples``: n i.i.d. rows from the three streams
     ``st (3, 4)`` (positions i, n + i, 2 n + i of the seed's uniforms)."""
@@ -127,14 +151,22 @@ def _draw_samples(
         u0 = pcg64_random(s0)
         u1 = pcg64_random(s1)
         u2 = pcg64_random(s2)
-        flat = searchsorted_right(cat_cdf, 0, cat_cdf.shape[0], u0, cat_state, cat_f, 0)
+        if fast:
+            flat = _guided(cat_cdf, 0, cat_tab, 0, G_cat, u0, u0)
+        else:
+            flat = searchsorted_right(cat_cdf, 0, cat_cdf.shape[0], u0, cat_state, cat_f, 0)
         flat = min(flat, cat_last)
         h = flat // SA if finite else 0
         rest = flat - h * SA
         s = rest // A
         a = rest - s * A
         sg = min(h, n_stages - 1)
-        nxt[i] = _next_state(keys, kidx, klast, koff, sg, S, A, s, a, u1, ns_state, ns_f, h)
+        if fast:
+            off = koff[sg]
+            j = _guided(keys, off, ns_tab[sg], rest * (G_ns + 1), G_ns, np.float64(rest) + u1, u1)
+            nxt[i] = kidx[off + min(j, klast[sg, rest])]
+        else:
+            nxt[i] = _next_state(keys, kidx, klast, koff, sg, S, A, s, a, u1, ns_state, ns_f, h)
         rew[i] = _reward(R, bern, h, s, a, u2)
         pair[i] = rest
         stage[i] = h
@@ -143,7 +175,7 @@ def _draw_samples(
 @njit(cache=True, error_model="numpy")
 def _draw_trajectories(
     H, S, A, K, st, cdf0, last0, pol_cdf, pol_last, keys, kidx, klast, koff, R, bern, pair, nxt,
-    rew, stage,
+    rew, stage, fast, cat_tab, G_cat, ns_tab, G_ns,
 ):  # fmt: skip
     """``_finite_trajectories``: K episodes of the behaviour policy from one stream, 1 + 3 H
     uniforms per episode (initial state, then per step action, next state, reward); row k H + h
@@ -160,7 +192,11 @@ def _draw_trajectories(
         ns_state[h, 1] = koff[sg + 1] - koff[sg]
     g = st[0]
     for k in range(K):
-        s = searchsorted_right(cdf0, 0, cdf0.shape[0], pcg64_random(g), s0_state, s0_f, 0)
+        u0 = pcg64_random(g)
+        if fast:
+            s = _guided(cdf0, 0, cat_tab, 0, G_cat, u0, u0)
+        else:
+            s = searchsorted_right(cdf0, 0, cdf0.shape[0], u0, s0_state, s0_f, 0)
         s = min(s, last0)
         for h in range(H):
             ua = pcg64_random(g)
@@ -172,7 +208,15 @@ def _draw_trajectories(
                     a += 1
             a = min(a, pol_last[h, s])
             sg = min(h, n_stages - 1)
-            s_next = _next_state(keys, kidx, klast, koff, sg, S, A, s, a, us, ns_state, ns_f, h)
+            if fast:
+                row = s * A + a
+                off = koff[sg]
+                j = _guided(keys, off, ns_tab[sg], row * (G_ns + 1), G_ns, np.float64(row) + us, us)
+                s_next = kidx[off + min(j, klast[sg, row])]
+            else:
+                s_next = _next_state(
+                    keys, kidx, klast, koff, sg, S, A, s, a, us, ns_state, ns_f, h
+                )
             i = k * H + h
             pair[i] = s * A + a
             nxt[i] = s_next
@@ -359,7 +403,8 @@ def _fit_vi_lcb(S, A, n, T, Lc, vmax, gam, behaviour_start, pi0, atol, pair, nxt
 def sweep(
     data_kind, finite, variant, H, S, A, n_max, sizes, rng, cat_cdf, cat_last, pol_cdf,
     pol_last, keys, kidx, klast, koff, R, bern, L, chH, c_b, cbH, two_cbH, beta, lam, T, Lc,
-    vmax, gam, behaviour_start, pi0, atol, Q_out, V_out, pol_out, cnt_out,
+    vmax, gam, behaviour_start, pi0, atol, Q_out, V_out, pol_out, cnt_out, fast, cat_tab, G_cat,
+    ns_tab, G_ns,
 ):  # fmt: skip
     """Draw every seed's data and fit the algorithm at every N of ``sizes`` (module docstring).
 
@@ -379,12 +424,12 @@ def sweep(
         if data_kind == DATA_TRAJECTORIES:
             _draw_trajectories(
                 H, S, A, n_max // H, st, cat_cdf, cat_last, pol_cdf, pol_last, keys, kidx,
-                klast, koff, R, bern, pair, nxt, rew, stage,
+                klast, koff, R, bern, pair, nxt, rew, stage, fast, cat_tab, G_cat, ns_tab, G_ns,
             )  # fmt: skip
         else:
             _draw_samples(
                 finite, H, S, A, n_max, st, cat_cdf, cat_last, keys, kidx, klast, koff, R,
-                bern, pair, nxt, rew, stage,
+                bern, pair, nxt, rew, stage, fast, cat_tab, G_cat, ns_tab, G_ns,
             )  # fmt: skip
         if finite:
             order, start = _stage_order(stage, n_max, H)
