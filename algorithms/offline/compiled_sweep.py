@@ -132,7 +132,9 @@ def _guides(cat_cdf, keys, koff, rows: int):
     """Whether every searched array is sorted (then the guided search returns the unique
     answer, numpy's), and the guide tables of the categorical and the next-state searches."""
     stages = [keys[koff[i] : koff[i + 1]] for i in range(len(koff) - 1)]
-    fast = bool(np.all(np.diff(cat_cdf) >= 0)) and all(bool(np.all(np.diff(k) >= 0)) for k in stages)
+    fast = bool(np.all(np.diff(cat_cdf) >= 0)) and all(
+        bool(np.all(np.diff(k) >= 0)) for k in stages
+    )
     G_cat = _pow2_at_least(4 * cat_cdf.size)
     cat_tab = _guide(cat_cdf, np.zeros(1), G_cat)
     G_ns = _pow2_at_least(2 * max(k.size for k in stages) / rows)

@@ -214,9 +214,7 @@ def _draw_trajectories(
                 j = _guided(keys, off, ns_tab[sg], row * (G_ns + 1), G_ns, np.float64(row) + us, us)
                 s_next = kidx[off + min(j, klast[sg, row])]
             else:
-                s_next = _next_state(
-                    keys, kidx, klast, koff, sg, S, A, s, a, us, ns_state, ns_f, h
-                )
+                s_next = _next_state(keys, kidx, klast, koff, sg, S, A, s, a, us, ns_state, ns_f, h)
             i = k * H + h
             pair[i] = s * A + a
             nxt[i] = s_next

@@ -43,7 +43,6 @@ from theorylab.algorithms.offline.scoring import fit_and_score
 from theorylab.results import SuboptimalityResult
 from theorylab.runners.problems import resolve_mdp
 
-
 LOOPS = ("auto", "python", "compiled")
 
 
