@@ -158,23 +158,30 @@ def test_loop_choice_and_errors():
                loop="compiled", subsample=True)  # fmt: skip
 
 
-def test_a_control_or_a_mutation_runs_the_python_loop():
-    """Controls replace the registry entry and mutations patch the module: the compiled sweep
-    would not see them, so auto runs the Python loop and compiled refuses."""
+def test_null_controls_compile_and_a_mutation_runs_the_python_loop():
+    """The null controls replace the fit's result (a transform the compiled sweep applies: the
+    same numbers on both loops); a mutation patches the module, which the compiled sweep would
+    not see, so auto runs the Python loop and compiled refuses."""
     import theorylab.validations.mutations  # noqa: F401  (registers the mutations)
     from theorylab.validations.controls import get_control
 
     class Claim:
         name = "test"
-        control_targets = {"offline": ("pevi-tabular",)}
+        control_targets = {"offline": ("pevi-tabular", "vi-lcb")}
 
     kw = {"seeds": 2, "dataset_size": 40, "coverage": 0.5}
     problem = "random:S=5,A=3,H=4,seed=3"
-    for control in ("frozen", "pevi-penalty-sign"):
+    for control in ("frozen", "random"):
         with get_control(control).applied(Claim()):
-            with pytest.raises(ValueError, match="Python loop runs"):
-                tl.run("pevi-tabular", problem, loop="compiled", **kw)
-            tl.run("pevi-tabular", problem, loop="auto", **kw)
+            for algorithm, prob, extra in (("pevi-tabular", problem, {"coverage": 0.5}), CASES[8]):
+                py, comp = _both(algorithm, prob, **extra)
+                assert comp.config["loop"] == "compiled"
+                assert _mismatches(py, comp) == []
+                assert np.all(comp.value_estimate == 0.0)
+    with get_control("pevi-penalty-sign").applied(Claim()):
+        with pytest.raises(ValueError, match="Python loop runs"):
+            tl.run("pevi-tabular", problem, loop="compiled", **kw)
+        tl.run("pevi-tabular", problem, loop="auto", **kw)
     assert tl.run("pevi-tabular", problem, loop="compiled", **kw).config["loop"] == "compiled"
 
 

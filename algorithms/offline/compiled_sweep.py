@@ -13,8 +13,10 @@ Algorithms with a compiled sweep (:data:`COMPILED`): ``pessimistic-vi-hoeffding`
 ``vi-lcb``. Data: i.i.d. ``"samples"`` (finite horizon and discounted) and finite-horizon
 ``"trajectories"``, from a behaviour mixture or a given ``data_distribution``, on a tabular model
 whose rewards are ``"deterministic"`` or ``"bernoulli"``. Anything else runs the Python loop
-(:func:`compiled_unavailable` says why), as does an algorithm whose registry entry a control has
-replaced or whose module a known-bug mutation has patched: those live in the Python code only.
+(:func:`compiled_unavailable` says why), as does an algorithm whose module a known-bug mutation
+has patched (the bug lives in the Python code only) or whose registry entry a control replaced
+by anything but a transform of the fit's result (the null controls of
+``validations.controls.null_fit`` are such transforms: the compiled path applies them).
 """
 
 from __future__ import annotations
@@ -57,7 +59,7 @@ def compiled_unavailable(entry, mdp, params: dict, kind: str | None) -> str | No
     name = entry.name
     if name not in COMPILED:
         return f"{name} has no compiled sweep (compiled: {', '.join(COMPILED)})"
-    if entry.factory is not _registered_functions()[name]:
+    if _result_transform(entry) is False:
         return f"{name}'s registry entry is replaced (a control is active): the Python loop runs"
     if pevi.pessimistic_q is not pevi._pessimistic_q_reference:
         return "pevi.pessimistic_q is patched (a known-bug mutation): the Python loop runs"
@@ -74,6 +76,19 @@ def compiled_unavailable(entry, mdp, params: dict, kind: str | None) -> str | No
     if finite and mdp.horizon * mdp.S * mdp.A >= 2**31:
         return "H S A >= 2^31 pairs"
     return None
+
+
+def _result_transform(entry):
+    """None when the registry entry is the registered fit; the control's
+    ``result_transform(result, A)`` when a control wraps the registered fit with a transform
+    of its result alone (``validations.controls.null_fit``); False otherwise."""
+    registered = _registered_functions()[entry.name]
+    if entry.factory is registered:
+        return None
+    transform = getattr(entry.factory, "result_transform", None)
+    if getattr(entry.factory, "wrapped_fit", None) is registered and callable(transform):
+        return transform
+    return False
 
 
 def _defaults(name: str) -> dict:
@@ -172,7 +187,12 @@ def compiled_sweep(
     from theorylab.algorithms.offline import fit as fit_algorithm
     from theorylab.algorithms.offline.coverage import occupancy, optimal_solution
     from theorylab.algorithms.offline.pevi import _resolve_beta
-    from theorylab.algorithms.offline.result import GREEDY_ATOL, greedy, value_at_start
+    from theorylab.algorithms.offline.result import (
+        GREEDY_ATOL,
+        OfflineResult,
+        greedy,
+        value_at_start,
+    )
     from theorylab.algorithms.offline.sweep_kernel import (
         DATA_SAMPLES,
         DATA_TRAJECTORIES,
@@ -316,6 +336,21 @@ def compiled_sweep(
             else:
                 policies.append(det)
             estimates[:, j] = value_at_start(V[:, j, 0], mu0)
+    pessimistic = bool(probe.pessimistic)
+    transform = _result_transform(entry)
+    if transform:  # a control that replaces the result (e.g. the null policies)
+        for j in range(M):
+            res = OfflineResult(
+                algorithm=name,
+                policy=policies[j],
+                value_estimate=estimates[:, j],
+                V=None,
+                Q=None,
+                pessimistic=pessimistic,
+            )
+            res = transform(res, A)
+            policies[j] = res.policy
+            estimates[:, j] = res.value_estimate
     fitted_params = dict(probe.params)
     if name == "pevi-tabular":
         fitted_params["beta"] = float(beta[-1])
@@ -328,5 +363,5 @@ def compiled_sweep(
         "kind": kind,
         "params": fitted_params,
         "info": {"loop": "compiled"},
-        "pessimistic": bool(probe.pessimistic),
+        "pessimistic": pessimistic,
     }
