@@ -184,6 +184,8 @@ def compiled_sweep(
     returns them), ``value_estimate (B, M)``, ``counts (B, M, H, S, A)`` (finite horizon; else
     None), ``sizes`` (rows used per N), ``data_distribution``, ``kind``, ``params``, ``info`` and
     ``pessimistic`` (what the Python path reads off its last fit)."""
+    import numba
+
     from theorylab.algorithms.offline import fit as fit_algorithm
     from theorylab.algorithms.offline.coverage import occupancy, optimal_solution
     from theorylab.algorithms.offline.pevi import _resolve_beta
@@ -234,6 +236,8 @@ def compiled_sweep(
         pol = behaviour_policy(mdp, coverage, other, solution=sol)
         mu = occupancy(mdp, pol)
     n_max = sizes[-1]
+    if n_max >= 2**31:
+        raise ValueError(f"the compiled sweep holds N < 2^31 rows per seed, got N = {n_max}")
     used = list(sizes)
     if kind == "trajectories":
         for n in sizes[:-1]:  # OfflineDataset.head's rule for nested trajectory data
@@ -320,7 +324,7 @@ def compiled_sweep(
         finite, variant, H, S, A, n_max, sizes_arr, rng, cat_cdf, cat_last, pol_cdf, pol_last,
         keys, kidx, klast, koff, R3, bern, L, chH, c_b, cbH, two_cbH, beta, lam, T, Lc, vmax,
         gam, behaviour_start, pi0, GREEDY_ATOL, Q, V, pol_out, counts,
-        *_guides(cat_cdf, keys, koff, S * A),
+        *_guides(cat_cdf, keys, koff, S * A), min(B, numba.get_num_threads()),
     )  # fmt: skip
     mu0 = np.asarray(mdp.mu0)
     policies, estimates = [], np.empty((B, M))

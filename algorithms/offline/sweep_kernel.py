@@ -42,7 +42,8 @@ Every floating-point expression is the reference's, operation for operation and 
   ``GREEDY_ATOL (1 + |max Q|)``).
 
 fastmath is off (no reassociation, no fused multiply-add). Memory: about 24 bytes per transition
-per seed in flight (one seed per thread), so 10^7 transitions take 240 MB a thread.
+per thread (a seed group's buffers: int32 pair, next state, stage, order; float64 reward), so
+10^7 transitions take 240 MB a thread.
 """
 
 from __future__ import annotations
@@ -224,21 +225,20 @@ def _draw_trajectories(
 
 
 @njit(cache=True, error_model="numpy")
-def _stage_order(stage, n, H):
-    """Rows grouped by stage, each group in row order (``stage_blocks``' stable sort):
-    ``order (n,)`` and the group starts ``start (H + 1,)``."""
+def _stage_order(stage, n, H, order):
+    """Rows grouped by stage, each group in row order (``stage_blocks``' stable sort): fills
+    ``order (n,)`` and returns the group starts ``start (H + 1,)``."""
     start = np.zeros(H + 1, np.int64)
     for i in range(n):
         start[stage[i] + 1] += 1
     for h in range(H):
         start[h + 1] += start[h]
     fill = start[:H].copy()
-    order = np.empty(n, np.int64)
     for i in range(n):
         h = stage[i]
         order[fill[h]] = i
         fill[h] += 1
-    return order, start
+    return start
 
 
 @njit(cache=True, error_model="numpy")
@@ -402,7 +402,7 @@ def sweep(
     data_kind, finite, variant, H, S, A, n_max, sizes, rng, cat_cdf, cat_last, pol_cdf,
     pol_last, keys, kidx, klast, koff, R, bern, L, chH, c_b, cbH, two_cbH, beta, lam, T, Lc,
     vmax, gam, behaviour_start, pi0, atol, Q_out, V_out, pol_out, cnt_out, fast, cat_tab, G_cat,
-    ns_tab, G_ns,
+    ns_tab, G_ns, n_groups,
 ):  # fmt: skip
     """Draw every seed's data and fit the algorithm at every N of ``sizes`` (module docstring).
 
@@ -410,35 +410,55 @@ def sweep(
     trajectories: row 0); sizes: ``(M,)`` increasing; L: ``(B, M)``, beta, T, Lc: ``(M,)``.
     Finite horizon writes Q_out ``(B, M, H, S, A)``, V_out ``(B, M, H + 1, S)``, cnt_out
     ``(B, M, H, S, A)``; VI-LCB writes Q_out ``(B, M, 1, S, A)``, V_out ``(B, M, 1, S)`` and
-    pol_out ``(B, M, S)``."""
+    pol_out ``(B, M, S)``. n_groups: the seeds are split into this many contiguous groups (one
+    per thread), each drawing into one set of buffers (24 bytes per transition)."""
     B = rng.shape[0]
     M = sizes.shape[0]
-    for b in prange(B):
+    for grp in prange(n_groups):  # one buffer set per group of seeds (one group per thread)
         pair = np.empty(n_max, np.int32)
         nxt = np.empty(n_max, np.int32)
         rew = np.empty(n_max)
         stage = np.empty(n_max, np.int32)
-        st = rng[b].copy()
-        if data_kind == DATA_TRAJECTORIES:
-            _draw_trajectories(
-                H, S, A, n_max // H, st, cat_cdf, cat_last, pol_cdf, pol_last, keys, kidx,
-                klast, koff, R, bern, pair, nxt, rew, stage, fast, cat_tab, G_cat, ns_tab, G_ns,
+        order = np.empty(n_max if finite else 0, np.int32)
+        for b in range((grp * B) // n_groups, ((grp + 1) * B) // n_groups):
+            _sweep_seed(
+                data_kind, finite, variant, H, S, A, n_max, sizes, rng[b], cat_cdf, cat_last,
+                pol_cdf, pol_last, keys, kidx, klast, koff, R, bern, L[b], chH, c_b, cbH,
+                two_cbH, beta, lam, T, Lc, vmax, gam, behaviour_start, pi0[b], atol, Q_out[b],
+                V_out[b], pol_out[b], cnt_out[b], fast, cat_tab, G_cat, ns_tab, G_ns, pair, nxt,
+                rew, stage, order, M,
             )  # fmt: skip
-        else:
-            _draw_samples(
-                finite, H, S, A, n_max, st, cat_cdf, cat_last, keys, kidx, klast, koff, R,
-                bern, pair, nxt, rew, stage, fast, cat_tab, G_cat, ns_tab, G_ns,
+
+
+@njit(cache=True, error_model="numpy")
+def _sweep_seed(
+    data_kind, finite, variant, H, S, A, n_max, sizes, rng_b, cat_cdf, cat_last, pol_cdf,
+    pol_last, keys, kidx, klast, koff, R, bern, L_b, chH, c_b, cbH, two_cbH, beta, lam, T, Lc,
+    vmax, gam, behaviour_start, pi0_b, atol, Q_b, V_b, pol_b, cnt_b, fast, cat_tab, G_cat,
+    ns_tab, G_ns, pair, nxt, rew, stage, order, M,
+):  # fmt: skip
+    """One seed of :func:`sweep`: draw its data into the buffers, fit every N."""
+    st = rng_b.copy()
+    if data_kind == DATA_TRAJECTORIES:
+        _draw_trajectories(
+            H, S, A, n_max // H, st, cat_cdf, cat_last, pol_cdf, pol_last, keys, kidx, klast,
+            koff, R, bern, pair, nxt, rew, stage, fast, cat_tab, G_cat, ns_tab, G_ns,
+        )  # fmt: skip
+    else:
+        _draw_samples(
+            finite, H, S, A, n_max, st, cat_cdf, cat_last, keys, kidx, klast, koff, R, bern,
+            pair, nxt, rew, stage, fast, cat_tab, G_cat, ns_tab, G_ns,
+        )  # fmt: skip
+    if finite:
+        start = _stage_order(stage, n_max, H, order)
+        for j in range(M):
+            _fit_finite(
+                variant, H, S, A, sizes[j], order, start, pair, nxt, rew, L_b[j], chH, c_b,
+                cbH, two_cbH, beta[j], lam, V_b[j], Q_b[j], cnt_b[j],
             )  # fmt: skip
-        if finite:
-            order, start = _stage_order(stage, n_max, H)
-            for j in range(M):
-                _fit_finite(
-                    variant, H, S, A, sizes[j], order, start, pair, nxt, rew, L[b, j], chH,
-                    c_b, cbH, two_cbH, beta[j], lam, V_out[b, j], Q_out[b, j], cnt_out[b, j],
-                )  # fmt: skip
-        else:
-            for j in range(M):
-                _fit_vi_lcb(
-                    S, A, sizes[j], T[j], Lc[j], vmax, gam, behaviour_start, pi0[b], atol,
-                    pair, nxt, rew, V_out[b, j, 0], Q_out[b, j, 0], pol_out[b, j],
-                )  # fmt: skip
+    else:
+        for j in range(M):
+            _fit_vi_lcb(
+                S, A, sizes[j], T[j], Lc[j], vmax, gam, behaviour_start, pi0_b, atol, pair,
+                nxt, rew, V_b[j, 0], Q_b[j, 0], pol_b[j],
+            )  # fmt: skip
