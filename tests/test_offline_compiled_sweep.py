@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import theorylab as tl
-from theorylab.algorithms.offline import compiled_sweep
+from theorylab.algorithms.offline import compiled_sweep, dataset
 from theorylab.algorithms.offline.sweep_kernel import searchsorted_right
 from theorylab.mdps import make
 from theorylab.mdps.families.offline_instances import covariate_shift_distribution
@@ -113,7 +113,7 @@ def test_the_comparison_fails_on_a_one_ulp_change_of_a_constant():
 def test_the_comparison_fails_when_the_uniforms_come_from_the_wrong_rows(monkeypatch):
     """A known-bug mutation of the driver: the next-state and reward uniforms swapped (rows 1
     and 2 of make_dataset's g.random((3, n)))."""
-    original = compiled_sweep._pcg64_offsets
+    original = dataset._pcg64_offsets
 
     def swapped(rngs, offsets):
         offsets = tuple(offsets)
@@ -121,7 +121,7 @@ def test_the_comparison_fails_when_the_uniforms_come_from_the_wrong_rows(monkeyp
             offsets = (offsets[0], offsets[2], offsets[1])
         return original(rngs, offsets)
 
-    monkeypatch.setattr(compiled_sweep, "_pcg64_offsets", swapped)
+    monkeypatch.setattr(dataset, "_pcg64_offsets", swapped)
     py, comp = _both("vi-lcb", "multiscale-bandit:gamma=0.5", coverage=0.9, c_L=0.5)
     assert "value_estimate" in _mismatches(py, comp)
 
@@ -188,12 +188,65 @@ def test_null_controls_compile_and_a_mutation_runs_the_python_loop():
 def test_the_numpy_search_path_of_the_kernel_equals_the_guided_one(monkeypatch):
     """Keys that round-off left unsorted take numpy's own search algorithm in the kernel; force
     it on sorted keys and compare with the Python loop."""
-    original = compiled_sweep._guides
+    original = dataset._guides
 
     def numpy_search(*args):
         return (False, *original(*args)[1:])
 
-    monkeypatch.setattr(compiled_sweep, "_guides", numpy_search)
+    monkeypatch.setattr(dataset, "_guides", numpy_search)
     for algorithm, problem, kw in (CASES[1], CASES[4], CASES[6]):
         py, comp = _both(algorithm, problem, **kw)
         assert _mismatches(py, comp) == []
+
+
+# ------------------------------------------------------------------------ make_dataset's engine
+DRAWS = [
+    ("multiscale-bandit", {"coverage": 0.25, "other": "adversarial", "kind": "samples"}),
+    ("random:S=5,A=3,H=4,seed=3", {"coverage": 0.3}),  # trajectories
+    ("random-sparse:S=30,A=3,b=4,H=4", {"coverage": 0.5, "kind": "samples"}),
+    ("offline-linear", {"coverage": 0.3, "other": "adversarial"}),
+    ("multiscale-bandit:gamma=0.5", {"coverage": 0.9}),  # discounted samples
+]
+ARRAYS = ("states", "actions", "rewards", "next_states", "stages")
+
+
+def _same_arrays(a, b) -> bool:
+    return all(
+        (getattr(a, f) is None and getattr(b, f) is None)
+        or (
+            np.array_equal(getattr(a, f), getattr(b, f))
+            and getattr(a, f).dtype == getattr(b, f).dtype
+        )
+        for f in ARRAYS
+    )
+
+
+@pytest.mark.parametrize(("problem", "kw"), DRAWS)
+def test_make_dataset_compiled_draw_equals_numpys(problem, kw):
+    mdp = make(problem)
+    a, b = (
+        dataset.make_dataset(mdp, 2001, seeds=[0, 4], seed=3, engine=engine, **kw)
+        for engine in ("numpy", "compiled")
+    )
+    assert a.N == b.N and _same_arrays(a, b)
+
+
+def test_make_dataset_compiled_draw_from_a_distribution_and_its_negative_control(monkeypatch):
+    mdp = make("multiscale-bandit:n_gap=20,gap_ratio=0.7,n_mass=0,junk=true")
+    mu = covariate_shift_distribution(mdp, 8)
+    kw = {"seeds": 3, "data_distribution": mu, "kind": "samples"}
+    ref = dataset.make_dataset(mdp, 3000, engine="numpy", **kw)
+    assert _same_arrays(ref, dataset.make_dataset(mdp, 3000, engine="compiled", **kw))
+    original = dataset._pcg64_offsets
+    monkeypatch.setattr(
+        dataset, "_pcg64_offsets", lambda rngs, off: original(rngs, [off[0], off[2], off[1]])
+    )
+    assert not _same_arrays(ref, dataset.make_dataset(mdp, 3000, engine="compiled", **kw))
+
+
+def test_make_dataset_engine_errors():
+    mdp = make("multiscale-bandit:gamma=0.5")
+    with pytest.raises(dataset.InvalidDatasetError, match="engine must be one of"):
+        dataset.make_dataset(mdp, 10, coverage=0.5, engine="fast")
+    with pytest.raises(dataset.InvalidDatasetError, match="restart chain"):
+        dataset.make_dataset(mdp, 10, coverage=0.5, kind="trajectories", engine="compiled")

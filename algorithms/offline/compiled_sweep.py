@@ -29,8 +29,8 @@ import numpy as np
 from theorylab.algorithms.offline.dataset import (
     InvalidDatasetError,
     InvalidDatasetSizeError,
-    NextStateSampler,
     behaviour_policy,
+    compiled_draw_inputs,
     make_dataset,
 )
 
@@ -100,72 +100,6 @@ def _defaults(name: str) -> dict:
     }
 
 
-def _pcg64_offsets(rngs, offsets) -> np.ndarray:
-    """``(B, len(offsets), 4)`` uint64 PCG64 states of each generator advanced by each offset
-    (``whole_run_kernel.pcg64_random``'s layout)."""
-    from theorylab.algorithms.online.whole_run import pcg64_states
-
-    out = np.empty((len(rngs), len(offsets), 4), np.uint64)
-    for j, off in enumerate(offsets):
-        moved = []
-        for g in rngs:
-            bg = np.random.PCG64()
-            bg.state = g.bit_generator.state
-            bg.advance(int(off))
-            moved.append(np.random.Generator(bg))
-        out[:, j] = pcg64_states(moved)
-    return out
-
-
-def _sampler_arrays(mdp):
-    """NextStateSampler's per-stage (keys, indices, last) laid end to end: keys, indices
-    ``(total,)``, last ``(stages, S*A)`` (positions within the stage), offsets ``(stages + 1,)``."""
-    smp = NextStateSampler(mdp)
-    keys = np.concatenate([k for k, _, _ in smp.stages]).astype(np.float64)
-    idx = np.concatenate([i for _, i, _ in smp.stages]).astype(np.int32)
-    last = np.stack([np.asarray(la, dtype=np.int64) for _, _, la in smp.stages])
-    off = np.concatenate(([0], np.cumsum([k.size for k, _, _ in smp.stages]))).astype(np.int64)
-    return keys, idx, last, off
-
-
-GUIDE_MAX_ENTRIES = 2**22  # per stage: rows x (G + 1) bucket bounds of the next-state search
-
-
-def _pow2_at_least(x: float) -> int:
-    return 1 << max(0, math.ceil(math.log2(max(x, 1.0))))
-
-
-def _guide(arr: np.ndarray, starts: np.ndarray, G: int) -> np.ndarray:
-    """Bucket bounds of ``sweep_kernel._guided``: for each start r and b = 0..G, the number of
-    entries of the sorted ``arr`` that are <= r + b / G (the same float64 sum the search key
-    r + u is), ``(len(starts) * (G + 1),)`` int64."""
-    thresholds = starts[:, None] + np.arange(G + 1, dtype=np.float64)[None, :] / G
-    return np.searchsorted(arr, thresholds.ravel(), side="right").astype(np.int64)
-
-
-def _guides(cat_cdf, keys, koff, rows: int):
-    """Whether every searched array is sorted (then the guided search returns the unique
-    answer, numpy's), and the guide tables of the categorical and the next-state searches."""
-    stages = [keys[koff[i] : koff[i + 1]] for i in range(len(koff) - 1)]
-    fast = bool(np.all(np.diff(cat_cdf) >= 0)) and all(
-        bool(np.all(np.diff(k) >= 0)) for k in stages
-    )
-    G_cat = _pow2_at_least(4 * cat_cdf.size)
-    cat_tab = _guide(cat_cdf, np.zeros(1), G_cat)
-    G_ns = _pow2_at_least(2 * max(k.size for k in stages) / rows)
-    while G_ns > 1 and rows * (G_ns + 1) > GUIDE_MAX_ENTRIES:
-        G_ns //= 2
-    starts = np.arange(rows, dtype=np.float64)
-    ns_tab = np.stack([_guide(k, starts, G_ns) for k in stages])
-    return fast, cat_tab, G_cat, ns_tab, G_ns
-
-
-def _categorical(cdf: np.ndarray) -> tuple[np.ndarray, int]:
-    """``_sample_categorical``'s cdf and clamp (last entry with positive mass)."""
-    pmf_last = len(cdf) - 1 - int(np.argmax(np.diff(np.concatenate(([0.0], cdf)))[::-1] > 0))
-    return np.ascontiguousarray(cdf, dtype=np.float64), pmf_last
-
-
 def compiled_sweep(
     entry,
     mdp,
@@ -196,8 +130,6 @@ def compiled_sweep(
         value_at_start,
     )
     from theorylab.algorithms.offline.sweep_kernel import (
-        DATA_SAMPLES,
-        DATA_TRAJECTORIES,
         FIT_PEVI_TABULAR,
         FIT_PVI_BERNSTEIN_MAX,
         FIT_PVI_BERNSTEIN_SUM,
@@ -248,23 +180,7 @@ def compiled_sweep(
                 )
         n_max = (n_max // H) * H
         used[-1] = n_max
-    rngs = generators(seed, seeds, ENV_STREAM)
-    if kind == "samples":
-        rng = _pcg64_offsets(rngs, (0, n_max, 2 * n_max))
-        flat_mu = mu.ravel() / H if finite else mu.ravel()
-        cdf = np.cumsum(flat_mu)
-        cat_cdf, cat_last = _categorical(cdf / cdf[-1])
-        pol_cdf = np.zeros((1, 1, 1))
-        pol_last = np.zeros((1, 1), np.int64)
-    else:
-        rng = np.repeat(_pcg64_offsets(rngs, (0,)), 3, axis=1)
-        cat_cdf, cat_last = _categorical(np.cumsum(mdp.mu0))
-        pol_cdf = np.ascontiguousarray(np.cumsum(pol, axis=-1))
-        pol_last = (A - 1 - np.argmax(pol[..., ::-1] > 0, axis=-1)).astype(np.int64)
-    keys, kidx, klast, koff = _sampler_arrays(mdp)
-    R = np.asarray(mdp.R, dtype=np.float64)
-    R3 = np.ascontiguousarray(R if mdp.reward_stage_dependent else R[None])
-    bern = mdp.reward_model == "bernoulli"
+    data_args = compiled_draw_inputs(mdp, kind, n_max, mu, pol, generators(seed, seeds, ENV_STREAM))
     # the algorithm's constants, computed as its module computes them
     sizes_arr = np.asarray(used, dtype=np.int64)
     L = np.zeros((B, M))
@@ -320,11 +236,8 @@ def compiled_sweep(
         counts = np.zeros((B, M, 1, 1, 1))
         pol_out = np.zeros((B, M, S), np.int64)
     sweep(
-        DATA_TRAJECTORIES if kind == "trajectories" else DATA_SAMPLES,
-        finite, variant, H, S, A, n_max, sizes_arr, rng, cat_cdf, cat_last, pol_cdf, pol_last,
-        keys, kidx, klast, koff, R3, bern, L, chH, c_b, cbH, two_cbH, beta, lam, T, Lc, vmax,
-        gam, behaviour_start, pi0, GREEDY_ATOL, Q, V, pol_out, counts,
-        *_guides(cat_cdf, keys, koff, S * A), min(B, numba.get_num_threads()),
+        *data_args, variant, sizes_arr, L, chH, c_b, cbH, two_cbH, beta, lam, T, Lc, vmax, gam,
+        behaviour_start, pi0, GREEDY_ATOL, Q, V, pol_out, counts, min(B, numba.get_num_threads()),
     )  # fmt: skip
     mu0 = np.asarray(mdp.mu0)
     policies, estimates = [], np.empty((B, M))

@@ -399,15 +399,18 @@ def _fit_vi_lcb(S, A, n, T, Lc, vmax, gam, behaviour_start, pi0, atol, pair, nxt
 
 @njit(parallel=True, cache=True, error_model="numpy")
 def sweep(
-    data_kind, finite, variant, H, S, A, n_max, sizes, rng, cat_cdf, cat_last, pol_cdf,
-    pol_last, keys, kidx, klast, koff, R, bern, L, chH, c_b, cbH, two_cbH, beta, lam, T, Lc,
-    vmax, gam, behaviour_start, pi0, atol, Q_out, V_out, pol_out, cnt_out, fast, cat_tab, G_cat,
-    ns_tab, G_ns, n_groups,
+    data_kind, finite, H, S, A, n_max, rng, cat_cdf, cat_last, pol_cdf, pol_last, keys, kidx,
+    klast, koff, R, bern, fast, cat_tab, G_cat, ns_tab, G_ns, variant, sizes, L, chH, c_b, cbH,
+    two_cbH, beta, lam, T, Lc, vmax, gam, behaviour_start, pi0, atol, Q_out, V_out, pol_out,
+    cnt_out, n_groups,
 ):  # fmt: skip
     """Draw every seed's data and fit the algorithm at every N of ``sizes`` (module docstring).
 
-    rng: ``(B, 3, 4)`` uint64 PCG64 states (samples: advanced by 0, n_max, 2 n_max;
-    trajectories: row 0); sizes: ``(M,)`` increasing; L: ``(B, M)``, beta, T, Lc: ``(M,)``.
+    The first 22 arguments describe the data (``dataset.compiled_draw_inputs``): rng
+    ``(B, 3, 4)`` uint64 PCG64 states (samples: advanced by 0, n_max, 2 n_max; trajectories:
+    row 0), the categorical cdf of (h, s, a) (trajectories: of the initial state), the
+    behaviour's action cdfs, NextStateSampler's keys, the rewards, and the guide tables.
+    sizes: ``(M,)`` increasing; L: ``(B, M)``, beta, T, Lc: ``(M,)``.
     Finite horizon writes Q_out ``(B, M, H, S, A)``, V_out ``(B, M, H + 1, S)``, cnt_out
     ``(B, M, H, S, A)``; VI-LCB writes Q_out ``(B, M, 1, S, A)``, V_out ``(B, M, 1, S)`` and
     pol_out ``(B, M, S)``. n_groups: the seeds are split into this many contiguous groups (one
@@ -462,3 +465,37 @@ def _sweep_seed(
                 S, A, sizes[j], T[j], Lc[j], vmax, gam, behaviour_start, pi0_b, atol, pair,
                 nxt, rew, V_b[j, 0], Q_b[j, 0], pol_b[j],
             )  # fmt: skip
+
+
+@njit(parallel=True, cache=True, error_model="numpy")
+def draw_batch(
+    data_kind, finite, H, S, A, n, rng, cat_cdf, cat_last, pol_cdf, pol_last, keys, kidx, klast,
+    koff, R, bern, fast, cat_tab, G_cat, ns_tab, G_ns, n_groups, states, actions, rewards,
+    next_states, stages,
+):  # fmt: skip
+    """``make_dataset``'s arrays ``(B, n)`` for B seeds, drawn as :func:`sweep` draws them (the
+    first 22 arguments as there), parallel over groups of seeds."""
+    B = rng.shape[0]
+    for grp in prange(n_groups):
+        pair = np.empty(n, np.int32)
+        nxt = np.empty(n, np.int32)
+        stage = np.empty(n, np.int32)
+        for b in range((grp * B) // n_groups, ((grp + 1) * B) // n_groups):
+            st = rng[b].copy()
+            if data_kind == DATA_TRAJECTORIES:
+                _draw_trajectories(
+                    H, S, A, n // H, st, cat_cdf, cat_last, pol_cdf, pol_last, keys, kidx,
+                    klast, koff, R, bern, pair, nxt, rewards[b], stage, fast, cat_tab, G_cat,
+                    ns_tab, G_ns,
+                )  # fmt: skip
+            else:
+                _draw_samples(
+                    finite, H, S, A, n, st, cat_cdf, cat_last, keys, kidx, klast, koff, R, bern,
+                    pair, nxt, rewards[b], stage, fast, cat_tab, G_cat, ns_tab, G_ns,
+                )  # fmt: skip
+            for i in range(n):
+                p = pair[i]
+                states[b, i] = p // A
+                actions[b, i] = p - (p // A) * A
+                next_states[b, i] = nxt[i]
+                stages[b, i] = stage[i]
