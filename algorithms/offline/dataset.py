@@ -43,7 +43,11 @@ discounted. Single-policy concentrability is computed against it.
 Randomness: seed index i draws from ``theorylab.seeding.generators(seed, [i], ENV_STREAM)`` in a
 fixed pattern, so seed i's dataset is identical alone or in a batch (tests check it). Sampling is
 vectorised over the N samples (inverse-CDF with one ``searchsorted`` over all rows, see
-:class:`NextStateSampler`); Python loops run over seeds and stages only.
+:class:`NextStateSampler`); Python loops run over seeds and stages only. From
+``COMPILED_DRAW_MIN`` seed-samples (``engine="auto"``) the same draws are made by the numba
+drawers of ``sweep_kernel`` (parallel over seeds, stepping the same PCG64 streams, searching with
+numpy's rule): the same arrays, bit for bit (tests/test_offline_compiled_sweep.py), 6-8x faster
+(drawing was 70-90% of an offline run's time, docs/long-runs.md).
 
 Weighted datasets: a dataset may carry ``weights (B, N)``, the multiplicity of each row.
 :func:`population_dataset` uses this to build the "infinite data" limit exactly: one row per
