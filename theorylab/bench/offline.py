@@ -17,15 +17,18 @@ beside it). Memory: the batch holds about 70 bytes per transition (B N of them: 
 N = 10^6); a configuration above ``max_bytes`` (default 6 GiB) is reported as skipped.
 
 A second table times whole N-sweeps through ``theorylab.run`` (draw, fit at every N, exact
-scoring) with ``loop="python"`` and ``loop="compiled"`` (``algorithms/offline/compiled_sweep``,
-warmed up first so that numba's compilation is not timed) on the claims' workloads
-(:data:`SWEEPS`), with wall and CPU seconds, seed-samples per second (B times the largest N over
-the wall time), the speed-up, and whether the two loops returned the same numbers (sub-optimality
-and value estimates, bit for bit).
+scoring) on the claims' workloads (:data:`SWEEPS`): ``loop="python"`` with make_dataset's numpy
+draws (the loop before the compiled drawers; the reference), ``loop="python"`` (make_dataset's
+compiled draws from 10^6 seed-samples) and ``loop="compiled"`` (``algorithms/offline/
+compiled_sweep``), numba warmed up first so that compilation is not timed; with wall and CPU
+seconds, seed-samples per second (B times the largest N over the wall time), the speed-up over
+the reference, and whether the numbers equal the reference's (sub-optimality and value
+estimates, bit for bit).
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -157,6 +160,21 @@ SWEEPS = (
 )
 
 
+@contextlib.contextmanager
+def _numpy_draws(on: bool):
+    """Within the block, make_dataset draws with numpy at every size (the loop as it was before
+    the compiled drawers: the reference row of the sweep table)."""
+    from theorylab.algorithms.offline import dataset
+
+    saved = dataset.COMPILED_DRAW_MIN
+    if on:
+        dataset.COMPILED_DRAW_MIN = float("inf")
+    try:
+        yield
+    finally:
+        dataset.COMPILED_DRAW_MIN = saved
+
+
 def bench_offline_sweep(quick: bool = False, *, seeds: int | None = None) -> list[dict]:
     """One row per (workload, loop): a whole N-sweep through ``theorylab.run``."""
     from theorylab.experiment import run
@@ -167,10 +185,16 @@ def bench_offline_sweep(quick: bool = False, *, seeds: int | None = None) -> lis
         sizes = quick_sizes if quick else full_sizes
         run(algorithm, problem, seeds=1, dataset_size=[sizes[0]], loop="compiled", **kw)  # jit
         out = {}
-        for loop in ("python", "compiled"):
-            t0, c0 = time.perf_counter(), time.process_time()
-            out[loop] = run(algorithm, problem, seeds=B, dataset_size=sizes, loop=loop, **kw)
-            wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+        for label_loop, loop, numpy_draws in (
+            ("python, numpy draws", "python", True),
+            ("python", "python", False),
+            ("compiled", "compiled", False),
+        ):
+            with _numpy_draws(numpy_draws):
+                t0, c0 = time.perf_counter(), time.process_time()
+                res = run(algorithm, problem, seeds=B, dataset_size=sizes, loop=loop, **kw)
+                wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+            out[label_loop] = res
             rows.append(
                 {
                     "setting": "N-sweep",
@@ -179,18 +203,20 @@ def bench_offline_sweep(quick: bool = False, *, seeds: int | None = None) -> lis
                     "problem": problem,
                     "N": sizes,
                     "B": B,
-                    "loop": loop,
+                    "loop": label_loop,
                     "wall_s": wall,
                     "cpu_s": cpu,
                     "seed_samples_per_s": B * sizes[-1] / wall,
                 }
             )
-        same = bool(
-            np.array_equal(out["python"].suboptimality, out["compiled"].suboptimality)
-            and np.array_equal(out["python"].value_estimate, out["compiled"].value_estimate)
-        )
-        rows[-1]["speedup"] = rows[-2]["wall_s"] / rows[-1]["wall_s"]
-        rows[-1]["same_numbers"] = rows[-2]["same_numbers"] = same
+        ref = out["python, numpy draws"]
+        for r in rows[-3:]:
+            r["speedup"] = rows[-3]["wall_s"] / r["wall_s"]
+            res = out[r["loop"]]
+            r["same_numbers"] = bool(
+                np.array_equal(ref.suboptimality, res.suboptimality)
+                and np.array_equal(ref.value_estimate, res.value_estimate)
+            )
     return rows
 
 
@@ -220,7 +246,7 @@ def format_sweep_table(rows: list[dict]) -> str:
             f"{r['wall_s']:.2f}",
             f"{r['cpu_s']:.2f}",
             f"{r['seed_samples_per_s']:.3g}",
-            f"{r['speedup']:.1f}x" if "speedup" in r else "",
+            f"{r['speedup']:.1f}x",
             "yes" if r["same_numbers"] else "NO",
         ]
         for r in rows
