@@ -8,6 +8,10 @@
   Bernoulli rewards, a spread initial distribution, stage-dependent transitions and both
   tie-breaking rules;
 * to round-off on dense models (the reference's BLAS products sum in a CPU-dependent order);
+* CVaR-UCBVI (its own kernel, ``whole_run_cvar.py``): bit for bit on sparse true models
+  (Bernstein and Hoeffding bonuses, several tau, deterministic and Bernoulli rewards,
+  stage-dependent transitions, a coarser budget grid eta than the rewards'), to round-off in the
+  exact regret on dense ones; each configuration with its own negative control;
 * segments, checkpoints and resumption change nothing;
 * negative controls: a one-ulp change of a constant (the bonus scale) or the wrong random
   stream makes the comparison fail.
@@ -21,7 +25,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorylab.algorithms.objectives import objective_of
-from theorylab.algorithms.online.whole_run import CompiledLoop, compiled_variant, run_whole
+from theorylab.algorithms.online.whole_run import (
+    CompiledLoop,
+    compiled_loop,
+    compiled_variant,
+    run_whole,
+)
 from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
 from theorylab.algorithms.registry import get_algorithm, make_agent
 from theorylab.experiment import env_spec, run
@@ -54,7 +63,7 @@ def _compiled(algorithm, mdp, episodes, seeds, segment, known_rewards=True, **pa
     agent = make_agent(algorithm, env, len(idx), generators(SEED, idx, AGENT_STREAM), **params)
     env_rngs = generators(SEED, idx, ENV_STREAM)
     v_star = objective_of(entry, params).optimal_value(mdp)  # the algorithm's yardstick
-    return CompiledLoop(agent, mdp, v_star, env_rngs)
+    return compiled_loop(agent, mdp, v_star, env_rngs)
 
 
 def _both(algorithm, mdp, episodes=240, seeds=3, segment=70, known_rewards=True, **params):
@@ -105,7 +114,27 @@ ORDERED_CASES = [  # (algorithm, MDP, params, known rewards)
 ]
 
 
+def _cvar_stage_mdp() -> TabularMDP:
+    """S = 5, A = 3, H = 4: stage-dependent P, rewards on the grid 1/4 (several budget
+    increments per action), mu0 spread over 4 states."""
+    rng = np.random.default_rng(3)
+    S, A, H = 5, 3, 4
+    P = rng.dirichlet(np.full(S, 0.5), size=(H, S, A))
+    R = rng.integers(0, 5, (H, S, A)) / 4
+    return TabularMDP(P, R, np.array([0.1, 0.2, 0.3, 0.4, 0.0]), horizon=H)
+
+
+def _random_bernoulli_mdp() -> TabularMDP:
+    """``random:S=5,A=3,H=4,seed=11`` paying Bernoulli rewards (exact on the lattice eta = 1)."""
+    base = make("random:S=5,A=3,H=4,seed=11")
+    return TabularMDP(base.P, base.R, base.mu0, horizon=4, reward_model="bernoulli")
+
+
 def _mdp(name: str) -> TabularMDP:
+    if name == "cvar-stage":
+        return _cvar_stage_mdp().to_sparse()
+    if name == "random-bernoulli":
+        return _random_bernoulli_mdp().to_sparse()
     if name == "spread":
         return _spread_mdp(False, False).to_sparse()
     if name == "spread-stage":
@@ -132,11 +161,22 @@ def test_dense_models_agree_to_round_off():
     np.testing.assert_array_equal(out["returns"], ref.returns)
 
 
-def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path):
-    mdp = make("riverswim:S=6,H=12").to_sparse()
-    whole = run_whole(_compiled("ucbvi-bernstein", mdp, 150, 2, 150), 150, segment=150)
-    ident = {"algorithm": "ucbvi-bernstein", "episodes": 150}
-    first = _compiled("ucbvi-bernstein", mdp, 150, 2, 40)
+@pytest.mark.parametrize(
+    ("algorithm", "spec", "params"),
+    [
+        ("ucbvi-bernstein", "riverswim:S=6,H=12", {}),
+        ("cvar-ucbvi", "cvar-safe-risky:H=3", {"tau": 0.25, "bonus_scale": 0.05}),
+    ],
+)
+def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path, algorithm, spec, params):
+    mdp = make(spec).to_sparse()
+
+    def loop(segment):
+        return _compiled(algorithm, mdp, 150, 2, segment, **params)
+
+    whole = run_whole(loop(150), 150, segment=150)
+    ident = {"algorithm": algorithm, "episodes": 150}
+    first = loop(40)
     part = run_whole(first, 90, segment=40, checkpoint=tmp_path, run_id=ident)  # "interrupted"
     assert part["regret"].shape == (2, 90)
     assert sorted(p.name for p in (tmp_path / "segments").iterdir()) == [
@@ -144,7 +184,7 @@ def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path):
         "000001.npz",
         "000002.npz",
     ]
-    resumed = _compiled("ucbvi-bernstein", mdp, 150, 2, 40)  # a fresh process would do this
+    resumed = loop(40)  # a fresh process would do this
     seen = []
     out = run_whole(
         resumed, 150, segment=40, checkpoint=tmp_path, run_id=ident,
@@ -154,10 +194,7 @@ def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path):
     for name in ("regret", "returns", "estimates"):
         assert np.array_equal(out[name], whole[name])
     with pytest.raises(ValueError, match="holds a different run"):
-        run_whole(
-            _compiled("ucbvi-bernstein", mdp, 150, 2, 40), 150, segment=40,
-            checkpoint=tmp_path, run_id={**ident, "episodes": 151},
-        )  # fmt: skip
+        run_whole(loop(40), 150, segment=40, checkpoint=tmp_path, run_id={**ident, "episodes": 151})
 
 
 def test_negative_controls_fail_the_comparison():
@@ -212,6 +249,88 @@ def test_icvar_rm_negative_control_one_ulp_of_alpha_is_caught():
     c_g = float(np.nextafter(wrong.params[8], 1.0))  # alpha of the empirical CVaR, one ulp up
     wrong.params = (*wrong.params[:8], c_g, *wrong.params[9:])
     assert not np.array_equal(run_whole(wrong, 150)["estimates"], ref.value_estimates)
+
+
+# ------------------------------------------------------------------ CVaR-UCBVI
+SAFE_RISKY = "cvar-safe-risky:H=3"
+CVAR_CASES = [  # (MDP, params, negative control: what is mutated, the curve that must differ)
+    (SAFE_RISKY, {"tau": 0.25}, "stream", "returns"),  # the paper's bonus: linear regret
+    (SAFE_RISKY, {"tau": 0.25, "bonus_scale": 0.05}, "tau", "regret"),
+    (SAFE_RISKY, {"tau": 0.6, "bonus": "hoeffding", "bonus_scale": 0.1}, "tau", "estimates"),
+    ("cvar-stage", {"tau": 0.3, "bonus_scale": 0.05}, "range_constant", "estimates"),
+    ("cvar-stage", {"tau": 0.3, "bonus_scale": 0.01, "eta": 0.5}, "bonus_scale", "estimates"),
+    ("cvar-stage", {"tau": 0.7, "bonus": "hoeffding", "bonus_scale": 0.02, "eta": 0.75},
+     "bonus_scale", "estimates"),
+    ("random-bernoulli", {"tau": 0.25, "bonus_scale": 0.05}, "bonus_scale", "estimates"),
+    ("random-bernoulli", {"tau": 0.4, "bonus_scale": 0.05, "eta": 0.5}, "stream", "returns"),
+    (SAFE_RISKY + ",reward_model=bernoulli", {"tau": 0.5, "bonus_scale": 0.1}, "tau", "regret"),
+]  # fmt: skip
+CVAR_ARG = {"tau": 0, "bonus_scale": 2, "range_constant": 3}  # CVaRUCBVILoop.agent_args
+
+
+def _mutated(loop, what: str, seeds: int):
+    """The compiled loop with one negative-control mutation: a constant of the plan one ulp up
+    (tau, also used by the exact CVaR, the bonus scale, the range constant) or the agent's
+    random streams in place of the environment's."""
+    if what == "stream":
+        loop.env_rngs = generators(SEED, seed_indices(seeds), AGENT_STREAM)
+        return loop
+    args = list(loop.agent_args)
+    args[CVAR_ARG[what]] = float(np.nextafter(args[CVAR_ARG[what]], np.inf))
+    loop.agent_args = tuple(args)
+    return loop
+
+
+@pytest.mark.parametrize(("mdp", "params", "mutation", "curve"), CVAR_CASES)
+def test_cvar_ucbvi_bit_identical_to_the_python_loop(mdp, params, mutation, curve):
+    # 300 episodes x 3 seeds; the exact static CVaR of every played budget-augmented policy is
+    # the regret; segments of 110 episodes
+    model = _mdp(mdp)
+    ref, out = _both("cvar-ucbvi", model, episodes=300, seeds=3, segment=110, **params)
+    assert np.array_equal(ref.regret, out["regret"])
+    assert np.array_equal(ref.returns, out["returns"])
+    assert np.array_equal(ref.value_estimates, out["estimates"])
+    assert np.unique(ref.regret).size > 1 or ref.regret.min() > 0  # the run did something
+    # negative control: one ulp of a constant, or the wrong stream, is caught
+    wrong = _mutated(_compiled("cvar-ucbvi", model, 300, 3, 110, **params), mutation, 3)
+    got = run_whole(wrong, 300, segment=110)[curve]
+    want = {"regret": ref.regret, "returns": ref.returns, "estimates": ref.value_estimates}
+    assert not np.array_equal(got, want[curve])
+
+
+@pytest.mark.parametrize("name", ["cvar-safe-risky:H=3", "random-bernoulli"])
+def test_cvar_ucbvi_on_dense_models_agrees_to_round_off(name):
+    # a dense true model: the reference pushes the return law through Psel.T @ flat, a BLAS
+    # product whose summation order is the CPU's, so the exact regret agrees to round-off; the
+    # plan (left-to-right sums), hence the value estimates, and the trajectories stay bit for bit
+    model = make(name) if name != "random-bernoulli" else _random_bernoulli_mdp()
+    assert not model.sparse
+    kw = {"tau": 0.25, "bonus_scale": 0.05}
+    ref, out = _both("cvar-ucbvi", model, episodes=300, seeds=3, segment=110, **kw)
+    np.testing.assert_allclose(out["regret"], ref.regret, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(ref.returns, out["returns"])
+    assert np.array_equal(ref.value_estimates, out["estimates"])
+    # negative control: the wrong stream changes the trajectories, and the regret beyond 1e-12
+    wrong = _mutated(_compiled("cvar-ucbvi", model, 300, 3, 110, **kw), "stream", 3)
+    bad = run_whole(wrong, 300, segment=110)
+    assert not np.array_equal(bad["returns"], ref.returns)
+    assert not np.allclose(bad["regret"], ref.regret, rtol=1e-12, atol=1e-12)
+
+
+def test_cvar_ucbvi_tl_run_compiled_and_auto():
+    import theorylab as tl
+
+    mdp = make(SAFE_RISKY).to_sparse()
+    kw = {"seed": SEED, "tau": 0.25, "bonus_scale": 0.05}
+    py = tl.run("cvar-ucbvi", mdp, 200, 2, loop="python", **kw)
+    cc = tl.run("cvar-ucbvi", mdp, 200, 2, loop="compiled", segment=64, **kw)
+    assert (py.config["loop"], cc.config["loop"]) == ("python", "compiled")
+    assert cc.config["objective"] == py.config["objective"] == "static CVaR (tau=0.25)"
+    for name in ("regret", "returns", "value_estimates"):
+        assert np.array_equal(getattr(py, name), getattr(cc, name)), name
+    assert tl.run("cvar-ucbvi", mdp, 7_000, 3, **kw).config["loop"] == "compiled"  # 21,000
+    with pytest.raises(ValueError, match="has no torch whole-run loop"):
+        tl.run("cvar-ucbvi", mdp, 10, 1, loop="torch", **kw)
 
 
 def test_agents_without_a_kernel_are_refused():

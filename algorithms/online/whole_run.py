@@ -10,8 +10,9 @@ for bit where the reference's products are left-to-right sums; see the kernel's 
 Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks``,
 ``greedy``, ``epsilon-greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein``
 (exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
-under their own objectives), and ``linucb`` (its own kernel,
-:mod:`theorylab.algorithms.online.whole_run_linucb`, which the runner picks for it). The kernel
+under their own objectives), and two with their own kernels, which the runner picks for them:
+``linucb`` (:mod:`theorylab.algorithms.online.whole_run_linucb`) and ``cvar-ucbvi`` (scored under
+static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`). The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
 one place.
@@ -50,6 +51,7 @@ _MASK64 = (1 << 64) - 1
 def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
+    from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.linucb import LinUCB
@@ -59,6 +61,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_AJKS,
         VARIANT_BF,
         VARIANT_CH,
+        VARIANT_CVAR,
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
@@ -77,6 +80,7 @@ def compiled_variant(agent) -> int | None:
         MaxWP: VARIANT_MAXWP,
         ICVaRRM: VARIANT_ICVAR,
         LinUCB: VARIANT_LINUCB,
+        CVaRUCBVI: VARIANT_CVAR,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -174,6 +178,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
     without a finite horizon."""
     from theorylab.algorithms.online.whole_run_kernel import (
         TIE_WITHIN_TOL,
+        VARIANT_CVAR,
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
@@ -184,7 +189,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
     )
 
     variant = compiled_variant(agent)
-    if variant is None or variant == VARIANT_LINUCB:  # LinUCB: LinUCBLoop
+    if variant is None or variant in (VARIANT_LINUCB, VARIANT_CVAR):  # their own loops
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
         )
@@ -381,6 +386,25 @@ class CompiledLoop:
         self._eval_from[:] = self.H - 1  # evaluate the restored policy in full
         for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
             g.bit_generator.state = state
+
+
+def compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
+    """The compiled whole-run loop of ``agent`` (the arguments of :class:`CompiledLoop`):
+    :class:`~theorylab.algorithms.online.whole_run_linucb.LinUCBLoop` for LinUCB,
+    :class:`~theorylab.algorithms.online.whole_run_cvar.CVaRUCBVILoop` for CVaR-UCBVI, else
+    :class:`CompiledLoop` (which refuses an agent without a kernel)."""
+    from theorylab.algorithms.online.whole_run_kernel import VARIANT_CVAR, VARIANT_LINUCB
+
+    variant = compiled_variant(agent)
+    if variant == VARIANT_LINUCB:  # its own small kernel
+        from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
+
+        return LinUCBLoop(agent, mdp, v_star, env_rngs)
+    if variant == VARIANT_CVAR:  # the budget-augmented plan and the exact return law
+        from theorylab.algorithms.online.whole_run_cvar import CVaRUCBVILoop
+
+        return CVaRUCBVILoop(agent, mdp, v_star, env_rngs)
+    return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
 def run_whole(
