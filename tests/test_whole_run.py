@@ -331,6 +331,11 @@ def test_cvar_ucbvi_tl_run_compiled_and_auto():
     assert tl.run("cvar-ucbvi", mdp, 7_000, 3, **kw).config["loop"] == "compiled"  # 21,000
     with pytest.raises(ValueError, match="has no torch whole-run loop"):
         tl.run("cvar-ucbvi", mdp, 10, 1, loop="torch", **kw)
+    with pytest.raises(tl.InvalidPolicyError, match="reward_model"):  # as the Python loop
+        tl.run(
+            "cvar-ucbvi", "cvar-safe-risky:reward_model=bernoulli", 10, 1, loop="compiled",
+            tau=0.5, reward_model="deterministic",
+        )  # fmt: skip
 
 
 def test_agents_without_a_kernel_are_refused():

@@ -3,7 +3,7 @@
 A paper-scale run can be longer than memory allows to keep: UCBVI-BF's Theorem 2 is informative
 on RiverSwim S=2, H=2 from K = 1.5e8, where three (B, K) float64 curves take 3.8 GB per seed
 (and the checks derive more). :func:`streamed_run` drives the whole-run compiled loop
-(:class:`theorylab.algorithms.online.whole_run.CompiledLoop`) segment by segment and folds every
+(:func:`theorylab.algorithms.online.whole_run.compiled_loop`) segment by segment and folds every
 segment into a :class:`RegretSummary`:
 
 * the cumulative regret of every seed on a grid of episodes: every episode up to
@@ -130,7 +130,7 @@ def streamed_run(
     iterated CVaR)."""
     from theorylab.agent import env_spec
     from theorylab.algorithms.objectives import objective_of
-    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, CompiledLoop
+    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, compiled_loop
     from theorylab.algorithms.registry import get_algorithm
     from theorylab.registry import convert_parameters, parse_spec
     from theorylab.runners.problems import resolve_mdp
@@ -181,7 +181,7 @@ def streamed_run(
             wall_seconds=0.0,
             config={**config, "loop": "closed form (summary)"},
         )
-    loop = CompiledLoop(agent, mdp, v_star, generators(seed, idx, ENV_STREAM))
+    loop = compiled_loop(agent, mdp, v_star, generators(seed, idx, ENV_STREAM))
     state = {
         "grid": grid,
         "K": K,
