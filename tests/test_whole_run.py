@@ -298,6 +298,49 @@ def test_cvar_ucbvi_bit_identical_to_the_python_loop(mdp, params, mutation, curv
     assert not np.array_equal(got, want[curve])
 
 
+@pytest.mark.parametrize(
+    ("mdp", "params"),
+    [
+        ("icvar-lower-bound:n=2,alpha=0.25,eta=0.1,A=2,H=4", {"tau": 0.3}),  # J = 21
+        ("cvar-stage", {"tau": 0.3, "eta": 0.5, "bonus_scale": 0.01}),  # coarser budget grid
+        ("cvar-stage", {"tau": 0.7, "bonus": "hoeffding"}),
+        ("random-bernoulli", {"tau": 0.25, "bonus_scale": 0.05}),  # two reward outcomes
+    ],
+)
+def test_cvar_ucbvi_kernel_plan_and_exact_cvar_on_random_inputs(mdp, params):
+    # beyond the states a run visits: the kernel's plan on random counts equals the agent's
+    # (actions, initial budget and estimate, bit for bit), and its exact CVaR of random
+    # budget-augmented policies equals StaticCVaR.policy_values (return_distribution + cvar)
+    from theorylab.algorithms.risk import AugmentedPolicy, StaticCVaR
+
+    model = _mdp(mdp)
+    loop = _compiled("cvar-ucbvi", model, 300, 1, 300, **params)
+    env = env_spec(model)
+    rng = np.random.default_rng(0)
+    objective = StaticCVaR(params["tau"])
+    wrong = StaticCVaR(float(np.nextafter(params["tau"], 1.0)))
+    caught = 0
+    for _ in range(15):
+        agent = make_agent("cvar-ucbvi", env, 1, None, episodes=300, **params)  # plans lazily
+        counts = rng.integers(0, 4, agent.n_next.shape) * (rng.random(agent.n_next.shape) < 0.5)
+        agent.n_next[...] = counts
+        agent.n[...] = counts.sum(-1)
+        loop.state["n"][...], loop.state["n_next"][...] = agent.n, agent.n_next
+        act, j1, est = loop.plan(0)
+        pol = agent.policy()
+        assert np.array_equal(act, pol.actions[0]) and j1 == pol.initial_budget[0]
+        assert est == agent.value_estimate()[0]
+        J = agent.lattice.n_levels
+        actions = rng.integers(0, model.A, (model.horizon, model.S, J))
+        budget = int(rng.integers(0, J))
+        ref = objective.policy_values(model, AugmentedPolicy(actions, budget, agent.lattice))[0]
+        assert loop.static_cvar(actions, budget) == ref
+        caught += loop.static_cvar(actions, budget) != wrong.policy_values(
+            model, AugmentedPolicy(actions, budget, agent.lattice)
+        )[0]  # fmt: skip
+    assert caught > 0  # negative control: tau one ulp off changes the exact CVaR
+
+
 @pytest.mark.parametrize("name", ["cvar-safe-risky:H=3", "random-bernoulli"])
 def test_cvar_ucbvi_on_dense_models_agrees_to_round_off(name):
     # a dense true model: the reference pushes the return law through Psel.T @ flat, a BLAS

@@ -472,6 +472,35 @@ class CVaRUCBVILoop:
         self.cvar_pi = np.zeros(B)
         self.evaluated = np.zeros(B, np.int8)
 
+    def plan(self, b: int) -> tuple[np.ndarray, int, float]:
+        """The kernel's plan of seed b from its current counts: ``(actions (H, S, J), j_1,
+        value estimate)`` (for tests: it must equal ``CVaRUCBVI`` on the same counts)."""
+        H, S, J = self.act.shape[1:]
+        A = self.agent_args[6].shape[2]
+        act = np.zeros((H, S, J), np.int64)
+        j1, est, _ = plan_cvar_seed(
+            *self.agent_args, self.state["n"][b], self.state["n_next"][b], act,
+            np.empty((2, 2, S, J)), np.zeros((A, J)), np.zeros((A, J)), np.zeros(S, np.int64),
+            np.zeros(S), np.empty(J),
+        )  # fmt: skip
+        return act, int(j1), float(est)
+
+    def static_cvar(self, actions: np.ndarray, j1: int) -> float:
+        """The kernel's exact ``CVaR_tau`` of the augmented policy (actions ``(H, S, J)``,
+        budget index j1) on the true model (for tests: it must equal ``StaticCVaR``'s)."""
+        S = actions.shape[1]
+        C = self.eval_args[3].shape[0]
+        n_ret = self.eval_args[-1].shape[0]
+        indptr, indices, data, _, n_st = self.model_args[:5]
+        return float(
+            static_cvar_of_policy(
+                self.agent_args[0], np.ascontiguousarray(actions, dtype=np.int64), int(j1),
+                *self.eval_args[:-1], indptr, indices, data, n_st, self.model_args[8],
+                self.eval_args[-1], np.empty((S, C)), np.empty((S, C)), np.empty((S, C)),
+                np.empty(C), np.empty(n_ret), np.empty(n_ret),
+            )
+        )  # fmt: skip
+
     def segment_length(self, requested: int) -> int:
         from theorylab.algorithms.online.whole_run import MAX_SEGMENT_BYTES
 
