@@ -341,6 +341,21 @@ def test_cvar_ucbvi_kernel_plan_and_exact_cvar_on_random_inputs(mdp, params):
     assert caught > 0  # negative control: tau one ulp off changes the exact CVaR
 
 
+def test_the_cvar_upper_tail_mutation_still_reaches_long_runs():
+    # the mutation patches the Python CVaR, which the compiled kernel does not call: under it a
+    # run that loop="auto" would compile (20,000 seed-episodes) takes the Python loop instead
+    import theorylab as tl
+    import theorylab.validations.mutations  # noqa: F401  (registers the mutations)
+    from theorylab.validations.controls import get_control
+
+    kw = {"seed": SEED, "tau": 0.25, "bonus_scale": 0.05}
+    plain = tl.run("cvar-ucbvi", SAFE_RISKY, 2_500, 8, **kw)
+    with get_control("cvar-upper-tail").applied(None):
+        mutated = tl.run("cvar-ucbvi", SAFE_RISKY, 2_500, 8, **kw)
+    assert (plain.config["loop"], mutated.config["loop"]) == ("compiled", "python")
+    assert not np.allclose(plain.regret, mutated.regret)  # the wrong tail is scored
+
+
 @pytest.mark.parametrize("name", ["cvar-safe-risky:H=3", "random-bernoulli"])
 def test_cvar_ucbvi_on_dense_models_agrees_to_round_off(name):
     # a dense true model: the reference pushes the return law through Psel.T @ flat, a BLAS
