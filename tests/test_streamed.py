@@ -55,6 +55,21 @@ def test_streamed_summary_equals_the_full_curves(segment):
     assert check_optimism_summary(s, 0.1, cap).status == check_optimism(full, 0.1, cap).status
 
 
+def test_a_streamed_run_scores_the_algorithms_own_objective():
+    """ICVaR-RM is scored by the iterated CVaR (as in theorylab.run): the streamed summary equals
+    the full compiled curves of the same run, whose regret is not the expected-return regret."""
+    spec, K, B = "icvar-lower-bound:n=2,alpha=0.25,eta=0.1,A=2,H=3", 3000, 2
+    full = tl.run("icvar-rm", spec, episodes=K, seeds=B, loop="compiled", alpha=0.25)
+    s = streamed_run("icvar-rm", spec, K, B, segment=1100, alpha=0.25)
+    assert s.config["objective"] == full.config["objective"] != "expected return"
+    assert s.optimal_value == full.optimal_value
+    assert np.allclose(s.cum, full.cumulative_regret, rtol=1e-12, atol=1e-9)
+    est = full.value_estimates
+    assert np.allclose(s.min_gap, (est - full.optimal_value).min(axis=1), atol=1e-12)
+    neutral = tl.run("ucbvi-hoeffding", spec, episodes=5, seeds=1).optimal_value
+    assert abs(s.optimal_value - neutral) > 1e-3  # a different objective, not a relabelling
+
+
 def test_a_long_streamed_run_keeps_a_small_summary_and_finds_its_burn_in():
     """Beyond DENSE_UP_TO episodes the burn-in is read off the log grid (window ends
     interpolated): within one grid step of the full curves' value."""

@@ -344,7 +344,7 @@ class Validation:
         checks = rep.checks
         cum = result.cumulative_regret  # (B, K)
         rep.smoke = sc.smoke
-        yard = episode_yardstick(mdp, result, run_objective(self.algorithm, params))
+        yard = episode_yardstick(mdp, result.optimal_value, run_objective(self.algorithm, params))
         rep.config["max_episode_regret"] = yard.max_regret
         rep.config["null_episode_regret"] = yard.null_regret
         bound_curve = None
@@ -406,9 +406,8 @@ def _run_streamed(self, scale, sc, mdp, params, seed, t0) -> Report:
     from a :class:`theorylab.validations.streamed.RegretSummary` (no (B, K) curves, no figure).
     Tests: below-bound, optimism, learns, rate / linear (fitted on the summary's grid)."""
     from theorylab.stats import loglog_slope
-    from theorylab.validations.reference import informative_from, null_regret_per_episode
+    from theorylab.validations.reference import informative_from
     from theorylab.validations.streamed import streamed_run
-    from theorylab.validations.vacuity import max_episode_regret
 
     if self.beats is not None:
         raise ValueError(f"{self.name}: a streamed scale cannot run the 'beats' test")
@@ -428,9 +427,8 @@ def _run_streamed(self, scale, sc, mdp, params, seed, t0) -> Report:
     )
     checks = rep.checks
     rep.smoke = sc.smoke
-    dmax = max_episode_regret(mdp)
-    null = null_regret_per_episode(mdp, summary.optimal_value)
-    cap = float(mdp.horizon * np.asarray(mdp.R, dtype=float).max())
+    yard = episode_yardstick(mdp, summary.optimal_value, run_objective(self.algorithm, params))
+    dmax, null, cap = yard.max_regret, yard.null_regret, yard.value_cap
     rep.config["max_episode_regret"], rep.config["null_episode_regret"] = dmax, null
     bound_K = None
     if self.bound is not None:
@@ -577,8 +575,9 @@ class Yardstick:
 NULL_DRAWS = 256
 
 
-def episode_yardstick(mdp, result, objective=None) -> Yardstick:
-    """The :class:`Yardstick` of ``result`` on ``mdp`` (an MDP object). ``objective``: the run's
+def episode_yardstick(mdp, optimal_value: float, objective=None) -> Yardstick:
+    """The :class:`Yardstick` of a run on ``mdp`` (an MDP object) whose optimum is
+    ``optimal_value``, for the in-memory and the streamed paths alike. ``objective``: the run's
     objective object when it is not the expected return (see :func:`run_objective`)."""
     from theorylab.algorithms.planning import evaluate_policies
     from theorylab.validations.vacuity import (
@@ -589,7 +588,7 @@ def episode_yardstick(mdp, result, objective=None) -> Yardstick:
     H = mdp.horizon
     R = np.asarray(mdp.R, dtype=float)
     cap = float(H * R.max())
-    v_star = float(result.optimal_value)
+    v_star = float(optimal_value)
     if objective is None:
         uniform = np.full((1, H, mdp.S, mdp.A), 1.0 / mdp.A)
         v_null = float(evaluate_policies(mdp, uniform, batched=True)[0, 0] @ mdp.mu0)

@@ -124,12 +124,14 @@ def streamed_run(
     segment: int | None = None,
     **params,
 ) -> RegretSummary:
-    """Run ``algorithm`` (one with a whole-run kernel, risk-neutral) on ``problem`` for
-    ``episodes`` x ``seeds`` in compiled segments and return its :class:`RegretSummary`: the
-    same numbers the full curves of ``theorylab.run(..., loop="compiled")`` give at the grid
-    (the same agent, streams and kernel), in O(B n) memory instead of O(B K)."""
+    """Run ``algorithm`` (one with a whole-run kernel) on ``problem`` for ``episodes`` x
+    ``seeds`` in compiled segments and return its :class:`RegretSummary`: the same numbers the
+    full curves of ``theorylab.run(..., loop="compiled")`` give at the grid (the same agent,
+    objective, streams and kernel), in O(B n) memory instead of O(B K). The regret is scored by
+    the algorithm's objective, as in ``theorylab.run`` (expected return, or e.g. ICVaR-RM's
+    iterated CVaR)."""
     from theorylab.agent import env_spec
-    from theorylab.algorithms.objectives import RISK_NEUTRAL, objective_of
+    from theorylab.algorithms.objectives import objective_of
     from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, make_compiled_loop
     from theorylab.algorithms.registry import get_algorithm
     from theorylab.registry import convert_parameters, parse_spec
@@ -150,9 +152,8 @@ def streamed_run(
         generators(seed, idx, AGENT_STREAM),
         **agent_params,
     )
-    if objective_of(entry, typed) is not RISK_NEUTRAL:
-        raise ValueError(f"{entry.name}: a streamed run scores the expected return only")
-    v_star = float(RISK_NEUTRAL.optimal_value(mdp))
+    objective = objective_of(entry, typed)
+    v_star = float(objective.optimal_value(mdp))
     cap = float(mdp.horizon * np.asarray(mdp.R, dtype=float).max())
     grid = summary_grid(K)
     B = len(idx)
@@ -163,12 +164,12 @@ def streamed_run(
         "A": mdp.A,
         "H": mdp.horizon,
         "episodes": K,
-        "objective": RISK_NEUTRAL.name,
+        "objective": objective.name,
         "loop": "compiled, streamed (summary)",
         "grid_points": int(grid.size),
     }
     closed = getattr(agent, "closed_form_run", None)  # a null control: no episodes to run
-    arrays = closed(mdp, RISK_NEUTRAL, v_star, K) if closed is not None else None
+    arrays = closed(mdp, objective, v_star, K) if closed is not None else None
     if arrays is not None:
         regret, _, est = (np.asarray(a)[:, 0] for a in arrays)  # (B,): constant per seed
         return RegretSummary(
