@@ -10,9 +10,11 @@ for bit where the reference's products are left-to-right sums; see the kernel's 
 Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks``,
 ``greedy``, ``epsilon-greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein``
 (exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
-under their own objectives), and two with their own kernels, which the runner picks for them:
-``linucb`` (:mod:`theorylab.algorithms.online.whole_run_linucb`) and ``cvar-ucbvi`` (scored under
-static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`). The kernel
+under their own objectives), ``linucb`` (its own kernel,
+:mod:`theorylab.algorithms.online.whole_run_linucb`), ``lsvi-ucb`` (its own kernel,
+:mod:`theorylab.algorithms.online.whole_run_lsvi`) and ``cvar-ucbvi`` (its own kernel, scored
+under static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`);
+:func:`make_compiled_loop` picks the loop class. The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
 one place.
@@ -55,6 +57,7 @@ def compiled_variant(agent) -> int | None:
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.linucb import LinUCB
+    from theorylab.algorithms.online.lsvi_ucb import LSVIUCB
     from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
@@ -66,6 +69,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_GREEDY,
         VARIANT_ICVAR,
         VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
@@ -80,6 +84,7 @@ def compiled_variant(agent) -> int | None:
         MaxWP: VARIANT_MAXWP,
         ICVaRRM: VARIANT_ICVAR,
         LinUCB: VARIANT_LINUCB,
+        LSVIUCB: VARIANT_LSVI_UCB,
         CVaRUCBVI: VARIANT_CVAR,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
@@ -183,13 +188,15 @@ def loop_constants(agent, mdp) -> LoopConstants:
         VARIANT_GREEDY,
         VARIANT_ICVAR,
         VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
     )
 
     variant = compiled_variant(agent)
-    if variant is None or variant in (VARIANT_LINUCB, VARIANT_CVAR):  # their own loops
+    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR)  # make_compiled_loop's others
+    if variant is None or variant in own_loops:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
         )
@@ -246,6 +253,31 @@ def loop_constants(agent, mdp) -> LoopConstants:
         bonus_scale=float(bonus_scale), c_bonus=float(c_bonus), L=float(L), c_g=float(c_g),
         unvisited=float(unvisited), qc=qc,
     )  # fmt: skip
+
+
+def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
+    """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's,
+    LSVI-UCB's and CVaR-UCBVI's own loops); raises ValueError for an agent without one."""
+    from theorylab.algorithms.online.whole_run_kernel import (
+        VARIANT_CVAR,
+        VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
+    )
+
+    variant = compiled_variant(agent)
+    if variant == VARIANT_LINUCB:
+        from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
+
+        return LinUCBLoop(agent, mdp, v_star, env_rngs)
+    if variant == VARIANT_LSVI_UCB:
+        from theorylab.algorithms.online.whole_run_lsvi import LSVIUCBLoop
+
+        return LSVIUCBLoop(agent, mdp, v_star, env_rngs)
+    if variant == VARIANT_CVAR:  # the budget-augmented plan and the exact return law
+        from theorylab.algorithms.online.whole_run_cvar import CVaRUCBVILoop
+
+        return CVaRUCBVILoop(agent, mdp, v_star, env_rngs)
+    return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
 class CompiledLoop:
@@ -386,25 +418,6 @@ class CompiledLoop:
         self._eval_from[:] = self.H - 1  # evaluate the restored policy in full
         for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
             g.bit_generator.state = state
-
-
-def compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
-    """The compiled whole-run loop of ``agent`` (the arguments of :class:`CompiledLoop`):
-    :class:`~theorylab.algorithms.online.whole_run_linucb.LinUCBLoop` for LinUCB,
-    :class:`~theorylab.algorithms.online.whole_run_cvar.CVaRUCBVILoop` for CVaR-UCBVI, else
-    :class:`CompiledLoop` (which refuses an agent without a kernel)."""
-    from theorylab.algorithms.online.whole_run_kernel import VARIANT_CVAR, VARIANT_LINUCB
-
-    variant = compiled_variant(agent)
-    if variant == VARIANT_LINUCB:  # its own small kernel
-        from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
-
-        return LinUCBLoop(agent, mdp, v_star, env_rngs)
-    if variant == VARIANT_CVAR:  # the budget-augmented plan and the exact return law
-        from theorylab.algorithms.online.whole_run_cvar import CVaRUCBVILoop
-
-        return CVaRUCBVILoop(agent, mdp, v_star, env_rngs)
-    return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
 def run_whole(
