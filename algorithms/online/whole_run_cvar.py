@@ -29,7 +29,7 @@ parallel over seeds (``prange``). Each episode k of a seed:
    budget moves by the realised outcome's increment on the agent's lattice);
 5. the count update n(s, a), n(s, a, s') (per stage for a stage-dependent model, else pooled).
 
-Bit-for-bit agreement with the Python loop (tests/test_whole_run_cvar.py). Every floating-point
+Bit-for-bit agreement with the Python loop (tests/test_whole_run.py). Every floating-point
 expression is the reference's, operation for operation and in its order:
 
 * the plan's ``einsum("bsap,bpsaj->bsaj", p_hat, .)`` and ``einsum("s,bsj->bj", mu0, U)`` are
