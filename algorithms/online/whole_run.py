@@ -10,8 +10,11 @@ for bit where the reference's products are left-to-right sums; see the kernel's 
 Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks``,
 ``greedy``, ``epsilon-greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein``
 (exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
-under their own objectives), and ``linucb`` (its own kernel,
-:mod:`theorylab.algorithms.online.whole_run_linucb`, which the runner picks for it). The kernel
+under their own objectives), ``linucb`` (its own kernel,
+:mod:`theorylab.algorithms.online.whole_run_linucb`), ``lsvi-ucb`` (its own kernel,
+:mod:`theorylab.algorithms.online.whole_run_lsvi`) and ``cvar-ucbvi`` (its own kernel, scored
+under static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`);
+:func:`make_compiled_loop` picks the loop class. The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
 one place.
@@ -50,19 +53,23 @@ _MASK64 = (1 << 64) - 1
 def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
+    from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.linucb import LinUCB
+    from theorylab.algorithms.online.lsvi_ucb import LSVIUCB
     from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
         VARIANT_AJKS,
         VARIANT_BF,
         VARIANT_CH,
+        VARIANT_CVAR,
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
         VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
@@ -77,6 +84,8 @@ def compiled_variant(agent) -> int | None:
         MaxWP: VARIANT_MAXWP,
         ICVaRRM: VARIANT_ICVAR,
         LinUCB: VARIANT_LINUCB,
+        LSVIUCB: VARIANT_LSVI_UCB,
+        CVaRUCBVI: VARIANT_CVAR,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -174,17 +183,20 @@ def loop_constants(agent, mdp) -> LoopConstants:
     without a finite horizon."""
     from theorylab.algorithms.online.whole_run_kernel import (
         TIE_WITHIN_TOL,
+        VARIANT_CVAR,
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
         VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
     )
 
     variant = compiled_variant(agent)
-    if variant is None or variant == VARIANT_LINUCB:  # LinUCB: LinUCBLoop
+    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR)  # make_compiled_loop's others
+    if variant is None or variant in own_loops:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
         )
@@ -241,6 +253,31 @@ def loop_constants(agent, mdp) -> LoopConstants:
         bonus_scale=float(bonus_scale), c_bonus=float(c_bonus), L=float(L), c_g=float(c_g),
         unvisited=float(unvisited), qc=qc,
     )  # fmt: skip
+
+
+def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
+    """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's,
+    LSVI-UCB's and CVaR-UCBVI's own loops); raises ValueError for an agent without one."""
+    from theorylab.algorithms.online.whole_run_kernel import (
+        VARIANT_CVAR,
+        VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
+    )
+
+    variant = compiled_variant(agent)
+    if variant == VARIANT_LINUCB:
+        from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
+
+        return LinUCBLoop(agent, mdp, v_star, env_rngs)
+    if variant == VARIANT_LSVI_UCB:
+        from theorylab.algorithms.online.whole_run_lsvi import LSVIUCBLoop
+
+        return LSVIUCBLoop(agent, mdp, v_star, env_rngs)
+    if variant == VARIANT_CVAR:  # the budget-augmented plan and the exact return law
+        from theorylab.algorithms.online.whole_run_cvar import CVaRUCBVILoop
+
+        return CVaRUCBVILoop(agent, mdp, v_star, env_rngs)
+    return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
 class CompiledLoop:
