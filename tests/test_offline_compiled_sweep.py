@@ -39,7 +39,16 @@ CASES = [
         "offline-linear:d=2,H=2",
         {"coverage": 0.2, "sampling": "samples", "c_beta": 0.02},
     ),
+    # stage-dependent transitions and rewards (P_h, R_h): one sampler stage per h
+    (
+        "pessimistic-vi-bernstein",
+        "linear-simplex:S=6,A=3,d=3,H=4",
+        {"coverage": 0.3, "sampling": "samples", "c_b": 0.1},
+    ),
+    ("pevi-tabular", "linear-simplex:S=6,A=3,d=3,H=4", {"coverage": 0.3, "beta": 0.3}),
     ("vi-lcb", "multiscale-bandit:gamma=0.5", {"coverage": 0.9, "c_L": 0.5}),
+    # a model with H and gamma, solved as the discounted problem by the runner
+    ("vi-lcb", "random:S=5,A=3,H=4,gamma=0.9,seed=1", {"coverage": 0.5, "c_L": 0.001}),
     (
         "vi-lcb",
         "random:S=6,A=3,gamma=0.9,seed=2",
@@ -173,7 +182,7 @@ def test_null_controls_compile_and_a_mutation_runs_the_python_loop():
     problem = "random:S=5,A=3,H=4,seed=3"
     for control in ("frozen", "random"):
         with get_control(control).applied(Claim()):
-            for algorithm, prob, extra in (("pevi-tabular", problem, {"coverage": 0.5}), CASES[8]):
+            for algorithm, prob, extra in (("pevi-tabular", problem, {"coverage": 0.5}), CASES[-1]):
                 py, comp = _both(algorithm, prob, **extra)
                 assert comp.config["loop"] == "compiled"
                 assert _mismatches(py, comp) == []
@@ -194,7 +203,7 @@ def test_the_numpy_search_path_of_the_kernel_equals_the_guided_one(monkeypatch):
         return (False, *original(*args)[1:])
 
     monkeypatch.setattr(dataset, "_guides", numpy_search)
-    for algorithm, problem, kw in (CASES[1], CASES[4], CASES[6]):
+    for algorithm, problem, kw in (CASES[1], CASES[4], CASES[6], CASES[8]):
         py, comp = _both(algorithm, problem, **kw)
         assert _mismatches(py, comp) == []
 
@@ -206,6 +215,8 @@ DRAWS = [
     ("random-sparse:S=30,A=3,b=4,H=4", {"coverage": 0.5, "kind": "samples"}),
     ("offline-linear", {"coverage": 0.3, "other": "adversarial"}),
     ("multiscale-bandit:gamma=0.5", {"coverage": 0.9}),  # discounted samples
+    ("linear-simplex:S=6,A=3,d=3,H=4", {"coverage": 0.3}),  # P_h, R_h per stage
+    ("linear-simplex:S=6,A=3,d=3,H=4", {"coverage": 0.3, "kind": "samples"}),
 ]
 ARRAYS = ("states", "actions", "rewards", "next_states", "stages")
 
