@@ -261,3 +261,23 @@ def test_make_dataset_engine_errors():
         dataset.make_dataset(mdp, 10, coverage=0.5, engine="fast")
     with pytest.raises(dataset.InvalidDatasetError, match="restart chain"):
         dataset.make_dataset(mdp, 10, coverage=0.5, kind="trajectories", engine="compiled")
+
+
+def test_the_kernels_pcg64_is_numpys_stream():
+    from numba import njit
+
+    from theorylab.algorithms.offline.sweep_kernel import pcg64_random
+
+    @njit
+    def draws(st, out):
+        for i in range(out.shape[0]):
+            out[i] = pcg64_random(st)
+
+    g = np.random.default_rng(2026)
+    st = dataset._pcg64_offsets([g], (0,))[0, 0].copy()
+    out = np.empty(10_000)
+    draws(st, out)
+    assert np.array_equal(out, g.random(10_000))
+    out2 = np.empty(10)
+    draws(st, out2)  # the state advanced exactly as numpy's
+    assert np.array_equal(out2, g.random(10))
