@@ -77,6 +77,7 @@ from theorylab.algorithms.dual.smooth_dual_solver import Conjugate, minimize_smo
 from theorylab.algorithms.offline.dataset import OfflineDataset
 from theorylab.algorithms.offline.result import OfflineResult
 from theorylab.algorithms.planning.lp import (
+    OccupancyPolicy,
     _discount,
     _solve,
     _weights,
@@ -88,7 +89,7 @@ GRAD_TOL = 1e-12
 
 
 @dataclass
-class MixtureMatchingSolution:
+class MixtureMatchingSolution(OccupancyPolicy):
     """A solution of the ReCOIL primal or its dual.
 
     occupancy ``(S, A)`` the recovered d (>= 0, zero off the support of m); V ``(S,)`` the flow
@@ -109,13 +110,6 @@ class MixtureMatchingSolution:
     method: str
     seconds: float
     info: dict = field(default_factory=dict)
-
-    @property
-    def policy(self) -> np.ndarray:
-        """``pi(a|s) = d(s, a) / sum_a' d(s, a')`` ``(S, A)`` (uniform where d(s, .) = 0)."""
-        from theorylab.algorithms.planning.lp import policy_from_occupancy
-
-        return policy_from_occupancy(self.occupancy)
 
 
 def check_beta(beta) -> float:

@@ -279,6 +279,18 @@ def _lp_solution(problem, kind, V, Q, occupancy, info: dict, t0: float) -> LPSol
     )
 
 
+class OccupancyPolicy:
+    """For solution records with an ``occupancy`` field ``(..., S, A)``: the policy it induces."""
+
+    occupancy: np.ndarray
+
+    @property
+    def policy(self) -> np.ndarray:
+        """``pi(a|s) = d(s, a) / sum_a' d(s, a')``, the shape of ``occupancy`` (uniform where
+        ``d(s, .) = 0``; :func:`policy_from_occupancy`)."""
+        return policy_from_occupancy(self.occupancy)
+
+
 def policy_from_occupancy(occupancy: np.ndarray) -> np.ndarray:
     """``pi(a|s) = d(s, a) / sum_a' d(s, a')`` (uniform where ``d(s, .) = 0``).
 
