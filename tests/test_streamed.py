@@ -113,3 +113,69 @@ def test_a_streamed_scale_runs_the_claim_and_its_null_controls():
         assert crep.verdict == "FAIL", crep.format()
         learns = next(c for c in crep.checks if c.name == "learns")
         assert learns.status == "FAIL"
+
+
+def _same_checks(a, b) -> None:
+    """Two reports' checks: the same names and statuses, and the same numbers to round-off (the
+    in-memory run is the Python loop, whose BLAS products on a dense model differ from the
+    kernel's by round-off). The slope after the burn-in is left out: check_learns and
+    check_learns_summary fit it over different point sets (the full curve, the grid's second
+    half in log k), as in test_streamed_summary_equals_the_full_curves."""
+    assert [(c.name, c.status) for c in a.checks] == [(c.name, c.status) for c in b.checks]
+    for ca, cb in zip(a.checks, b.checks, strict=True):
+        for key, va in ca.values.items():
+            if key == "slope_after_burn_in":
+                continue
+            vb = cb.values[key]
+            if isinstance(va, (int, float)) and not isinstance(va, bool):
+                assert vb == pytest.approx(va, rel=1e-9, abs=1e-9), (ca.name, key)
+            elif isinstance(va, (list, tuple)):
+                assert vb == pytest.approx(va, rel=1e-9, abs=1e-9), (ca.name, key)
+            else:
+                assert va == vb, (ca.name, key)
+
+
+@pytest.mark.parametrize("c", [0.02, 1.0])
+def test_a_streamed_linear_claim_equals_the_in_memory_one(c):
+    """lsvi-ucb-paper-constant's streamed scales (StreamedLinearRegretClaim): at K <= DENSE_UP_TO
+    the grid is every episode, so the streamed checks (compiled kernel, summary) equal the
+    in-memory ones (Python loop, (B, K) curves): same statuses, same numbers to round-off."""
+    from dataclasses import replace
+
+    from theorylab.validations.claims.linear import LinearScale
+
+    claim = VALIDATIONS.get("lsvi-ucb-paper-constant")
+    assert set(claim.streamed) == {"full", "paper"}
+    sc = LinearScale(
+        episodes=1500, seeds=3, tests=("below-bound", "optimism", "sublinear", "learns")
+    )
+    small = replace(
+        claim, scales={"mem": sc, "str": sc}, streamed=("str",), params={**claim.params, "c": c}
+    )
+    mem, streamed = small.run("mem").finalize(), small.run("str").finalize()
+    assert streamed.config["loop"].startswith("compiled, streamed")
+    _same_checks(mem, streamed)
+    assert mem.informative_from == streamed.informative_from
+    if c == 0.02:  # the estimates leave the cap: optimism is tested, not vacuous
+        assert next(x for x in streamed.checks if x.name == "optimism").status != "VACUOUS"
+
+
+def test_a_streamed_linear_scale_fails_under_its_null_controls():
+    from dataclasses import replace
+
+    import theorylab.validations.mutations  # noqa: F401
+    from theorylab.validations.claims.linear import LinearScale
+    from theorylab.validations.controls import get_control
+
+    claim = VALIDATIONS.get("lsvi-ucb-paper-constant")
+    sc = LinearScale(episodes=20_000, seeds=2)  # the claim's tests
+    small = replace(claim, scales={"str": sc}, streamed=("str",), params={**claim.params, "c": 0.1})
+    rep = small.run("str").finalize()
+    assert rep.config["loop"].startswith("compiled, streamed")
+    assert next(x for x in rep.checks if x.name == "sublinear").status == "PASS", rep.format()
+    for kind in ("frozen", "random"):
+        with get_control(kind).applied(small):
+            crep = small.run("str").finalize()
+        assert crep.config["loop"] == "closed form (summary)"
+        assert crep.verdict == "FAIL", crep.format()
+        assert next(x for x in crep.checks if x.name == "sublinear").status == "FAIL"

@@ -21,7 +21,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from theorylab.algorithms.objectives import objective_of
-from theorylab.algorithms.online.whole_run import CompiledLoop, compiled_variant, run_whole
+from theorylab.algorithms.online.whole_run import (
+    CompiledLoop,
+    compiled_variant,
+    make_compiled_loop,
+    run_whole,
+)
 from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
 from theorylab.algorithms.registry import get_algorithm, make_agent
 from theorylab.experiment import env_spec, run
@@ -54,7 +59,7 @@ def _compiled(algorithm, mdp, episodes, seeds, segment, known_rewards=True, **pa
     agent = make_agent(algorithm, env, len(idx), generators(SEED, idx, AGENT_STREAM), **params)
     env_rngs = generators(SEED, idx, ENV_STREAM)
     v_star = objective_of(entry, params).optimal_value(mdp)  # the algorithm's yardstick
-    return CompiledLoop(agent, mdp, v_star, env_rngs)
+    return make_compiled_loop(agent, mdp, v_star, env_rngs)
 
 
 def _both(algorithm, mdp, episodes=240, seeds=3, segment=70, known_rewards=True, **params):
@@ -132,11 +137,22 @@ def test_dense_models_agree_to_round_off():
     np.testing.assert_array_equal(out["returns"], ref.returns)
 
 
-def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path):
-    mdp = make("riverswim:S=6,H=12").to_sparse()
-    whole = run_whole(_compiled("ucbvi-bernstein", mdp, 150, 2, 150), 150, segment=150)
-    ident = {"algorithm": "ucbvi-bernstein", "episodes": 150}
-    first = _compiled("ucbvi-bernstein", mdp, 150, 2, 40)
+LINEAR_SPEC = "linear-simplex:S=5,A=3,d=3,H=5,seed=0,rewards=cube"  # the LSVI-UCB claims' MDP
+
+
+def _resume_case(algorithm):
+    if algorithm == "lsvi-ucb":
+        mdp = make(LINEAR_SPEC)
+        return mdp.to_sparse(), {"features": mdp.features, "c": 0.05}
+    return make("riverswim:S=6,H=12").to_sparse(), {}
+
+
+@pytest.mark.parametrize("algorithm", ["ucbvi-bernstein", "lsvi-ucb"])
+def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path, algorithm):
+    mdp, kw = _resume_case(algorithm)
+    whole = run_whole(_compiled(algorithm, mdp, 150, 2, 150, **kw), 150, segment=150)
+    ident = {"algorithm": algorithm, "episodes": 150}
+    first = _compiled(algorithm, mdp, 150, 2, 40, **kw)
     part = run_whole(first, 90, segment=40, checkpoint=tmp_path, run_id=ident)  # "interrupted"
     assert part["regret"].shape == (2, 90)
     assert sorted(p.name for p in (tmp_path / "segments").iterdir()) == [
@@ -144,7 +160,7 @@ def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path):
         "000001.npz",
         "000002.npz",
     ]
-    resumed = _compiled("ucbvi-bernstein", mdp, 150, 2, 40)  # a fresh process would do this
+    resumed = _compiled(algorithm, mdp, 150, 2, 40, **kw)  # a fresh process would do this
     seen = []
     out = run_whole(
         resumed, 150, segment=40, checkpoint=tmp_path, run_id=ident,
@@ -153,9 +169,10 @@ def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path):
     assert seen == [130, 150]  # only the missing episodes ran
     for name in ("regret", "returns", "estimates"):
         assert np.array_equal(out[name], whole[name])
+    assert np.unique(whole["regret"]).size > 1  # the policy changed during the run
     with pytest.raises(ValueError, match="holds a different run"):
         run_whole(
-            _compiled("ucbvi-bernstein", mdp, 150, 2, 40), 150, segment=40,
+            _compiled(algorithm, mdp, 150, 2, 40, **kw), 150, segment=40,
             checkpoint=tmp_path, run_id={**ident, "episodes": 151},
         )  # fmt: skip
 
@@ -325,3 +342,118 @@ def test_linucb_agrees_to_round_off_with_identical_rounds():
     agent = make_agent("linucb", env, 3, generators(SEED, idx, AGENT_STREAM), scale=1.01)
     loop = LinUCBLoop(agent, mdp, ref.optimal_value, generators(SEED, idx, ENV_STREAM))
     assert not np.array_equal(run_whole(loop, 300)["regret"], ref.regret)
+
+
+# ------------------------------------------------------------------ LSVI-UCB
+LSVI_CASES = [  # (MDP, params, explicit features): Q below the cap H, so the values move
+    (LINEAR_SPEC, {"c": 0.1}, True),  # the claims' held-out linear MDP, d = 3
+    (LINEAR_SPEC, {"c": 0.02}, True),
+    ("random:S=3,A=2,H=3,seed=11", {"c": 0.05}, False),  # one-hot features, d = 6
+    ("riverswim:S=4,H=6", {"beta": 0.5}, False),  # one-hot, d = 8: numpy's pairwise sums
+]
+
+
+def _lsvi_python(mdp, episodes, seeds, targets, **params):
+    """The runner's episode loop, written out to record each episode's policy and keep the
+    agent (its statistics after the run)."""
+    from theorylab.algorithms.objectives import BackendRiskNeutral
+    from theorylab.backends import get_backend
+
+    idx = seed_indices(seeds)
+    agent = make_agent(
+        "lsvi-ucb", env_spec(mdp), len(idx), generators(SEED, idx, AGENT_STREAM),
+        episodes=episodes, targets=targets, **params,
+    )  # fmt: skip
+    env_rngs = generators(SEED, idx, ENV_STREAM)
+    objective = BackendRiskNeutral(get_backend("numpy"))
+    v_star = objective.optimal_value(mdp)
+    curves = {name: np.empty((len(idx), episodes)) for name in ("regret", "returns", "estimates")}
+    policies = []
+    for k in range(episodes):
+        pi = agent.policy()
+        policies.append(pi)
+        curves["estimates"][:, k] = agent.value_estimate()
+        curves["regret"][:, k] = v_star - objective.policy_values(mdp, pi)
+        traj = objective.rollout(mdp, pi, env_rngs)
+        curves["returns"][:, k] = traj.returns()
+        agent.update(traj)
+    return agent, curves, np.stack(policies, axis=1)  # (B, K, H, S)
+
+
+def _lsvi_agree(ref: dict, out: dict) -> bool:
+    """The agreement the kernel promises: identical regret and returns (the actions, hence the
+    trajectories, are identical), value estimates to 1e-12."""
+    return (
+        np.array_equal(ref["regret"], out["regret"])
+        and np.array_equal(ref["returns"], out["returns"])
+        and np.allclose(out["estimates"], ref["estimates"], rtol=1e-12, atol=1e-12)
+    )
+
+
+@pytest.mark.parametrize(("spec", "params", "explicit"), LSVI_CASES)
+@pytest.mark.parametrize("targets", ["statistics", "history"])
+def test_lsvi_ucb_agrees_with_the_python_loop(spec, params, explicit, targets):
+    # the Python agent multiplies through numpy's matmul (order and FMA set by the build and the
+    # CPU): values agree to round-off, the policy of every episode, the trajectories, the
+    # returns and the exact regret exactly (whole_run_lsvi's docstring)
+    base = make(spec)
+    mdp = base.to_sparse()  # scipy's CSR products: the exact regret sums as the kernel does
+    if explicit:
+        params = {**params, "features": base.features}
+    K, B = 300, 3
+    agent, ref, policies = _lsvi_python(mdp, K, B, targets, **params)
+    loop = _compiled("lsvi-ucb", mdp, K, B, 1, **params)
+    assert type(loop).__name__ == "LSVIUCBLoop"
+    played = np.empty_like(policies)
+    parts = []
+    for k in range(K):  # one episode a call: the policy played in each episode
+        played[:, k] = loop.state["pol"]
+        parts.append(loop.advance(1))
+    out = {name: np.concatenate([p[name] for p in parts], axis=1) for name in ref}
+    assert np.array_equal(played, policies)
+    assert _lsvi_agree(ref, out)
+    assert np.unique(policies.reshape(B, K, -1), axis=1).shape[1] > 1  # the policy changed
+    assert ref["estimates"].min() < float(mdp.horizon)  # not every value at the cap
+    # the data each seed saw: the target statistics are sums in the same order (bit for bit)
+    if targets == "statistics":
+        assert np.array_equal(loop.state["M"], agent.M)
+        assert np.array_equal(loop.state["b_r"], agent.b_r)
+    np.testing.assert_allclose(loop.state["Linv"], agent.Lambda_inv, rtol=1e-10, atol=1e-13)
+    np.testing.assert_allclose(loop.state["Q"], agent.Q, rtol=1e-12, atol=1e-12)
+    # one segment gives the same numbers as one episode a call
+    whole = run_whole(_compiled("lsvi-ucb", mdp, K, B, K, **params), K, segment=K)
+    for name in ref:
+        assert np.array_equal(whole[name], out[name]), name
+
+
+def test_lsvi_ucb_negative_controls_fail_the_comparison():
+    base = make(LINEAR_SPEC)
+    mdp = base.to_sparse()
+    kw = {"features": base.features, "c": 0.02}
+    _, ref, _ = _lsvi_python(mdp, 300, 3, "statistics", **kw)
+    same = run_whole(_compiled("lsvi-ucb", mdp, 300, 3, 300, **kw), 300)
+    assert _lsvi_agree(ref, same)
+    # beta 1% off
+    wrong = _compiled("lsvi-ucb", mdp, 300, 3, 300, **kw)
+    wrong.beta *= 1.01
+    assert not _lsvi_agree(ref, run_whole(wrong, 300))
+    # the agent's stream in place of the environment's
+    loop = _compiled("lsvi-ucb", mdp, 300, 3, 300, **kw)
+    loop.env_rngs = generators(SEED, seed_indices(3), AGENT_STREAM)
+    assert not _lsvi_agree(ref, run_whole(loop, 300))
+
+
+def test_tl_run_picks_the_lsvi_ucb_kernel_for_long_runs():
+    import theorylab as tl
+
+    base = make(LINEAR_SPEC)
+    kw = {"seed": SEED, "features": base.features, "c": 0.1}
+    py = tl.run("lsvi-ucb", base, 400, 2, loop="python", **kw)
+    cc = tl.run("lsvi-ucb", base, 400, 2, loop="compiled", segment=150, **kw)
+    assert (py.config["loop"], cc.config["loop"]) == ("python", "compiled")
+    assert np.array_equal(py.returns, cc.returns)  # the same actions and trajectories
+    # a dense true model: the reference evaluates the policy with BLAS (round-off)
+    np.testing.assert_allclose(cc.regret, py.regret, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(cc.value_estimates, py.value_estimates, rtol=1e-12, atol=1e-12)
+    assert tl.run("lsvi-ucb", base, 400, 2, **kw).config["loop"] == "python"  # short
+    assert tl.run("lsvi-ucb", base, 10_000, 2, **kw).config["loop"] == "compiled"

@@ -3,8 +3,9 @@
 A paper-scale run can be longer than memory allows to keep: UCBVI-BF's Theorem 2 is informative
 on RiverSwim S=2, H=2 from K = 1.5e8, where three (B, K) float64 curves take 3.8 GB per seed
 (and the checks derive more). :func:`streamed_run` drives the whole-run compiled loop
-(:class:`theorylab.algorithms.online.whole_run.CompiledLoop`) segment by segment and folds every
-segment into a :class:`RegretSummary`:
+(:class:`theorylab.algorithms.online.whole_run.CompiledLoop`, or LinUCB's and LSVI-UCB's own
+loops: ``whole_run.make_compiled_loop``) segment by segment and folds every segment into a
+:class:`RegretSummary`:
 
 * the cumulative regret of every seed on a grid of episodes: every episode up to
   ``DENSE_UP_TO``, then ``PER_DECADE`` log-spaced points a decade, plus the first episode of
@@ -19,8 +20,9 @@ episodes) is read off the grid: exact where the grid is dense (k <= ``DENSE_UP_T
 beyond it with the window's ends interpolated linearly in k between grid points, so to within
 one grid step (a factor 10^(1/PER_DECADE), 0.1%). The checks that read a summary are
 ``check_learns_summary`` and ``check_optimism_summary`` in :mod:`theorylab.validations.claim`
-(``Validation`` on a ``Scale(streamed=True)``); ``tests/test_streamed.py`` checks them against
-the full curves.
+(``Validation`` on a ``Scale(streamed=True)``, and ``StreamedLinearRegretClaim`` on its
+``streamed`` scales in :mod:`theorylab.validations.claims.linear`); ``tests/test_streamed.py``
+checks them against the full curves.
 """
 
 from __future__ import annotations
@@ -130,7 +132,7 @@ def streamed_run(
     iterated CVaR)."""
     from theorylab.agent import env_spec
     from theorylab.algorithms.objectives import objective_of
-    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, CompiledLoop
+    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, make_compiled_loop
     from theorylab.algorithms.registry import get_algorithm
     from theorylab.registry import convert_parameters, parse_spec
     from theorylab.runners.problems import resolve_mdp
@@ -181,7 +183,7 @@ def streamed_run(
             wall_seconds=0.0,
             config={**config, "loop": "closed form (summary)"},
         )
-    loop = CompiledLoop(agent, mdp, v_star, generators(seed, idx, ENV_STREAM))
+    loop = make_compiled_loop(agent, mdp, v_star, generators(seed, idx, ENV_STREAM))
     state = {
         "grid": grid,
         "K": K,

@@ -10,8 +10,10 @@ for bit where the reference's products are left-to-right sums; see the kernel's 
 Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-ajks``,
 ``greedy``, ``epsilon-greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein``
 (exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
-under their own objectives), and ``linucb`` (its own kernel,
-:mod:`theorylab.algorithms.online.whole_run_linucb`, which the runner picks for it). The kernel
+under their own objectives), ``linucb`` (its own kernel,
+:mod:`theorylab.algorithms.online.whole_run_linucb`) and ``lsvi-ucb`` (its own kernel,
+:mod:`theorylab.algorithms.online.whole_run_lsvi`); :func:`make_compiled_loop` picks the loop
+class. The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
 one place.
@@ -53,6 +55,7 @@ def compiled_variant(agent) -> int | None:
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.linucb import LinUCB
+    from theorylab.algorithms.online.lsvi_ucb import LSVIUCB
     from theorylab.algorithms.online.optimistic_q import OptimisticQBernstein, OptimisticQHoeffding
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS, UCBVIBernstein, UCBVIHoeffding
     from theorylab.algorithms.online.whole_run_kernel import (
@@ -63,6 +66,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_GREEDY,
         VARIANT_ICVAR,
         VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
@@ -77,6 +81,7 @@ def compiled_variant(agent) -> int | None:
         MaxWP: VARIANT_MAXWP,
         ICVaRRM: VARIANT_ICVAR,
         LinUCB: VARIANT_LINUCB,
+        LSVIUCB: VARIANT_LSVI_UCB,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -178,13 +183,14 @@ def loop_constants(agent, mdp) -> LoopConstants:
         VARIANT_GREEDY,
         VARIANT_ICVAR,
         VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
         VARIANT_QB,
         VARIANT_QH,
     )
 
     variant = compiled_variant(agent)
-    if variant is None or variant == VARIANT_LINUCB:  # LinUCB: LinUCBLoop
+    if variant is None or variant in (VARIANT_LINUCB, VARIANT_LSVI_UCB):  # their own loops
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
         )
@@ -241,6 +247,23 @@ def loop_constants(agent, mdp) -> LoopConstants:
         bonus_scale=float(bonus_scale), c_bonus=float(c_bonus), L=float(L), c_g=float(c_g),
         unvisited=float(unvisited), qc=qc,
     )  # fmt: skip
+
+
+def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
+    """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's and
+    LSVI-UCB's own loops); raises ValueError for an agent without one."""
+    from theorylab.algorithms.online.whole_run_kernel import VARIANT_LINUCB, VARIANT_LSVI_UCB
+
+    variant = compiled_variant(agent)
+    if variant == VARIANT_LINUCB:
+        from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
+
+        return LinUCBLoop(agent, mdp, v_star, env_rngs)
+    if variant == VARIANT_LSVI_UCB:
+        from theorylab.algorithms.online.whole_run_lsvi import LSVIUCBLoop
+
+        return LSVIUCBLoop(agent, mdp, v_star, env_rngs)
+    return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
 class CompiledLoop:

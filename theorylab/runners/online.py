@@ -186,7 +186,7 @@ def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
             "ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
-            "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb); use "
+            "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb, lsvi-ucb); use "
             "loop='python' or 'auto'"
         )
     if loop == "torch":
@@ -215,22 +215,11 @@ def _run_compiled(
 ):  # fmt: skip
     """The whole-run loop in segments (the numba kernel, or with ``torch_dev`` the torch loop
     on that device), with a progress bar in episodes/s."""
-    from theorylab.algorithms.online.whole_run import (
-        DEFAULT_SEGMENT,
-        CompiledLoop,
-        compiled_variant,
-        run_whole,
-    )
-    from theorylab.algorithms.online.whole_run_kernel import VARIANT_LINUCB
+    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, make_compiled_loop, run_whole
 
     t0 = time.perf_counter()
     if torch_dev is None:
-        if compiled_variant(agent) == VARIANT_LINUCB:  # its own small kernel
-            from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
-
-            whole = LinUCBLoop(agent, mdp, v_star, env_rngs)
-        else:
-            whole = CompiledLoop(agent, mdp, v_star, env_rngs)
+        whole = make_compiled_loop(agent, mdp, v_star, env_rngs)
         label, default_segment = "compiled", DEFAULT_SEGMENT
     else:
         from theorylab.algorithms.online.whole_run_torch import DEFAULT_SEGMENT as TORCH_SEGMENT
