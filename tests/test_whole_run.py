@@ -8,6 +8,10 @@
   Bernoulli rewards, a spread initial distribution, stage-dependent transitions and both
   tie-breaking rules;
 * to round-off on dense models (the reference's BLAS products sum in a CPU-dependent order);
+* CVaR-UCBVI (its own kernel, ``whole_run_cvar.py``): bit for bit on sparse true models
+  (Bernstein and Hoeffding bonuses, several tau, deterministic and Bernoulli rewards,
+  stage-dependent transitions, a coarser budget grid eta than the rewards'), to round-off in the
+  exact regret on dense ones; each configuration with its own negative control;
 * segments, checkpoints and resumption change nothing;
 * negative controls: a one-ulp change of a constant (the bonus scale) or the wrong random
   stream makes the comparison fail.
@@ -110,7 +114,27 @@ ORDERED_CASES = [  # (algorithm, MDP, params, known rewards)
 ]
 
 
+def _cvar_stage_mdp() -> TabularMDP:
+    """S = 5, A = 3, H = 4: stage-dependent P, rewards on the grid 1/4 (several budget
+    increments per action), mu0 spread over 4 states."""
+    rng = np.random.default_rng(3)
+    S, A, H = 5, 3, 4
+    P = rng.dirichlet(np.full(S, 0.5), size=(H, S, A))
+    R = rng.integers(0, 5, (H, S, A)) / 4
+    return TabularMDP(P, R, np.array([0.1, 0.2, 0.3, 0.4, 0.0]), horizon=H)
+
+
+def _random_bernoulli_mdp() -> TabularMDP:
+    """``random:S=5,A=3,H=4,seed=11`` paying Bernoulli rewards (exact on the lattice eta = 1)."""
+    base = make("random:S=5,A=3,H=4,seed=11")
+    return TabularMDP(base.P, base.R, base.mu0, horizon=4, reward_model="bernoulli")
+
+
 def _mdp(name: str) -> TabularMDP:
+    if name == "cvar-stage":
+        return _cvar_stage_mdp().to_sparse()
+    if name == "random-bernoulli":
+        return _random_bernoulli_mdp().to_sparse()
     if name == "spread":
         return _spread_mdp(False, False).to_sparse()
     if name == "spread-stage":
@@ -144,10 +168,12 @@ def _resume_case(algorithm):
     if algorithm == "lsvi-ucb":
         mdp = make(LINEAR_SPEC)
         return mdp.to_sparse(), {"features": mdp.features, "c": 0.05}
+    if algorithm == "cvar-ucbvi":
+        return make("cvar-safe-risky:H=3").to_sparse(), {"tau": 0.25, "bonus_scale": 0.05}
     return make("riverswim:S=6,H=12").to_sparse(), {}
 
 
-@pytest.mark.parametrize("algorithm", ["ucbvi-bernstein", "lsvi-ucb"])
+@pytest.mark.parametrize("algorithm", ["ucbvi-bernstein", "lsvi-ucb", "cvar-ucbvi"])
 def test_segments_and_a_resumed_checkpoint_change_nothing(tmp_path, algorithm):
     mdp, kw = _resume_case(algorithm)
     whole = run_whole(_compiled(algorithm, mdp, 150, 2, 150, **kw), 150, segment=150)
@@ -229,6 +255,151 @@ def test_icvar_rm_negative_control_one_ulp_of_alpha_is_caught():
     c_g = float(np.nextafter(wrong.params[8], 1.0))  # alpha of the empirical CVaR, one ulp up
     wrong.params = (*wrong.params[:8], c_g, *wrong.params[9:])
     assert not np.array_equal(run_whole(wrong, 150)["estimates"], ref.value_estimates)
+
+
+# ------------------------------------------------------------------ CVaR-UCBVI
+SAFE_RISKY = "cvar-safe-risky:H=3"
+CVAR_CASES = [  # (MDP, params, negative control: what is mutated, the curve that must differ)
+    (SAFE_RISKY, {"tau": 0.25}, "stream", "returns"),  # the paper's bonus: linear regret
+    (SAFE_RISKY, {"tau": 0.25, "bonus_scale": 0.05}, "tau", "regret"),
+    (SAFE_RISKY, {"tau": 0.6, "bonus": "hoeffding", "bonus_scale": 0.1}, "tau", "estimates"),
+    ("cvar-stage", {"tau": 0.3, "bonus_scale": 0.05}, "range_constant", "estimates"),
+    ("cvar-stage", {"tau": 0.3, "bonus_scale": 0.01, "eta": 0.5}, "bonus_scale", "estimates"),
+    ("cvar-stage", {"tau": 0.7, "bonus": "hoeffding", "bonus_scale": 0.02, "eta": 0.75},
+     "bonus_scale", "estimates"),
+    ("random-bernoulli", {"tau": 0.25, "bonus_scale": 0.05}, "bonus_scale", "estimates"),
+    ("random-bernoulli", {"tau": 0.4, "bonus_scale": 0.05, "eta": 0.5}, "stream", "returns"),
+    (SAFE_RISKY + ",reward_model=bernoulli", {"tau": 0.5, "bonus_scale": 0.1}, "tau", "regret"),
+]  # fmt: skip
+CVAR_ARG = {"tau": 0, "bonus_scale": 2, "range_constant": 3}  # CVaRUCBVILoop.agent_args
+
+
+def _mutated(loop, what: str, seeds: int):
+    """The compiled loop with one negative-control mutation: a constant of the plan one ulp up
+    (tau, also used by the exact CVaR, the bonus scale, the range constant) or the agent's
+    random streams in place of the environment's."""
+    if what == "stream":
+        loop.env_rngs = generators(SEED, seed_indices(seeds), AGENT_STREAM)
+        return loop
+    args = list(loop.agent_args)
+    args[CVAR_ARG[what]] = float(np.nextafter(args[CVAR_ARG[what]], np.inf))
+    loop.agent_args = tuple(args)
+    return loop
+
+
+@pytest.mark.parametrize(("mdp", "params", "mutation", "curve"), CVAR_CASES)
+def test_cvar_ucbvi_bit_identical_to_the_python_loop(mdp, params, mutation, curve):
+    # 300 episodes x 3 seeds; the exact static CVaR of every played budget-augmented policy is
+    # the regret; segments of 110 episodes
+    model = _mdp(mdp)
+    ref, out = _both("cvar-ucbvi", model, episodes=300, seeds=3, segment=110, **params)
+    assert np.array_equal(ref.regret, out["regret"])
+    assert np.array_equal(ref.returns, out["returns"])
+    assert np.array_equal(ref.value_estimates, out["estimates"])
+    assert np.unique(ref.regret).size > 1 or ref.regret.min() > 0  # the run did something
+    # negative control: one ulp of a constant, or the wrong stream, is caught
+    wrong = _mutated(_compiled("cvar-ucbvi", model, 300, 3, 110, **params), mutation, 3)
+    got = run_whole(wrong, 300, segment=110)[curve]
+    want = {"regret": ref.regret, "returns": ref.returns, "estimates": ref.value_estimates}
+    assert not np.array_equal(got, want[curve])
+
+
+@pytest.mark.parametrize(
+    ("mdp", "params"),
+    [
+        ("icvar-lower-bound:n=2,alpha=0.25,eta=0.1,A=2,H=4", {"tau": 0.3}),  # J = 21
+        ("cvar-stage", {"tau": 0.3, "eta": 0.5, "bonus_scale": 0.01}),  # coarser budget grid
+        ("cvar-stage", {"tau": 0.7, "bonus": "hoeffding"}),
+        ("random-bernoulli", {"tau": 0.25, "bonus_scale": 0.05}),  # two reward outcomes
+    ],
+)
+def test_cvar_ucbvi_kernel_plan_and_exact_cvar_on_random_inputs(mdp, params):
+    # beyond the states a run visits: the kernel's plan on random counts equals the agent's
+    # (actions, initial budget and estimate, bit for bit), and its exact CVaR of random
+    # budget-augmented policies equals StaticCVaR.policy_values (return_distribution + cvar)
+    from theorylab.algorithms.risk import AugmentedPolicy, StaticCVaR
+
+    model = _mdp(mdp)
+    loop = _compiled("cvar-ucbvi", model, 300, 1, 300, **params)
+    env = env_spec(model)
+    rng = np.random.default_rng(0)
+    objective = StaticCVaR(params["tau"])
+    wrong = StaticCVaR(float(np.nextafter(params["tau"], 1.0)))
+    caught = 0
+    for _ in range(15):
+        agent = make_agent("cvar-ucbvi", env, 1, None, episodes=300, **params)  # plans lazily
+        counts = rng.integers(0, 4, agent.n_next.shape) * (rng.random(agent.n_next.shape) < 0.5)
+        agent.n_next[...] = counts
+        agent.n[...] = counts.sum(-1)
+        loop.state["n"][...], loop.state["n_next"][...] = agent.n, agent.n_next
+        act, j1, est = loop.plan(0)
+        pol = agent.policy()
+        assert np.array_equal(act, pol.actions[0]) and j1 == pol.initial_budget[0]
+        assert est == agent.value_estimate()[0]
+        J = agent.lattice.n_levels
+        actions = rng.integers(0, model.A, (model.horizon, model.S, J))
+        budget = int(rng.integers(0, J))
+        ref = objective.policy_values(model, AugmentedPolicy(actions, budget, agent.lattice))[0]
+        assert loop.static_cvar(actions, budget) == ref
+        caught += loop.static_cvar(actions, budget) != wrong.policy_values(
+            model, AugmentedPolicy(actions, budget, agent.lattice)
+        )[0]  # fmt: skip
+    assert caught > 0  # negative control: tau one ulp off changes the exact CVaR
+
+
+def test_the_cvar_upper_tail_mutation_still_reaches_long_runs():
+    # the mutation patches the Python CVaR, which the compiled kernel does not call: under it a
+    # run that loop="auto" would compile (20,000 seed-episodes) takes the Python loop instead
+    import theorylab as tl
+    import theorylab.validations.mutations  # noqa: F401  (registers the mutations)
+    from theorylab.validations.controls import get_control
+
+    kw = {"seed": SEED, "tau": 0.25, "bonus_scale": 0.05}
+    plain = tl.run("cvar-ucbvi", SAFE_RISKY, 2_500, 8, **kw)
+    with get_control("cvar-upper-tail").applied(None):
+        mutated = tl.run("cvar-ucbvi", SAFE_RISKY, 2_500, 8, **kw)
+    assert (plain.config["loop"], mutated.config["loop"]) == ("compiled", "python")
+    assert not np.allclose(plain.regret, mutated.regret)  # the wrong tail is scored
+
+
+@pytest.mark.parametrize("name", ["cvar-safe-risky:H=3", "random-bernoulli"])
+def test_cvar_ucbvi_on_dense_models_agrees_to_round_off(name):
+    # a dense true model: the reference pushes the return law through Psel.T @ flat, a BLAS
+    # product whose summation order is the CPU's, so the exact regret agrees to round-off; the
+    # plan (left-to-right sums), hence the value estimates, and the trajectories stay bit for bit
+    model = make(name) if name != "random-bernoulli" else _random_bernoulli_mdp()
+    assert not model.sparse
+    kw = {"tau": 0.25, "bonus_scale": 0.05}
+    ref, out = _both("cvar-ucbvi", model, episodes=300, seeds=3, segment=110, **kw)
+    np.testing.assert_allclose(out["regret"], ref.regret, rtol=1e-12, atol=1e-12)
+    assert np.array_equal(ref.returns, out["returns"])
+    assert np.array_equal(ref.value_estimates, out["estimates"])
+    # negative control: the wrong stream changes the trajectories, and the regret beyond 1e-12
+    wrong = _mutated(_compiled("cvar-ucbvi", model, 300, 3, 110, **kw), "stream", 3)
+    bad = run_whole(wrong, 300, segment=110)
+    assert not np.array_equal(bad["returns"], ref.returns)
+    assert not np.allclose(bad["regret"], ref.regret, rtol=1e-12, atol=1e-12)
+
+
+def test_cvar_ucbvi_tl_run_compiled_and_auto():
+    import theorylab as tl
+
+    mdp = make(SAFE_RISKY).to_sparse()
+    kw = {"seed": SEED, "tau": 0.25, "bonus_scale": 0.05}
+    py = tl.run("cvar-ucbvi", mdp, 200, 2, loop="python", **kw)
+    cc = tl.run("cvar-ucbvi", mdp, 200, 2, loop="compiled", segment=64, **kw)
+    assert (py.config["loop"], cc.config["loop"]) == ("python", "compiled")
+    assert cc.config["objective"] == py.config["objective"] == "static CVaR (tau=0.25)"
+    for name in ("regret", "returns", "value_estimates"):
+        assert np.array_equal(getattr(py, name), getattr(cc, name)), name
+    assert tl.run("cvar-ucbvi", mdp, 7_000, 3, **kw).config["loop"] == "compiled"  # 21,000
+    with pytest.raises(ValueError, match="has no torch whole-run loop"):
+        tl.run("cvar-ucbvi", mdp, 10, 1, loop="torch", **kw)
+    with pytest.raises(tl.InvalidPolicyError, match="reward_model"):  # as the Python loop
+        tl.run(
+            "cvar-ucbvi", "cvar-safe-risky:reward_model=bernoulli", 10, 1, loop="compiled",
+            tau=0.5, reward_model="deterministic",
+        )  # fmt: skip
 
 
 def test_agents_without_a_kernel_are_refused():

@@ -806,10 +806,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--loop",
         choices=["auto", "python", "compiled", "torch"],
         help="online: the episode loop (python), the whole-run compiled kernel (compiled: "
-        "ucbvi-*, greedy, epsilon-greedy, optimistic-q-*, maxwp, icvar-rm, linucb), the same "
-        "loop in torch on --device (ucbvi-*, greedy, optimistic-q-*; torch: its own random "
-        "stream) or auto (default: compiled for runs of 20,000 seed-episodes and more when the "
-        "algorithm has a kernel)",
+        "ucbvi-*, greedy, epsilon-greedy, optimistic-q-*, maxwp, icvar-rm, linucb, lsvi-ucb, "
+        "cvar-ucbvi), the same loop in torch on --device (ucbvi-*, greedy, optimistic-q-*; "
+        "torch: its own random stream) or auto (default: compiled for runs of 20,000 "
+        "seed-episodes and more when the algorithm has a kernel)",
     )
     q.add_argument(
         "--segment",

@@ -9,7 +9,8 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``score-next-policy``: the online runner scores episode k with the policy of episode k + 1
   (``theorylab.runners.online.run(score_policy="next")``);
 * ``cvar-upper-tail``: ``ReturnDistribution.cvar`` averages the best tau-fraction of returns
-  instead of the worst (the wrong tail);
+  instead of the worst (the wrong tail); online runs take the Python loop under it (CVaR-UCBVI's
+  compiled loop computes its exact CVaR in the kernel, out of the patch's reach);
 * ``lsvi-bonus-no-sqrt``: LSVI-UCB's elliptical width phi^T Lambda^-1 phi without its square
   root;
 * ``lsvi-no-bootstrap``: LSVI regresses on r alone, forgetting V_(h+1)(s') in the target;
@@ -128,6 +129,9 @@ def pevi_penalty_sign(claim=None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def cvar_upper_tail(claim=None) -> Iterator[None]:
+    import functools
+
+    import theorylab.runners.online as online
     from theorylab.algorithms.risk.return_distribution import ReturnDistribution
 
     lower = ReturnDistribution.cvar
@@ -138,7 +142,16 @@ def cvar_upper_tail(claim=None) -> Iterator[None]:
             return lower(self, 1.0)
         return (self.mean() - (1.0 - tau) * lower(self, 1.0 - tau)) / tau
 
-    with _patched(ReturnDistribution, "cvar", upper):
+    run = online.run
+
+    @functools.wraps(run)
+    def python_loop(*args, **kwargs):
+        # CVaR-UCBVI's compiled loop (algorithms/online/whole_run_cvar.py) computes the exact
+        # CVaR in its kernel, which this patch cannot reach: mutated runs take the Python loop
+        kwargs["loop"] = "python"
+        return run(*args, **kwargs)
+
+    with _patched(ReturnDistribution, "cvar", upper), _patched(online, "run", python_loop):
         yield
 
 

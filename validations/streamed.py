@@ -3,9 +3,9 @@
 A paper-scale run can be longer than memory allows to keep: UCBVI-BF's Theorem 2 is informative
 on RiverSwim S=2, H=2 from K = 1.5e8, where three (B, K) float64 curves take 3.8 GB per seed
 (and the checks derive more). :func:`streamed_run` drives the whole-run compiled loop
-(:class:`theorylab.algorithms.online.whole_run.CompiledLoop`, or LinUCB's and LSVI-UCB's own
-loops: ``whole_run.make_compiled_loop``) segment by segment and folds every segment into a
-:class:`RegretSummary`:
+(:class:`theorylab.algorithms.online.whole_run.CompiledLoop`, or LinUCB's, LSVI-UCB's and
+CVaR-UCBVI's own loops: ``whole_run.make_compiled_loop``) segment by segment and folds every
+segment into a :class:`RegretSummary`:
 
 * the cumulative regret of every seed on a grid of episodes: every episode up to
   ``DENSE_UP_TO``, then ``PER_DECADE`` log-spaced points a decade, plus the first episode of

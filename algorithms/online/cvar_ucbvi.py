@@ -74,6 +74,11 @@ must be told the reward distribution (the paper's assumption): mean rewards from
 the reward model from ``reward_model`` (or an ``EnvSpec.reward_model`` attribute when the kernel
 provides one).
 
+Products with P_hat and the mu0 average are summed left to right over the states (:func:`expect`),
+not by ``np.einsum``, whose order follows the CPU's SIMD width for these layouts: the same
+numbers on every machine, and ``loop="compiled"`` (``algorithms/online/whole_run_cvar.py``, the
+whole run in one numba call per segment) reproduces them bit for bit.
+
 Complexity per episode: O(H * B * S^2 * A * J * K) for the backups (J budgets, K reward outcomes).
 State arrays carry a leading seed axis B; no randomness, so seed i is identical alone or batched.
 """
@@ -94,6 +99,23 @@ from theorylab.risk_measures import _check_tau
 
 BONUSES = ("bernstein", "hoeffding")
 RANGE_TERM_CONSTANT = 7.0 / 3.0  # Maurer-Pontil empirical Bernstein (n-1 replaced by n)
+
+
+def expect(p_hat: np.ndarray, W: np.ndarray) -> np.ndarray:
+    """``(P_hat W)(s, a, j) = sum_{s'} p_hat(s'|s,a) W(s', s, a, j)``, ``(B, S, A, J)``.
+
+    p_hat: ``(B, S, A, S')``; W: ``(B, S', S, A, J)``. Summed left to right over s' from 0 (a
+    column of P_hat that is zero for every seed adds exact zeros and is skipped): a defined
+    order, so that the compiled loop (``algorithms/online/whole_run_cvar.py``) reproduces it bit
+    for bit. ``np.einsum`` is not used: W's memory layout makes s' its innermost axis, where
+    einsum sums with the SIMD lanes of the CPU numpy was built for (a CPU-dependent order).
+    """
+    out = np.zeros(p_hat.shape[:3] + W.shape[-1:])
+    for y in range(p_hat.shape[-1]):
+        col = p_hat[:, :, :, y]
+        if col.any():
+            out += col[..., None] * W[:, y]
+    return out
 
 
 @register(
@@ -150,20 +172,25 @@ class CVaRUCBVI:
         return h if self.env.stage_dependent else 0
 
     def _bonus(
-        self, n: np.ndarray, p_hat: np.ndarray, W_lo: np.ndarray, W_hi: np.ndarray | None
+        self,
+        n: np.ndarray,
+        p_hat: np.ndarray,
+        W_lo: np.ndarray,
+        W_hi: np.ndarray | None,
+        mean: np.ndarray,
     ) -> np.ndarray:
         """Bonus ``(B, S, A, J)``.
 
-        n: ``(B, S, A)``; p_hat: ``(B, S, A, S')``; W_lo, W_hi: ``(B, S', S, A, J)``.
+        n: ``(B, S, A)``; p_hat: ``(B, S, A, S')``; W_lo, W_hi: ``(B, S', S, A, J)``;
+        mean: ``P_hat W_lo`` ``(B, S, A, J)``.
         """
         levels = self.lattice.levels  # (J,)
         inv_n = (1.0 / np.maximum(n, 1))[..., None]  # (B, S, A, 1)
         L, c = self.L, self.bonus_scale
         if self.bonus_kind == "hoeffding":
             return c * levels[-1] * np.sqrt(2.0 * L * inv_n) * np.ones_like(levels)
-        mean = np.einsum("bsap,bpsaj->bsaj", p_hat, W_lo)
-        var = np.maximum(np.einsum("bsap,bpsaj->bsaj", p_hat, W_lo**2) - mean**2, 0.0)
-        gap = np.einsum("bsap,bpsaj->bsaj", p_hat, (W_hi - W_lo) ** 2)
+        var = np.maximum(expect(p_hat, W_lo**2) - mean**2, 0.0)
+        gap = expect(p_hat, (W_hi - W_lo) ** 2)
         return c * (
             np.sqrt(2.0 * var * L * inv_n)
             + np.sqrt(2.0 * gap * L * inv_n)
@@ -195,17 +222,20 @@ class CVaRUCBVI:
             visited = (n > 0)[..., None]  # (B, S, A, 1)
             W_lo = self._shifted(U_lo, h)
             W_hi = self._shifted(U_hi, h) if bern else None
-            bonus = self._bonus(n, p_hat, W_lo, W_hi)
-            Q_lo = np.einsum("bsap,bpsaj->bsaj", p_hat, W_lo)
+            Q_lo = expect(p_hat, W_lo)
+            bonus = self._bonus(n, p_hat, W_lo, W_hi, Q_lo)
             Q_lo = np.where(visited, np.maximum(Q_lo - bonus, 0.0), 0.0)
             actions[:, h] = first_argmin(Q_lo, axis=2)  # (B, S, J)
             pick = actions[:, h][:, :, None, :]
             U_lo = np.take_along_axis(Q_lo, pick, axis=2)[:, :, 0]
             if bern:
-                Q_hi = np.einsum("bsap,bpsaj->bsaj", p_hat, W_hi)
+                Q_hi = expect(p_hat, W_hi)
                 Q_hi = np.where(visited, np.minimum(Q_hi + bonus, levels), levels)
                 U_hi = np.take_along_axis(Q_hi, pick, axis=2)[:, :, 0]
-        objective = levels[None, :] - np.einsum("s,bsj->bj", env.mu0, U_lo) / self.tau  # (B, J)
+        shortfall = np.zeros((B, J))  # mu0 . Ulo_1(., j), summed left to right over s
+        for s in range(S):
+            shortfall += env.mu0[s] * U_lo[:, s]
+        objective = levels[None, :] - shortfall / self.tau  # (B, J)
         j1 = first_argmax(objective, axis=1)  # (B,)
         self._estimate = np.take_along_axis(objective, j1[:, None], axis=1)[:, 0]
         self._policy = AugmentedPolicy(actions, j1, lat)

@@ -11,9 +11,10 @@ Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-aj
 ``greedy``, ``epsilon-greedy``, ``optimistic-q-hoeffding`` and ``optimistic-q-bernstein``
 (exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
 under their own objectives), ``linucb`` (its own kernel,
-:mod:`theorylab.algorithms.online.whole_run_linucb`) and ``lsvi-ucb`` (its own kernel,
-:mod:`theorylab.algorithms.online.whole_run_lsvi`); :func:`make_compiled_loop` picks the loop
-class. The kernel
+:mod:`theorylab.algorithms.online.whole_run_linucb`), ``lsvi-ucb`` (its own kernel,
+:mod:`theorylab.algorithms.online.whole_run_lsvi`) and ``cvar-ucbvi`` (its own kernel, scored
+under static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`);
+:func:`make_compiled_loop` picks the loop class. The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
 one place.
@@ -52,6 +53,7 @@ _MASK64 = (1 << 64) - 1
 def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
+    from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.linucb import LinUCB
@@ -62,6 +64,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_AJKS,
         VARIANT_BF,
         VARIANT_CH,
+        VARIANT_CVAR,
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
@@ -82,6 +85,7 @@ def compiled_variant(agent) -> int | None:
         ICVaRRM: VARIANT_ICVAR,
         LinUCB: VARIANT_LINUCB,
         LSVIUCB: VARIANT_LSVI_UCB,
+        CVaRUCBVI: VARIANT_CVAR,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -179,6 +183,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
     without a finite horizon."""
     from theorylab.algorithms.online.whole_run_kernel import (
         TIE_WITHIN_TOL,
+        VARIANT_CVAR,
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
@@ -190,7 +195,8 @@ def loop_constants(agent, mdp) -> LoopConstants:
     )
 
     variant = compiled_variant(agent)
-    if variant is None or variant in (VARIANT_LINUCB, VARIANT_LSVI_UCB):  # their own loops
+    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR)  # make_compiled_loop's others
+    if variant is None or variant in own_loops:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
         )
@@ -250,9 +256,13 @@ def loop_constants(agent, mdp) -> LoopConstants:
 
 
 def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
-    """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's and
-    LSVI-UCB's own loops); raises ValueError for an agent without one."""
-    from theorylab.algorithms.online.whole_run_kernel import VARIANT_LINUCB, VARIANT_LSVI_UCB
+    """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's,
+    LSVI-UCB's and CVaR-UCBVI's own loops); raises ValueError for an agent without one."""
+    from theorylab.algorithms.online.whole_run_kernel import (
+        VARIANT_CVAR,
+        VARIANT_LINUCB,
+        VARIANT_LSVI_UCB,
+    )
 
     variant = compiled_variant(agent)
     if variant == VARIANT_LINUCB:
@@ -263,6 +273,10 @@ def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.G
         from theorylab.algorithms.online.whole_run_lsvi import LSVIUCBLoop
 
         return LSVIUCBLoop(agent, mdp, v_star, env_rngs)
+    if variant == VARIANT_CVAR:  # the budget-augmented plan and the exact return law
+        from theorylab.algorithms.online.whole_run_cvar import CVaRUCBVILoop
+
+        return CVaRUCBVILoop(agent, mdp, v_star, env_rngs)
     return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 

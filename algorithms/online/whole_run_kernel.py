@@ -92,6 +92,7 @@ VARIANT_MAXWP = 7  # MaxWP (Du, Wang, Huang 2023, Alg. 2): worst path over seen 
 VARIANT_ICVAR = 8  # ICVaR-RM (Du, Wang, Huang 2023, Alg. 1): optimistic iterated CVaR
 VARIANT_LINUCB = 9  # LinUCB / OFUL: its own kernel (algorithms/online/whole_run_linucb.py)
 VARIANT_LSVI_UCB = 10  # LSVI-UCB: its own kernel (algorithms/online/whole_run_lsvi.py)
+VARIANT_CVAR = 11  # CVaR-UCBVI: its own kernel (algorithms/online/whole_run_cvar.py)
 TIE_FIRST, TIE_LEAST_VISITED, TIE_WITHIN_TOL = 0, 1, 2
 TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmax's relative tolerance
 

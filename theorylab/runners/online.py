@@ -186,8 +186,8 @@ def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
             "ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
-            "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb, lsvi-ucb); use "
-            "loop='python' or 'auto'"
+            "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb, lsvi-ucb, cvar-ucbvi); "
+            "use loop='python' or 'auto'"
         )
     if loop == "torch":
         from theorylab.algorithms.online.whole_run_torch import TORCH_VARIANTS
