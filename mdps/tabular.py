@@ -25,7 +25,7 @@ import scipy.sparse as sp
 
 from theorylab.errors import InvalidMDPError, InvalidPolicyError
 from theorylab.kernels.csr import row_cumsum
-from theorylab.kernels.sampling import inverse_cdf_csr, inverse_cdf_dense
+from theorylab.kernels.sampling import inverse_cdf_csr, inverse_cdf_dense, sample_episodes
 
 ROW_SUM_TOL = 1e-9
 RewardModel = Literal["deterministic", "bernoulli"]
@@ -500,6 +500,21 @@ class TabularMDP:
         Returns :class:`Trajectories` with arrays ``(B, T)``.
         """
         rngs = per_seed_generators(rng, n_seeds, policy)
+        pol, U, T = self.rollout_inputs(policy, rngs, length)
+        bernoulli = self.reward_model == "bernoulli"
+        episodes = sample_episodes(
+            self.mu0, self.A, pol, U, T, self.horizon, self.reward, bernoulli, self._sample_next
+        )
+        return Trajectories(*episodes)
+
+    def rollout_inputs(
+        self, policy, rngs: list[np.random.Generator], length: int | None = None
+    ) -> tuple[np.ndarray, np.ndarray, int]:
+        """What a rollout samples from: the checked policy batched over the B = ``len(rngs)``
+        seeds (``(B, Hp, S)`` int or ``(B, Hp, S, A)``), the per-seed uniforms ``U (B, 1 + 3T)``
+        (``rng.random(1 + 3T)`` per seed: initial state, then per step action, transition,
+        reward) and T (``length``, default H). Used by :meth:`rollout` and by the backends'
+        ``rollout_mdp``, so both draw the same numbers."""
         B = len(rngs)
         T = length if length is not None else self.horizon
         if T is None:
@@ -514,36 +529,8 @@ class TabularMDP:
             pol = np.broadcast_to(pol, (B, *pol.shape))
         elif pol.shape[0] != B:
             raise InvalidPolicyError(f"policy has {pol.shape[0]} seeds, rollout has {B}")
-        stochastic = pol.ndim == 4
-        n_pol_stages = pol.shape[1]
-        # Per-seed uniforms: [initial state, then per step: action, transition, reward].
         U = np.stack([g.random(1 + 3 * T) for g in rngs])  # (B, 1 + 3T)
-        seeds = np.arange(B)
-        last_mu0 = self.S - 1 - int(np.argmax(self.mu0[::-1] > 0))
-        s = np.minimum((np.cumsum(self.mu0)[None, :] <= U[:, :1]).sum(axis=1), last_mu0)
-        s = s.astype(np.int64)
-        states = np.empty((B, T), np.int64)
-        actions = np.empty((B, T), np.int64)
-        rewards = np.empty((B, T), np.float64)
-        nexts = np.empty((B, T), np.int64)
-        for t in range(T):
-            hp = min(t, n_pol_stages - 1)
-            ua, ut, ur = U[:, 1 + 3 * t], U[:, 2 + 3 * t], U[:, 3 + 3 * t]
-            if stochastic:
-                row = pol[seeds, hp, s]  # (B, A)
-                cdf = np.cumsum(row, axis=1)
-                last = self.A - 1 - np.argmax(row[:, ::-1] > 0, axis=1)  # last positive action
-                a = np.minimum((cdf <= ua[:, None]).sum(axis=1), last)
-            else:
-                a = pol[seeds, hp, s]
-            h = t if self.horizon is not None else 0
-            h_model = min(h, (self.horizon or 1) - 1)
-            mean = self.reward(h_model)[s, a]
-            r = mean if self.reward_model == "deterministic" else (ur < mean).astype(np.float64)
-            s_next = self._sample_next(s * self.A + a, ut, h_model)
-            states[:, t], actions[:, t], rewards[:, t], nexts[:, t] = s, a, r, s_next
-            s = s_next
-        return Trajectories(states, actions, rewards, nexts)
+        return pol, U, T
 
 
 def per_seed_generators(rng, n_seeds, policy=None) -> list[np.random.Generator]:

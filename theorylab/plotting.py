@@ -59,6 +59,34 @@ def _legend_below(ax: Axes) -> None:
     ax.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.13), frameon=False)
 
 
+def _finish(
+    ax: Axes,
+    xlabel: str | None,
+    ylabel: str,
+    title: str | None,
+    *,
+    log: str = "",
+    legend: str | None = "inside",
+) -> None:
+    """The common finish of a figure: log scales on the axes named in ``log`` (``"x"``, ``"y"``,
+    ``"xy"``), the axis labels (``xlabel`` None: none), the title when there is one, and the
+    legend (``"inside"``: small, in the axes; ``"below"``: :func:`_legend_below`; None: the
+    caller draws its own)."""
+    if "x" in log:
+        ax.set_xscale("log")
+    if "y" in log:
+        ax.set_yscale("log")
+    if xlabel is not None:
+        ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    if title:
+        ax.set_title(title)
+    if legend == "below":
+        _legend_below(ax)
+    elif legend == "inside":
+        ax.legend(fontsize="small")
+
+
 def _colors(n: int) -> list:
     cycle = matplotlib.rcParams["axes.prop_cycle"].by_key().get("color", ["C0"])
     return [cycle[i % len(cycle)] for i in range(n)]
@@ -74,6 +102,24 @@ def _band_label(label: str, B: int, confidence: float) -> str:
     if B == 1:
         return f"{label} (1 seed)"
     return f"{label} (mean of {B} seeds, {100 * confidence:g}% bootstrap CI)"
+
+
+def _mean_band(
+    ax: Axes, xv, arr, color, label: str, confidence: float, n_resamples: int, log: bool
+) -> tuple[np.ndarray, np.ndarray]:
+    """The mean of ``arr (B, K)`` against ``xv (K,)`` with its bootstrap band (when B > 1). On log
+    axes (``log``) only the positive points are drawn (e.g. zero regret at k = 1 is dropped) and
+    the band is floored at 1e-3 of the mean. Returns the mean ``(K,)`` and the drawn points
+    ``ok (K,)``."""
+    mean, lo, hi = mean_curve_ci(arr, confidence, n_resamples=n_resamples)
+    ok = mean > 0 if log else np.ones(arr.shape[1], dtype=bool)
+    ax.plot(
+        xv[ok], mean[ok], color=color, lw=1.6, label=_band_label(label, arr.shape[0], confidence)
+    )
+    if arr.shape[0] > 1:
+        low = np.maximum(lo[ok], mean[ok] * 1e-3) if log else lo[ok]
+        ax.fill_between(xv[ok], low, hi[ok], color=color, alpha=0.2, lw=0)
+    return mean, ok
 
 
 def plot_regret(
@@ -127,18 +173,7 @@ def plot_regret(
         xv = np.arange(1, K + 1) if x is None else np.asarray(x, dtype=float)
         if xv.shape != (K,):
             raise ValueError(f"x has shape {xv.shape}, curve {label!r} has {K} points")
-        mean, lo, hi = mean_curve_ci(arr, confidence, n_resamples=n_resamples)
-        ok = mean > 0 if loglog else np.ones(K, dtype=bool)  # log axes: positive points only
-        ax.plot(
-            xv[ok],
-            mean[ok],
-            color=colors[i],
-            lw=1.6,
-            label=_band_label(label, arr.shape[0], confidence),
-        )
-        if arr.shape[0] > 1:
-            low = np.maximum(lo[ok], mean[ok] * 1e-3) if loglog else lo[ok]
-            ax.fill_between(xv[ok], low, hi[ok], color=colors[i], alpha=0.2, lw=0)
+        mean, _ = _mean_band(ax, xv, arr, colors[i], label, confidence, n_resamples, loglog)
         means[label], xs[label] = mean, xv
 
     first_x = xs[next(iter(curves))]
@@ -204,14 +239,7 @@ def plot_regret(
                 )
     for note in notes:
         ax.plot([], [], " ", label=note)
-    if loglog:
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    _legend_below(ax)
+    _finish(ax, xlabel, ylabel, title, log="xy" if loglog else "", legend="below")
     return ax
 
 
@@ -258,24 +286,7 @@ def plot_loglog(
         arr = np.atleast_2d(np.asarray(curve, dtype=float))  # (B, K)
         if arr.shape[1] != xv.shape[0]:
             raise ValueError(f"curve {label!r} has {arr.shape[1]} points, x has {xv.shape[0]}")
-        mean, lo, hi = mean_curve_ci(arr, confidence, n_resamples=n_resamples)
-        ok = mean > 0  # log axes: drop non-positive points (e.g. zero regret at k = 1)
-        ax.plot(
-            xv[ok],
-            mean[ok],
-            color=colors[i],
-            lw=1.6,
-            label=_band_label(label, arr.shape[0], confidence),
-        )
-        if arr.shape[0] > 1:
-            ax.fill_between(
-                xv[ok],
-                np.maximum(lo[ok], mean[ok] * 1e-3),
-                hi[ok],
-                color=colors[i],
-                alpha=0.2,
-                lw=0,
-            )
+        mean, ok = _mean_band(ax, xv, arr, colors[i], label, confidence, n_resamples, True)
         first_mean = (xv[ok][-1], mean[ok][-1]) if first_mean is None else first_mean
         fit = fits.get(label)
         if fit is not None:
@@ -306,13 +317,7 @@ def plot_loglog(
                 "(bound's rate, anchored at the end)"
             ),
         )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    _legend_below(ax)
+    _finish(ax, xlabel, ylabel, title, log="xy", legend="below")
     return ax
 
 
@@ -454,12 +459,7 @@ def plot_suboptimality_lines(
         ax.fill_between(Nv, m - se, m + se, color=f"C{i}", alpha=0.2, lw=0)
     if reference is not None:
         ax.axhline(reference, color="0.4", ls=":", label=reference_label)
-    ax.set_xscale("log")
-    ax.set_xlabel("samples N")
-    ax.set_ylabel("sub-optimality")
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
+    _finish(ax, "samples N", "sub-optimality", title, log="x")
     return ax
 
 
@@ -494,12 +494,8 @@ def plot_suboptimality_seeds(
             + (" (95% CI)" if len(v) > 1 else ""),
         )
     ax.set_xticks(range(len(values)), list(values))
-    ax.set_ylabel("sub-optimality V*(mu0) - V^pi_hat(mu0)")
-    if N is not None:
-        ax.set_xlabel(f"dataset size N = {N:g}")
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
+    xlabel = None if N is None else f"dataset size N = {N:g}"
+    _finish(ax, xlabel, "sub-optimality V*(mu0) - V^pi_hat(mu0)", title)
     return ax
 
 
@@ -548,12 +544,9 @@ def plot_return_distribution(
     ax.axvline(q, color="C3", ls=":", lw=2, label=f"VaR_{tau:g} = {q:.3g}", gid="var")
     ax.axvline(c, color="C3", ls="--", lw=2, label=f"CVaR_{tau:g} = {c:.3g}", gid="cvar")
     ax.axvline(m, color="k", ls="-", lw=1.5, label=f"mean = {m:.3g}", gid="mean")
-    ax.set_xlabel("return Z")
-    ax.set_ylabel("probability")
     ax.set_ylim(0, max(1.3 * float(p.max()), 0.05))
     ax.set_xlim(float(values[0]) - step, float(values[-1]) + step)  # the whole return lattice
-    if title:
-        ax.set_title(title)
+    _finish(ax, "return Z", "probability", title, legend=None)
     ax.legend(loc="upper left", fontsize="small", ncols=2)
     return ax
 
@@ -597,12 +590,7 @@ def plot_twin_curves(
         ax.plot(steps, np.maximum(tv, 1e-16), color=color, label=f"{label}: TV to its prediction")
         ax.plot(steps, np.maximum(kl, 1e-16), color=color, linestyle="--",
                 label=f"{label}: KL to pi*_beta")  # fmt: skip
-    ax.set_yscale("log")
-    ax.set_xlabel("gradient step")
-    ax.set_ylabel("exact distance")
-    if title:
-        ax.set_title(title)
-    _legend_below(ax)
+    _finish(ax, "gradient step", "exact distance", title, log="y", legend="below")
     if own and path:
         save_figure(ax.figure, path)
     return ax
@@ -625,13 +613,7 @@ def plot_lines(
     ax = new_axes() if own else ax
     for (label, y), color in zip(curves.items(), _colors(len(curves)), strict=True):
         ax.plot(x, y, color=color, marker="o", markersize=3, label=label)
-    if logx:
-        ax.set_xscale("log")
-    ax.set_xlabel(xlabel)
-    ax.set_ylabel(ylabel)
-    if title:
-        ax.set_title(title)
-    _legend_below(ax)
+    _finish(ax, xlabel, ylabel, title, log="x" if logx else "", legend="below")
     if own and path:
         save_figure(ax.figure, path)
 
@@ -655,13 +637,7 @@ def plot_regularised_values(
     ax.plot(a, np.maximum(gap, 1e-300), marker="o", label="J_LP - J(alpha)")
     if a.size > 1 and gap[0] > 0:
         ax.plot(a, gap[0] * a / a[0], color="0.4", ls=":", label="slope 1 (rate alpha)")
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("alpha")
-    ax.set_ylabel("regularisation gap")
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
+    _finish(ax, "alpha", "regularisation gap", title, log="xy")
     return ax
 
 
@@ -748,11 +724,6 @@ def plot_regret_query_tradeoff(
             ls=":",
             label="slope -1/2: regret ~ K / sqrt(queries)",
         )
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlabel("preference queries Q (mean over seeds)")
-    ax.set_ylabel("cumulative regret (mean over seeds)")
-    if title:
-        ax.set_title(title)
-    ax.legend(fontsize="small")
+    xlabel, ylabel = "preference queries Q (mean over seeds)", "cumulative regret (mean over seeds)"
+    _finish(ax, xlabel, ylabel, title, log="xy")
     return ax

@@ -50,12 +50,17 @@ def _clipped_token_loss(
     return -torch.minimum(ratio * adv, torch.clamp(ratio, 1 - clip_eps, 1 + clip_eps) * adv)
 
 
+def _require_ref(ref_logp: torch.Tensor | None, beta: float) -> None:
+    """A KL term with beta > 0 needs the reference log-probabilities."""
+    if ref_logp is None:
+        raise InvalidBatchError(f"beta = {beta} > 0 needs ref_logp (the reference log-probs)")
+
+
 def _kl_penalty(logp, ref_logp, beta: float, kl: str) -> torch.Tensor | float:
     check_nonnegative("beta", beta)
     if beta == 0:
         return 0.0
-    if ref_logp is None:
-        raise InvalidBatchError(f"beta = {beta} > 0 needs ref_logp (the reference log-probs)")
+    _require_ref(ref_logp, beta)
     return beta * kl_tokens(logp, ref_logp, kl)
 
 
@@ -232,8 +237,7 @@ def rloo(
     check_nonnegative("beta", beta)
     shaped = rewards.detach()
     if beta > 0:
-        if ref_logp is None:
-            raise InvalidBatchError(f"beta = {beta} > 0 needs ref_logp (the reference log-probs)")
+        _require_ref(ref_logp, beta)
         shaped = kl_in_reward(rewards, logp, ref_logp, m, beta=beta, estimator=kl)
     adv = group_advantages(shaped, group, "loo")
     return reduce_examples(-adv * sequence_logprob(logp, m), weights)

@@ -29,6 +29,23 @@ from theorylab.algorithms.deep.masking import (
 from theorylab.algorithms.deep.registry import register_loss
 
 
+def log_ratios(
+    policy_chosen: torch.Tensor,
+    policy_rejected: torch.Tensor,
+    ref_chosen: torch.Tensor,
+    ref_rejected: torch.Tensor,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(log pi(y_w|x) - log ref(y_w|x), log pi(y_l|x) - log ref(y_l|x)), each (B,), from the four
+    sequence log-probability vectors (B,), checked to have one length."""
+    check_same_vectors(
+        policy_chosen=policy_chosen,
+        policy_rejected=policy_rejected,
+        ref_chosen=ref_chosen,
+        ref_rejected=ref_rejected,
+    )
+    return policy_chosen - ref_chosen, policy_rejected - ref_rejected
+
+
 def preference_margin(
     policy_chosen: torch.Tensor,
     policy_rejected: torch.Tensor,
@@ -36,13 +53,8 @@ def preference_margin(
     ref_rejected: torch.Tensor,
 ) -> torch.Tensor:
     """h (B,) from the four sequence log-probability vectors (B,), checked to have one length."""
-    check_same_vectors(
-        policy_chosen=policy_chosen,
-        policy_rejected=policy_rejected,
-        ref_chosen=ref_chosen,
-        ref_rejected=ref_rejected,
-    )
-    return (policy_chosen - ref_chosen) - (policy_rejected - ref_rejected)
+    chosen, rejected = log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected)
+    return chosen - rejected
 
 
 @register_loss("dpo")
@@ -206,14 +218,7 @@ def chipo(
     """
     check_positive("beta", beta)
     check_positive("clip_r", clip_r)
-    check_same_vectors(
-        policy_chosen=policy_chosen,
-        policy_rejected=policy_rejected,
-        ref_chosen=ref_chosen,
-        ref_rejected=ref_rejected,
-    )
-    lw = policy_chosen - ref_chosen
-    ll = policy_rejected - ref_rejected
+    lw, ll = log_ratios(policy_chosen, policy_rejected, ref_chosen, ref_rejected)
     margin = beta * ((torch.exp(lw) + lw) - (torch.exp(ll) + ll))
     per_pair = -F.logsigmoid(torch.clamp(margin, -2 * clip_r, 2 * clip_r))
     return reduce_examples(per_pair, weights)

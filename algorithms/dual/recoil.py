@@ -77,6 +77,7 @@ from theorylab.algorithms.dual.smooth_dual_solver import Conjugate, minimize_smo
 from theorylab.algorithms.offline.dataset import OfflineDataset
 from theorylab.algorithms.offline.result import OfflineResult
 from theorylab.algorithms.planning.lp import (
+    OccupancyPolicy,
     _discount,
     _solve,
     _weights,
@@ -88,13 +89,14 @@ GRAD_TOL = 1e-12
 
 
 @dataclass
-class MixtureMatchingSolution:
+class MixtureMatchingSolution(OccupancyPolicy):
     """A solution of the ReCOIL primal or its dual.
 
     occupancy ``(S, A)`` the recovered d (>= 0, zero off the support of m); V ``(S,)`` the flow
     multipliers; ``divergence_value = D_f(beta d + (1 - beta) d^S || m)`` at occupancy;
     ``dual_value`` the dual objective at V (``= -divergence_value`` at the optimum);
     ``gap = dual_value + divergence_value``; ``flow_residual`` its max-norm at occupancy.
+    ``policy``: read off the occupancy. Build one with :meth:`certify`.
     """
 
     occupancy: np.ndarray
@@ -110,12 +112,26 @@ class MixtureMatchingSolution:
     seconds: float
     info: dict = field(default_factory=dict)
 
-    @property
-    def policy(self) -> np.ndarray:
-        """``pi(a|s) = d(s, a) / sum_a' d(s, a')`` ``(S, A)`` (uniform where d(s, .) = 0)."""
-        from theorylab.algorithms.planning.lp import policy_from_occupancy
-
-        return policy_from_occupancy(self.occupancy)
+    @classmethod
+    def certify(cls, mdp, d, V, dual_value, dS, m, beta, f, g, mu, method, started, info):
+        """The one constructor: ``D_f(beta d + (1 - beta) d^S || m)`` and the flow residual
+        computed at ``d (S, A)`` from the model, the gap from ``dual_value`` (NaN for the primal
+        solve); d^S, m ``(S, A)``, V ``(S,)``; ``started``: the solve's ``time.perf_counter()``."""
+        div = mixture_divergence(f, d, dS, m, beta)
+        return cls(
+            occupancy=d,
+            V=V,
+            divergence_value=div,
+            dual_value=dual_value,
+            gap=dual_value + div,
+            flow_residual=float(np.max(np.abs(flow_residual(mdp, d, gamma=g, mu=mu)))),
+            divergence=f.name,
+            beta=beta,
+            gamma=g,
+            method=method,
+            seconds=time.perf_counter() - started,
+            info=info,
+        )
 
 
 def check_beta(beta) -> float:
@@ -228,21 +244,10 @@ def solve_recoil(
     d = np.zeros(mdp.S * mdp.A)
     d[on] = (m_on * conj.first(-(M @ V) / beta) - (1.0 - beta) * dS_on) / beta
     d = np.maximum(d, 0.0).reshape(mdp.S, mdp.A)  # >= 0 by construction; clears -1e-17
-    div = mixture_divergence(f, d, dS, m, beta)
     dual = recoil_dual_objective(mdp, V, dS, m, beta, f, g, mu)
-    return MixtureMatchingSolution(
-        occupancy=d,
-        V=V,
-        divergence_value=div,
-        dual_value=dual,
-        gap=dual + div,
-        flow_residual=float(np.max(np.abs(flow_residual(mdp, d, gamma=g, mu=mu)))),
-        divergence=f.name,
-        beta=beta,
-        gamma=g,
-        method="newton",
-        seconds=time.perf_counter() - t_start,
-        info={"iterations": res.iterations, "grad_norm": res.grad_norm},
+    info = {"iterations": res.iterations, "grad_norm": res.grad_norm}
+    return MixtureMatchingSolution.certify(
+        mdp, d, V, dual, dS, m, beta, f, g, mu, "newton", t_start, info
     )
 
 
@@ -276,20 +281,10 @@ def solve_recoil_primal(
     d = np.zeros(mdp.S * mdp.A)
     d[on] = np.clip(np.asarray(x.value, dtype=np.float64), 0.0, None)
     d = d.reshape(mdp.S, mdp.A)
-    div = mixture_divergence(f, d, dS, m, beta)
-    return MixtureMatchingSolution(
-        occupancy=d,
-        V=np.asarray(flow.dual_value, dtype=np.float64),
-        divergence_value=div,
-        dual_value=float("nan"),
-        gap=float("nan"),
-        flow_residual=float(np.max(np.abs(flow_residual(mdp, d, gamma=g, mu=mu)))),
-        divergence=f.name,
-        beta=beta,
-        gamma=g,
-        method="cvxpy-primal",
-        seconds=time.perf_counter() - t_start,
-        info={"solver": solver, "status": problem.status},
+    V = np.asarray(flow.dual_value, dtype=np.float64)
+    info = {"solver": solver, "status": problem.status}
+    return MixtureMatchingSolution.certify(
+        mdp, d, V, float("nan"), dS, m, beta, f, g, mu, "cvxpy-primal", t_start, info
     )
 
 

@@ -36,10 +36,11 @@ import numpy as np
 
 from theorylab.algorithms.dual.f_divergences import FDivergence
 from theorylab.algorithms.dual.occupancy_flow import Flow, occupancy_flow
+from theorylab.algorithms.planning.lp import OccupancyPolicy
 
 
 @dataclass(frozen=True)
-class RegularizedSolution:
+class RegularizedSolution(OccupancyPolicy):
     """A solution of the f-regularised occupancy problem, from either side.
 
     occupancy ``(S, A)`` discounted or ``(H, S, A)`` finite horizon (zero off the support of d^O),
@@ -107,14 +108,6 @@ class RegularizedSolution:
     def gap(self) -> float:
         """``dual_value - primal_value``: >= 0 for a flow-feasible d, 0 exactly at the optimum."""
         return self.dual_value - self.primal_value
-
-    @property
-    def policy(self) -> np.ndarray:
-        """``pi(a|s) = d(s, a) / sum_a' d(s, a')`` ``(S, A)`` or ``(H, S, A)`` (uniform where
-        d(s, .) = 0)."""
-        from theorylab.algorithms.planning.lp import policy_from_occupancy
-
-        return policy_from_occupancy(self.occupancy)
 
     def summary(self) -> dict:
         return {

@@ -58,6 +58,7 @@ from theorylab.algorithms.dual.smooth_dual_solver import minimize_smooth_dual
 from theorylab.algorithms.offline.dataset import OfflineDataset
 from theorylab.algorithms.offline.result import OfflineResult
 from theorylab.algorithms.planning.lp import (
+    OccupancyPolicy,
     _discount,
     _weights,
     discounted_lp_matrix,
@@ -69,7 +70,7 @@ DISC_CLIP = 1e-6
 
 
 @dataclass
-class SMODICESolution:
+class SMODICESolution(OccupancyPolicy):
     """SMODICE's exact solution: occupancy ``(S, A)`` (zero off the support of d^S), V ``(S,)``
     the dual-V minimiser, ``reward (S, A)`` the discriminator's reward (NaN off d^S);
     ``primal_value = E_d[r] - KL(d || d^S)``, ``dual_value`` the dual-V objective at V,
@@ -86,13 +87,6 @@ class SMODICESolution:
     kl_to_expert: float
     seconds: float
     info: dict = field(default_factory=dict)
-
-    @property
-    def policy(self) -> np.ndarray:
-        """``pi(a|s) = d(s, a) / sum_a' d(s, a')`` ``(S, A)`` (uniform where d(s, .) = 0)."""
-        from theorylab.algorithms.planning.lp import policy_from_occupancy
-
-        return policy_from_occupancy(self.occupancy)
 
 
 def discriminator_reward(

@@ -252,6 +252,45 @@ def _stats(problem: cp.Problem, solver: str, M: sp.csr_array) -> dict:
     }
 
 
+def _value_lp(M: sp.csr_array, r: np.ndarray, b: np.ndarray, what: str, solver, solver_options):
+    """Solve the value LP ``min b^T V s.t. M V >= r`` (M ``(n_pairs, n_states)``, r
+    ``(n_pairs,)``, b ``(n_states,)``; "Matrix form" above). Returns the solved problem, V
+    ``(n_states,)`` and the multipliers x ``(n_pairs,)`` of ``M V >= r`` (the dual's solution)."""
+    V = cp.Variable(M.shape[1])
+    bellman = M @ V >= r
+    problem = cp.Problem(cp.Minimize(b @ V), [bellman])
+    _solve(problem, solver, solver_options, what)
+    x = np.asarray(bellman.dual_value, dtype=np.float64)
+    return problem, np.asarray(V.value, dtype=np.float64), x
+
+
+def _lp_solution(problem, kind, V, Q, occupancy, info: dict, t0: float) -> LPSolution:
+    """The :class:`LPSolution` of a solved LP (policy read off the occupancy)."""
+    return LPSolution(
+        V=V,
+        Q=Q,
+        occupancy=occupancy,
+        policy=policy_from_occupancy(occupancy),
+        value=float(problem.value),
+        kind=kind,
+        status=problem.status,
+        seconds=time.perf_counter() - t0,
+        info=info,
+    )
+
+
+class OccupancyPolicy:
+    """For solution records with an ``occupancy`` field ``(..., S, A)``: the policy it induces."""
+
+    occupancy: np.ndarray
+
+    @property
+    def policy(self) -> np.ndarray:
+        """``pi(a|s) = d(s, a) / sum_a' d(s, a')``, the shape of ``occupancy`` (uniform where
+        ``d(s, .) = 0``; :func:`policy_from_occupancy`)."""
+        return policy_from_occupancy(self.occupancy)
+
+
 def policy_from_occupancy(occupancy: np.ndarray) -> np.ndarray:
     """``pi(a|s) = d(s, a) / sum_a' d(s, a')`` (uniform where ``d(s, .) = 0``).
 
@@ -291,13 +330,10 @@ def discounted_lp(
     r = np.asarray(mdp.reward(0), dtype=np.float64).ravel()  # (S*A,)
     M = discounted_lp_matrix(mdp, g)  # E - gamma P
     if kind == "primal":
-        V = cp.Variable(S)
-        bellman = M @ V >= r  # V(s) >= r(s, a) + gamma sum_s' P(s'|s, a) V(s')
-        problem = cp.Problem(cp.Minimize(mu @ V), [bellman])
-        _solve(problem, solver, solver_options, f"discounted primal LP of {mdp!r}")
-        V_opt = np.asarray(V.value, dtype=np.float64)
-        # multipliers x of M V >= r solve the dual with x = d / (1 - gamma)
-        d_opt = (1.0 - g) * np.asarray(bellman.dual_value, dtype=np.float64)
+        # V(s) >= r(s, a) + gamma sum_s' P(s'|s, a) V(s'); the multipliers x = d / (1 - gamma)
+        what = f"discounted primal LP of {mdp!r}"
+        problem, V_opt, x = _value_lp(M, r, mu, what, solver, solver_options)
+        d_opt = (1.0 - g) * x
     elif kind == "dual":
         d = cp.Variable(S * A, nonneg=True)
         # sum_a d(s, a) = (1 - gamma) mu(s) + gamma sum_{s',a'} P(s|s', a') d(s', a')
@@ -312,17 +348,7 @@ def discounted_lp(
     occupancy = d_opt.reshape(S, A)
     Q = mdp.reward(0) + g * mdp.expected_next(V_opt, 0)
     info = _stats(problem, solver, M) | {"objective": "discounted", "gamma": g}
-    return LPSolution(
-        V=V_opt,
-        Q=Q,
-        occupancy=occupancy,
-        policy=policy_from_occupancy(occupancy),
-        value=float(problem.value),
-        kind=kind,
-        status=problem.status,
-        seconds=time.perf_counter() - t0,
-        info=info,
-    )
+    return _lp_solution(problem, kind, V_opt, Q, occupancy, info, t0)
 
 
 def finite_horizon_lp(
@@ -349,12 +375,9 @@ def finite_horizon_lp(
     b = np.zeros(H * S)  # (H*S,): mu on stage 0, nothing enters later stages from outside
     b[:S] = mu
     if kind == "primal":
-        V = cp.Variable(H * S)  # V[h*S + s] = V_h(s)
-        bellman = M @ V >= r  # V_h(s) >= r_h(s, a) + sum_s' P_h(s'|s, a) V_{h+1}(s')
-        problem = cp.Problem(cp.Minimize(b @ V), [bellman])
-        _solve(problem, solver, solver_options, f"finite-horizon primal LP of {mdp!r}")
-        V_opt = np.asarray(V.value, dtype=np.float64)
-        d_opt = np.asarray(bellman.dual_value, dtype=np.float64)
+        # V[h*S + s] = V_h(s) >= r_h(s, a) + sum_s' P_h(s'|s, a) V_{h+1}(s'); multipliers x = d
+        what = f"finite-horizon primal LP of {mdp!r}"
+        problem, V_opt, d_opt = _value_lp(M, r, b, what, solver, solver_options)
     elif kind == "dual":
         d = cp.Variable(H * S * A, nonneg=True)  # d[(h*S + s)*A + a] = d_h(s, a)
         # block h of M^T d: sum_a d_h(s, a) - sum_{s',a'} P_{h-1}(s|s', a') d_{h-1}(s', a')
@@ -370,17 +393,7 @@ def finite_horizon_lp(
     Q = np.stack([mdp.reward(h) + mdp.expected_next(V_full[h + 1], h) for h in range(H)])
     occupancy = d_opt.reshape(H, S, A)
     info = _stats(problem, solver, M) | {"objective": "finite_horizon", "horizon": H}
-    return LPSolution(
-        V=V_full,
-        Q=Q,
-        occupancy=occupancy,
-        policy=policy_from_occupancy(occupancy),
-        value=float(problem.value),
-        kind=kind,
-        status=problem.status,
-        seconds=time.perf_counter() - t0,
-        info=info,
-    )
+    return _lp_solution(problem, kind, V_full, Q, occupancy, info, t0)
 
 
 def lp_solve(

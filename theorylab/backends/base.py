@@ -198,21 +198,7 @@ class Backend(ABC):
         """
         if not isinstance(rngs, (list, tuple)):
             raise TypeError("rollout_mdp needs one numpy Generator per seed (a list)")
-        B = len(rngs)
-        T = length if length is not None else mdp.horizon
-        if T is None:
-            raise ValueError("a discounted MDP has no horizon: pass length=T")
-        pol = np.asarray(policy)
-        is_int = np.issubdtype(pol.dtype, np.integer)
-        batched = (is_int and pol.ndim == 3) or (not is_int and pol.ndim == 4)
-        pol = mdp.check_policy(pol, batched=batched)
-        if not batched:
-            pol = np.broadcast_to(pol, (B, *pol.shape))
-        elif pol.shape[0] != B:
-            from theorylab.errors import InvalidPolicyError
-
-            raise InvalidPolicyError(f"policy has {pol.shape[0]} seeds, rollout has {B}")
-        U = np.stack([g.random(1 + 3 * T) for g in rngs])  # (B, 1 + 3T)
+        pol, U, T = mdp.rollout_inputs(policy, list(rngs), length)
         return self.rollout(self.model(mdp), pol, U, T)
 
     # ------------------------------------------------------------------ counts

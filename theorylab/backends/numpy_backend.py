@@ -17,7 +17,7 @@ import scipy.sparse as sp
 
 from theorylab.backends.base import Backend, BackendUnavailableError
 from theorylab.backends.model import TransitionModel
-from theorylab.kernels.sampling import inverse_cdf_csr, inverse_cdf_dense
+from theorylab.kernels.sampling import inverse_cdf_csr, inverse_cdf_dense, sample_episodes
 
 
 def sherman_morrison_update(inv: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -111,36 +111,17 @@ class NumpyBackend(Backend):
         return inverse_cdf_csr(indptr, indices, cum, r, u, last[r])
 
     def rollout(self, model: TransitionModel, policies, U, T: int):
-        pol = np.asarray(policies)
-        U = np.asarray(U, dtype=np.float64)
-        B = pol.shape[0]
-        stochastic = pol.ndim == 4
-        n_pol_stages = pol.shape[1]
-        seeds = np.arange(B)
-        mu0_cdf = np.cumsum(model.mu0)  # (S,)
-        last_mu0 = model.S - 1 - int(np.argmax(model.mu0[::-1] > 0))
-        s = np.minimum((mu0_cdf[None, :] <= U[:, :1]).sum(axis=1), last_mu0).astype(np.int64)
-        states = np.empty((B, T), np.int64)
-        actions = np.empty((B, T), np.int64)
-        rewards = np.empty((B, T), np.float64)
-        nexts = np.empty((B, T), np.int64)
-        for t in range(T):
-            hp = min(t, n_pol_stages - 1)
-            ua, ut, ur = U[:, 1 + 3 * t], U[:, 2 + 3 * t], U[:, 3 + 3 * t]
-            if stochastic:  # never a zero-probability action: clamp to the last positive one
-                prob = pol[seeds, hp, s]  # (B, A)
-                cdf = np.cumsum(prob, axis=1)
-                last = model.A - 1 - np.argmax(prob[:, ::-1] > 0, axis=1)
-                a = np.minimum((cdf <= ua[:, None]).sum(axis=1), last)
-            else:
-                a = pol[seeds, hp, s]
-            h = min(t, model.horizon - 1) if model.horizon is not None else 0
-            mean = model.R[model.reward_stage(h)][s, a]
-            r = (ur < mean).astype(np.float64) if model.bernoulli else mean
-            s_next = self.sample_next(model, s * model.A + a, ut, h)
-            states[:, t], actions[:, t], rewards[:, t], nexts[:, t] = s, a, r, s_next
-            s = s_next
-        return states, actions, rewards, nexts
+        return sample_episodes(
+            np.asarray(model.mu0),
+            model.A,
+            np.asarray(policies),
+            np.asarray(U, dtype=np.float64),
+            T,
+            model.horizon,
+            lambda h: model.R[model.reward_stage(h)],
+            model.bernoulli,
+            lambda rows, u, h: self.sample_next(model, rows, u, h),
+        )
 
     # ------------------------------------------------------------------ counts
     def scatter_add(self, target, index, values) -> None:

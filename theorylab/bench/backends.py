@@ -153,6 +153,21 @@ def _thread_count(backend: str, n: int | None) -> int:
     return torch.get_num_threads()
 
 
+def _timed(call: Callable[[], object], repeats: int, backend: str, device: str, threads) -> dict:
+    """The timing fields of a ``kernel`` or ``sweep`` row: the configuration and the median, min
+    and max milliseconds of ``repeats`` calls (:func:`_time_ms`)."""
+    med, lo, hi = _time_ms(call, repeats)
+    return {
+        "backend": backend,
+        "device": device,
+        "threads": _thread_count(backend, threads),
+        "median_ms": med,
+        "min_ms": lo,
+        "max_ms": hi,
+        "repeats": repeats,
+    }
+
+
 def _sync(bk) -> None:
     if bk.name == "torch" and bk.device.startswith("cuda"):
         bk.torch.cuda.synchronize()
@@ -260,19 +275,13 @@ def bench_kernels(quick: bool = False, repeats: int = 7, only: str | None = None
                     _sync(bk)
 
                 load0 = _load()
-                med, lo, hi = _time_ms(call, repeats)
+                timed = _timed(call, repeats, backend, device, threads)
                 rows.append(
                     {
                         "table": "kernel",
                         "kernel": name,
                         "size": size,
-                        "backend": backend,
-                        "device": device,
-                        "threads": _thread_count(backend, threads),
-                        "median_ms": med,
-                        "min_ms": lo,
-                        "max_ms": hi,
-                        "repeats": repeats,
+                        **timed,
                         "load": (load0, _load()),
                     }
                 )
@@ -305,23 +314,17 @@ def bench_sweep(quick: bool = False, repeats: int = 5, only: str | None = None) 
                 return out
 
             load0 = _load()
-            med, lo, hi = _time_ms(call, repeats)
+            timed = _timed(call, repeats, backend, device, threads)
             err = float(np.abs(bk.to_numpy(call()) - ref).max())
         rows.append(
             {
                 "table": "sweep",
                 "mdp": f"random-sparse:S={S},A={A},b={b}",
                 "nnz": int(mdp.nnz),
-                "backend": backend,
-                "device": device,
-                "threads": _thread_count(backend, threads),
-                "median_ms": med,
-                "min_ms": lo,
-                "max_ms": hi,
-                "repeats": repeats,
+                **timed,
                 "bytes": nbytes,
-                "GBs": nbytes / (med * 1e-3) / 1e9,
-                "GBs_best": nbytes / (lo * 1e-3) / 1e9,
+                "GBs": nbytes / (timed["median_ms"] * 1e-3) / 1e9,
+                "GBs_best": nbytes / (timed["min_ms"] * 1e-3) / 1e9,
                 "max_abs_diff_vs_numpy": err,
                 "build_s": build_s,
                 "load": (load0, _load()),
@@ -487,6 +490,14 @@ def _load_cell(r: dict) -> str:
     return f"{r['load'][0]}->{r['load'][1]}"
 
 
+TIMING_COLUMNS = ("thr", "median ms", "min", "max")
+
+
+def _timing_cells(r: dict, digits: int) -> list[str]:
+    """The cells under :data:`TIMING_COLUMNS`: threads, then median, min and max milliseconds."""
+    return [str(r["threads"]), *(f"{r[k]:.{digits}f}" for k in ("median_ms", "min_ms", "max_ms"))]
+
+
 def format_table(rows: list[dict]) -> str:
     """Plain, parseable tables: kernels, the 10^6-state sweep, UCBVI end to end."""
     out = []
@@ -496,21 +507,11 @@ def format_table(rows: list[dict]) -> str:
             left("kernel"),
             left("size"),
             left("backend"),
-            *map(right, ("thr", "median ms", "min", "max")),
+            *map(right, TIMING_COLUMNS),
             left("load"),
         ]
         body = [
-            [
-                r["kernel"],
-                r["size"],
-                _name(r),
-                str(r["threads"]),
-                f"{r['median_ms']:.3f}",
-                f"{r['min_ms']:.3f}",
-                f"{r['max_ms']:.3f}",
-                _load_cell(r),
-            ]
-            for r in kern
+            [r["kernel"], r["size"], _name(r), *_timing_cells(r, 3), _load_cell(r)] for r in kern
         ]
         out.append(render(columns, body))
     sweep = [r for r in rows if r.get("table") == "sweep"]
@@ -518,17 +519,14 @@ def format_table(rows: list[dict]) -> str:
         columns = [
             left("sweep (B=1 backup)"),
             left("backend"),
-            *map(right, ("thr", "median ms", "min", "max", "GB/s", "best", "|dQ|")),
+            *map(right, (*TIMING_COLUMNS, "GB/s", "best", "|dQ|")),
             left("load"),
         ]
         body = [
             [
                 r["mdp"],
                 _name(r),
-                str(r["threads"]),
-                f"{r['median_ms']:.2f}",
-                f"{r['min_ms']:.2f}",
-                f"{r['max_ms']:.2f}",
+                *_timing_cells(r, 2),
                 f"{r['GBs']:.2f}",
                 f"{r['GBs_best']:.2f}",
                 f"{r['max_abs_diff_vs_numpy']:.1e}",

@@ -48,6 +48,25 @@ def _load() -> float | None:
     return round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None
 
 
+def _throughput(
+    seeds: int, episodes: int, threads: int, wall: float, cpu: float, load0: float | None
+) -> dict:
+    """The measured fields of a row, from ``seeds`` on (``KEYS``): seed-episodes per wall second
+    and per CPU second of the timed run, and the load average before and after it."""
+    n = seeds * episodes
+    return {
+        "seeds": seeds,
+        "episodes": episodes,
+        "threads": threads,
+        "seconds": wall,
+        "cpu_seconds": cpu,
+        "seed_episodes_per_s": n / wall,
+        "per_cpu_s": n / max(cpu, 1e-9),
+        "load_before": load0,
+        "load_after": _load(),
+    }
+
+
 def time_run(
     method: str, problem: str, seeds: int, episodes: int, threads: int, params: dict | None = None
 ) -> dict:
@@ -72,21 +91,12 @@ def time_run(
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         numba.set_num_threads(saved)
-    n = seeds * episodes
     return {
         "method": method,
         "problem": problem,
         "params": dict(params or {}),
         "S": int(res.config["S"]),
-        "seeds": seeds,
-        "episodes": episodes,
-        "threads": threads,
-        "seconds": wall,
-        "cpu_seconds": cpu,
-        "seed_episodes_per_s": n / wall,
-        "per_cpu_s": n / max(cpu, 1e-9),
-        "load_before": load0,
-        "load_after": _load(),
+        **_throughput(seeds, episodes, threads, wall, cpu, load0),
     }
 
 
@@ -191,19 +201,10 @@ def time_torch_run(method: str, problem: str, seeds: int, episodes: int, threads
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         torch.set_num_threads(saved)
-    n = seeds * episodes
     return {
         "method": method,
         "problem": problem,
-        "seeds": seeds,
-        "episodes": episodes,
-        "threads": threads,
-        "seconds": wall,
-        "cpu_seconds": cpu,
-        "seed_episodes_per_s": n / wall,
-        "per_cpu_s": n / max(cpu, 1e-9),
-        "load_before": load0,
-        "load_after": _load(),
+        **_throughput(seeds, episodes, threads, wall, cpu, load0),
     }
 
 

@@ -231,6 +231,18 @@ def _row_dot(indices, data, V, lo, hi, x):
 
 
 @njit(inline="always")
+def _take_row(R, gamma, r, x, a, Q_out, write_q, best, best_a):
+    # Q(s, a) = R[r] + gamma * x for row r = s*A + a (x its dot with V), written to Q_out when
+    # write_q; returns the running (max, first argmax) over the actions so far (ties: as np.argmax).
+    q = R[_u(r)] + gamma * x
+    if write_q:
+        Q_out[_u(r)] = q
+    if a == 0 or q > best:
+        return q, a
+    return best, best_a
+
+
+@njit(inline="always")
 def _greedy_state(indptr, indices, data, R, V, gamma, A, s, Q_out, write_q):
     # max_a and argmax_a of Q(s, a) = R[s*A + a] + gamma * sum_j data[j] V[indices[j]].
     # Four rows run in lockstep over their common length, then each finishes its tail: four
@@ -258,22 +270,12 @@ def _greedy_state(indptr, indices, data, R, V, gamma, A, s, Q_out, write_q):
         x2 = _row_dot(indices, data, V, j2 + n, j3, x2)
         x3 = _row_dot(indices, data, V, j3 + n, end, x3)
         for x in (x0, x1, x2, x3):
-            q = R[_u(r)] + gamma * x
-            if write_q:
-                Q_out[_u(r)] = q
-            if a == 0 or q > best:
-                best = q
-                best_a = a
+            best, best_a = _take_row(R, gamma, r, x, a, Q_out, write_q, best, best_a)
             a += 1
             r += 1
     while a < A:  # the remaining A % 4 rows, one at a time
         x = _row_dot(indices, data, V, indptr[_u(r)], indptr[_u(r + 1)], 0.0)
-        q = R[_u(r)] + gamma * x
-        if write_q:
-            Q_out[_u(r)] = q
-        if a == 0 or q > best:
-            best = q
-            best_a = a
+        best, best_a = _take_row(R, gamma, r, x, a, Q_out, write_q, best, best_a)
         a += 1
         r += 1
     return best, best_a
@@ -371,6 +373,16 @@ def _check_sweep(shape: tuple[int, int], R: np.ndarray, V: np.ndarray) -> tuple[
     return S, A
 
 
+def _csr_inputs(P, R: np.ndarray, V: np.ndarray):
+    """The sweep's checked inputs: P as :class:`CSRArrays`, R ``(S, A)`` and V ``(S,)`` as
+    contiguous float64; returns ``(M, R, V, S, A)``."""
+    M = csr_arrays(P, dtype=_data_dtype(P))
+    R = np.ascontiguousarray(R, dtype=np.float64)
+    V = np.ascontiguousarray(V, dtype=np.float64)
+    S, A = _check_sweep(M.shape, R, V)
+    return M, R, V, S, A
+
+
 def _outputs(S: int, V: np.ndarray, V_out, policy_out) -> tuple[np.ndarray, np.ndarray]:
     V_out = np.empty(S) if V_out is None else V_out
     policy_out = np.empty(S, np.int64) if policy_out is None else policy_out
@@ -405,10 +417,7 @@ def csr_max_sweep(
     :data:`PARALLEL_MIN_NNZ` stored entries. A scipy ``P`` is checked (O(nnz), about 10 ms at
     nnz = 4e7) on every call; for repeated sweeps pass ``csr_arrays(P)``, checked once.
     """
-    M = csr_arrays(P, dtype=_data_dtype(P))
-    R = np.ascontiguousarray(R, dtype=np.float64)
-    V = np.ascontiguousarray(V, dtype=np.float64)
-    S, A = _check_sweep(M.shape, R, V)
+    M, R, V, S, A = _csr_inputs(P, R, V)
     V_out, policy_out = _outputs(S, V, V_out, policy_out)
     if kernel not in ("fused", "simple"):
         raise ValueError(f"kernel must be 'fused' or 'simple', got {kernel!r}")
@@ -422,10 +431,7 @@ def csr_max_sweep(
 
 def csr_q_sweep(P, R: np.ndarray, V: np.ndarray, gamma: float) -> tuple[np.ndarray, SweepResult]:
     """Like :func:`csr_max_sweep`, and also returns ``Q (S, A)`` (one more ``(S*A,)`` write)."""
-    M = csr_arrays(P, dtype=_data_dtype(P))
-    R = np.ascontiguousarray(R, dtype=np.float64)
-    V = np.ascontiguousarray(V, dtype=np.float64)
-    S, A = _check_sweep(M.shape, R, V)
+    M, R, V, S, A = _csr_inputs(P, R, V)
     Q = np.empty((S, A))
     V_out, pi = np.empty(S), np.empty(S, np.int64)
     with one_thread_below(M.nnz, PARALLEL_MIN_NNZ):

@@ -9,9 +9,14 @@ return a zero-probability state.
 * :func:`inverse_cdf_dense`: rows given densely ``(n, S)``; a count of ``cdf <= u``.
 * :func:`inverse_cdf_csr`: rows of a CSR matrix, searched within their slice by a vectorised
   bisection (log2 of the longest row's length steps), so nothing is densified.
+* :func:`sample_episodes`: whole episodes from per-seed uniforms, the loop that
+  ``TabularMDP.rollout`` and the numpy backend share (initial state and a stochastic policy's
+  action by the same clamped inverse CDF).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -48,3 +53,53 @@ def inverse_cdf_csr(
         hi = np.where(active & go_left, mid, hi)
         lo = np.where(active & ~go_left, mid + 1, lo)
     return indices[np.minimum(lo, last)].astype(np.int64)
+
+
+def sample_episodes(
+    mu0: np.ndarray,
+    A: int,
+    policies: np.ndarray,
+    U: np.ndarray,
+    T: int,
+    horizon: int | None,
+    mean_reward: Callable[[int], np.ndarray],
+    bernoulli: bool,
+    sample_next: Callable[[np.ndarray, np.ndarray, int], np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """B episodes of T steps from per-seed uniforms ``U (B, 1 + 3T)``: ``U[:, 0]`` draws the
+    initial state from ``mu0 (S,)``; step t uses ``U[:, 1+3t]`` (the action of a stochastic
+    policy), ``U[:, 2+3t]`` (the transition) and ``U[:, 3+3t]`` (a Bernoulli reward).
+
+    policies: deterministic ``(B, Hp, S)`` int or stochastic ``(B, Hp, S, A)`` (stage
+    ``min(t, Hp - 1)`` at step t); horizon: H (model stage ``min(t, H - 1)`` at step t) or None
+    (stage 0 throughout); mean_reward(h): ``(S, A)`` mean rewards of stage h; bernoulli: pay
+    ``1[u < mean]`` instead of the mean; sample_next(rows, u, h): next states ``(B,)`` of the
+    flat rows ``s*A + a``. Returns states, actions, rewards, next_states, each ``(B, T)``.
+    """
+    B = policies.shape[0]
+    stochastic = policies.ndim == 4
+    n_pol_stages = policies.shape[1]
+    seeds = np.arange(B)
+    last_mu0 = mu0.shape[0] - 1 - int(np.argmax(mu0[::-1] > 0))
+    s = np.minimum((np.cumsum(mu0)[None, :] <= U[:, :1]).sum(axis=1), last_mu0).astype(np.int64)
+    states = np.empty((B, T), np.int64)
+    actions = np.empty((B, T), np.int64)
+    rewards = np.empty((B, T), np.float64)
+    nexts = np.empty((B, T), np.int64)
+    for t in range(T):
+        hp = min(t, n_pol_stages - 1)
+        ua, ut, ur = U[:, 1 + 3 * t], U[:, 2 + 3 * t], U[:, 3 + 3 * t]
+        if stochastic:  # never a zero-probability action: clamp to the last positive one
+            prob = policies[seeds, hp, s]  # (B, A)
+            cdf = np.cumsum(prob, axis=1)
+            last = A - 1 - np.argmax(prob[:, ::-1] > 0, axis=1)
+            a = np.minimum((cdf <= ua[:, None]).sum(axis=1), last)
+        else:
+            a = policies[seeds, hp, s]
+        h = min(t, horizon - 1) if horizon is not None else 0
+        mean = mean_reward(h)[s, a]
+        r = (ur < mean).astype(np.float64) if bernoulli else mean
+        s_next = sample_next(s * A + a, ut, h)
+        states[:, t], actions[:, t], rewards[:, t], nexts[:, t] = s, a, r, s_next
+        s = s_next
+    return states, actions, rewards, nexts

@@ -20,21 +20,8 @@ import numpy as np
 
 from theorylab.algorithms.dual.reps import stationary_state_action
 from theorylab.results.constrained import ConstrainedResult
+from theorylab.runners.arguments import increasing_levels
 from theorylab.runners.problems import resolve_mdp
-
-
-def _levels(epsilon) -> list[float]:
-    levels = (
-        list(epsilon)
-        if isinstance(epsilon, Sequence) and not isinstance(epsilon, str)
-        else [epsilon]
-    )
-    if not levels:
-        raise ValueError("epsilon must be a positive number or a non-empty list of them")
-    out = [float(e) for e in levels]
-    if sorted(out) != out or len(set(out)) != len(out):
-        raise ValueError(f"epsilon must be increasing, got {out}")
-    return out
 
 
 def run(
@@ -49,7 +36,7 @@ def run(
 ) -> ConstrainedResult:
     """Solve with ``entry`` at each epsilon and record the exact certificate numbers."""
     t_start = time.perf_counter()
-    levels = _levels(epsilon)
+    levels = increasing_levels(epsilon, "epsilon")
     mdp = resolve_mdp(problem)
     q = stationary_state_action(mdp, np.full((mdp.S, mdp.A), 1.0 / mdp.A))
     sols, secs = [], []

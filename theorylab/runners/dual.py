@@ -21,29 +21,8 @@ from theorylab.algorithms.dual.reference import behaviour_reference
 from theorylab.algorithms.planning import backward_induction
 from theorylab.algorithms.planning.lp import discounted_lp
 from theorylab.results.dual import DualResult
-from theorylab.runners.problems import resolve_mdp
-
-
-def _alphas(alpha) -> list[float]:
-    alphas = list(alpha) if isinstance(alpha, Sequence) and not isinstance(alpha, str) else [alpha]
-    if not alphas:
-        raise ValueError("alpha must be a positive number or a non-empty list of them")
-    out = [float(a) for a in alphas]
-    if sorted(out) != out or len(set(out)) != len(out):
-        raise ValueError(f"alpha must be increasing, got {out}")
-    return out
-
-
-def discounted_model(mdp):
-    """The discounted problem of a model (refuses one without a discount in [0, 1))."""
-    if mdp.horizon is None:
-        return mdp
-    if mdp.gamma is None:
-        raise ValueError(
-            f"dual solvers are stated for discounted MDPs; {mdp.name} has horizon H = "
-            f"{mdp.horizon} and no discount (give gamma=..., e.g. riverswim:S=6,gamma=0.9)"
-        )
-    return mdp.with_objective(gamma=mdp.gamma, horizon=None)
+from theorylab.runners.arguments import increasing_levels
+from theorylab.runners.problems import discounted_problem, resolve_mdp
 
 
 def run(
@@ -61,11 +40,11 @@ def run(
     """Solve with the dual solver ``entry`` at each alpha and record primal, dual, gap and flow
     residual (all recomputed exactly from the solver's V and d)."""
     t_start = time.perf_counter()
-    alphas = _alphas(alpha)
+    alphas = increasing_levels(alpha, "alpha")
     mdp = resolve_mdp(problem)
     finite = mdp.horizon is not None and mdp.gamma is None
     if not finite:
-        mdp = discounted_model(mdp)
+        mdp = discounted_problem(mdp, "dual solvers")
     d_ref = behaviour_reference(mdp, coverage=coverage, other=other)
     lp_value = (
         backward_induction(mdp).value if finite else (1.0 - mdp.gamma) * discounted_lp(mdp).value

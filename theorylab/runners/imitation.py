@@ -31,7 +31,7 @@ from theorylab.algorithms.offline.scoring import policy_values
 from theorylab.algorithms.registry import ALGORITHMS
 from theorylab.results import SuboptimalityResult
 from theorylab.runners.offline import _sizes
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import discounted_problem, resolve_mdp
 
 EXPERT_SEED_OFFSET = 7_919  # the expert data's root seed is seed + this (independent streams)
 
@@ -53,18 +53,6 @@ def _expert_sizes(expert_size, sizes: list[int]) -> list[int]:
     return out
 
 
-def discounted(mdp, name: str):
-    """The discounted problem of a model (imitation algorithms here are discounted only)."""
-    if mdp.horizon is None:
-        return mdp
-    if mdp.gamma is None or not 0 < mdp.gamma < 1:
-        raise ValueError(
-            f"{name} is stated for discounted MDPs; {mdp.name} has horizon H = {mdp.horizon} and "
-            "no discount factor in (0, 1) (give gamma=..., e.g. 0.9)"
-        )
-    return mdp.with_objective(gamma=mdp.gamma, horizon=None)
-
-
 def run(
     entry,
     problem,
@@ -84,7 +72,7 @@ def run(
     sizes = _sizes(dataset_size)
     n_expert = _expert_sizes(expert_size, sizes)
     t_start = time.perf_counter()
-    mdp = discounted(resolve_mdp(problem), entry.name)
+    mdp = discounted_problem(resolve_mdp(problem), entry.name)
     other_all = make_dataset(
         mdp, sizes[-1], coverage=coverage, other=other, kind=sampling, seeds=seeds, seed=seed
     )

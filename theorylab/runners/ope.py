@@ -22,9 +22,8 @@ from theorylab.algorithms.offline.coverage import optimal_solution
 from theorylab.algorithms.offline.dataset import make_dataset
 from theorylab.algorithms.planning.evaluation import evaluate_discounted
 from theorylab.results.ope import OPEResult
-from theorylab.runners.dual import discounted_model
 from theorylab.runners.offline import _sizes
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import discounted_problem, resolve_mdp
 
 TARGETS = ("optimal", "uniform")
 
@@ -56,7 +55,7 @@ def run(
     transitions per seed and score each estimate against the exact value."""
     sizes = _sizes(dataset_size)
     t_start = time.perf_counter()
-    mdp = discounted_model(resolve_mdp(problem))
+    mdp = discounted_problem(resolve_mdp(problem), entry.name)
     pi = target_policy(mdp, target)
     true_value = float(evaluate_discounted(mdp, pi) @ mdp.mu0)
     ds_all = make_dataset(mdp, sizes[-1], coverage=coverage, other=other, seeds=seeds, seed=seed)

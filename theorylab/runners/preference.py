@@ -39,6 +39,7 @@ import numpy as np
 from theorylab.agent import env_spec
 from theorylab.algorithms.objectives import RISK_NEUTRAL
 from theorylab.results.preference import PreferenceResult
+from theorylab.runners.arguments import positive_integer
 from theorylab.runners.problems import resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
@@ -96,6 +97,14 @@ def check_ranking_size(feedback: str, ranking_size) -> int | None:
     return int(K)
 
 
+def comparison_sizes(dataset_size) -> list[int]:
+    """The comparison-dataset sizes: an integer or an increasing list of integers >= 2."""
+    sizes = [int(n) for n in np.atleast_1d(dataset_size)]
+    if any(n < 2 for n in sizes) or sizes != sorted(set(sizes)):
+        raise ValueError(f"dataset_size must be an increasing list of integers >= 2, got {sizes}")
+    return sizes
+
+
 def oracle_generators(seed: int, seeds: list[int]) -> list[np.random.Generator]:
     """The comparison oracle's generators: SeedSequence(seed, spawn_key=(i, AGENT_STREAM, 1))."""
     return [
@@ -131,9 +140,7 @@ def run(
     feedback: str | None = None,
 ) -> PreferenceResult:
     """Run the preference-based learner ``entry`` on ``problem`` for ``episodes`` episodes."""
-    if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
-        raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
-    episodes = int(episodes)
+    episodes = positive_integer(episodes, "episodes")
     feedback = resolve_feedback(entry, feedback)
     mdp = resolve_mdp(problem)
     B = len(seeds)
@@ -227,9 +234,7 @@ def run_offline(
         raise ValueError(
             f"{entry.name} needs a comparison bandit (e.g. zjj-thm39), got {type(bandit).__name__}"
         )
-    sizes = [int(n) for n in np.atleast_1d(dataset_size)]
-    if any(n < 2 for n in sizes) or sizes != sorted(set(sizes)):
-        raise ValueError(f"dataset_size must be an increasing list of integers >= 2, got {sizes}")
+    sizes = comparison_sizes(dataset_size)
     if design not in DESIGNS:
         raise ValueError(f"design must be one of {DESIGNS}, got {design!r}")
     if design == "zjj-thm39" and bandit.name != "zjj-thm39":
@@ -277,9 +282,7 @@ def _run_offline_mdp(entry, mdp, seeds, seed, params, dataset_size, design, feed
         raise ValueError(f"{entry.name} needs a finite-horizon MDP, got {mdp!r}")
     if design != "uniform":
         raise ValueError(f"{entry.name}: trajectory pairs come from the uniform policy only")
-    sizes = [int(n) for n in np.atleast_1d(dataset_size)]
-    if any(n < 2 for n in sizes) or sizes != sorted(set(sizes)):
-        raise ValueError(f"dataset_size must be an increasing list of integers >= 2, got {sizes}")
+    sizes = comparison_sizes(dataset_size)
     B, M = len(seeds), len(sizes)
     behaviour = np.full((mdp.horizon, mdp.S, mdp.A), 1.0 / mdp.A)
     sub, bound = np.empty((B, M)), np.empty((B, M))
@@ -315,8 +318,7 @@ def run_game(
     gap of the output iterate per iteration and seed, and the queries asked by then."""
     from theorylab.mdps.preference import PreferenceGame, PreferenceMatrixOracle
 
-    if isinstance(iterations, bool) or int(iterations) != iterations or iterations < 1:
-        raise ValueError(f"iterations must be a positive integer, got {iterations!r}")
+    iterations = positive_integer(iterations, "iterations")
     feedback = resolve_feedback(entry, feedback)
     game = resolve_mdp(problem)
     if not isinstance(game, PreferenceGame):
@@ -326,15 +328,15 @@ def run_game(
         )
     oracle = PreferenceMatrixOracle(game.P, oracle_generators(seed, seeds))
     t0 = time.perf_counter()
-    res = entry.factory(game, oracle, iterations=int(iterations), **params)
+    res = entry.factory(game, oracle, iterations=iterations, **params)
     wall = time.perf_counter() - t0
-    config = {"mdp": game.name, "N": game.N, "iterations": int(iterations), "feedback": feedback}
+    config = {"mdp": game.name, "N": game.N, "iterations": iterations, "feedback": feedback}
     config.update(res.config)
     return PreferenceResult(
         "duality-gap",
         res.gap,
         res.queries,
-        np.arange(int(iterations) + 1),
+        np.arange(iterations + 1),
         0.0,
         wall,
         config,
