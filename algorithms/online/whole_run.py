@@ -43,11 +43,27 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.algorithms.online.segmented_loop import (
+    CURVES,
+    MAX_SEGMENT_BYTES,
+    SegmentedLoop,
+    pcg64_states,
+    positive_entries,
+    set_pcg64_states,
+)
+
+__all__ = [  # the loop's shared pieces are re-exported for the callers that read them here
+    "CURVES",
+    "MAX_SEGMENT_BYTES",
+    "CompiledLoop",
+    "pcg64_states",
+    "positive_entries",
+    "run_whole",
+    "set_pcg64_states",
+]
+
 STATE_FIELDS = ("nsa", "rsum", "nhs", "cnt", "pc", "succ", "nsucc", "Q", "V", "pol", "qstat")
-CURVES = ("regret", "returns", "estimates")
 DEFAULT_SEGMENT = 100_000
-MAX_SEGMENT_BYTES = 256 * 2**20  # one segment's curves (3 x B x n float64)
-_MASK64 = (1 << 64) - 1
 
 
 def compiled_variant(agent) -> int | None:
@@ -90,57 +106,6 @@ def compiled_variant(agent) -> int | None:
         OptimisticQBernstein: VARIANT_QB,
     }
     return variants.get(type(agent))
-
-
-def positive_entries(model) -> tuple[np.ndarray, ...]:
-    """The true model's CSR view and sampler restricted to its positive entries:
-    ``(indptr, indices, data, cum, last)`` (int64 positions, float64 values).
-
-    A dense model's view stores all S entries of a row; dropping the zeros changes no number:
-    a left-to-right sum skips only ``+ 0.0 * V`` terms, the within-row cumulative sums at the
-    kept entries are the same values, and the sampled entry (the first with cumulative sum > u,
-    clamped to the last positive one) is never a zero entry. Exact regret then costs
-    O(H S nnz_row) per seed instead of O(H S^2) (RiverSwim S = 100: 3 entries a row, not 100).
-    """
-    indptr, indices, data = model.csr()
-    cum, last, _, _ = model.sampler()
-    keep = data > 0
-    new_pos = np.cumsum(keep) - 1  # position of each kept entry in the compressed arrays
-    counts = np.add.reduceat(keep.astype(np.int64), indptr[:-1]) if data.size else keep[:0]
-    counts = np.where(np.diff(indptr) > 0, counts, 0)  # reduceat repeats on empty rows
-    new_indptr = np.zeros(indptr.size, np.int64)
-    np.cumsum(counts, out=new_indptr[1:])
-    return (
-        new_indptr,
-        np.ascontiguousarray(indices[keep], dtype=np.int64),
-        np.ascontiguousarray(data[keep]),
-        np.ascontiguousarray(cum[keep]),
-        new_pos[last].astype(np.int64),
-    )
-
-
-def pcg64_states(rngs: Sequence[np.random.Generator]) -> np.ndarray:
-    """``(B, 4)`` uint64: each generator's PCG64 state (hi, lo) and increment (hi, lo), for
-    :func:`theorylab.algorithms.online.whole_run_kernel.pcg64_random`."""
-    out = np.empty((len(rngs), 4), np.uint64)
-    for b, g in enumerate(rngs):
-        st = g.bit_generator.state
-        if st.get("bit_generator") != "PCG64":
-            raise ValueError(
-                f"the whole-run kernel draws numpy's PCG64 stream; seed {b}'s generator is "
-                f"{st.get('bit_generator')!r} (theorylab.seeding makes PCG64 generators)"
-            )
-        s, inc = st["state"]["state"], st["state"]["inc"]
-        out[b] = (s >> 64, s & _MASK64, inc >> 64, inc & _MASK64)
-    return out
-
-
-def set_pcg64_states(rngs: Sequence[np.random.Generator], states: np.ndarray) -> None:
-    """Hand the kernel's advanced PCG64 states ``(B, 4)`` back to the generators."""
-    for g, (hi, lo, inc_hi, inc_lo) in zip(rngs, states.tolist(), strict=True):
-        st = g.bit_generator.state
-        st["state"] = {"state": (hi << 64) | lo, "inc": (inc_hi << 64) | inc_lo}
-        g.bit_generator.state = st
 
 
 @dataclass(frozen=True)
@@ -280,13 +245,15 @@ def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.G
     return CompiledLoop(agent, mdp, v_star, env_rngs)
 
 
-class CompiledLoop:
+class CompiledLoop(SegmentedLoop):
     """The learner state of B seeds of one agent on one MDP, advanced by the compiled kernel.
 
     agent: a freshly constructed agent with a kernel (:func:`compiled_variant`); only its
     constants and initial plan are read. mdp: the true finite-horizon TabularMDP. v_star:
     V*_1(mu0). env_rngs: one numpy Generator per seed (the environment streams).
     """
+
+    STATE_FIELDS = STATE_FIELDS
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         from theorylab.backends import transition_model
@@ -367,20 +334,9 @@ class CompiledLoop:
 
         plan_all(*self.params, *self._state_args())
 
-    def segment_length(self, requested: int) -> int:
-        """Episodes per kernel call: ``requested``, capped so that one segment's curves stay
-        under ``MAX_SEGMENT_BYTES``."""
-        per_episode = 8 * self.B * len(CURVES)
-        return max(1, min(int(requested), MAX_SEGMENT_BYTES // per_episode))
-
-    def advance(self, n: int) -> dict[str, np.ndarray]:
-        """Run the next ``n`` episodes of every seed; returns ``regret``, ``returns`` and
-        ``estimates``, each ``(B, n)``."""
+    def _run_segment(self, rng: np.ndarray, out: dict[str, np.ndarray]) -> None:
         from theorylab.algorithms.online.whole_run_kernel import run_segment
 
-        B = self.B
-        rng = pcg64_states(self.env_rngs)  # (B, 4): advanced in the kernel, handed back below
-        out = {name: np.empty((B, n)) for name in CURVES}
         st = self.state
         run_segment(
             *self.params, *self.model_args,
@@ -390,34 +346,9 @@ class CompiledLoop:
             self.episodes_done,
             rng, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
-        set_pcg64_states(self.env_rngs, rng)
-        self.episodes_done += n
-        return out
 
-    # ------------------------------------------------------------------ checkpoints
-    def snapshot(self) -> dict[str, np.ndarray]:
-        """Arrays that restore this loop: the learner state, episodes done and the generators'
-        states (JSON in a 0-d string array)."""
-        rng_states = [g.bit_generator.state for g in self.env_rngs]
-        return {
-            **{name: self.state[name] for name in STATE_FIELDS},
-            "episodes_done": np.array(self.episodes_done),
-            "rng_states": np.array(json.dumps(rng_states)),
-        }
-
-    def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        """Load a :meth:`snapshot` (same shapes), generators included."""
-        for name in STATE_FIELDS:
-            if arrays[name].shape != self.state[name].shape:
-                raise ValueError(
-                    f"checkpoint array {name!r} has shape {arrays[name].shape}, this run "
-                    f"needs {self.state[name].shape}"
-                )
-            self.state[name][...] = arrays[name]
-        self.episodes_done = int(arrays["episodes_done"])
+    def _restored(self) -> None:
         self._eval_from[:] = self.H - 1  # evaluate the restored policy in full
-        for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
-            g.bit_generator.state = state
 
 
 def run_whole(

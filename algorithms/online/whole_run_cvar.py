@@ -57,16 +57,15 @@ fastmath is off (no reassociation, no fused multiply-add).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import numpy as np
 from numba import njit, prange
 
+from theorylab.algorithms.online.segmented_loop import SegmentedLoop
 from theorylab.algorithms.online.whole_run_kernel import pairwise_sum, pcg64_random
 
 STATE_FIELDS = ("n", "n_next")
-CURVES = ("regret", "returns", "estimates")
 TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmin / first_argmax
 
 
@@ -392,12 +391,14 @@ def _true_rows(mdp) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int
     return indptr, P.indices.astype(np.int64), data, _row_cumsums(indptr, data), n_st
 
 
-class CVaRUCBVILoop:
+class CVaRUCBVILoop(SegmentedLoop):
     """The state of B seeds of CVaR-UCBVI on one MDP, advanced by the compiled kernel; the
     interface of :class:`~theorylab.algorithms.online.whole_run.CompiledLoop` (so
     :func:`~theorylab.algorithms.online.whole_run.run_whole` segments, checkpoints and resumes
     it). agent: a freshly constructed :class:`CVaRUCBVI` (its constants are read). mdp: the true
     finite-horizon TabularMDP. v_star: CVaR*_tau. env_rngs: one numpy Generator per seed."""
+
+    STATE_FIELDS = STATE_FIELDS
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
@@ -501,44 +502,13 @@ class CVaRUCBVILoop:
             )
         )  # fmt: skip
 
-    def segment_length(self, requested: int) -> int:
-        from theorylab.algorithms.online.whole_run import MAX_SEGMENT_BYTES
-
-        return max(1, min(int(requested), MAX_SEGMENT_BYTES // (8 * self.B * len(CURVES))))
-
-    def advance(self, n: int) -> dict[str, np.ndarray]:
-        """Run the next ``n`` episodes of every seed; returns the three ``(B, n)`` curves."""
-        from theorylab.algorithms.online.whole_run import pcg64_states, set_pcg64_states
-
-        rng = pcg64_states(self.env_rngs)
-        out = {name: np.empty((self.B, n)) for name in CURVES}
+    def _run_segment(self, rng: np.ndarray, out: dict[str, np.ndarray]) -> None:
         st = self.state
         run_cvar_segment(
             *self.agent_args, *self.eval_args, *self.model_args, st["n"], st["n_next"],
             self.act, self.j1, self.cvar_pi, self.evaluated, rng, out["regret"],
             out["returns"], out["estimates"],
         )  # fmt: skip
-        set_pcg64_states(self.env_rngs, rng)
-        self.episodes_done += n
-        return out
 
-    def snapshot(self) -> dict[str, np.ndarray]:
-        rng_states = [g.bit_generator.state for g in self.env_rngs]
-        return {
-            **{name: self.state[name] for name in STATE_FIELDS},
-            "episodes_done": np.array(self.episodes_done),
-            "rng_states": np.array(json.dumps(rng_states)),
-        }
-
-    def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        for name in STATE_FIELDS:
-            if arrays[name].shape != self.state[name].shape:
-                raise ValueError(
-                    f"checkpoint array {name!r} has shape {arrays[name].shape}, this run "
-                    f"needs {self.state[name].shape}"
-                )
-            self.state[name][...] = arrays[name]
-        self.episodes_done = int(arrays["episodes_done"])
+    def _restored(self) -> None:
         self.evaluated[:] = 0  # evaluate the restored run's next policy in full
-        for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
-            g.bit_generator.state = state

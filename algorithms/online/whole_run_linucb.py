@@ -30,17 +30,16 @@ Here every product is a left-to-right sum.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 
 import numpy as np
 from numba import njit, prange
 
+from theorylab.algorithms.online.segmented_loop import SegmentedLoop
 from theorylab.algorithms.online.whole_run_kernel import pairwise_sum, pcg64_random
 
 STATE_FIELDS = ("V_inv", "xr", "logdet", "ucb")
-CURVES = ("regret", "returns", "estimates")
 
 
 @njit(cache=True, error_model="numpy")
@@ -150,11 +149,13 @@ def _argmax(x, lo, n):
     return arg
 
 
-class LinUCBLoop:
+class LinUCBLoop(SegmentedLoop):
     """The state of B seeds of LinUCB on one linear bandit, advanced by the compiled kernel;
     the interface of :class:`~theorylab.algorithms.online.whole_run.CompiledLoop` (so
     :func:`~theorylab.algorithms.online.whole_run.run_whole` segments, checkpoints and resumes
     it). agent: a freshly constructed LinUCB (its constants and initial plan are read)."""
+
+    STATE_FIELDS = STATE_FIELDS
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         if mdp.horizon != 1:
@@ -190,42 +191,9 @@ class LinUCBLoop:
             "ucb": np.ascontiguousarray(agent.ucb.reshape(B, -1), dtype=np.float64),
         }
 
-    def segment_length(self, requested: int) -> int:
-        from theorylab.algorithms.online.whole_run import MAX_SEGMENT_BYTES
-
-        return max(1, min(int(requested), MAX_SEGMENT_BYTES // (8 * self.B * len(CURVES))))
-
-    def advance(self, n: int) -> dict[str, np.ndarray]:
-        """Run the next ``n`` rounds of every seed; returns the three ``(B, n)`` curves."""
-        from theorylab.algorithms.online.whole_run import pcg64_states, set_pcg64_states
-
-        rng = pcg64_states(self.env_rngs)
-        out = {name: np.empty((self.B, n)) for name in CURVES}
+    def _run_segment(self, rng: np.ndarray, out: dict[str, np.ndarray]) -> None:
         st = self.state
         run_linucb_segment(
             self.phi, self.consts, *self.model_args, st["V_inv"], st["xr"], st["logdet"],
             st["ucb"], rng, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
-        set_pcg64_states(self.env_rngs, rng)
-        self.episodes_done += n
-        return out
-
-    def snapshot(self) -> dict[str, np.ndarray]:
-        rng_states = [g.bit_generator.state for g in self.env_rngs]
-        return {
-            **{name: self.state[name] for name in STATE_FIELDS},
-            "episodes_done": np.array(self.episodes_done),
-            "rng_states": np.array(json.dumps(rng_states)),
-        }
-
-    def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        for name in STATE_FIELDS:
-            if arrays[name].shape != self.state[name].shape:
-                raise ValueError(
-                    f"checkpoint array {name!r} has shape {arrays[name].shape}, this run "
-                    f"needs {self.state[name].shape}"
-                )
-            self.state[name][...] = arrays[name]
-        self.episodes_done = int(arrays["episodes_done"])
-        for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
-            g.bit_generator.state = state

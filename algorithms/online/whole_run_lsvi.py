@@ -40,17 +40,16 @@ targets per pair instead (another order): the same agreement.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 import numpy as np
 from numba import njit, prange
 
 from theorylab.algorithms.linear.lsvi import WIDTH_REFRESH
+from theorylab.algorithms.online.segmented_loop import SegmentedLoop, positive_entries
 from theorylab.algorithms.online.whole_run_kernel import _search, pairwise_sum, pcg64_random
 
 STATE_FIELDS = ("Linv", "width", "M", "b_r", "Q", "V", "pol")
-CURVES = ("regret", "returns", "estimates")
 
 
 @njit(cache=True, error_model="numpy")
@@ -227,7 +226,7 @@ def run_lsvi_segment(
             )
 
 
-class LSVIUCBLoop:
+class LSVIUCBLoop(SegmentedLoop):
     """The state of B seeds of LSVI-UCB on one finite linear MDP, advanced by the compiled
     kernel; the interface of :class:`~theorylab.algorithms.online.whole_run.CompiledLoop` (so
     :func:`~theorylab.algorithms.online.whole_run.run_whole` segments, checkpoints and resumes
@@ -235,8 +234,9 @@ class LSVIUCBLoop:
     and initial plan are read; its ``targets`` mode does not matter: the kernel keeps the
     statistics form)."""
 
+    STATE_FIELDS = STATE_FIELDS
+
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
-        from theorylab.algorithms.online.whole_run import positive_entries
         from theorylab.backends import transition_model
 
         if mdp.horizon is None:
@@ -281,43 +281,10 @@ class LSVIUCBLoop:
         }
         self._vpi = np.zeros((B, H + 1, S))
 
-    def segment_length(self, requested: int) -> int:
-        from theorylab.algorithms.online.whole_run import MAX_SEGMENT_BYTES
-
-        return max(1, min(int(requested), MAX_SEGMENT_BYTES // (8 * self.B * len(CURVES))))
-
-    def advance(self, n: int) -> dict[str, np.ndarray]:
-        """Run the next ``n`` episodes of every seed; returns the three ``(B, n)`` curves."""
-        from theorylab.algorithms.online.whole_run import pcg64_states, set_pcg64_states
-
-        rng = pcg64_states(self.env_rngs)
-        out = {name: np.empty((self.B, n)) for name in CURVES}
+    def _run_segment(self, rng: np.ndarray, out: dict[str, np.ndarray]) -> None:
         st = self.state
         run_lsvi_segment(
             self.phi, self.beta, self.Hf, WIDTH_REFRESH, *self.model_args, st["Linv"],
             st["width"], st["M"], st["b_r"], st["Q"], st["V"], st["pol"], self._vpi,
             self.episodes_done, rng, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
-        set_pcg64_states(self.env_rngs, rng)
-        self.episodes_done += n
-        return out
-
-    def snapshot(self) -> dict[str, np.ndarray]:
-        rng_states = [g.bit_generator.state for g in self.env_rngs]
-        return {
-            **{name: self.state[name] for name in STATE_FIELDS},
-            "episodes_done": np.array(self.episodes_done),
-            "rng_states": np.array(json.dumps(rng_states)),
-        }
-
-    def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        for name in STATE_FIELDS:
-            if arrays[name].shape != self.state[name].shape:
-                raise ValueError(
-                    f"checkpoint array {name!r} has shape {arrays[name].shape}, this run "
-                    f"needs {self.state[name].shape}"
-                )
-            self.state[name][...] = arrays[name]
-        self.episodes_done = int(arrays["episodes_done"])
-        for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
-            g.bit_generator.state = state

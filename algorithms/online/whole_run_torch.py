@@ -69,12 +69,8 @@ from contextlib import contextmanager
 
 import numpy as np
 
-from theorylab.algorithms.online.whole_run import (
-    CURVES,
-    MAX_SEGMENT_BYTES,
-    loop_constants,
-    positive_entries,
-)
+from theorylab.algorithms.online.segmented_loop import CURVES, MAX_SEGMENT_BYTES, positive_entries
+from theorylab.algorithms.online.whole_run import loop_constants
 from theorylab.algorithms.online.whole_run_kernel import (
     VARIANT_AJKS,
     VARIANT_BF,
