@@ -87,6 +87,11 @@ register_kind(
             "(default 0: the `other` policy alone)",
             "other": "the rest of the behaviour mixture: uniform (default) or adversarial",
             "sampling": "trajectories (finite-horizon default) or samples (discounted default)",
+            "data_distribution": "instead of the behaviour mixture: the distribution (H, S, A) "
+            "or (S, A) each i.i.d. sample's (h,) s, a is drawn from (sampling=samples)",
+            "loop": "auto (default: compiled when the algorithm has a compiled sweep and the run "
+            "holds >= 10^6 seed-samples), python (make_dataset + fit per N) or compiled (one "
+            "numba call draws, counts and plans every seed's sweep; the same numbers)",
         },
         runner="theorylab.runners.offline:run",
         summary="fit(dataset) -> policy; exact sub-optimality",

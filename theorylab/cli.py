@@ -809,7 +809,9 @@ def build_parser() -> argparse.ArgumentParser:
         "ucbvi-*, greedy, epsilon-greedy, optimistic-q-*, maxwp, icvar-rm, linucb, lsvi-ucb, "
         "cvar-ucbvi), the same loop in torch on --device (ucbvi-*, greedy, optimistic-q-*; "
         "torch: its own random stream) or auto (default: compiled for runs of 20,000 "
-        "seed-episodes and more when the algorithm has a kernel)",
+        "seed-episodes and more when the algorithm has a kernel); offline: make_dataset + fit "
+        "per N (python) or the compiled N-sweep (compiled: pessimistic-vi-*, pevi-tabular, "
+        "vi-lcb; the same numbers), auto from 10^6 seed-samples",
     )
     q.add_argument(
         "--segment",

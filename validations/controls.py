@@ -210,18 +210,21 @@ def null_closed_form(
 def null_fit(kind: str, original: Callable) -> Callable:
     """An offline null algorithm in place of the fit function ``original``: the same result
     with the policy replaced (frozen: action 0; random: uniform) and the estimate set to 0, the
-    trivial pessimistic value."""
+    trivial pessimistic value.
+
+    The replacement is a transform of the fit's result alone (``result_transform(result, A)``,
+    with ``wrapped_fit = original``), so the offline runner's compiled sweep applies it to the
+    results it computes (``theorylab.algorithms.offline.compiled_sweep``) and the control runs
+    the same numbers on either loop."""
     from dataclasses import replace
 
-    def fit(dataset, **params):
-        res = original(dataset, **params)
+    def transform(res, A: int):
         pol = np.asarray(res.policy)
         if kind == "frozen":
             policy = np.zeros(pol.shape[: (pol.ndim - 1 if pol.dtype.kind == "f" else pol.ndim)])
             policy = policy.astype(np.int64)
         else:
             base = pol.shape[:-1] if pol.dtype.kind == "f" else pol.shape
-            A = dataset.A
             policy = np.full((*base, A), 1.0 / A)
         return replace(
             res,
@@ -230,9 +233,14 @@ def null_fit(kind: str, original: Callable) -> Callable:
             value_estimate=np.zeros_like(np.asarray(res.value_estimate, dtype=float)),
         )
 
+    def fit(dataset, **params):
+        return transform(original(dataset, **params), dataset.A)
+
     import inspect
 
     fit.__signature__ = inspect.signature(original)
+    fit.result_transform = transform
+    fit.wrapped_fit = original
     return fit
 
 

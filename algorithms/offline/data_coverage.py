@@ -21,10 +21,16 @@ def dataset_concentrability(mdp, dataset: OfflineDataset) -> dict[str, float]:
     """``{"C_star": ..., "C_star_clipped": ...}`` of a dataset's exact data distribution."""
     if dataset.data_distribution is None:
         raise ValueError("the dataset does not record its data distribution")
+    return distribution_concentrability(mdp, dataset.data_distribution)
+
+
+def distribution_concentrability(mdp, mu: np.ndarray) -> dict[str, float]:
+    """``{"C_star": ..., "C_star_clipped": ...}`` of a data distribution ``mu`` (``(H, S, A)``
+    finite horizon, ``(S, A)`` discounted)."""
     d_star = optimal_occupancy(mdp)
     return {
-        "C_star": concentrability(d_star, dataset.data_distribution),
-        "C_star_clipped": clipped_concentrability(d_star, dataset.data_distribution, mdp.S),
+        "C_star": concentrability(d_star, mu),
+        "C_star_clipped": clipped_concentrability(d_star, mu, mdp.S),
     }
 
 
@@ -39,14 +45,21 @@ def pevi_coverage(
     """
     if dataset.horizon is None or mdp.horizon is None:
         raise ValueError("the PEVI coverage term is defined for finite-horizon data")
+    counts = np.stack([blk.counts() for blk in stage_blocks(dataset)], axis=1)  # (B, H, S, A)
+    return pevi_coverage_from_counts(mdp, counts, phi, lam=lam)
+
+
+def pevi_coverage_from_counts(
+    mdp, counts: np.ndarray, phi: np.ndarray | None = None, *, lam: float = 1.0
+) -> np.ndarray:
+    """:func:`pevi_coverage` from the per-stage counts ``counts (B, H, S, A)`` of the data."""
     H = mdp.horizon
     d_star = optimal_occupancy(mdp)  # (H, S, A)
     if phi is None:
         phi = getattr(mdp, "phi", None)
-    blocks = stage_blocks(dataset)
-    total = np.zeros(dataset.n_seeds)
+    total = np.zeros(counts.shape[0])
     for h in range(H):
-        n = blocks[h].counts()  # (B, S, A)
+        n = np.ascontiguousarray(counts[:, h])  # (B, S, A)
         if phi is None:  # one-hot: Lambda_h = diag(n_h + lam)
             norms = 1.0 / np.sqrt(n + lam)
         else:

@@ -43,7 +43,11 @@ discounted. Single-policy concentrability is computed against it.
 Randomness: seed index i draws from ``theorylab.seeding.generators(seed, [i], ENV_STREAM)`` in a
 fixed pattern, so seed i's dataset is identical alone or in a batch (tests check it). Sampling is
 vectorised over the N samples (inverse-CDF with one ``searchsorted`` over all rows, see
-:class:`NextStateSampler`); Python loops run over seeds and stages only.
+:class:`NextStateSampler`); Python loops run over seeds and stages only. From
+``COMPILED_DRAW_MIN`` seed-samples (``engine="auto"``) the same draws are made by the numba
+drawers of ``sweep_kernel`` (parallel over seeds, stepping the same PCG64 streams, searching with
+numpy's rule): the same arrays, bit for bit (tests/test_offline_compiled_sweep.py), 6-8x faster
+(drawing was 70-90% of an offline run's time, docs/long-runs.md).
 
 Weighted datasets: a dataset may carry ``weights (B, N)``, the multiplicity of each row.
 :func:`population_dataset` uses this to build the "infinite data" limit exactly: one row per
@@ -53,6 +57,7 @@ counts, so its empirical model *is* the true model on the support of mu.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
@@ -63,6 +68,7 @@ from theorylab.errors import TheorylabError
 from theorylab.seeding import ENV_STREAM, generators, seed_indices
 
 OTHER_POLICIES = ("uniform", "adversarial")
+ENGINES = ("auto", "numpy", "compiled")
 DatasetKind = Literal["trajectories", "samples"]
 OPTIMAL_TIE_TOL = 1e-9  # relative tolerance for "strictly sub-optimal" actions
 
@@ -383,6 +389,7 @@ def make_dataset(
     seed: int = 0,
     trajectory_length: int | None = None,
     data_distribution: np.ndarray | None = None,
+    engine: str = "auto",
 ) -> OfflineDataset:
     """Draw an offline dataset of N = ``size`` transitions per seed from a behaviour policy.
 
@@ -396,6 +403,10 @@ def make_dataset(
         (s, a) -- ``(S, A)`` discounted, ``(H, S, A)`` finite horizon (each stage sums to 1) --
         for ``kind="samples"`` (Rashidinejad et al.'s setting: mu need not be an occupancy, e.g.
         covariate shift). ``behaviour`` is then None.
+    engine: "numpy" (the vectorised draws below), "compiled" (the same draws by numba drawers
+        stepping the same PCG64 streams, parallel over seeds: the same arrays; i.i.d. samples and
+        finite-horizon trajectories, deterministic or Bernoulli rewards) or "auto" (default:
+        compiled from ``COMPILED_DRAW_MIN`` seed-samples when it applies).
 
     Raises InvalidDatasetSizeError (N < 0 or not an integer), InvalidCoverageError (coverage
     outside [0, 1]), InvalidDatasetError (anything else invalid).
@@ -412,10 +423,12 @@ def make_dataset(
         raise InvalidDatasetError(
             "give exactly one of coverage= (with other=), behaviour= or data_distribution="
         )
+    if engine not in ENGINES:
+        raise InvalidDatasetError(f"engine must be one of {ENGINES}, got {engine!r}")
     info: dict = {"requested_size": size}
     H = mdp.horizon
     if data_distribution is not None:
-        return _from_distribution(mdp, size, data_distribution, kind, seeds, seed, info)
+        return _from_distribution(mdp, size, data_distribution, kind, seeds, seed, info, engine)
     if behaviour is None:
         w = _check_coverage(coverage)
         pol = behaviour_policy(mdp, w, other, solution=optimal_solution(mdp))
@@ -455,9 +468,13 @@ def make_dataset(
         run = _restart_chain(mdp, pol, n_runs, L, g, sampler)
         return tuple(None if x is None else x[:size] for x in run)
 
-    parts = [draw(g) for g in rngs]  # per seed: (s, a, r, s', h)
-    stack = [np.stack([p[j] for p in parts]) for j in range(4)]
-    stages = np.stack([p[4] for p in parts]) if finite else None
+    if _compiled(engine, mdp, kind, size, len(idx)):
+        *stack, stages = _draw_compiled(mdp, kind, size, mu, pol, rngs)
+        stages = stages if finite else None
+    else:
+        parts = [draw(g) for g in rngs]  # per seed: (s, a, r, s', h)
+        stack = [np.stack([p[j] for p in parts]) for j in range(4)]
+        stages = np.stack([p[4] for p in parts]) if finite else None
     return OfflineDataset(
         states=stack[0],
         actions=stack[1],
@@ -479,7 +496,17 @@ def make_dataset(
     )
 
 
-def _from_distribution(mdp, size, mu, kind, seeds, seed, info) -> OfflineDataset:
+def _compiled(engine: str, mdp, kind: str, size: int, B: int) -> bool:
+    """Whether make_dataset draws with the compiled drawers (``engine``, module docstring)."""
+    if engine == "numpy":
+        return False
+    why = compiled_draw_unavailable(mdp, kind, size)
+    if engine == "compiled" and why is not None:
+        raise InvalidDatasetError(f"engine='compiled': {why}; use engine='numpy' or 'auto'")
+    return why is None and (engine == "compiled" or B * size >= COMPILED_DRAW_MIN)
+
+
+def _from_distribution(mdp, size, mu, kind, seeds, seed, info, engine="auto") -> OfflineDataset:
     """i.i.d. samples from a given data distribution mu (see ``make_dataset``)."""
     finite = mdp.horizon is not None
     if kind != "samples":
@@ -492,17 +519,22 @@ def _from_distribution(mdp, size, mu, kind, seeds, seed, info) -> OfflineDataset
     if np.any(mu < 0) or np.any(np.abs(sums - 1.0) > 1e-9):
         raise InvalidDatasetError("data_distribution must be non-negative and sum to 1 per stage")
     idx = seed_indices(seeds)
-    sampler = NextStateSampler(mdp)
-    draw = _finite_samples if finite else _discounted_samples
-    parts = [draw(mdp, mu, size, g, sampler) for g in generators(seed, idx, ENV_STREAM)]
-    stack = [np.stack([p[j] for p in parts]) for j in range(4)]
+    rngs = generators(seed, idx, ENV_STREAM)
+    if _compiled(engine, mdp, kind, size, len(idx)):
+        *stack, stages = _draw_compiled(mdp, kind, size, mu, None, rngs)
+    else:
+        sampler = NextStateSampler(mdp)
+        draw = _finite_samples if finite else _discounted_samples
+        parts = [draw(mdp, mu, size, g, sampler) for g in rngs]
+        stack = [np.stack([p[j] for p in parts]) for j in range(4)]
+        stages = np.stack([p[4] for p in parts]) if finite else None
     info.update(coverage=None, other="data_distribution")
     return OfflineDataset(
         states=stack[0],
         actions=stack[1],
         rewards=stack[2],
         next_states=stack[3],
-        stages=np.stack([p[4] for p in parts]) if finite else None,
+        stages=stages if finite else None,
         S=mdp.S,
         A=mdp.A,
         horizon=mdp.horizon,
@@ -602,6 +634,139 @@ def _restart_chain(mdp, pol, n_runs, L, g, sampler):
         flat[3].astype(np.int64),
         None,
     )
+
+
+# ------------------------------------------------------------------------------ compiled draw
+# make_dataset's draws, made by the numba drawers of ``sweep_kernel`` (which the offline runner's
+# compiled N-sweep shares): the same uniforms and the same searches, so the same arrays.
+COMPILED_DRAW_MIN = 1_000_000
+"""Seed-samples (B N) from which ``make_dataset(engine="auto")`` draws with the compiled
+drawers (below, numba's one-off compilation costs more than it saves)."""
+
+
+def _pcg64_offsets(rngs, offsets) -> np.ndarray:
+    """``(B, len(offsets), 4)`` uint64 PCG64 states of each generator advanced by each offset
+    (``algorithms/online/whole_run_kernel.pcg64_random``'s layout: state hi, lo, increment hi,
+    lo)."""
+    mask = (1 << 64) - 1
+    out = np.empty((len(rngs), len(offsets), 4), np.uint64)
+    for b, g in enumerate(rngs):
+        if g.bit_generator.state.get("bit_generator") != "PCG64":
+            raise InvalidDatasetError("the compiled draw steps numpy's PCG64 (theorylab.seeding)")
+        for j, off in enumerate(offsets):
+            bg = np.random.PCG64()
+            bg.state = g.bit_generator.state
+            bg.advance(int(off))
+            st = bg.state["state"]
+            s, inc = st["state"], st["inc"]
+            out[b, j] = (s >> 64, s & mask, inc >> 64, inc & mask)
+    return out
+
+
+def _sampler_arrays(mdp):
+    """NextStateSampler's per-stage (keys, indices, last) laid end to end: keys, indices
+    ``(total,)``, last ``(stages, S*A)`` (positions within the stage), offsets ``(stages + 1,)``."""
+    smp = NextStateSampler(mdp)
+    keys = np.concatenate([k for k, _, _ in smp.stages]).astype(np.float64)
+    idx = np.concatenate([i for _, i, _ in smp.stages]).astype(np.int32)
+    last = np.stack([np.asarray(la, dtype=np.int64) for _, _, la in smp.stages])
+    off = np.concatenate(([0], np.cumsum([k.size for k, _, _ in smp.stages]))).astype(np.int64)
+    return keys, idx, last, off
+
+
+GUIDE_MAX_ENTRIES = 2**22  # per stage: rows x (G + 1) bucket bounds of the next-state search
+
+
+def _pow2_at_least(x: float) -> int:
+    return 1 << max(0, math.ceil(math.log2(max(x, 1.0))))
+
+
+def _guide(arr: np.ndarray, starts: np.ndarray, G: int) -> np.ndarray:
+    """Bucket bounds of ``sweep_kernel._guided``: for each start r and b = 0..G, the number of
+    entries of the sorted ``arr`` that are <= r + b / G (the same float64 sum the search key
+    r + u is), ``(len(starts) * (G + 1),)`` int64."""
+    thresholds = starts[:, None] + np.arange(G + 1, dtype=np.float64)[None, :] / G
+    return np.searchsorted(arr, thresholds.ravel(), side="right").astype(np.int64)
+
+
+def _guides(cat_cdf, keys, koff, rows: int):
+    """Whether every searched array is sorted (then the guided search returns the unique
+    answer, numpy's), and the guide tables of the categorical and the next-state searches."""
+    stages = [keys[koff[i] : koff[i + 1]] for i in range(len(koff) - 1)]
+    fast = bool(np.all(np.diff(cat_cdf) >= 0)) and all(
+        bool(np.all(np.diff(k) >= 0)) for k in stages
+    )
+    G_cat = _pow2_at_least(4 * cat_cdf.size)
+    cat_tab = _guide(cat_cdf, np.zeros(1), G_cat)
+    G_ns = _pow2_at_least(2 * max(k.size for k in stages) / rows)
+    while G_ns > 1 and rows * (G_ns + 1) > GUIDE_MAX_ENTRIES:
+        G_ns //= 2
+    starts = np.arange(rows, dtype=np.float64)
+    ns_tab = np.stack([_guide(k, starts, G_ns) for k in stages])
+    return fast, cat_tab, G_cat, ns_tab, G_ns
+
+
+def _categorical(cdf: np.ndarray) -> tuple[np.ndarray, int]:
+    """``_sample_categorical``'s cdf and clamp (last entry with positive mass)."""
+    pmf_last = len(cdf) - 1 - int(np.argmax(np.diff(np.concatenate(([0.0], cdf)))[::-1] > 0))
+    return np.ascontiguousarray(cdf, dtype=np.float64), pmf_last
+
+
+def compiled_draw_unavailable(mdp, kind: str, size: int) -> str | None:
+    """Why the compiled drawers cannot draw this dataset (a sentence), or None."""
+    finite = mdp.horizon is not None
+    if not finite and kind == "trajectories":
+        return "discounted trajectory data (the restart chain) is drawn by numpy only"
+    if getattr(mdp, "reward_model", None) not in ("deterministic", "bernoulli"):
+        return f"reward model {getattr(mdp, 'reward_model', None)!r} is drawn by numpy only"
+    if size >= 2**31 or (mdp.horizon or 1) * mdp.S * mdp.A >= 2**31:
+        return "N or H S A >= 2^31"
+    return None
+
+
+def compiled_draw_inputs(mdp, kind: str, n: int, mu, pol, rngs) -> tuple:
+    """The 22 data arguments of ``sweep_kernel.sweep`` / ``draw_batch`` for n rows per seed
+    drawn from the generators ``rngs``: from the data distribution ``mu`` (samples) or the
+    behaviour policy ``pol`` (trajectories), with make_dataset's own preparations."""
+    from theorylab.algorithms.offline.sweep_kernel import DATA_SAMPLES, DATA_TRAJECTORIES
+
+    finite = mdp.horizon is not None
+    H = mdp.horizon if finite else 1
+    A = mdp.A
+    if kind == "samples":  # _finite_samples / _discounted_samples: g.random((3 or 4, n))
+        rng = _pcg64_offsets(rngs, (0, n, 2 * n))
+        flat_mu = mu.ravel() / H if finite else mu.ravel()
+        cdf = np.cumsum(flat_mu)
+        cat_cdf, cat_last = _categorical(cdf / cdf[-1])
+        pol_cdf = np.zeros((1, 1, 1))
+        pol_last = np.zeros((1, 1), np.int64)
+    else:  # _finite_trajectories: g.random((K, 1 + 3 H)), one stream in order
+        rng = np.repeat(_pcg64_offsets(rngs, (0,)), 3, axis=1)
+        cat_cdf, cat_last = _categorical(np.cumsum(mdp.mu0))
+        pol_cdf = np.ascontiguousarray(np.cumsum(pol, axis=-1))
+        pol_last = (A - 1 - np.argmax(pol[..., ::-1] > 0, axis=-1)).astype(np.int64)
+    keys, kidx, klast, koff = _sampler_arrays(mdp)
+    R = np.asarray(mdp.R, dtype=np.float64)
+    R3 = np.ascontiguousarray(R if mdp.reward_stage_dependent else R[None])
+    return (
+        DATA_TRAJECTORIES if kind == "trajectories" else DATA_SAMPLES,
+        finite, H, mdp.S, A, n, rng, cat_cdf, cat_last, pol_cdf, pol_last, keys, kidx, klast,
+        koff, R3, mdp.reward_model == "bernoulli", *_guides(cat_cdf, keys, koff, mdp.S * A),
+    )  # fmt: skip
+
+
+def _draw_compiled(mdp, kind: str, n: int, mu, pol, rngs) -> tuple:
+    """(states, actions, rewards, next_states, stages) ``(B, n)`` from the compiled drawers."""
+    import numba
+
+    from theorylab.algorithms.offline.sweep_kernel import draw_batch
+
+    B = len(rngs)
+    out = [np.empty((B, n), np.int64), np.empty((B, n), np.int64), np.empty((B, n))]
+    out += [np.empty((B, n), np.int64), np.empty((B, n), np.int64)]
+    args = compiled_draw_inputs(mdp, kind, n, mu, pol, rngs)
+    draw_batch(*args, max(1, min(B, numba.get_num_threads())), *out)
+    return tuple(out)
 
 
 # ------------------------------------------------------------------------------ population data

@@ -84,6 +84,9 @@ def pessimistic_q(fit: np.ndarray, gamma: np.ndarray, cap: float) -> np.ndarray:
     return np.clip(fit - gamma, 0.0, cap)
 
 
+_pessimistic_q_reference = pessimistic_q  # compiled_sweep: a patched pessimistic_q runs in Python
+
+
 def _resolve_beta(beta, c_beta, d, H, K, xi) -> float:
     if beta is not None:
         if not (beta >= 0 and math.isfinite(beta)):

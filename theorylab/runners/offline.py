@@ -10,6 +10,15 @@ and its policy is scored on the true model:
 by exact policy evaluation (``theorylab.algorithms.offline.scoring``). With a list of dataset
 sizes the largest dataset is drawn once and the smaller ones are its first N rows (nested data,
 so a curve against N is one draw). Called through :func:`theorylab.run`.
+
+Two loops give the same numbers (``loop=``): ``"python"`` draws the dataset with ``make_dataset``
+and calls the algorithm's fit once per N; ``"compiled"`` draws, counts and plans every seed's
+sweep in one numba call (``theorylab.algorithms.offline.compiled_sweep``: pessimistic VI,
+tabular PEVI and VI-LCB on i.i.d. samples or finite-horizon trajectories), from the same random
+streams and with the same arithmetic, so its sub-optimality, policy values and estimates equal
+the Python loop's (tests/test_offline_compiled_sweep.py). ``"auto"`` (default) takes the
+compiled sweep when the run has one and holds at least ``AUTO_MIN_SEED_SAMPLES`` seed-samples.
+Exact evaluation, C* and PEVI's coverage term are the same code on both paths.
 """
 
 from __future__ import annotations
@@ -23,11 +32,18 @@ import numpy as np
 from theorylab.algorithms.offline.coverage import (
     optimal_solution,
 )
-from theorylab.algorithms.offline.data_coverage import dataset_concentrability, pevi_coverage
+from theorylab.algorithms.offline.data_coverage import (
+    dataset_concentrability,
+    distribution_concentrability,
+    pevi_coverage,
+    pevi_coverage_from_counts,
+)
 from theorylab.algorithms.offline.dataset import make_dataset
 from theorylab.algorithms.offline.scoring import fit_and_score
 from theorylab.results import SuboptimalityResult
 from theorylab.runners.problems import resolve_mdp
+
+LOOPS = ("auto", "python", "compiled")
 
 
 def _sizes(dataset_size) -> list[int]:
@@ -54,14 +70,26 @@ def run(
     coverage: float = 0.0,
     other: str = "uniform",
     sampling: str | None = None,
+    data_distribution: np.ndarray | None = None,
+    loop: str = "auto",
 ) -> SuboptimalityResult:
     """Fit the offline algorithm ``entry`` on datasets of ``dataset_size`` transitions per seed
     drawn on ``problem`` (a model or a family spec) and score it exactly.
 
     coverage: the weight w of pi* in the behaviour mixture ``w pi* + (1 - w) other`` (default 0:
     ``other`` alone); other: "uniform" or "adversarial"; sampling: "trajectories" (default for
-    finite horizon) or "samples" (default when discounted).
+    finite horizon) or "samples" (default when discounted); data_distribution: instead of the
+    behaviour mixture, the distribution of (h,) s, a each i.i.d. sample is drawn from
+    (``make_dataset``'s; ``sampling="samples"``); loop: "auto", "python" or "compiled" (module
+    docstring).
     """
+    from theorylab.algorithms.offline.compiled_sweep import (
+        AUTO_MIN_SEED_SAMPLES,
+        compiled_unavailable,
+    )
+
+    if loop not in LOOPS:
+        raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {loop!r}")
     sizes = _sizes(dataset_size)
     t_start = time.perf_counter()
     mdp = resolve_mdp(problem)
@@ -79,9 +107,18 @@ def run(
         raise ValueError(
             f"{entry.name} is stated for finite-horizon MDPs; {mdp.name} is discounted"
         )
-    ds_all = make_dataset(
-        mdp, sizes[-1], coverage=coverage, other=other, kind=sampling, seeds=seeds, seed=seed
+    data = (
+        {"data_distribution": data_distribution}
+        if data_distribution is not None
+        else {"coverage": coverage, "other": other}
     )
+    if loop != "python":
+        why = compiled_unavailable(entry, mdp, params, sampling)
+        if why is not None and loop == "compiled":
+            raise ValueError(f"loop='compiled': {why}; use loop='python' or 'auto'")
+        if why is None and (loop == "compiled" or len(seeds) * sizes[-1] >= AUTO_MIN_SEED_SAMPLES):
+            return _run_compiled(entry, mdp, sizes, seeds, seed, params, data, sampling, t_start)
+    ds_all = make_dataset(mdp, sizes[-1], kind=sampling, seeds=seeds, seed=seed, **data)
     cover = dataset_concentrability(mdp, ds_all)
     v_star = optimal_solution(mdp).value
     B, M = len(seeds), len(sizes)
@@ -110,20 +147,76 @@ def run(
             bar.update(1)
     if bar is not None:
         bar.close()
-    wall = time.perf_counter() - t_start
     info = {k: v for k, v in fitted.info.items() if isinstance(v, (int, float, str, bool))}
+    return _result(
+        mdp, used, ds_all.kind, fitted.params, info, fitted.pessimistic, sub, val, est, holds,
+        pevi_cov, v_star, t_start, data, cover, loop="python",
+    )  # fmt: skip
+
+
+def _run_compiled(entry, mdp, sizes, seeds, seed, params, data, sampling, t_start):
+    """The compiled sweep (``compiled_sweep``), scored with the Python loop's functions."""
+    from theorylab.algorithms.offline.compiled_sweep import compiled_sweep
+    from theorylab.algorithms.offline.scoring import pessimism_holds, policy_values
+
+    out = compiled_sweep(
+        entry,
+        mdp,
+        sizes,
+        seeds,
+        seed,
+        dict(params),
+        coverage=data.get("coverage"),
+        other=data.get("other", "uniform"),
+        kind=sampling,
+        data_distribution=data.get("data_distribution"),
+    )
+    cover = distribution_concentrability(mdp, out["data_distribution"])
+    v_star = optimal_solution(mdp).value
+    B, M = len(seeds), len(sizes)
+    sub, val = np.empty((B, M)), np.empty((B, M))
+    est = out["value_estimate"]
+    holds = np.empty((B, M), dtype=bool)
+    pevi_cov = np.empty((B, M)) if mdp.horizon is not None else None
+    for j in range(M):
+        values = policy_values(mdp, out["policy"][j])
+        val[:, j] = values
+        sub[:, j] = v_star - values
+        holds[:, j] = pessimism_holds(est[:, j], values)
+        if pevi_cov is not None:
+            pevi_cov[:, j] = pevi_coverage_from_counts(
+                mdp, out["counts"][:, j], getattr(mdp, "phi", None)
+            )
+    return _result(
+        mdp, out["sizes"], out["kind"], out["params"], out["info"], out["pessimistic"], sub,
+        val, est, holds, pevi_cov, v_star, t_start, data, cover, loop="compiled",
+    )  # fmt: skip
+
+
+def _result(
+    mdp, used, kind, fitted_params, info, pessimistic, sub, val, est, holds, pevi_cov, v_star,
+    t_start, data, cover, *, loop,
+) -> SuboptimalityResult:  # fmt: skip
+    wall = time.perf_counter() - t_start
+    M = len(used)
     config = {
-        "mdp": getattr(mdp, "name", str(problem)),
+        "mdp": getattr(mdp, "name", str(mdp)),
         "S": mdp.S,
         "A": mdp.A,
         "H": mdp.horizon,
         "gamma": mdp.gamma if mdp.horizon is None else None,
         "dataset_size": used if M > 1 else used[0],
-        "sampling": ds_all.kind,
+        "sampling": kind,
+        "loop": loop,
         "fitted_params": {
-            k: v for k, v in fitted.params.items() if isinstance(v, (int, float, str, bool))
+            k: v for k, v in fitted_params.items() if isinstance(v, (int, float, str, bool))
         },
     }
+    coverage = (
+        {"coverage": data["coverage"], "other": data["other"]}
+        if "coverage" in data
+        else {"coverage": None, "other": "data_distribution"}
+    )
     return SuboptimalityResult(
         suboptimality=sub,
         policy_value=val,
@@ -133,8 +226,8 @@ def run(
         optimal_value=float(v_star),
         wall_seconds=wall,
         config=config,
-        coverage={"coverage": coverage, "other": other, **cover},
+        coverage={**coverage, **cover},
         pevi_coverage=pevi_cov,
-        pessimistic=bool(fitted.pessimistic),
+        pessimistic=bool(pessimistic),
         info=info,
     )

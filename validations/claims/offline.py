@@ -78,28 +78,34 @@ def _sweep_n(
     clipped: list | None = None,
     **data,
 ) -> np.ndarray:
-    """Exact sub-optimality ``(B, K)`` on nested datasets (the first n of one draw of max N).
+    """Exact sub-optimality ``(B, K)`` on nested datasets (the first n of one draw of max N),
+    through ``theorylab.run`` (its ``loop="auto"`` takes the compiled sweep of
+    ``theorylab.algorithms.offline.compiled_sweep`` when the algorithm has one: the same numbers
+    as fitting every head(n) of make_dataset's draw, tests/test_offline_compiled_sweep.py).
 
     ``chunk``: process the seeds in groups of at most this many (memory); a seed's data and fit do
     not depend on its batch, so the result is the same. ``clipped``: a list that receives the
     ``(B, K)`` boolean array "the algorithm's value estimate is 0" (its penalty clipped every value
     at mu0 to 0, so its policy is a tie-break, not a choice)."""
-    from theorylab.algorithms.offline import fit, make_dataset
-    from theorylab.algorithms.offline.coverage import optimal_solution
-    from theorylab.algorithms.offline.scoring import suboptimality
+    from theorylab.experiment import run
 
-    v_star = optimal_solution(mdp).value
     out = np.empty((B, len(Ns)))
     zero = np.zeros((B, len(Ns)), dtype=bool)
     step = chunk or B
     for lo in range(0, B, step):
         idx = list(range(lo, min(B, lo + step)))
-        ds = make_dataset(mdp, max(Ns), seeds=idx, seed=seed, kind="samples", **data)
-        for k, n in enumerate(Ns):
-            res = fit(algorithm, ds.head(int(n)), **(params or {}))
-            out[idx, k] = suboptimality(mdp, res.policy, v_star)
-            zero[idx, k] = np.asarray(res.value_estimate) <= 1e-12
-        del ds
+        res = run(
+            algorithm,
+            mdp,
+            seeds=idx,
+            seed=seed,
+            dataset_size=[int(n) for n in Ns],
+            sampling="samples",
+            **data,
+            **(params or {}),
+        )
+        out[idx] = res.suboptimality
+        zero[idx] = np.asarray(res.value_estimate) <= 1e-12
     if clipped is not None:
         clipped.append(zero)
     return out
@@ -280,10 +286,9 @@ register_validation(
 # ------------------------------------------------------------------------------ 2. growth in C*
 class LCBConcentrability(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
-        from theorylab.algorithms.offline import dataset_concentrability, fit, make_dataset
         from theorylab.algorithms.offline.coverage import optimal_solution
-        from theorylab.algorithms.offline.scoring import suboptimality
         from theorylab.bounds import get_bound
+        from theorylab.experiment import run
         from theorylab.mdps import make
         from theorylab.mdps.families.offline_instances import covariate_shift_distribution
         from theorylab.validations.reference import null_regret_per_episode
@@ -294,10 +299,17 @@ class LCBConcentrability(ScaledClaim):
         sub = np.empty((B, len(cfg["C_star"])))
         measured = []
         for k, C in enumerate(cfg["C_star"]):
-            mu = covariate_shift_distribution(mdp, C)
-            ds = make_dataset(mdp, N, data_distribution=mu, seeds=B, seed=seed, kind="samples")
-            measured.append(dataset_concentrability(mdp, ds)["C_star"])
-            sub[:, k] = suboptimality(mdp, fit(cfg["algorithm"], ds).policy, v_star)
+            res = run(
+                cfg["algorithm"],
+                mdp,
+                seeds=B,
+                seed=seed,
+                dataset_size=N,
+                sampling="samples",
+                data_distribution=covariate_shift_distribution(mdp, C),
+            )  # loop="auto": the compiled sweep (the same numbers as make_dataset + fit)
+            measured.append(res.coverage["C_star"])
+            sub[:, k] = res.suboptimality[:, 0]
         fit_ = _slope(measured, sub)
         rep.slope, rep.slope_ci = fit_.slope, (fit_.ci_low, fit_.ci_high)
         rep.bound_exponent = float(get_bound("vi-lcb-upper").exponent("C_star"))
