@@ -266,7 +266,7 @@ def test_make_dataset_engine_errors():
 def test_the_kernels_pcg64_is_numpys_stream():
     from numba import njit
 
-    from theorylab.algorithms.offline.sweep_kernel import pcg64_random
+    from theorylab.kernels.pcg64 import pcg64_random
 
     @njit
     def draws(st, out):

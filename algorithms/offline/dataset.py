@@ -646,7 +646,7 @@ drawers (below, numba's one-off compilation costs more than it saves)."""
 
 def _pcg64_offsets(rngs, offsets) -> np.ndarray:
     """``(B, len(offsets), 4)`` uint64 PCG64 states of each generator advanced by each offset
-    (``algorithms/online/whole_run_kernel.pcg64_random``'s layout: state hi, lo, increment hi,
+    (``theorylab.kernels.pcg64.pcg64_random``'s layout: state hi, lo, increment hi,
     lo)."""
     mask = (1 << 64) - 1
     out = np.empty((len(rngs), len(offsets), 4), np.uint64)

@@ -9,7 +9,7 @@ per seed with ``loop="python"``:
    :func:`theorylab.algorithms.offline.dataset.make_dataset` does (i.i.d. ``"samples"``, finite
    horizon or discounted, and finite-horizon ``"trajectories"``), from the same uniforms: each
    seed's numpy PCG64 stream is stepped inside the kernel
-   (:func:`pcg64_random`: numpy's algorithm, as ``algorithms/online/whole_run_kernel.py`` steps
+   (:func:`pcg64_random`: numpy's algorithm, as the online whole-run kernels step
    it, with a native 128-bit multiply). ``g.random((3, n))`` fills
    row by row, so the three uniforms of sample i sit at stream positions i, n + i and 2 n + i;
    the driver hands the kernel three copies of the state, advanced by 0, n and 2 n
@@ -50,54 +50,14 @@ per thread (a seed group's buffers: int32 pair, next state, stage, order; float6
 from __future__ import annotations
 
 import numpy as np
-from llvmlite import ir
-from numba import njit, prange, types
-from numba.extending import intrinsic
+from numba import njit, prange
+
+from theorylab.kernels.pcg64 import pcg64_random
 
 FIT_PVI_HOEFFDING, FIT_PVI_BERNSTEIN_SUM, FIT_PVI_BERNSTEIN_MAX = 0, 1, 2
 FIT_PEVI_TABULAR, FIT_VI_LCB = 3, 4
 DATA_SAMPLES, DATA_TRAJECTORIES = 0, 1
 _TINY = 1e-300  # empirical._TINY: n = 0 gives sums = 0, and 0 / tiny = 0
-
-# numpy's PCG64 (O'Neill's pcg_setseq_128_xsl_rr_64), as whole_run_kernel.pcg64_random steps it,
-# with the 128-bit LCG step state <- state * M + inc (mod 2^128) done by LLVM's i128 arithmetic
-# (one 64 x 64 -> 128 multiply) instead of four 32-bit partial products: 3 ns a double instead
-# of 8 here. State (uint64 (4,)): state hi, lo, increment hi, lo.
-_PCG_MULTIPLIER = (0x2360ED051FC65DA4 << 64) | 0x4385DF649FCCF645
-
-
-@intrinsic
-def _lcg128_step(typingctx, hi, lo, inc_hi, inc_lo):
-    """``(hi, lo)`` of ``(hi:lo) * M + (inc_hi:inc_lo) mod 2^128``."""
-    sig = types.UniTuple(types.uint64, 2)(types.uint64, types.uint64, types.uint64, types.uint64)
-
-    def codegen(context, builder, signature, args):
-        i128, i64 = ir.IntType(128), ir.IntType(64)
-
-        def join(h, low):
-            high = builder.shl(builder.zext(h, i128), ir.Constant(i128, 64))
-            return builder.or_(high, builder.zext(low, i128))
-
-        state = builder.mul(join(args[0], args[1]), ir.Constant(i128, _PCG_MULTIPLIER))
-        state = builder.add(state, join(args[2], args[3]))
-        new_lo = builder.trunc(state, i64)
-        new_hi = builder.trunc(builder.lshr(state, ir.Constant(i128, 64)), i64)
-        return context.make_tuple(builder, signature.return_type, (new_hi, new_lo))
-
-    return sig, codegen
-
-
-@njit(cache=True, error_model="numpy", inline="always")
-def pcg64_random(st):
-    """The next ``Generator.random()`` double of the PCG64 state ``st``, advanced in place: the
-    output rotr64(hi ^ lo, hi >> 58) of the new state, then (output >> 11) 2^-53."""
-    hi, lo = _lcg128_step(st[0], st[1], st[2], st[3])
-    st[0] = hi
-    st[1] = lo
-    x = hi ^ lo
-    rot = hi >> np.uint64(58)
-    out = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
-    return np.float64(out >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True, error_model="numpy")

@@ -50,7 +50,7 @@ def positive_entries(model) -> tuple[np.ndarray, ...]:
 
 def pcg64_states(rngs: Sequence[np.random.Generator]) -> np.ndarray:
     """``(B, 4)`` uint64: each generator's PCG64 state (hi, lo) and increment (hi, lo), for
-    :func:`theorylab.algorithms.online.whole_run_kernel.pcg64_random`."""
+    :func:`theorylab.kernels.pcg64.pcg64_random`."""
     out = np.empty((len(rngs), 4), np.uint64)
     for b, g in enumerate(rngs):
         st = g.bit_generator.state

@@ -44,7 +44,7 @@ expression is the reference's, operation for operation and in its order:
   sums over states left to right (``d.sum(axis=1)``), over the packed spent index in numpy's
   pairwise order, and the CVaR's cumulative sum and its final pairwise sum as ``cvar`` does;
 * the environment's uniforms are numpy's PCG64 stream, stepped in the kernel
-  (:func:`~theorylab.algorithms.online.whole_run_kernel.pcg64_random`), ``1 + 3H`` per episode.
+  (:func:`~theorylab.kernels.pcg64.pcg64_random`), ``1 + 3H`` per episode.
 
 On a *dense* true model the reference multiplies ``Psel.T @ flat`` through BLAS (a CPU-dependent
 order), so there the exact regret agrees to round-off (1e-12), not bit for bit; the plan, the
@@ -63,7 +63,8 @@ import numpy as np
 from numba import njit, prange
 
 from theorylab.algorithms.online.segmented_loop import SegmentedLoop
-from theorylab.algorithms.online.whole_run_kernel import pairwise_sum, pcg64_random
+from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
+from theorylab.kernels.pcg64 import pcg64_random
 
 STATE_FIELDS = ("n", "n_next")
 TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmin / first_argmax

@@ -85,6 +85,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
+from theorylab.kernels.pcg64 import pcg64_random
+
 VARIANT_CH, VARIANT_BF, VARIANT_AJKS, VARIANT_GREEDY = 0, 1, 2, 3
 VARIANT_QH, VARIANT_QB = 4, 5  # optimistic Q-learning, Hoeffding / Bernstein (model-free)
 VARIANT_EPS = 6  # epsilon-greedy: greedy's plan, played mixed with the uniform policy
@@ -169,47 +171,6 @@ def pairwise_sum(x, lo, n):
             f_lo[sp], f_n[sp], phase[sp] = f_lo[top] + n2, m - n2, 0
             sp += 1
     return result
-
-
-# numpy's PCG64 (O'Neill's pcg_setseq_128_xsl_rr_64): the 128-bit LCG state advances as
-# state <- state * M + inc (mod 2^128), the output is rotr64(hi ^ lo, hi >> 58), and a double is
-# (output >> 11) * 2^-53, as ``Generator.random`` draws it. State: (hi, lo, inc_hi, inc_lo).
-_PCG_M_HI = np.uint64(0x2360ED051FC65DA4)
-_PCG_M_LO = np.uint64(0x4385DF649FCCF645)
-_MASK32 = np.uint64(0xFFFFFFFF)
-_U32 = np.uint64(32)
-
-
-@njit(cache=True, error_model="numpy")
-def _mul64(a, b):
-    """(hi, lo) of the 128-bit product of two uint64 (four 32-bit partial products)."""
-    a_lo = a & _MASK32
-    a_hi = a >> _U32
-    b_lo = b & _MASK32
-    b_hi = b >> _U32
-    p0 = a_lo * b_lo
-    p1 = a_lo * b_hi
-    p2 = a_hi * b_lo
-    mid = (p0 >> _U32) + (p1 & _MASK32) + (p2 & _MASK32)
-    lo = (p0 & _MASK32) | (mid << _U32)
-    hi = a_hi * b_hi + (p1 >> _U32) + (p2 >> _U32) + (mid >> _U32)
-    return hi, lo
-
-
-@njit(cache=True, error_model="numpy")
-def pcg64_random(st):
-    """The next ``Generator.random()`` double of the PCG64 state ``st`` (uint64 (4,): state
-    hi, lo, increment hi, lo), advanced in place."""
-    hi, lo = _mul64(st[1], _PCG_M_LO)
-    hi = hi + st[0] * _PCG_M_LO + st[1] * _PCG_M_HI
-    lo2 = lo + st[3]
-    hi = hi + st[2] + (np.uint64(1) if lo2 < lo else np.uint64(0))
-    st[0] = hi
-    st[1] = lo2
-    x = hi ^ lo2
-    rot = hi >> np.uint64(58)
-    out = (x >> rot) | (x << ((np.uint64(64) - rot) & np.uint64(63)))
-    return np.float64(out >> np.uint64(11)) * (1.0 / 9007199254740992.0)
 
 
 @njit(cache=True, error_model="numpy")

@@ -9,7 +9,7 @@ round of a one-step (H = 1) linear bandit, with context s ~ mu0 and arms phi(s, 
 2. the exact regret V* - sum_s mu0(s) r(s, pi_t(s)) of the optimistic arm pi_t(s) =
    argmax_a UCB_t(s, a) (first maximiser);
 3. the round, from the environment's uniforms (1 + 3 per round, numpy's PCG64 stream stepped by
-   :func:`~theorylab.algorithms.online.whole_run_kernel.pcg64_random` exactly as the Python
+   :func:`~theorylab.kernels.pcg64.pcg64_random` exactly as the Python
    loop's ``rng.random(4)``): the context, a Bernoulli (or deterministic) reward;
 4. the Sherman-Morrison update of V_t^{-1} with x = phi(s, a): u = V^{-1} x,
    V^{-1} <- V^{-1} - u u^T / (1 + x^T u), log det V_{t+1} = log det V_t + log(1 + x^T u)
@@ -37,7 +37,8 @@ import numpy as np
 from numba import njit, prange
 
 from theorylab.algorithms.online.segmented_loop import SegmentedLoop
-from theorylab.algorithms.online.whole_run_kernel import pairwise_sum, pcg64_random
+from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
+from theorylab.kernels.pcg64 import pcg64_random
 
 STATE_FIELDS = ("V_inv", "xr", "logdet", "ucb")
 

@@ -13,7 +13,7 @@ of every seed, in the Python loop's order:
 2. the exact regret V*_1(mu0) - V^{pi_k}_1(mu0) of the greedy policy, by backward induction on
    the true model (its positive entries summed left to right, as the tabular kernel does);
 3. the rollout of pi_k from the episode's 1 + 3H uniforms (numpy's PCG64 stream, stepped by
-   :func:`~theorylab.algorithms.online.whole_run_kernel.pcg64_random` exactly as the Python
+   :func:`~theorylab.kernels.pcg64.pcg64_random` exactly as the Python
    loop's ``rng.random(1 + 3H)``; ``TabularMDP.rollout``'s rule);
 4. ``LeastSquaresValueIteration.add``: for h = 1..H, with x = phi(x^k_h, a^k_h), the
    Sherman-Morrison step u = Lambda_h^{-1} x, denom = 1 + x^T u, Lambda_h^{-1} <- Lambda_h^{-1} -
@@ -47,7 +47,8 @@ from numba import njit, prange
 
 from theorylab.algorithms.linear.lsvi import WIDTH_REFRESH
 from theorylab.algorithms.online.segmented_loop import SegmentedLoop, positive_entries
-from theorylab.algorithms.online.whole_run_kernel import _search, pairwise_sum, pcg64_random
+from theorylab.algorithms.online.whole_run_kernel import _search, pairwise_sum
+from theorylab.kernels.pcg64 import pcg64_random
 
 STATE_FIELDS = ("Linv", "width", "M", "b_r", "Q", "V", "pol")
 
