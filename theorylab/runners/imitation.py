@@ -30,7 +30,7 @@ from theorylab.algorithms.offline.dataset import make_dataset
 from theorylab.algorithms.offline.scoring import policy_values
 from theorylab.algorithms.registry import ALGORITHMS
 from theorylab.results import SuboptimalityResult
-from theorylab.runners.offline import _sizes
+from theorylab.runners.arguments import dataset_sizes
 from theorylab.runners.problems import discounted_problem, resolve_mdp
 
 EXPERT_SEED_OFFSET = 7_919  # the expert data's root seed is seed + this (independent streams)
@@ -69,7 +69,7 @@ def run(
 ) -> SuboptimalityResult:
     """Fit the imitation algorithm ``entry`` on expert plus other data (module docstring) and
     score its policy exactly against the expert pi*."""
-    sizes = _sizes(dataset_size)
+    sizes = dataset_sizes(dataset_size)
     n_expert = _expert_sizes(expert_size, sizes)
     t_start = time.perf_counter()
     mdp = discounted_problem(resolve_mdp(problem), entry.name)

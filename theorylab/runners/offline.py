@@ -41,21 +41,10 @@ from theorylab.algorithms.offline.data_coverage import (
 from theorylab.algorithms.offline.dataset import make_dataset
 from theorylab.algorithms.offline.scoring import fit_and_score
 from theorylab.results import SuboptimalityResult
+from theorylab.runners.arguments import dataset_sizes
 from theorylab.runners.problems import resolve_mdp
 
 LOOPS = ("auto", "python", "compiled")
-
-
-def _sizes(dataset_size) -> list[int]:
-    sizes = list(dataset_size) if isinstance(dataset_size, Sequence) else [dataset_size]
-    if not sizes:
-        raise ValueError("dataset_size must be a positive integer or a non-empty list of them")
-    for n in sizes:
-        if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-            raise ValueError(f"dataset_size must be positive integers, got {n!r}")
-    if sorted(sizes) != sizes or len(set(sizes)) != len(sizes):
-        raise ValueError(f"dataset_size must be increasing, got {sizes}")
-    return [int(n) for n in sizes]
 
 
 def run(
@@ -90,7 +79,7 @@ def run(
 
     if loop not in LOOPS:
         raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {loop!r}")
-    sizes = _sizes(dataset_size)
+    sizes = dataset_sizes(dataset_size)
     t_start = time.perf_counter()
     mdp = resolve_mdp(problem)
     horizon_setting = entry.extra.get("horizon")

@@ -22,7 +22,7 @@ from theorylab.algorithms.offline.coverage import optimal_solution
 from theorylab.algorithms.offline.dataset import make_dataset
 from theorylab.algorithms.planning.evaluation import evaluate_discounted
 from theorylab.results.ope import OPEResult
-from theorylab.runners.offline import _sizes
+from theorylab.runners.arguments import dataset_sizes
 from theorylab.runners.problems import discounted_problem, resolve_mdp
 
 TARGETS = ("optimal", "uniform")
@@ -53,7 +53,7 @@ def run(
 ) -> OPEResult:
     """Estimate V^pi(mu0) with the OPE estimator ``entry`` on datasets of ``dataset_size``
     transitions per seed and score each estimate against the exact value."""
-    sizes = _sizes(dataset_size)
+    sizes = dataset_sizes(dataset_size)
     t_start = time.perf_counter()
     mdp = discounted_problem(resolve_mdp(problem), entry.name)
     pi = target_policy(mdp, target)
