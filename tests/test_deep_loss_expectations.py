@@ -47,7 +47,7 @@ def test_rpo_equals_offline_vpo_and_cql_matches_its_numpy_form():
     task, pol, data = _setup(1)
     rpo = CaseObjective(task, "rpo", pol, data).exact()
     vpo = CaseObjective(task, "vpo-1", pol, data).exact()
-    assert float(rpo) == pytest.approx(float(vpo), abs=1e-14)  # eta beta = alpha beta
+    assert rpo.item() == pytest.approx(vpo.item(), abs=1e-14)  # eta beta = alpha beta
     # CQL: sum over (x, node, a) of d_ref(x, node) ref(a|node) [lse Q - Q + (Q - y)^2/2] / (P L)
     theta = pol.theta.detach().numpy()
     ref_pol = LogitTable(task, np.log(task.ref_cond))
@@ -55,7 +55,7 @@ def test_rpo_equals_offline_vpo_and_cql_matches_its_numpy_form():
     lse = np.log(np.exp(theta).sum(-1, keepdims=True))
     per = (lse - theta) + 0.5 * (theta - data.td_targets) ** 2
     expected = (d[..., None] * task.ref_cond * per).sum() / (task.n_prompts * task.L)
-    assert float(CaseObjective(task, "cql", pol, data).exact()) == pytest.approx(expected, 1e-12)
+    assert CaseObjective(task, "cql", pol, data).exact().item() == pytest.approx(expected, 1e-12)
 
 
 @pytest.mark.parametrize("case", CASES)
