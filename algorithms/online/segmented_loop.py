@@ -48,6 +48,24 @@ def positive_entries(model) -> tuple[np.ndarray, ...]:
     )
 
 
+def true_model_args(mdp, v_star: float) -> tuple:
+    """What a tabular kernel reads of the true model: its positive entries and sampler
+    (:func:`positive_entries`), the number of transition stages, R ``(n_R, S, A)``, whether
+    rewards are Bernoulli, mu0 ``(S,)`` with its sampler (cdf, last positive state), and
+    ``v_star`` = V*_1(mu0)."""
+    from theorylab.backends import transition_model
+
+    model = transition_model(mdp)
+    indptr, indices, data, cum, last = positive_entries(model)
+    _, _, mu0_cdf, last_mu0 = model.sampler()
+    return (
+        indptr, indices, data, cum, last, int(model.n_stages),
+        np.ascontiguousarray(model.R, dtype=np.float64), bool(model.bernoulli),
+        np.ascontiguousarray(model.mu0, dtype=np.float64), mu0_cdf, int(last_mu0),
+        float(v_star),
+    )  # fmt: skip
+
+
 def pcg64_states(rngs: Sequence[np.random.Generator]) -> np.ndarray:
     """``(B, 4)`` uint64: each generator's PCG64 state (hi, lo) and increment (hi, lo), for
     :func:`theorylab.kernels.pcg64.pcg64_random`."""

@@ -50,6 +50,7 @@ from theorylab.algorithms.online.segmented_loop import (
     pcg64_states,
     positive_entries,
     set_pcg64_states,
+    true_model_args,
 )
 
 __all__ = [  # the loop's shared pieces are re-exported for the callers that read them here
@@ -256,7 +257,6 @@ class CompiledLoop(SegmentedLoop):
     STATE_FIELDS = STATE_FIELDS
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
-        from theorylab.backends import transition_model
 
         c = loop_constants(agent, mdp)
         B = agent.n_seeds
@@ -269,8 +269,8 @@ class CompiledLoop(SegmentedLoop):
         self.B, self.S, self.A, self.H = B, S, A, H
         q_learning = c.q_learning
         Hf = c.Hf
-        model = transition_model(mdp)
-        indptr, indices, data, cum, last = positive_entries(model)
+        self.model_args = true_model_args(mdp, self.v_star)
+        indptr = self.model_args[0]
         # successors stored per pair: the longest row of the true model bounds what a pair can
         # be seen to reach (1 for Q-learning, which keeps no model)
         cap = 1 if q_learning else max(1, int(np.diff(indptr).max()))
@@ -279,13 +279,6 @@ class CompiledLoop(SegmentedLoop):
         self.params = (
             variant, self.tie, Hf, c.known, c.r_known, c.bonus_scale, c.c_bonus, c.L, c.c_g,
             c.unvisited,
-        )  # fmt: skip
-        _, _, mu0_cdf, last_mu0 = model.sampler()
-        self.model_args = (
-            indptr, indices, data, cum, last, int(model.n_stages),
-            np.ascontiguousarray(model.R, dtype=np.float64), bool(model.bernoulli),
-            np.ascontiguousarray(model.mu0, dtype=np.float64), mu0_cdf, int(last_mu0),
-            self.v_star,
         )  # fmt: skip
         need = 8 * B * Hm * S * A * cap * 3  # cnt, pc, succ
         if need > 2 * 2**30:

@@ -46,7 +46,7 @@ import numpy as np
 from numba import njit, prange
 
 from theorylab.algorithms.linear.lsvi import WIDTH_REFRESH
-from theorylab.algorithms.online.segmented_loop import SegmentedLoop, positive_entries
+from theorylab.algorithms.online.segmented_loop import SegmentedLoop, true_model_args
 from theorylab.algorithms.online.whole_run_kernel import _search, pairwise_sum
 from theorylab.kernels.pcg64 import pcg64_random
 
@@ -238,7 +238,6 @@ class LSVIUCBLoop(SegmentedLoop):
     STATE_FIELDS = STATE_FIELDS
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
-        from theorylab.backends import transition_model
 
         if mdp.horizon is None:
             raise ValueError(f"{mdp!r} has no finite horizon; online episodic runs need one")
@@ -262,15 +261,7 @@ class LSVIUCBLoop(SegmentedLoop):
         self.phi = np.ascontiguousarray(agent.phi_flat, dtype=np.float64)  # (S*A, d)
         self.beta = float(agent.beta)
         self.Hf = float(agent.q_cap(0))
-        model = transition_model(mdp)
-        indptr, indices, data, cum, last = positive_entries(model)
-        _, _, mu0_cdf, last_mu0 = model.sampler()
-        self.model_args = (
-            indptr, indices, data, cum, last, int(model.n_stages),
-            np.ascontiguousarray(model.R, dtype=np.float64), bool(model.bernoulli),
-            np.ascontiguousarray(model.mu0, dtype=np.float64), mu0_cdf, int(last_mu0),
-            self.v_star,
-        )  # fmt: skip
+        self.model_args = true_model_args(mdp, self.v_star)
         self.state = {
             "Linv": np.ascontiguousarray(agent.Lambda_inv, dtype=np.float64).copy(),
             "width": np.ascontiguousarray(agent.width_sq, dtype=np.float64).copy(),
