@@ -403,6 +403,7 @@ class CVaRUCBVILoop(SegmentedLoop):
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
+        from theorylab.algorithms.risk.return_distribution import joint_index
         from theorylab.algorithms.risk.reward_lattice import reward_lattice
 
         if type(agent) is not CVaRUCBVI:
@@ -434,15 +435,7 @@ class CVaRUCBVILoop(SegmentedLoop):
         )  # fmt: skip
         # the evaluation lattice of StaticCVaR.policy_values (return_distribution)
         E = reward_lattice(mdp)
-        if lat.same_as(E):
-            stride, inc_e = 1, E.increments
-        else:
-            if lat.K != E.K:
-                raise ValueError("policy lattice and evaluation lattice have different outcomes")
-            stride = lat.max_index + 1
-            inc_e = E.increments * stride + lat.increments
-        C = (E.max_index + 1) * stride
-        spent = np.arange(C) % stride if stride > 1 else np.arange(C)
+        stride, inc_e, C, spent = joint_index(lat, E)
         g_ptr, g_u, g_lo, g_states = [0], [], [0], []
         A, K_E = mdp.A, inc_e.shape[-1]
         for h in range(H):  # the push-forward's groups: (h, a, k), then u ascending

@@ -108,6 +108,26 @@ def _push_forward(
     return out
 
 
+def joint_index(
+    policy_lattice: RewardLattice, E: RewardLattice
+) -> tuple[int, np.ndarray, int, np.ndarray]:
+    """The evaluation index of a budget-augmented policy: the return so far on the evaluation
+    lattice ``E`` and the budget spent on the policy's lattice, as one integer
+    ``c = e * stride + spent``. Returns ``(stride, inc, C, spent)``: inc ``(.., A, K)`` the
+    index increment of each reward outcome, C the number of indices, spent ``(C,)`` the budget
+    index of each (stride = 1 and inc = E's own when the two lattices are the same)."""
+    if policy_lattice.same_as(E):
+        stride, inc = 1, E.increments
+    else:
+        if policy_lattice.K != E.K:
+            raise ValueError("policy lattice and evaluation lattice have different outcomes")
+        stride = policy_lattice.max_index + 1
+        inc = E.increments * stride + policy_lattice.increments
+    C = (E.max_index + 1) * stride
+    spent = np.arange(C) % stride if stride > 1 else np.arange(C)
+    return stride, inc, C, spent
+
+
 def return_distribution(
     mdp, policy, *, lattice: RewardLattice | None = None, batched: bool | None = None
 ) -> ReturnDistribution:
@@ -132,16 +152,7 @@ def return_distribution(
         policy.check_for(mdp)
         single = not policy.batched
         pol = policy.as_batch()
-        Pl = pol.lattice
-        if Pl.same_as(E):
-            stride, inc = 1, E.increments
-        else:
-            if Pl.K != E.K:
-                raise ValueError("policy lattice and evaluation lattice have different outcomes")
-            stride = Pl.max_index + 1
-            inc = E.increments * stride + Pl.increments
-        C = (M + 1) * stride
-        spent = np.arange(C) % stride if stride > 1 else np.arange(C)
+        stride, inc, C, spent = joint_index(pol.lattice, E)
         B = pol.n_seeds
 
         def weights(h: int) -> np.ndarray:
