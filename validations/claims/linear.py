@@ -333,15 +333,22 @@ class LinearRegretClaim:
     def _below_bound(self, cum, bound_curve, report: Report, mdp=None, bound_at=None) -> Check:
         """Violation rate at K <= delta; VACUOUS when the bound at K is at or above the trivial
         bound K Delta_max (docs/validations.md, "Three verdicts")."""
+        tab = None
+        if mdp is not None:
+            tab = mdp.to_tabular() if hasattr(mdp, "to_tabular") else mdp
+        return self._below_bound_final(
+            cum[:, -1], float(bound_curve[-1]), cum.shape[1], report, tab, bound_at
+        )
+
+    def _below_bound_final(self, final, b: float, K: int, report: Report, tab, bound_at) -> Check:
+        """:meth:`_below_bound` from the final regrets ``final (B,)`` and the bound ``b`` at K;
+        ``tab`` (the tabular MDP, for the trivial bound) and ``bound_at`` may be None."""
         from theorylab.validations.claim import below_bound_check
         from theorylab.validations.reference import informative_from
         from theorylab.validations.vacuity import max_episode_regret
 
-        final, b = cum[:, -1], float(bound_curve[-1])
-        K = cum.shape[1]
-        trivial, dmax = None, None
-        if mdp is not None:
-            tab = mdp.to_tabular() if hasattr(mdp, "to_tabular") else mdp
+        trivial = None
+        if tab is not None:
             dmax = max_episode_regret(tab)
             trivial = K * dmax
             report.informative_from = {
@@ -465,7 +472,8 @@ class StreamedLinearRegretClaim(LinearRegretClaim):
                 report.slope = checks[-1].values["slope"]
                 report.slope_ci = tuple(checks[-1].values["slope_ci"])
             elif test == "below-bound":
-                checks.append(self._below_bound_final(summary.final, K, report, tab, bound_at))
+                b = float(np.asarray(bound_at(np.array([float(K)])))[0])
+                checks.append(self._below_bound_final(summary.final, b, K, report, tab, bound_at))
             elif test == "optimism":
                 cap = float(tab.horizon * np.max(tab.R))
                 checks.append(check_optimism_summary(summary, self.delta, cap))
@@ -499,32 +507,6 @@ class StreamedLinearRegretClaim(LinearRegretClaim):
             save_figure(ax, plot)
             report.figure = plot
         return report
-
-    def _below_bound_final(self, final, K: int, report: Report, tab, bound_at) -> Check:
-        """:meth:`LinearRegretClaim._below_bound` from the final regrets ``(B,)`` at K."""
-        from theorylab.validations.claim import below_bound_check
-        from theorylab.validations.reference import informative_from
-        from theorylab.validations.vacuity import max_episode_regret
-
-        dmax = max_episode_regret(tab)
-        b = float(np.asarray(bound_at(np.array([float(K)])))[0])
-        report.informative_from = {
-            "variable": "K",
-            "value": informative_from(bound_at, dmax),
-            "at": K,
-            "bound": self.bound,
-            "max_episode_regret": dmax,
-        }
-        implied = float(final.max() / (b / self.bound_constants.get("C", 1.0)))
-        return below_bound_check(
-            final,
-            b,
-            self.delta,
-            report,
-            trivial=K * dmax,
-            where=f"K = {K}",
-            extra=f", implied constant {implied:.3g}",
-        )
 
 
 LSVI_UCB_MDP = "linear-simplex:S=5,A=3,d=3,H=5,seed=0,rewards=cube"
