@@ -238,6 +238,25 @@ def save_claim_figure(ax, path: str | None) -> None:
         save_figure(ax, path)
 
 
+def finished_report(
+    name, statement, scale, checks, t0: float, config, figure=None, **extra
+) -> Report:
+    """The :class:`Report` of a claim whose checks are made: passed when every check passed,
+    timed from ``t0`` (``time.perf_counter()`` at its start), with its ``figure`` path and
+    ``extra`` Report fields. The exact claims' modules call it ``_report``."""
+    return Report(
+        name,
+        statement,
+        scale,
+        all(c.passed for c in checks),
+        checks,
+        time.perf_counter() - t0,
+        config=config,
+        figure=figure,
+        **extra,
+    )
+
+
 def regret_report(
     claim, scale: str, mdp, episodes: int, seeds: int, params: dict, seed: int, **config: Any
 ) -> Report:

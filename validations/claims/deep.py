@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from theorylab.validations.claim import Check, Report
+from theorylab.validations.claim import finished_report as _report
 from theorylab.validations.registry import register_validation as _register
 
 # The twins need torch (the [torch] extra): without it these claims are not registered, so
@@ -27,19 +28,6 @@ TORCH = importlib.util.find_spec("torch") is not None
 
 def register_validation(claim, controls=None):
     return _register(claim, controls) if TORCH else claim
-
-
-def _report(name, statement, scale, checks, t0, config, figure=None) -> Report:
-    return Report(
-        name,
-        statement,
-        scale,
-        all(c.passed for c in checks),
-        checks,
-        time.perf_counter() - t0,
-        config=config,
-        figure=figure,
-    )
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from theorylab.validations.claim import Check, Report
+from theorylab.validations.claim import finished_report as _report
 from theorylab.validations.registry import register_validation
 
 TASK = "tokentree:V=4,L=3"
@@ -29,18 +30,6 @@ HF_SAME_SIZE = "gpt2-config:n_layer=2,n_embd=64,n_head=4"  # 104,704 parameters 
 class DeepScale:
     seeds: int
     steps: int
-
-
-def _report(name, statement, scale, checks, t0, config) -> Report:
-    return Report(
-        name,
-        statement,
-        scale,
-        all(c.passed for c in checks),
-        checks,
-        time.perf_counter() - t0,
-        config=config,
-    )
 
 
 def _train(model, loss, steps, seeds, seed, lr, eval_every):

@@ -59,23 +59,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from theorylab.validations.claim import Check, Report
+from theorylab.validations.claim import finished_report as _report
 from theorylab.validations.registry import register_validation
 
 SMOOTH = ("kl", "chi2", "half-chi2")
 SEED_CHUNK = 25  # DualDICE datasets are drawn 25 seeds at a time (memory)
-
-
-def _report(name, statement, scale, checks, t0, config, **extra) -> Report:
-    return Report(
-        name,
-        statement,
-        scale,
-        all(c.passed for c in checks),
-        checks,
-        time.perf_counter() - t0,
-        config=config,
-        **extra,
-    )
 
 
 def random_instance(rng: np.random.Generator, S: int, A: int, gamma: float):

@@ -45,21 +45,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from theorylab.validations.claim import Check, Report
+from theorylab.validations.claim import finished_report as _report
 from theorylab.validations.registry import register_validation
 
 MDP_SPEC = "random:S=6,A=3,gamma=0.9,seed={seed}"
-
-
-def _report(name, statement, scale, checks, t0, config) -> Report:
-    return Report(
-        name,
-        statement,
-        scale,
-        all(c.passed for c in checks),
-        checks,
-        time.perf_counter() - t0,
-        config=config,
-    )
 
 
 def discounted_instance(seed: int):

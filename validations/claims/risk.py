@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from theorylab.validations.claim import Check, Report, Scale, Validation
+from theorylab.validations.claim import finished_report as _report
 from theorylab.validations.registry import register_validation
 
 EXACT_TOL = 1e-12
@@ -65,18 +66,6 @@ def tiny_instances(n: int, seed: int):
         S, A, H = sizes[int(rng.integers(len(sizes)))]
         out.append(random_tiny_mdp(rng, S, A, H, model))
     return out
-
-
-def _report(name, statement, scale, checks, t0, config) -> Report:
-    return Report(
-        name,
-        statement,
-        scale,
-        all(c.passed for c in checks),
-        checks,
-        time.perf_counter() - t0,
-        config=config,
-    )
 
 
 # --------------------------------------------------------------------------- (a) identities
