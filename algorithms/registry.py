@@ -20,6 +20,7 @@ runner (a string, so this floor imports nothing above it). How to add an algorit
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,24 @@ class Kind:
 
 
 KINDS: dict[str, Kind] = {}
+
+# A seed-catalogue row: the catalogue file's number and the row, as ../shared/reference/
+# seed-coverage.md writes them ("000#30", "001#24", "002-004#F4").
+PAPER_REF = re.compile(r"^(000|001|002-004)#[A-Z]?[0-9]+$")
+
+
+def check_paper_refs(papers, owner: str) -> tuple[str, ...]:
+    """The seed-catalogue rows an algorithm or a claim implements, checked for their form."""
+    if isinstance(papers, str):
+        papers = (papers,)
+    refs = tuple(papers)
+    for ref in refs:
+        if not isinstance(ref, str) or not PAPER_REF.match(ref):
+            raise ValueError(
+                f"{owner}: paper reference {ref!r} is not a seed-catalogue row "
+                "such as '000#30', '001#24' or '002-004#F4'"
+            )
+    return refs
 
 
 def register_kind(kind: Kind) -> Kind:
@@ -247,6 +266,7 @@ class AlgorithmEntry:
     bounds: tuple[str, ...] = ()
     summary: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    papers: tuple[str, ...] = ()  # seed-catalogue rows it implements: ("000#30", "002-004#F4")
 
     @property
     def kind_info(self) -> Kind:
@@ -286,12 +306,14 @@ class AlgorithmRegistry(Registry):
         problem: str,
         bounds: tuple[str, ...] = (),
         summary: str | None = None,
+        papers: tuple[str, ...] = (),
         **extra: Any,
     ):
         if kind not in KINDS:
             raise ValueError(
                 f"algorithm {name!r}: unknown kind {kind!r}; declared kinds: {', '.join(KINDS)}"
             )
+        papers = check_paper_refs(papers, f"algorithm {name!r}")
         base = super().register(name, summary)
 
         def deco(fn: Callable) -> Callable:
@@ -305,6 +327,7 @@ class AlgorithmRegistry(Registry):
                 bounds=tuple(bounds),
                 summary=self._summaries[key],
                 extra=dict(extra),
+                papers=papers,
             )
             return fn
 

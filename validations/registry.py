@@ -16,18 +16,24 @@ class _ValidationRegistry:
     def __init__(self) -> None:
         self._items: dict = {}
         self._controls: dict[str, tuple[str, ...]] = {}
+        self._papers: dict[str, tuple[str, ...]] = {}
 
     def add(
         self,
         validation,
         controls: tuple[str, ...] | None = None,
         targets: dict[str, tuple[str, ...]] | None = None,
+        papers: tuple[str, ...] = (),
     ):
         """Register a claim with its negative controls (names in
         ``theorylab.validations.controls.CONTROLS``; default: the claim's ``controls``
         attribute) and, for a claim without an ``algorithm`` attribute, the algorithms a null
         control replaces (``targets={"online": (...), "offline": (...)}``). A claim without
-        controls is reported UNPOWERED (docs/validations.md, "Power")."""
+        controls is reported UNPOWERED (docs/validations.md, "Power"). ``papers``: the
+        seed-catalogue rows whose guarantee the claim checks (``("000#30",)``; default: the
+        claim's ``papers`` attribute)."""
+        from theorylab.algorithms.registry import check_paper_refs
+
         if validation.name in self._items:
             raise ValueError(f"validation {validation.name!r} is registered twice")
         controls = tuple(controls if controls is not None else getattr(validation, "controls", ()))
@@ -35,7 +41,15 @@ class _ValidationRegistry:
             object.__setattr__(validation, "control_targets", targets)  # frozen dataclasses
         self._items[validation.name] = validation
         self._controls[validation.name] = controls
+        self._papers[validation.name] = check_paper_refs(
+            papers or getattr(validation, "papers", ()), f"claim {validation.name!r}"
+        )
         return validation
+
+    def papers(self, name: str) -> tuple[str, ...]:
+        """The seed-catalogue rows the named claim checks."""
+        self.get(name)
+        return self._papers[name]
 
     def controls(self, name: str) -> tuple[str, ...]:
         self.get(name)
@@ -57,9 +71,9 @@ class _ValidationRegistry:
 VALIDATIONS = _ValidationRegistry()
 
 
-def register_validation(validation, controls=None, targets=None):
+def register_validation(validation, controls=None, targets=None, papers=()):
     """Register a claim (see :meth:`_ValidationRegistry.add`)."""
-    return VALIDATIONS.add(validation, controls, targets)
+    return VALIDATIONS.add(validation, controls, targets, papers)
 
 
 def _load() -> None:
