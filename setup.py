@@ -17,7 +17,7 @@ for folder in SUBPACKAGES:
     package_dir[f"theorylab.{folder}"] = folder
     packages += [f"theorylab.{folder}.{sub}" for sub in find_packages(where=folder)]
 
-# data files inside the packages: the seed catalogue the papers index reads (theorylab.seed_catalogue)
+# data inside the packages: the seed catalogue the papers index reads (theorylab.seed_catalogue)
 package_data = {"theorylab": ["data/seed_papers.json"]}
 
 setup(packages=sorted(set(packages)), package_dir=package_dir, package_data=package_data)

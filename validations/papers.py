@@ -21,6 +21,7 @@ checkout of the repository); "not run" otherwise. ``theorylab papers [QUERY]`` p
 from __future__ import annotations
 
 import json
+import re
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -103,6 +104,10 @@ def _verdict(name: str, gallery: Path | None) -> ClaimVerdict:
     return ClaimVerdict(name, entry["verdict"], entry.get("scale"), entry.get("date"))
 
 
+def _word(word: str) -> re.Pattern:
+    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])")
+
+
 def _status(algorithms: list[str], claims: list[str]) -> str:
     if algorithms:
         return STATUSES[0] if claims else STATUSES[1]
@@ -120,7 +125,7 @@ def _check_status(status: str | None) -> str | None:
     key = _status_key(status.strip().lower())
     if key not in keys:
         raise ValueError(
-            f"papers: status {status!r} is not one of {', '.join(keys)} "
+            f"status {status!r}: expected one of {', '.join(keys)} "
             "(implemented: an algorithm and no claim)"
         )
     return keys[key]
@@ -136,20 +141,22 @@ def papers(
     """The seed corpus' tier-A/B rows with their status, algorithms and claims (with verdicts).
 
     ``query``: a row reference (``"000#30"``, the whole reference) or words that must all occur
-    (case-insensitive) in the row's reference, title, setting, algorithm or claim names
-    (``"mirror descent"``); ``status``: one of ``implemented-with-a-claim``, ``implemented``,
-    ``claim-only``, ``missing``; ``family``: 1-9 (docs/papers.md lists them); ``gallery``: the
-    folder of gallery entries the verdicts come from (None: every verdict is "not run").
+    as whole words (case-insensitive) in the row's reference, title, setting, algorithm or claim
+    names (``"mirror descent"``, ``"vi-lcb"``); ``status``: one of
+    ``implemented-with-a-claim``, ``implemented``, ``claim-only``, ``missing``; ``family``: 1-9
+    (docs/papers.md lists them); ``gallery``: the folder of gallery entries the verdicts come
+    from (None: every verdict is "not run").
     """
     families = load_catalogue()["families"]
     if family is not None and str(family) not in families:
-        raise ValueError(f"papers: family {family!r} is not one of {', '.join(families)}")
+        raise ValueError(f"family {family!r}: expected one of {', '.join(families)}")
     wanted_status = _check_status(status)
     gallery = Path(gallery) if gallery is not None else None
     algorithms, claims = paper_refs()
     query = (query or "").strip()
     exact_ref = query if PAPER_REF.match(query) else None
-    words = [] if exact_ref else query.lower().split()
+    # whole words: "dual" finds "Dual RL", not "Dualization"
+    words = [] if exact_ref else [_word(w) for w in query.lower().split()]
     out = []
     for r in load_catalogue()["rows"]:
         algs = algorithms.get(r["ref"], [])
@@ -169,7 +176,7 @@ def papers(
         if exact_ref is not None and row.ref != exact_ref:
             continue
         text = " ".join([row.ref, row.title, row.setting, *algs, *names]).lower()
-        if any(w not in text for w in words):
+        if any(not w.search(text) for w in words):
             continue
         if wanted_status is not None and row.status != wanted_status:
             continue
@@ -210,7 +217,10 @@ def markdown_index() -> str:
         for r in rows:
             if r.family != int(number):
                 continue
-            claims = "<br>".join(f"`{c.name}` ({c.verdict})" for c in r.claims) or "-"
+            claims = "<br>".join(
+                f"[`{c.name}`](gallery.md#{c.name}) ({c.verdict})" for c in r.claims
+            )
+            claims = claims or "-"
             algs = ", ".join(f"`{a}`" for a in r.algorithms) or "-"
             status = f"**{r.status}**" if r.status != "missing" else r.status
             lines.append(
