@@ -28,6 +28,7 @@ from pathlib import Path
 
 from theorylab.algorithms.registry import PAPER_REF, get_algorithm, list_algorithms
 from theorylab.seed_catalogue import load_catalogue
+from theorylab.table import with_generated_block
 from theorylab.validations.registry import VALIDATIONS, list_validations
 
 STATUSES = ("implemented with a claim", "implemented", "claim only", "missing")
@@ -239,11 +240,7 @@ INDEX_END = "<!-- END PAPERS INDEX -->"
 
 def with_current_index(text: str) -> str:
     """``text`` (docs/papers.md) with the block between the index markers regenerated."""
-    if INDEX_BEGIN not in text or INDEX_END not in text:
-        raise ValueError(f"the text has no {INDEX_BEGIN!r} ... {INDEX_END!r} block")
-    head, rest = text.split(INDEX_BEGIN, 1)
-    _, tail = rest.split(INDEX_END, 1)
-    return f"{head}{INDEX_BEGIN}\n{markdown_index()}{INDEX_END}{tail}"
+    return with_generated_block(text, INDEX_BEGIN, INDEX_END, markdown_index())
 
 
 def main(argv: list[str] | None = None) -> int:
