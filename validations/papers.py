@@ -106,7 +106,7 @@ def _verdict(name: str, gallery: Path | None) -> ClaimVerdict:
 
 
 def _word(word: str) -> re.Pattern:
-    return re.compile(rf"(?<![\w-]){re.escape(word)}(?![\w-])")
+    return re.compile(rf"(?<!\w){re.escape(word)}(?!\w)")
 
 
 def _status(algorithms: list[str], claims: list[str]) -> str:
@@ -156,7 +156,7 @@ def papers(
     algorithms, claims = paper_refs()
     query = (query or "").strip()
     exact_ref = query if PAPER_REF.match(query) else None
-    # whole words: "dual" finds "Dual RL", not "Dualization"
+    # whole words: "dual" finds "Dual RL" and "dual-v", not "Dualization"
     words = [] if exact_ref else [_word(w) for w in query.lower().split()]
     out = []
     for r in load_catalogue()["rows"]:
