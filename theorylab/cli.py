@@ -714,13 +714,13 @@ def cmd_papers(args) -> int:
             "tier": r.tier.replace(" (assigned)", "*"),
             "family": r.family,
             "status": r.status,
+            "title": r.title,
             "algorithms": ",".join(r.algorithms) or "-",
             "claims (last verdict)": ", ".join(c.cell() for c in r.claims) or "-",
-            "title": r.title,
         }
         for r in rows
     ]
-    print(_table(_fit_to_terminal(table, ("algorithms", "claims (last verdict)", "title"))))
+    print(_table(_fit_to_terminal(table, ("title", "algorithms", "claims (last verdict)"))))
     counts = ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in STATUSES)
     print(f"{len(rows)} rows: {counts} (tier *: assigned by the coverage table; all: --json)")
     return 0
