@@ -2,7 +2,8 @@
 
 ``mdps/`` -> ``theorylab.mdps``, ``algorithms/`` -> ``theorylab.algorithms``, ``bounds/`` ->
 ``theorylab.bounds``, ``validations/`` -> ``theorylab.validations`` (see docs/architecture.md).
-Everything else is configured in pyproject.toml.
+Package data (``package_data``) is listed here too. Everything else is configured in
+pyproject.toml.
 """
 
 from setuptools import find_packages, setup
@@ -16,4 +17,7 @@ for folder in SUBPACKAGES:
     package_dir[f"theorylab.{folder}"] = folder
     packages += [f"theorylab.{folder}.{sub}" for sub in find_packages(where=folder)]
 
-setup(packages=sorted(set(packages)), package_dir=package_dir)
+# data inside the packages: the seed catalogue the papers index reads (theorylab.seed_catalogue)
+package_data = {"theorylab": ["data/seed_papers.json"]}
+
+setup(packages=sorted(set(packages)), package_dir=package_dir, package_data=package_data)

@@ -1,7 +1,8 @@
 """Bounds as symbolic objects: ``Bound``, the safe expression parser and the bound registry.
 
 ``bounds/`` is pure mathematics (sympy, numpy): it imports nothing from the rest of the project
-except the ground-floor ``theorylab.registry`` and ``theorylab.errors``.
+except the ground-floor ``theorylab.registry``, ``theorylab.errors`` and ``theorylab.table`` (the
+generated table of docs/bounds.md).
 
 >>> from theorylab.bounds import get_bound
 >>> b = get_bound("azar2017-thm1")

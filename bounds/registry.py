@@ -113,11 +113,9 @@ TABLE_END = "<!-- END BOUNDS TABLE -->"
 
 def with_current_table(text: str) -> str:
     """``text`` (docs/bounds.md) with the block between the table markers regenerated."""
-    if TABLE_BEGIN not in text or TABLE_END not in text:
-        raise ValueError(f"the text has no {TABLE_BEGIN!r} ... {TABLE_END!r} block")
-    head, rest = text.split(TABLE_BEGIN, 1)
-    _, tail = rest.split(TABLE_END, 1)
-    return f"{head}{TABLE_BEGIN}\n{markdown_table()}{TABLE_END}{tail}"
+    from theorylab.table import with_generated_block
+
+    return with_generated_block(text, TABLE_BEGIN, TABLE_END, markdown_table())
 
 
 __all__ = [

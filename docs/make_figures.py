@@ -277,6 +277,9 @@ def write_gallery_page() -> Path:
     )
     out = DOCS / "gallery.md"
     out.write_text(page.rstrip() + "\n", encoding="utf-8")
+    from theorylab.validations.papers import main as write_papers_index
+
+    write_papers_index([str(DOCS / "papers.md")])  # its claims' verdicts are these entries'
     return out
 
 

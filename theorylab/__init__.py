@@ -42,6 +42,7 @@ _EXPORTS = {
     "list_bounds": "theorylab.bounds",
     "validate": "theorylab.validations",
     "list_validations": "theorylab.validations",
+    "papers": "theorylab.validations.papers",
     # errors
     "InvalidMDPError": "theorylab.errors",
     "InvalidPolicyError": "theorylab.errors",

@@ -1,4 +1,4 @@
-"""The ``theorylab`` command line: list, solve, run, validate, bench, train, demo.
+"""The ``theorylab`` command line: list, solve, run, validate, bench, train, demo, papers.
 
 Output is plain and parseable: aligned tables on stdout, ``--json`` for machines. Long work shows
 a progress bar on stderr (tqdm). Errors in user input exit with status 2 and a one-line message.
@@ -683,6 +683,49 @@ def cmd_demo(args) -> int:
     )
 
 
+# --------------------------------------------------------------------------- papers
+def cmd_papers(args) -> int:
+    from theorylab.validations.papers import STATUSES, papers
+
+    query = " ".join(args.query)
+    rows = papers(query or None, status=args.status, family=args.family)
+    if args.json:
+        print(json.dumps([r.to_dict() for r in rows], indent=2))
+        return 0
+    if not rows:
+        what = f" for {query!r}" if query else ""
+        print(f"no tier-A/B row of the seed catalogue matches{what} (theorylab papers: all rows)")
+        return 0
+    if len(rows) == 1:  # one paper: everything the index knows of it
+        r = rows[0]
+        print(f"{r.ref}  {r.title}")
+        print(f"  tier {r.tier}; family {r.family} ({r.family_name}); {r.setting}")
+        print(f"  status: {r.status}")
+        print(f"  algorithms: {', '.join(r.algorithms) or '-'}")
+        for c in r.claims:
+            when = f" ({c.scale}, {c.date})" if c.scale else ""
+            print(f"  claim: {c.name}: {c.verdict}{when}")
+        if r.same_paper:
+            print(f"  same paper: {', '.join(r.same_paper)}")
+        return 0
+    table = [
+        {
+            "ref": r.ref,
+            "tier": r.tier.replace(" (assigned)", "*"),
+            "family": r.family,
+            "status": r.status,
+            "title": r.title,
+            "algorithms": ",".join(r.algorithms) or "-",
+            "claims (last verdict)": ", ".join(c.cell() for c in r.claims) or "-",
+        }
+        for r in rows
+    ]
+    print(_table(_fit_to_terminal(table, ("title", "algorithms", "claims (last verdict)"))))
+    counts = ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in STATUSES)
+    print(f"{len(rows)} rows: {counts} (tier *: assigned by the coverage table; all: --json)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="theorylab",
@@ -991,6 +1034,28 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--seeds", type=int, default=None, help="seeds per algorithm (default 8)")
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_demo)
+
+    q = sub.add_parser(
+        "papers",
+        help="the seed corpus' tier-A/B papers: implemented with a claim, implemented or missing",
+        description="List the tier-A/B rows of the seed catalogue (docs/papers.md) with what "
+        "theorylab has of each: the algorithms and claims that name the row (register(..., "
+        "papers=...)) and each claim's last verdict in the gallery.",
+    )
+    q.add_argument(
+        "query",
+        nargs="*",
+        help="a row (000#30, 002-004#F1) or words that must all occur in the row's title, "
+        "setting, algorithm or claim names (mirror descent)",
+    )
+    q.add_argument(
+        "--status",
+        help="only rows of this status: implemented-with-a-claim, implemented (an algorithm, "
+        "no claim), claim-only (a claim, no registered algorithm) or missing",
+    )
+    q.add_argument("--family", type=int, help="only rows of this family, 1-9 (docs/papers.md)")
+    q.add_argument("--json", action="store_true", help="print JSON (every field of every row)")
+    q.set_defaults(func=cmd_papers)
     return p
 
 

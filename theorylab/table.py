@@ -174,3 +174,14 @@ def from_dicts(rows: Sequence[dict], columns: Sequence[str] | None = None) -> st
         return "(empty)"
     names = list(columns or rows[0])
     return render([left(c) for c in names], [[str(r.get(c, "")) for c in names] for r in rows])
+
+
+def with_generated_block(text: str, begin: str, end: str, block: str) -> str:
+    """``text`` (a Markdown page) with what lies between the marker lines ``begin`` and ``end``
+    replaced by ``block`` (a generated table: docs/bounds.md, docs/papers.md; tests compare the
+    committed page with the page this returns)."""
+    if begin not in text or end not in text:
+        raise ValueError(f"the text has no {begin!r} ... {end!r} block")
+    head, rest = text.split(begin, 1)
+    _, tail = rest.split(end, 1)
+    return f"{head}{begin}\n{block}{end}{tail}"

@@ -16,6 +16,8 @@ from theorylab.algorithms.registry import register
 
 ONLINE_LOSSES = ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip")
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+# the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
+LOSS_PAPERS = {"xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",)}
 
 
 @dataclass(frozen=True)
@@ -64,6 +66,9 @@ for _loss in ONLINE_LOSSES:
         _factory(_loss, "online")
     )
 for _loss in PREFERENCE_LOSSES:
-    register(f"{_loss}-transformer", kind="transformer", problem="token-tree")(
-        _factory(_loss, "preference")
-    )
+    register(
+        f"{_loss}-transformer",
+        kind="transformer",
+        problem="token-tree",
+        papers=LOSS_PAPERS.get(_loss, ()),
+    )(_factory(_loss, "preference"))

@@ -28,14 +28,17 @@ from theorylab.algorithms.dual.reps import reps
 from theorylab.algorithms.dual.smodice import smodice
 from theorylab.algorithms.registry import register
 
+# Sikchi et al., "Dual RL" (seed catalogue rows of the same paper; docs/papers.md)
+DUAL_RL_PAPERS = ("000#6", "002-004#F1")
 
-@register("dual-v", kind="dual", problem="tabular")
+
+@register("dual-v", kind="dual", problem="tabular", papers=DUAL_RL_PAPERS)
 def dual_v(mdp, d_ref, alpha, f: str = "kl", method: str = "newton"):
     """Dual-V of f-regularised RL solved directly, primal recovery (Sikchi et al. 2024)."""
     return solve_dual_v(mdp, d_ref, alpha, f, method=method)
 
 
-@register("regularized-primal", kind="dual", problem="tabular")
+@register("regularized-primal", kind="dual", problem="tabular", papers=DUAL_RL_PAPERS)
 def regularized_primal(mdp, d_ref, alpha, f: str = "kl"):
     """f-regularised occupancy primal by cvxpy (exp cone / SOC / LP): the reference answer."""
     return solve_regularized_primal(mdp, d_ref, alpha, f)
@@ -47,7 +50,7 @@ def fit_optidice(dataset, alpha: float = 0.1, f: str = "half-chi2"):
     return optidice(dataset, alpha=alpha, f=f)
 
 
-@register("f-dvl", kind="offline", problem="dataset", horizon="discounted")
+@register("f-dvl", kind="offline", problem="dataset", horizon="discounted", papers=DUAL_RL_PAPERS)
 def fit_f_dvl(dataset, loss: str = "chi-square", loss_temp: float = 0.8):
     """Tabular f-DVL: the DVL code's V-loss and mean Q-target to the fixed point (Sikchi 2024)."""
     return f_dvl(dataset, loss=loss, loss_temp=loss_temp)
@@ -65,7 +68,9 @@ def solve_reps(mdp, q, epsilon, max_iter: int = 500):
     return reps(mdp, q, epsilon, max_iter=max_iter)
 
 
-@register("recoil", kind="imitation", problem="dataset", horizon="discounted")
+@register(
+    "recoil", kind="imitation", problem="dataset", horizon="discounted", papers=DUAL_RL_PAPERS
+)
 def fit_recoil(expert, dataset, beta: float = 0.5, f: str = "kl"):
     """Tabular ReCOIL: match beta d + (1-beta) d^S to beta d^E + (1-beta) d^S (Sikchi 2024)."""
     return recoil(expert, dataset, beta=beta, f=f)

@@ -23,6 +23,7 @@ from theorylab.algorithms.registry import register
     problem="dataset",
     bounds=("vi-lcb-upper", "vi-lcb-lower", "vi-lcb-lower-near-expert"),
     horizon="discounted",
+    papers=("000#41",),
 )
 def fit_vi_lcb(
     dataset, delta: float = 0.1, c_L: float = C_L_CODE, initial_policy: str = "behaviour"
@@ -102,6 +103,7 @@ def fit_pevi_tabular(
     bounds=("xiong2023-linpevi-adv-plus",),
     horizon="finite",
     features=True,
+    papers=("000#26",),  # PNLSVI, whose linear specialisation this is (vw_pevi.py)
 )
 def fit_vw_pevi(
     dataset,

@@ -86,7 +86,7 @@ def langevin_chain_law(
     return U, mean, np.sqrt(var)
 
 
-@register("lmc-lsvi", kind="online", problem="linear", bounds=("lmc-lsvi",))
+@register("lmc-lsvi", kind="online", problem="linear", bounds=("lmc-lsvi",), papers=("001#23",))
 class LMCLSVI(LeastSquaresValueIteration):
     """LMC-LSVI (Ishfaq et al. 2024): Langevin samples of the LSVI weights, max over M chains."""
 

@@ -125,6 +125,7 @@ def elimination_step(
     problem="tabular",
     bounds=("psl-dueling-known", "psl-dueling-unknown"),
     compares="trajectories",
+    papers=("000#32",),
 )
 class DuelingRL:
     """Dueling RL (Pacchiano-Saha-Lee): duels of two policies, one trajectory bit per round."""

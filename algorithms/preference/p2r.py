@@ -105,6 +105,7 @@ class VersionSpace:
     bounds=(),
     feedback=("btl",),
     feedback_note="it inverts the BTL link of one pairwise comparison against a reference pair",
+    papers=("000#24", "001#53"),
 )
 class P2RUCBVI:
     """P2R (Wang-Liu-Jin 2023, Alg. 1) feeding UCBVI-BF rewards from pairwise comparisons."""

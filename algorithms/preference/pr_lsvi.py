@@ -107,6 +107,7 @@ def btl_ridge_mle(
     bounds=(),
     feedback=("btl",),
     compares="trajectories",
+    papers=("000#28", "001#54"),
 )
 class PRLSVI(LeastSquaresValueIteration):
     """PR-LSVI (Wu-Sun 2024, Alg. 1): reward MLE + Gaussian perturbation, randomized LSVI, and a

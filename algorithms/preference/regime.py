@@ -97,6 +97,7 @@ def plan(P: np.ndarray, reward: np.ndarray, H: int) -> np.ndarray:
     problem="tabular",
     bounds=("zhan2024-regime-queries",),
     compares="trajectories",
+    papers=("000#52", "001#55"),
 )
 class REGIME:
     """REGIME: reward-free exploration, one batch of trajectory comparisons, BTL fit, plan."""

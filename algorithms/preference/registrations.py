@@ -45,6 +45,7 @@ RANKING_ESTIMATORS = ("plackett-luce", "pairwise-split")
     feedback=("btl",),
     feedback_note="its confidence radius is Lemma 3.1's for pairwise data; the K-wise radius "
     "(Zhu-Jordan-Jiao Thm 4.1) carries a K-dependence not recovered here ([M])",
+    papers=("000#48",),
 )
 def pessimistic_mle(
     bandit, data, delta: float = 0.1, lam: float = 1e-3, C: float = 1.0, solver: str = "newton"
@@ -60,6 +61,7 @@ def pessimistic_mle(
     bounds=(),
     feedback=("btl",),
     feedback_note="Section 5 compares pairs of whole trajectories",
+    papers=("000#48",),
 )
 def pessimistic_mle_mdp(
     bandit,
@@ -97,6 +99,7 @@ class GreedyMLEResult:
     problem="pref-bandit",
     bounds=(),
     feedback=("btl", "plackett-luce"),
+    papers=("000#48",),  # the paper's greedy MLE, the contrast its pessimism improves on
 )
 def greedy_mle(bandit, data, solver: str = "newton", ranking_estimator: str = "plackett-luce"):
     """Greedy on the constrained BTL MLE (the contrast that fails on ZJJ Theorem 3.9), or, on
@@ -173,6 +176,7 @@ def _self_play(game, oracle, iterations: int, tau: float, eta: float, m: int, ou
     problem="pref-game",
     bounds=(),
     feedback=("matrix",),
+    papers=("002-004#E2",),
 )
 def inpo(game, oracle, iterations: int, tau: float = 0.2, eta: float = 0.5, m: int = 0):
     """INPO / KL-regularised OMD self-play (Zhang et al. 2025): last iterate -> the regularised
@@ -188,6 +192,7 @@ def inpo(game, oracle, iterations: int, tau: float = 0.2, eta: float = 0.5, m: i
     problem="pref-game",
     bounds=(),
     feedback=("matrix",),
+    papers=("000#24", "001#53", "002-004#E2"),  # Wang-Liu-Jin's von Neumann winner; INPO, tau=0
 )
 def hedge_selfplay(game, oracle, iterations: int, eta: float = 0.05, m: int = 0):
     """Hedge (unregularised OMD) self-play: its average iterate -> a von Neumann winner (the

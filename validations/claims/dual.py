@@ -62,6 +62,9 @@ from theorylab.validations.claim import Check, Report
 from theorylab.validations.claim import finished_report as _report
 from theorylab.validations.registry import register_validation
 
+# Sikchi et al., "Dual RL": its two seed-catalogue rows (as on the algorithms it checks)
+DUAL_RL_PAPERS = ("000#6", "002-004#F1")
+
 SMOOTH = ("kl", "chi2", "half-chi2")
 SEED_CHUNK = 25  # DualDICE datasets are drawn 25 seeds at a time (memory)
 
@@ -598,9 +601,16 @@ class FiniteHorizonDualV:
 
 # the registry's controls (theorylab.validations.mutations) patch the same bugs into the library
 # that the solver fields above take (tests/test_dual_claims.py): validate runs them
-register_validation(DualVStrongDuality(), controls=("dual-v-plain-conjugate",))
-register_validation(AlphaToZero(), controls=("dual-v-sqrt-alpha",))
+register_validation(
+    DualVStrongDuality(), controls=("dual-v-plain-conjugate",), papers=DUAL_RL_PAPERS
+)
+register_validation(AlphaToZero(), controls=("dual-v-sqrt-alpha",), papers=DUAL_RL_PAPERS)
 register_validation(REPSBindingKL(), controls=("reps-eta-fixed",))
 register_validation(DICERate(), controls=("dualdice-behaviour-policy",))
-register_validation(CMDPLastIterate(), controls=("cmdp-ogda-no-optimism",))
-register_validation(FiniteHorizonDualV(), controls=("dual-v-plain-conjugate", "dual-v-sqrt-alpha"))
+# ReLOAD (000#1): its OGDA is algorithms/dual/cmdp.py, a module outside the registry
+register_validation(CMDPLastIterate(), controls=("cmdp-ogda-no-optimism",), papers=("000#1",))
+register_validation(
+    FiniteHorizonDualV(),
+    controls=("dual-v-plain-conjugate", "dual-v-sqrt-alpha"),
+    papers=DUAL_RL_PAPERS,
+)

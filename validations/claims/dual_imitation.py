@@ -46,6 +46,7 @@ import numpy as np
 
 from theorylab.validations.claim import Check, Report
 from theorylab.validations.claim import finished_report as _report
+from theorylab.validations.claims.dual import DUAL_RL_PAPERS
 from theorylab.validations.registry import register_validation
 
 MDP_SPEC = "random:S=6,A=3,gamma=0.9,seed={seed}"
@@ -251,5 +252,9 @@ class FDVLSoftFixedPoint:
         return _report(self.name, self.statement, scale, checks, t0, config)
 
 
-register_validation(RecoilRelaxedCoverage(), controls=("recoil-reference-without-expert",))
-register_validation(FDVLSoftFixedPoint(), controls=("f-dvl-unweighted-value-step",))
+register_validation(
+    RecoilRelaxedCoverage(), controls=("recoil-reference-without-expert",), papers=DUAL_RL_PAPERS
+)
+register_validation(
+    FDVLSoftFixedPoint(), controls=("f-dvl-unweighted-value-step",), papers=DUAL_RL_PAPERS
+)

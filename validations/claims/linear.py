@@ -598,6 +598,7 @@ register_validation(
         ),
     ),
     controls=("frozen", "random"),
+    papers=("001#23",),
 )
 
 register_validation(
@@ -637,6 +638,7 @@ register_validation(
         ),
     ),
     controls=("frozen", "random"),
+    papers=("001#23",),
 )
 
 register_validation(

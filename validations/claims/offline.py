@@ -280,6 +280,7 @@ register_validation(
     ),
     controls=("frozen", "random"),
     targets={"offline": ("pessimistic-vi-hoeffding", "vi-lcb")},
+    papers=("000#41",),
 )
 
 
@@ -390,6 +391,7 @@ register_validation(
     ),
     controls=("frozen", "random"),
     targets={"offline": ("pessimistic-vi-hoeffding",)},
+    papers=("000#41",),
 )
 
 
@@ -814,6 +816,7 @@ register_validation(
             "vi-lcb",
         )
     },
+    papers=("000#41",),
 )
 
 

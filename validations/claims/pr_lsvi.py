@@ -183,4 +183,5 @@ register_validation(
         },
     ),
     controls=("pr-lsvi-mle-frozen",),
+    papers=("000#28", "001#54"),
 )

@@ -238,6 +238,7 @@ register_validation(
         },
     ),
     controls=("pessimistic-mle-bonus-sign",),
+    papers=("000#48",),
 )
 
 
@@ -324,6 +325,7 @@ register_validation(
         },
     ),
     controls=("plackett-luce-top-choice-only",),
+    papers=("000#48",),
 )
 
 
@@ -431,6 +433,7 @@ register_validation(
         },
     ),
     controls=("p2r-no-cache",),
+    papers=("000#24", "001#53"),
 )
 
 
@@ -562,4 +565,5 @@ register_validation(
         },
     ),
     controls=("inpo-no-kl-pull",),
+    papers=("000#24", "001#53", "002-004#E2"),
 )

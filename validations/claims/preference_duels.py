@@ -176,6 +176,7 @@ register_validation(
         },
     ),
     controls=("dueling-rl-random-duels",),
+    papers=("000#32",),
 )
 
 
@@ -338,4 +339,5 @@ register_validation(
         },
     ),
     controls=("regime-no-exploration",),
+    papers=("000#52", "001#55"),
 )
