@@ -25,7 +25,9 @@ def make(spec: str, **overrides):
             raise ValueError(f"an MDP file ({spec}) takes no parameters, got {sorted(overrides)}")
         from theorylab.mdps.tabular import TabularMDP
 
-        return TabularMDP.load(spec)
+        mdp = TabularMDP.load(spec)
+        mdp.name = spec  # as a family spec names its model: what rebuilds it
+        return mdp
     _load_families()
     mdp = MDP_FAMILIES.make(spec, **overrides)
     if hasattr(mdp, "name") and getattr(mdp, "name", "") in ("", "tabular"):
