@@ -95,6 +95,10 @@ def read_mdp_file(path: str | os.PathLike) -> tuple[object, np.ndarray, np.ndarr
     if not path.is_file():
         raise FileNotFoundError(f"no MDP file {str(path)!r}")
     what = f"{str(path)!r} is not a theorylab MDP file (written by TabularMDP.save)"
+    with open(path, "rb") as fh:
+        magic = fh.read(4)
+    if magic != b"PK\x03\x04":  # every .npz is a zip archive
+        raise InvalidMDPError(f"{what}: it is not an .npz (zip) archive")
     try:
         with np.load(path, allow_pickle=False) as npz:
             arrays = {k: npz[k] for k in npz.files}

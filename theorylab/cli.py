@@ -778,7 +778,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sub-optimality), ...",
     )
     q.add_argument("algorithm", help="algorithm name, e.g. ucbvi-bernstein")
-    q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
+    q.add_argument(
+        "mdp", help="MDP spec, e.g. riverswim:S=6,H=20, or a file of TabularMDP.save (my_mdp.npz)"
+    )
     q.add_argument("--episodes", "-K", type=int, help="online: episodes K per seed")
     q.add_argument("--steps", type=int, help="deep: gradient steps of a tabular twin")
     q.add_argument(
