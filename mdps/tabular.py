@@ -426,6 +426,12 @@ class TabularMDP:
         (:meth:`RewardMap.user_value`; ``V`` itself when the reward map is the identity)."""
         return self.reward_map.user_value(V, horizon=self.horizon, gamma=self.gamma, h=h)
 
+    def on_unit_rewards(self) -> TabularMDP:
+        """The same model with the identity reward map: what it reports (``tl.run``'s regret,
+        values) stays in the [0, 1] units of its rewards, the units the bound cards are stated
+        in. ``self`` when the map already is the identity."""
+        return self if self.reward_map.identity else self._replace(reward_map=None)
+
     # ------------------------------------------------------------------ arrays and files
     @classmethod
     def from_arrays(
