@@ -25,7 +25,7 @@ costs the same (one max and one min of D instead of one max of |D|), and
 earlier, never later (tests/test_planning.py::
 test_span_rule_never_needs_more_sweeps_than_the_sup_rule).
 Measured on pymdptoolbox's forest (S = 2000, gamma = 0.96, tol = 1e-10): 176 sweeps instead of
-591 (docs/benchmarks.md, "Value iteration's stopping rule"). The only difference in what is
+591 (docs/benchmarks.md, "Your own MDP: the forest"). The only difference in what is
 returned: the span rule's V is the MacQueen midpoint, a constant shift of the last iterate (the
 greedy policy is the same).
 """
