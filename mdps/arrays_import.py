@@ -150,6 +150,15 @@ def _mean_rewards(R, P_sas, layout: str, S: int, A: int, horizon) -> np.ndarray:
 
 def _reward_map(R: np.ndarray, reward_range) -> RewardMap:
     if reward_range is None:
+        bad = (R < 0) | (R > 1)
+        if bad.any():
+            idx = tuple(int(i) for i in np.argwhere(bad)[0])
+            names = ("h", "s", "a")[-R.ndim :]
+            where = ", ".join(f"{n}={i}" for n, i in zip(names, idx, strict=True))
+            raise InvalidMDPError(
+                f"R at ({where}) is {R[idx]:.6g}, mean rewards must lie in [0, 1]: pass "
+                "reward_range='auto' (or (lo, hi)) to map them there exactly"
+            )
         return IDENTITY
     if isinstance(reward_range, str):
         if reward_range != "auto":
