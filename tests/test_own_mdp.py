@@ -181,7 +181,9 @@ def test_layouts_and_reward_shapes_agree():
     kw = dict(reward_range="auto", gamma=0.9)
     dense = TabularMDP.from_arrays(P_ass, R_mean, layout="ASS", **kw)
     per_transition = TabularMDP.from_arrays(P_ass, R_trans, layout="ASS", **kw)
-    listed = TabularMDP.from_arrays([sp.csr_array(m) for m in P_ass], R_trans, layout="ASS", **kw)
+    listed = TabularMDP.from_arrays(  # pymdptoolbox's sparse form: lists of A CSR (S, S)
+        [sp.csr_array(m) for m in P_ass], [sp.csr_matrix(m) for m in R_trans], layout="ASS", **kw
+    )
     flat = sp.csr_array(P_ass.transpose(1, 0, 2).reshape(S * A, S))  # row s*A + a
     csr = TabularMDP.from_arrays(flat, R_mean, **kw)
     sas_trans = TabularMDP.from_arrays(flat, R_trans.transpose(1, 0, 2), **kw)
