@@ -8,8 +8,9 @@ from theorylab.mdps.gymnasium_env import GYMNASIUM_ID, TabularEnv, to_gymnasium
 from theorylab.mdps.linear import LinearBandit, LinearMDP, MisspecifiedLinearMDP, one_hot_linear
 from theorylab.mdps.lowrank import LowRankMDP
 from theorylab.mdps.registry import MDP_FAMILIES, list_families, make, register
+from theorylab.mdps.reward_map import RewardMap
 from theorylab.mdps.tabular import TabularMDP, Trajectories
-from theorylab.mdps.toy_text import ToyTextConversion, from_toy_text
+from theorylab.mdps.toy_text import ToyTextConversion, from_gymnasium, from_toy_text
 
 __all__ = [
     "GYMNASIUM_ID",
@@ -20,10 +21,12 @@ __all__ = [
     "LinearMDP",
     "LowRankMDP",
     "MisspecifiedLinearMDP",
+    "RewardMap",
     "TabularEnv",
     "TabularMDP",
     "ToyTextConversion",
     "Trajectories",
+    "from_gymnasium",
     "from_toy_text",
     "list_families",
     "make",

@@ -17,8 +17,17 @@ def make(spec: str, **overrides):
     """Build a registered MDP from its name string, e.g. ``make("riverswim:S=6,H=20")``.
 
     Parameters are converted to the types of the family's defaults; ``overrides`` are passed as
-    Python values. The returned MDP's ``name`` is the canonical spec string.
+    Python values. The returned MDP's ``name`` is the canonical spec string. A spec ending in
+    ``.npz`` is a file written by ``TabularMDP.save`` (:mod:`theorylab.mdps.mdp_file`).
     """
+    if isinstance(spec, str) and spec.lower().endswith(".npz"):
+        if overrides:
+            raise ValueError(f"an MDP file ({spec}) takes no parameters, got {sorted(overrides)}")
+        from theorylab.mdps.tabular import TabularMDP
+
+        mdp = TabularMDP.load(spec)
+        mdp.name = spec  # as a family spec names its model: what rebuilds it
+        return mdp
     _load_families()
     mdp = MDP_FAMILIES.make(spec, **overrides)
     if hasattr(mdp, "name") and getattr(mdp, "name", "") in ("", "tabular"):

@@ -18,6 +18,7 @@ value. Nothing is silently renormalised.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 import numpy as np
@@ -26,6 +27,7 @@ import scipy.sparse as sp
 from theorylab.errors import InvalidMDPError, InvalidPolicyError
 from theorylab.kernels.csr import row_cumsum
 from theorylab.kernels.sampling import inverse_cdf_csr, inverse_cdf_dense, sample_episodes
+from theorylab.mdps.reward_map import IDENTITY, RewardMap
 
 ROW_SUM_TOL = 1e-9
 RewardModel = Literal["deterministic", "bernoulli"]
@@ -102,6 +104,11 @@ class TabularMDP:
         How a realised reward is drawn from the mean.
     name : str
         A label (the registry name string when built by :func:`theorylab.mdps.make`).
+    reward_map : RewardMap, optional
+        The exact affine map from the [0, 1] rewards held here back to the user's reward scale
+        (:mod:`theorylab.mdps.reward_map`); the identity unless the model was built from rewards
+        on another scale (:meth:`from_arrays` with ``reward_range``, the toy-text importer).
+        Values the user sees are ``mdp.user_value(V)``, regrets ``mdp.reward_map.user_gap(x)``.
     """
 
     def __init__(
@@ -115,9 +122,13 @@ class TabularMDP:
         reward_model: RewardModel = "deterministic",
         name: str = "tabular",
         state_names: list[str] | None = None,
+        reward_map: RewardMap | None = None,
     ) -> None:
         self.name = name
         self.state_names = state_names
+        if reward_map is not None and not isinstance(reward_map, RewardMap):
+            raise InvalidMDPError(f"reward_map must be a RewardMap, got {type(reward_map)}")
+        self.reward_map: RewardMap = reward_map if reward_map is not None else IDENTITY
         if horizon is None and gamma is None:
             raise InvalidMDPError("give a finite horizon H (horizon=...) or a discount gamma")
         if horizon is not None:
@@ -403,10 +414,88 @@ class TabularMDP:
             reward_model=self.reward_model,
             name=self.name,
             state_names=self.state_names,
+            reward_map=self.reward_map,
         )
         kw.update(changes)
         P, R, mu0 = kw.pop("P"), kw.pop("R"), kw.pop("mu0")
         return TabularMDP(P, R, mu0, **kw)
+
+    # ------------------------------------------------------------------ the user's units
+    def user_value(self, V, h: int = 0):
+        """Value(s) ``V`` of this model at stage ``h`` in the user's reward units
+        (:meth:`RewardMap.user_value`; ``V`` itself when the reward map is the identity)."""
+        return self.reward_map.user_value(V, horizon=self.horizon, gamma=self.gamma, h=h)
+
+    def on_unit_rewards(self) -> TabularMDP:
+        """The same model with the identity reward map: what it reports (``tl.run``'s regret,
+        values) stays in the [0, 1] units of its rewards, the units the bound cards are stated
+        in. ``self`` when the map already is the identity."""
+        return self if self.reward_map.identity else self._replace(reward_map=None)
+
+    # ------------------------------------------------------------------ arrays and files
+    @classmethod
+    def from_arrays(
+        cls,
+        P,
+        R,
+        mu0=None,
+        *,
+        layout: str = "SAS",
+        reward_range=None,
+        horizon: int | None = None,
+        gamma: float | None = None,
+        reward_model: RewardModel = "deterministic",
+        name: str = "tabular",
+        state_names: list[str] | None = None,
+    ) -> TabularMDP:
+        """A model from arrays in theorylab's layout or other libraries' (pymdptoolbox's
+        ``(A, S, S)``, a list of sparse ``(S, S)`` matrices, a CSR ``(S*A, S)``), with rewards
+        on any finite scale.
+
+        layout: "SAS" (``P[s, a, s']``, or CSR rows ``s*A + a``) or "ASS" (``P[a, s, s']``).
+        R: ``(S, A)``, ``(S,)`` or per transition (``(A, S, S)`` with "ASS", ``(S, A, S)``
+            with "SAS"; collapsed to the mean), or ``(H, S, A)``.
+        reward_range: None (rewards must lie in [0, 1]), "auto" (the exact affine map of
+            :func:`~theorylab.mdps.reward_map.reward_map_of`; [0, 1] rewards stay untouched) or
+            a declared ``(lo, hi)``. The map is recorded as ``reward_map``.
+        The other keywords are the constructor's. Accepted shapes and the rules:
+        :mod:`theorylab.mdps.arrays_import`.
+        """
+        from theorylab.mdps.arrays_import import normalize_arrays
+
+        P_sas, R_unit, rmap = normalize_arrays(
+            P, R, layout=layout, reward_range=reward_range, horizon=horizon
+        )
+        return cls(
+            P_sas, R_unit, mu0, horizon=horizon, gamma=gamma, reward_model=reward_model,
+            name=name, state_names=state_names, reward_map=rmap,
+        )  # fmt: skip
+
+    def save(self, path) -> Path:
+        """Write the model to ``path`` (``.npz``: sparse kept sparse, the reward map and a
+        sha256 checksum inside; :mod:`theorylab.mdps.mdp_file`). Returns the path."""
+        from theorylab.mdps.mdp_file import write_mdp_file
+
+        return write_mdp_file(self, path)
+
+    @classmethod
+    def load(cls, path) -> TabularMDP:
+        """The model stored by :meth:`save` at ``path``; a file that is not one (or a corrupted
+        one) raises :class:`InvalidMDPError` in one line naming the file."""
+        from theorylab.mdps.mdp_file import read_mdp_file
+
+        P, R, mu0, meta = read_mdp_file(path)
+        return TabularMDP(
+            P,
+            R,
+            mu0,
+            horizon=meta["horizon"],
+            gamma=meta["gamma"],
+            reward_model=meta["reward_model"],
+            name=meta["name"],
+            state_names=meta["state_names"],
+            reward_map=RewardMap(offset=meta["reward_offset"], scale=meta["reward_scale"]),
+        )
 
     # ------------------------------------------------------------------ policies
     def check_policy(self, policy: np.ndarray, *, batched: bool = False) -> np.ndarray:

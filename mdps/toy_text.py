@@ -20,7 +20,8 @@ model into arrays:
       r'(s, a) = (r(s, a) - offset) / scale,
       offset = min(0, min_i reward_i),   scale = max(0, max_i reward_i) - offset   (1 if that is 0),
 
-  over every reward value the model lists (a mean is a convex combination of those, so it lands
+  (:func:`theorylab.mdps.reward_map.reward_map_of`; rewards already in [0, 1] are left as they
+  are) over every reward value the model lists (a mean is a convex combination of those, so it lands
   in [0, 1]). FrozenLake keeps its rewards (offset 0, scale 1); Taxi (-10, -1, +20) gets offset
   -10, scale 30; CliffWalking (-100, -1) offset -100, scale 100.
   and the terminal state pays ``r' = (0 - offset) / scale``, the image of the raw reward 0 (it is 0
@@ -31,8 +32,9 @@ model into arrays:
       V_raw_h = scale * V'_h + (H - h) * offset          (finite horizon H),
       V_raw   = scale * V'   + offset / (1 - gamma)       (discounted),
 
-  (:meth:`ToyTextConversion.raw_value`), and the raw and rescaled MDPs have the same optimal
-  policies. Paying the terminal state 0 instead would be wrong whenever offset < 0: in CliffWalking
+  (:meth:`ToyTextConversion.raw_value`, and ``mdp.user_value``: the map is recorded on the
+  model as ``mdp.reward_map``), and the raw and rescaled MDPs have the same optimal policies.
+  Paying the terminal state 0 instead would be wrong whenever offset < 0: in CliffWalking
   (raw rewards -1 and -100) the goal would then be the worst place to be.
 * **Initial distribution**: ``mu0`` when given, else the env's ``initial_state_distrib``
   (FrozenLake, Taxi and CliffWalking have one), else state 0. The terminal state gets
@@ -50,6 +52,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from theorylab.errors import InvalidMDPError
+from theorylab.mdps.reward_map import reward_map_of
 from theorylab.mdps.tabular import RewardModel, TabularMDP
 
 
@@ -68,7 +71,7 @@ class ToyTextConversion:
 
     def raw_reward(self, r):
         """Raw mean reward(s) of rescaled mean reward(s) ``r``: ``scale * r + offset``."""
-        return self.scale * np.asarray(r, dtype=np.float64) + self.offset
+        return self.mdp.reward_map.user_reward(r)
 
     def raw_value(self, V, h: int = 0):
         """Raw value(s) of rescaled value(s) ``V`` at stage ``h`` (any shape).
@@ -76,12 +79,7 @@ class ToyTextConversion:
         Finite horizon: ``scale * V + (H - h) * offset``; discounted (no horizon):
         ``scale * V + offset / (1 - gamma)``.
         """
-        V = np.asarray(V, dtype=np.float64)
-        if self.mdp.horizon is not None:
-            if not (0 <= h <= self.mdp.horizon):
-                raise ValueError(f"h must lie in 0..H = 0..{self.mdp.horizon}, got h={h}")
-            return self.scale * V + (self.mdp.horizon - h) * self.offset
-        return self.scale * V + self.offset / (1.0 - self.mdp.gamma)
+        return self.mdp.user_value(V, h)
 
 
 def _model_of(env_or_P):
@@ -196,8 +194,8 @@ def from_toy_text(
     flat = sp.coo_array((probs, (rows, cols)), shape=(S * nA, S)).tocsr()
     flat.sum_duplicates()
 
-    offset = lo
-    scale = hi - lo if hi > lo else 1.0
+    rmap = reward_map_of(lo, hi)
+    offset, scale = rmap.offset, rmap.scale
     # (S, A); the terminal row becomes (0 - offset) / scale. Rounding is monotone, so means inside
     # [lo, hi] map inside [0, 1]; a mean that rounding pushed a hair past lo or hi is caught by
     # TabularMDP's range check rather than clipped.
@@ -231,5 +229,15 @@ def from_toy_text(
         reward_model=reward_model,
         name=name or default_name,
         state_names=[str(s) for s in range(nS)] + ["terminal"],
+        reward_map=rmap,
     )
     return ToyTextConversion(mdp=mdp, scale=float(scale), offset=float(offset), terminal_state=nS)
+
+
+def from_gymnasium(env_or_P, **keywords) -> TabularMDP:
+    """The :class:`TabularMDP` of any env that exposes its model as ``env.unwrapped.P[s][a] =
+    [(prob, next_state, reward, terminated), ...]`` (gymnasium's toy-text envs, and any custom
+    env written the same way), with the exact reward map back to the env's units recorded as
+    ``mdp.reward_map`` (``mdp.user_value(V)`` gives values in the env's units). The keywords
+    and the construction are :func:`from_toy_text`'s (one added terminal state, index ``nS``)."""
+    return from_toy_text(env_or_P, **keywords).mdp

@@ -345,8 +345,9 @@ def test_value_iteration_certified_bound_and_policy_iteration(mdp, tol, warm_sta
 @given(discounted_mdps(form=None), st.sampled_from([1e-3, 1e-8]))
 def test_span_rule_never_needs_more_sweeps_than_the_sup_rule(mdp, tol):
     # MacQueen's half-span c (max D - min D) / 2 <= c max |D|, so it certifies tol no later
-    sup = value_iteration(mdp, tol=tol)
+    sup = value_iteration(mdp, tol=tol, stopping="sup")
     span = value_iteration(mdp, tol=tol, stopping="span")
+    assert value_iteration(mdp, tol=tol).info["stopping"] == "span"  # the default
     assert span.info["iterations"] <= sup.info["iterations"]
     assert span.info["error_bound"] <= tol and sup.info["error_bound"] <= tol
     with pytest.raises(ValueError, match="stopping must be 'sup' or 'span', got 'l2'"):

@@ -149,6 +149,13 @@ def cmd_solve(args) -> int:
         )
     if args.gamma is not None:
         mdp = mdp.with_objective(gamma=args.gamma, horizon=None)
+    rmap = getattr(mdp, "reward_map", None)
+    mapped = rmap is not None and not rmap.identity
+    if mapped and (args.cvar is not None or args.iterated_cvar is not None or args.dual):
+        print(
+            f"(rewards mapped to [0, 1]: {rmap.describe()}; the values below are the mapped "
+            "problem's)"
+        )
     if args.cvar is not None or args.iterated_cvar is not None:
         return _solve_risk(args, mdp, build)
     if args.dual is not None:
@@ -188,7 +195,7 @@ def cmd_solve(args) -> int:
         "H": mdp.horizon,
         "gamma": mdp.gamma,
         "method": method,
-        "value": float(sol.value),
+        "value": float(mdp.user_value(sol.value)) if mapped else float(sol.value),
         "solve_seconds": seconds,
         "build_seconds": build,
         "policy_first_stage": (
@@ -208,6 +215,10 @@ def cmd_solve(args) -> int:
         ),
         "error_bound": getattr(sol, "info", {}).get("error_bound", 0.0),
     }
+    if mapped:  # the user's units: values by the affine map, the error bound times scale
+        out["error_bound"] = float(rmap.user_gap(out["error_bound"]))
+        out["reward_map"] = {"offset": rmap.offset, "scale": rmap.scale}
+        out["value_unit_rewards"] = float(sol.value)
     if method == "value_iteration":
         out["iterations"] = sol.info["iterations"]
         out["stopping"] = sol.info["stopping"]
@@ -215,6 +226,11 @@ def cmd_solve(args) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(f"MDP      {mdp!r}")
+    if mapped:
+        print(
+            f"rewards  {rmap.describe()} (solved on the [0, 1] rewards r; V* and the error "
+            "below are in your units)"
+        )
     sweeps = f" ({out['iterations']} sweeps, {out['stopping']} rule)" if "iterations" in out else ""
     print(f"method   {method}{sweeps}")
     print(
@@ -744,7 +760,9 @@ def build_parser() -> argparse.ArgumentParser:
     q.set_defaults(func=cmd_list)
 
     q = sub.add_parser("solve", help="solve an MDP exactly and print V* and the optimal policy")
-    q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
+    q.add_argument(
+        "mdp", help="MDP spec, e.g. riverswim:S=6,H=20, or a file of TabularMDP.save (my_mdp.npz)"
+    )
     q.add_argument("--json", action="store_true", help="print a JSON object")
     q.add_argument("--gamma", type=float, help="solve the discounted problem with this gamma")
     q.add_argument(
@@ -760,8 +778,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--stopping",
         choices=["sup", "span"],
-        help="value iteration's certified stopping rule: sup (contraction) or span (MacQueen's "
-        "bounds: same certificate, usually far fewer sweeps)",
+        help="value iteration's certified stopping rule: span (MacQueen's bounds, default: "
+        "same certificate as sup, never more sweeps, usually far fewer) or sup (contraction)",
     )
     q.add_argument(
         "--cvar",
@@ -803,7 +821,9 @@ def build_parser() -> argparse.ArgumentParser:
         "sub-optimality), ...",
     )
     q.add_argument("algorithm", help="algorithm name, e.g. ucbvi-bernstein")
-    q.add_argument("mdp", help="MDP spec, e.g. riverswim:S=6,H=20")
+    q.add_argument(
+        "mdp", help="MDP spec, e.g. riverswim:S=6,H=20, or a file of TabularMDP.save (my_mdp.npz)"
+    )
     q.add_argument("--episodes", "-K", type=int, help="online: episodes K per seed")
     q.add_argument("--steps", type=int, help="deep: gradient steps of a tabular twin")
     q.add_argument(

@@ -128,7 +128,10 @@ def run(
 
     algorithm: a registered name or spec (``"ucbvi-bernstein:delta=0.05"``; see
         ``theorylab list algorithms``) or an online agent class following ``theorylab.agent``.
-    problem: a model (TabularMDP, LinearMDP, ...) or a family spec (``"riverswim:S=6,H=20"``).
+    problem: a model (TabularMDP, LinearMDP, ...), a family spec (``"riverswim:S=6,H=20"``) or
+        a file written by ``TabularMDP.save`` (``"my_mdp.npz"``). A model whose rewards were
+        mapped to [0, 1] (``mdp.reward_map``) is run on the mapped model and the result is
+        reported in the user's units (:mod:`theorylab.runners.user_units`).
     episodes: the budget of online algorithms (K episodes per seed).
     seeds: B (indices 0..B-1) or explicit seed indices; seed i is reproducible alone or batched.
     seed: the root seed of the SeedSequence.
@@ -145,8 +148,17 @@ def run(
         keywords["episodes"] = episodes
     budget, params = _split(entry, raw, keywords)
     idx = seed_indices(seeds)
+    if isinstance(problem, str) and problem.lower().endswith(".npz"):  # a TabularMDP.save file
+        from theorylab.runners.problems import resolve_mdp
+
+        problem = resolve_mdp(problem)  # read once, here, for its reward map
+    rmap = getattr(problem, "reward_map", None)
 
     def finish(result: Result) -> Result:
+        if rmap is not None and not rmap.identity:  # back to the user's reward units
+            from theorylab.runners.user_units import to_user_units
+
+            to_user_units(result, rmap)
         result.config = {
             "algorithm": label,
             "kind": entry.kind,

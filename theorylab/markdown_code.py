@@ -293,8 +293,10 @@ def _check_names(args) -> None:
     if args.command == "validate" and args.name is not None and args.name not in list_validations():
         raise LookupError(f"no claim named {args.name!r} (theorylab list validations)")
     spec = getattr(args, "mdp", None) or getattr(args, "task", None)
+    # a file (``my_mdp.npz``, written by TabularMDP.save on the page) is read when run, not here
     if args.command in ("run", "solve", "train") and spec is not None:
-        make(spec)
+        if not spec.lower().endswith(".npz"):
+            make(spec)
 
 
 def run_command(command: Command, cwd: str | os.PathLike) -> str:

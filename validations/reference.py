@@ -53,14 +53,19 @@ def bound_inputs(bound, values: dict[str, Any]) -> dict[str, Any]:
 
 
 def _extreme_values(mdp, how: str) -> float:
-    """``V_1(mu0)`` of the uniform policy (``how="mean"``) or the worst policy (``"min"``)."""
+    """``V_1(mu0)`` of the uniform policy (``how="mean"``) or the worst policy (``"min"``), in
+    the user's reward units when the model's rewards were mapped to [0, 1] (``mdp.reward_map``:
+    a run on such a model reports its optimal value in those units: theorylab.runners.user_units).
+    """
     if mdp.horizon is None:
         raise ValueError(f"{mdp!r} has no finite horizon: the null agent's regret needs one")
     V = np.zeros(mdp.S)  # V_{H+1} = 0
     for h in reversed(range(mdp.horizon)):
         Q = mdp.reward(h) + mdp.expected_next(V, h)  # (S, A)
         V = Q.mean(axis=1) if how == "mean" else Q.min(axis=1)
-    return float(np.asarray(mdp.mu0) @ V)
+    value = float(np.asarray(mdp.mu0) @ V)
+    rmap = getattr(mdp, "reward_map", None)
+    return value if rmap is None or rmap.identity else float(mdp.user_value(value))
 
 
 MIN_WINDOW = 10
@@ -222,10 +227,20 @@ def regret_reference(result, mdp=None, delta: float = 0.1) -> RegretReference:
         return ref
     bound = get_bound(name)
     fixed = {"S": cfg["S"], "A": cfg["A"], "H": cfg["H"], "delta": delta}
+    # A model whose rewards were mapped to [0, 1]: the theorem holds for the mapped problem's
+    # regret; times scale it bounds the regret in the user's units, which the run reports.
+    rmap = getattr(mdp, "reward_map", None)
+    scale = 1.0 if rmap is None or rmap.identity else float(rmap.scale)
+    if scale != 1.0:
+        ref.notes.append(
+            f"(rewards mapped to [0, 1] by {rmap.describe()}: the bound as printed for [0, 1] "
+            f"rewards, evaluated on the mapped problem, times scale = {scale:.6g})"
+        )
 
     def bound_at(K: np.ndarray) -> np.ndarray:
         values = bound_inputs(bound, {**fixed, "K": np.asarray(K, dtype=float)})
-        return np.broadcast_to(np.asarray(bound.evaluate(**values), dtype=float), np.shape(K))
+        curve = scale * np.asarray(bound.evaluate(**values), dtype=float)
+        return np.broadcast_to(curve, np.shape(K))
 
     try:
         curve = bound_at(np.arange(1, result.episodes + 1, dtype=float))

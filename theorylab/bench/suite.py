@@ -1,6 +1,6 @@
-"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|dual|preference|llm|all]``:
-run the benchmark tables and collect them as JSON (``all`` leaves out ``llm``, which needs TRL: run
-it by name).
+"""``theorylab bench [planning|ucbvi|lsvi|offline|risk|backends|long|dual|preference|forest|llm|
+all]``: run the benchmark tables and collect them as JSON (``all`` leaves out ``llm``, which
+needs TRL: run it by name).
 
 Benchmarks print tables; they are not timed tests. Each table module exposes
 ``bench_<name>(quick=...) -> list[dict]`` and ``format_table(rows) -> str``. A module whose
@@ -33,6 +33,7 @@ BENCHMARKS = (
     "long",
     "dual",
     "preference",
+    "forest",
     "llm",
 )
 # Run by name only (not by ``all``): llm needs TRL, the [bench] extra.
