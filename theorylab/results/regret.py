@@ -78,11 +78,12 @@ class RegretResult(Result):
 
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
         """Plain numbers for a summary table: final cumulative regret and mean return per
-        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``)."""
+        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``),
+        cut at 0 (both are >= 0) with ``*_ci_clipped`` saying whether the cut was needed."""
         from theorylab.stats import final_ci
 
-        regret = final_ci(self.cumulative_regret[:, -1], confidence)
-        ret = final_ci(self.returns.mean(axis=1), confidence)
+        regret = final_ci(self.cumulative_regret[:, -1], confidence, support=(0.0, None))
+        ret = final_ci(self.returns.mean(axis=1), confidence, support=(0.0, None))
         return {
             "algorithm": self.config.get("algorithm"),
             "mdp": self.config.get("mdp"),
@@ -92,9 +93,11 @@ class RegretResult(Result):
             "final_regret_mean": regret.mean,
             "final_regret_ci_low": regret.ci_low,
             "final_regret_ci_high": regret.ci_high,
+            "final_regret_ci_clipped": regret.clipped,
             "mean_return": ret.mean,
             "mean_return_ci_low": ret.ci_low,
             "mean_return_ci_high": ret.ci_high,
+            "mean_return_ci_clipped": ret.clipped,
             "confidence": confidence,
             "wall_seconds": self.wall_seconds,
             "episodes_per_second": self.episodes_per_second,
@@ -109,7 +112,8 @@ class RegretResult(Result):
             "K": str(self.episodes),
             "seeds": str(self.n_seeds),
             "final regret (mean)": f"{s['final_regret_mean']:.2f}",
-            "95% CI": f"[{s['final_regret_ci_low']:.2f}, {s['final_regret_ci_high']:.2f}]",
+            "95% CI": f"[{s['final_regret_ci_low']:.2f}, {s['final_regret_ci_high']:.2f}]"
+            + (" clipped at 0" if s["final_regret_ci_clipped"] else ""),
             "regret per episode, last 10%": f"{self.tail_rate():.4g}",
             "episodes/s (seed-episodes)": f"{self.episodes_per_second:.0f}",
         }
@@ -142,6 +146,7 @@ class RegretResult(Result):
             "optimal_value": self.optimal_value,
             "final_regret_mean": s["final_regret_mean"],
             "final_regret_ci": [s["final_regret_ci_low"], s["final_regret_ci_high"]],
+            "final_regret_ci_clipped": s["final_regret_ci_clipped"],
             "episodes_per_second": self.episodes_per_second,
             "wall_seconds": self.wall_seconds,
             "K_grid": grid.tolist(),
