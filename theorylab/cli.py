@@ -153,6 +153,7 @@ def cmd_solve(args) -> int:
         return _solve_risk(args, mdp, build)
     if args.dual is not None:
         return _solve_dual(args, mdp)
+    mdp, dropped_horizon = _discounted_if_asked(mdp, args.method)
     method = args.method
     if method == "auto":
         method = "backward_induction" if mdp.horizon is not None else "value_iteration"
@@ -215,6 +216,11 @@ def cmd_solve(args) -> int:
         print(json.dumps(out, indent=2))
         return 0
     print(f"MDP      {mdp!r}")
+    if dropped_horizon is not None:
+        print(
+            f"         (the discounted problem of {args.mdp}: a model with a discount is solved "
+            f"as such, as in run; its H = {dropped_horizon} is not used)"
+        )
     sweeps = f" ({out['iterations']} sweeps, {out['stopping']} rule)" if "iterations" in out else ""
     print(f"method   {method}{sweeps}")
     print(
@@ -234,6 +240,15 @@ def cmd_solve(args) -> int:
         )
     print(f"time     {seconds * 1e3:.3f} ms solve, {build * 1e3:.3f} ms build")
     return 0
+
+
+def _discounted_if_asked(mdp, method: str):
+    """``(model, dropped H)``: a model whose spec gives a discount (``riverswim:S=6,gamma=0.9``,
+    the family's H beside it) is solved as the discounted problem, as the discounted algorithms
+    of ``run`` solve it; backward induction asked for by name refuses the discount instead."""
+    if mdp.gamma is None or mdp.horizon is None or method == "backward_induction":
+        return mdp, None
+    return mdp.with_objective(gamma=mdp.gamma, horizon=None), mdp.horizon
 
 
 def _solve_dual(args, mdp) -> int:
@@ -415,10 +430,13 @@ def cmd_run(args) -> int:
             payload["burn_in_end"] = burn_in_end(result.regret, null)
         atomic_write_json(args.json, payload)
         print(f"wrote {args.json}")
+    resolution = args.resolution or result.default_resolution()
     for path, write in ((args.csv, result.to_csv), (args.parquet, result.to_parquet)):
         if path:
-            write(path)
+            write(path, resolution)
             print(f"wrote {path}")
+    if (args.csv or args.parquet) and resolution == "grid" and result.thinning():
+        print(_thinning_notice(result.thinning(), "--save DIR"), file=sys.stderr)
     if args.save:
         result.save(args.save)
         print(f"saved {args.save}")
@@ -427,6 +445,21 @@ def cmd_run(args) -> int:
             print(line)
         print(f"wrote {args.plot}")
     return 0
+
+
+def _thinning_notice(what: str, store: str) -> str:
+    """The line saying that a long table was thinned, and where the full curves are."""
+    return (
+        f"note: the long table holds {what} (--resolution grid, the default above "
+        f"{_full_curve_episodes():,} episodes); --resolution full writes every episode, and "
+        f"{store} keeps the full curves (Result.load(DIR).to_frame(resolution='full'))"
+    )
+
+
+def _full_curve_episodes() -> int:
+    from theorylab.results.regret import FULL_CURVE_EPISODES
+
+    return FULL_CURVE_EPISODES
 
 
 def _write_run_plot(result, path: str, delta: float, loglog: bool) -> list[str]:
@@ -558,7 +591,7 @@ def _informative_cell(report) -> str:
 # --------------------------------------------------------------------------- sweep
 def cmd_sweep(args) -> int:
     from theorylab.grid_file import load_grid_file
-    from theorylab.sweep_tables import check_export_path, export, summary_rows
+    from theorylab.sweep_tables import check_export_path, export, summary_rows, thinned_cells
     from theorylab.sweeps import sweep
 
     if args.address is not None and args.executor != "ray":
@@ -589,8 +622,14 @@ def cmd_sweep(args) -> int:
     write_csv(summary_csv, rows_to_columns(rows))
     print(f"wrote {summary_csv}")
     if args.export:
-        export(result, args.export)
+        export(result, args.export, args.resolution)
         print(f"wrote {args.export}")
+        thinned = [] if args.resolution == "full" else thinned_cells(result, args.resolution)
+        if thinned:
+            what = f"for {len(thinned)} cell(s) {thinned[0]}" + (
+                ", ..." if len(thinned) > 1 else ""
+            )
+            print(_thinning_notice(what, f"{args.store}"), file=sys.stderr)
     for cell_id, text in result.failures.items():
         last = text.strip().splitlines()[-1] if text.strip() else "(no message)"
         print(f"cell {cell_id} failed: {last} (traceback in its error.txt)", file=sys.stderr)
@@ -795,6 +834,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", help="write a JSON summary (per-seed values, config)")
     q.add_argument("--csv", help="write the long table (one row per seed x step) as CSV")
     q.add_argument("--parquet", help="write the long table as Parquet (needs pandas, pyarrow)")
+    q.add_argument(
+        "--resolution",
+        choices=["full", "grid"],
+        help="--csv/--parquet: every episode (full) or a log-spaced grid of about 20 per decade "
+        "(grid); default full up to 10,000 episodes, grid above (with a note on stderr)",
+    )
     q.add_argument("--save", help="save the full result (arrays + metadata) to this directory")
     q.add_argument(
         "--backend",
@@ -924,6 +969,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--export",
         metavar="FILE",
         help="write one row per cell x seed x episode to FILE.csv or FILE.parquet",
+    )
+    q.add_argument(
+        "--resolution",
+        choices=["full", "grid"],
+        help="--export: every episode (full) or a log-spaced grid (grid); default: full for "
+        "cells up to 10,000 episodes, grid above (with a note on stderr)",
     )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_sweep)

@@ -101,6 +101,12 @@ from theorylab.mdps.tabular import TabularMDP
 START, LANE, JACKPOT, DUD = 0, 1, 2, 3
 
 
+def _objective_name(H: int | None, gamma: float) -> str:
+    """The objective part of a name: ``H=3`` (finite horizon) or ``gamma=0.9`` (discounted: the
+    model has no horizon then, so the name does not show one)."""
+    return f"gamma={float(gamma)!r}" if gamma > 0 else f"H={H}"
+
+
 def _objective(H: int, gamma: float) -> dict:
     if not 0.0 <= gamma < 1.0:
         raise InvalidMDPError(f"gamma must lie in [0, 1) (0 = finite horizon), got {gamma}")
@@ -136,7 +142,7 @@ def tempting_arms(
         P,
         R,
         **_objective(H, gamma),
-        name=f"tempting-arms:K={K},p={p},r_safe={r_safe},H={H},gamma={gamma}",
+        name=f"tempting-arms:K={K},p={p},r_safe={r_safe},{_objective_name(H, gamma)}",
         state_names=["start", "lane", "jackpot", "dud"],
     )
 
@@ -224,7 +230,7 @@ def multiscale_bandit(
         name=(
             f"multiscale-bandit:n_gap={n_gap},gap_max={gap_max},gap_ratio={gap_ratio},"
             f"n_mass={n_mass},mass_ratio={mass_ratio},mass_gap={mass_gap},p_gap={p_gap},"
-            f"H={H},gamma={gamma},rewards={rewards},junk={junk}"
+            f"{_objective_name(H, gamma)},rewards={rewards},junk={junk}"
         ),
     )
 
@@ -275,7 +281,10 @@ def offline_linear(
         P,
         R,
         **_objective(H, gamma),
-        name=f"offline-linear:S={S},A={A},d={d},H={H},alpha={alpha},gamma={gamma},seed={seed}",
+        name=(
+            f"offline-linear:S={S},A={A},d={d},{_objective_name(H, gamma)},alpha={alpha},"
+            f"seed={seed}"
+        ),
     )
     mdp.phi = phi  # (S, A, d): the learner's features
     return mdp

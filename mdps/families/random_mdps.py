@@ -71,6 +71,11 @@ def _check_common(family: str, S: int, A: int, H: int, gamma: float, alpha: floa
         raise InvalidMDPError(f"{family} needs a Dirichlet concentration alpha > 0, got {alpha}")
 
 
+def _gamma_part(gamma: float) -> str:
+    """``",gamma=0.9"`` in a name when there is a discount; nothing for gamma = 0 (none)."""
+    return f",gamma={float(gamma)!r}" if gamma > 0 else ""
+
+
 def dirichlet_rows(rng: np.random.Generator, out: np.ndarray, alpha: float) -> np.ndarray:
     """Fill ``out (n, k)`` in place with n independent ``Dirichlet(alpha * 1_k)`` rows.
 
@@ -165,7 +170,7 @@ def random_mdp(
         R,
         horizon=H,
         gamma=gamma if gamma > 0 else None,
-        name=f"random:S={S},A={A},H={H},gamma={gamma},alpha={alpha},seed={seed}",
+        name=f"random:S={S},A={A},H={H}{_gamma_part(gamma)},alpha={alpha},seed={seed}",
     )
 
 
@@ -191,5 +196,7 @@ def random_sparse_mdp(
         R,
         horizon=H,
         gamma=gamma if gamma > 0 else None,
-        name=f"random-sparse:S={S},A={A},b={b},H={H},gamma={gamma},alpha={alpha},seed={seed}",
+        name=(
+            f"random-sparse:S={S},A={A},b={b},H={H}{_gamma_part(gamma)},alpha={alpha},seed={seed}"
+        ),
     )

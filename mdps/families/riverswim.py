@@ -47,7 +47,6 @@ def riverswim(S: int = 6, H: int = 20, gamma: float = 0.0, sparse: bool = False)
         P[S - 1, RIGHT, S - 1], P[S - 1, RIGHT, S - 2] = 0.6, 0.4
     R[0, LEFT] = 5 / 1000
     R[S - 1, RIGHT] = 1.0
-    mdp = TabularMDP(
-        P, R, horizon=H, gamma=gamma if gamma > 0 else None, name=f"riverswim:S={S},H={H}"
-    )
+    name = f"riverswim:S={S},H={H}" + (f",gamma={float(gamma)!r}" if gamma > 0 else "")
+    mdp = TabularMDP(P, R, horizon=H, gamma=gamma if gamma > 0 else None, name=name)
     return mdp.to_sparse() if sparse else mdp

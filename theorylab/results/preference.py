@@ -144,7 +144,7 @@ class PreferenceResult(Result):
             "queries": np.asarray(self.queries).tolist(),
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per seed x step: seed, episode (or n), the measure, its cumulative curve
         (online) and the queries."""
         B, T = np.asarray(self.values).shape

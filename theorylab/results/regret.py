@@ -14,8 +14,9 @@ import numpy as np
 from theorylab.results.base import Result, register_result
 
 FULL_CURVE_EPISODES = 10_000
-"""Runs up to this many episodes keep every episode in their JSON and CSV summaries; longer
-runs keep a log-spaced grid of K (the full curves stay in the binary store, ``save()``)."""
+"""Runs up to this many episodes keep every episode in their JSON summary and in
+``theorylab run --csv``; longer runs keep a log-spaced grid of K there, and the CLI says so (the
+full curves: ``to_frame(resolution="full")``, and the binary store, ``save()``)."""
 
 
 @register_result("regret")
@@ -153,13 +154,12 @@ class RegretResult(Result):
             "cumulative_regret": np.round(self.cumulative_regret[:, grid - 1], 10).tolist(),
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per seed x episode: seed, episode, regret, cumulative_regret, return,
-        value_estimate; every episode 1..K up to ``FULL_CURVE_EPISODES`` episodes, else the
-        log-spaced :meth:`episode_grid` (a long run's table stays small; the full curves are in
-        ``save()``'s store)."""
+        value_estimate; every episode 1..K (``resolution="full"``) or only those of the
+        log-spaced :meth:`episode_grid` (``"grid"``: a long run's table stays small)."""
         B, K = self.regret.shape
-        grid = self.episode_grid()
+        grid = self.episode_grid() if resolution == "grid" else np.arange(1, K + 1)
         at = grid - 1
         return {
             **self.long_index(B, grid, "episode"),
@@ -168,6 +168,16 @@ class RegretResult(Result):
             "return": np.asarray(self.returns, dtype=float)[:, at].ravel(),
             "value_estimate": np.asarray(self.value_estimates, dtype=float)[:, at].ravel(),
         }
+
+    def thinning(self) -> str | None:
+        """What the ``"grid"`` table leaves out (None up to ``FULL_CURVE_EPISODES`` episodes)."""
+        n = len(self.episode_grid())
+        if n == self.episodes:
+            return None
+        return f"{n} log-spaced episodes of {self.episodes:,} per seed"
+
+    def default_resolution(self) -> str:
+        return "full" if self.episodes <= FULL_CURVE_EPISODES else "grid"
 
     def plot(self, path=None, *, ax=None, bound_curves=None, rescale_bound=False, **kwargs):
         """Mean cumulative regret with a bootstrap band over seeds (and bound curves ``{label:

@@ -154,7 +154,7 @@ class SuboptimalityResult(Result):
             out["pevi_coverage"] = self.pevi_coverage[:, -1].tolist()
         return out
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per seed x dataset size: seed, dataset_size, suboptimality, policy_value,
         value_estimate, pessimism_holds."""
         B = self.suboptimality.shape[0]

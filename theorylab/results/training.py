@@ -113,7 +113,7 @@ class TrainingResult(Result):
             f"{s['kl_optimum_final']:.3g}",
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         B, E = self.accuracy.shape
         cols = self.long_index(B, self.steps, "step")
         for name in METRICS:

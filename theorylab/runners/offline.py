@@ -42,7 +42,7 @@ from theorylab.algorithms.offline.dataset import make_dataset
 from theorylab.algorithms.offline.scoring import fit_and_score
 from theorylab.results import SuboptimalityResult
 from theorylab.runners.arguments import dataset_sizes
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import finite_horizon_problem, resolve_mdp
 
 LOOPS = ("auto", "python", "compiled")
 
@@ -96,6 +96,8 @@ def run(
         raise ValueError(
             f"{entry.name} is stated for finite-horizon MDPs; {mdp.name} is discounted"
         )
+    if horizon_setting == "finite":
+        mdp = finite_horizon_problem(mdp, entry.name)
     data = (
         {"data_distribution": data_distribution}
         if data_distribution is not None

@@ -22,7 +22,7 @@ from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral, ob
 from theorylab.backends import get_backend
 from theorylab.errors import RunInterrupted
 from theorylab.results import RegretResult
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import finite_horizon_problem, resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
 LOOPS = ("auto", "python", "compiled", "torch")
@@ -89,7 +89,7 @@ def run(
 
         torch_dev = str(torch_device(device))
         device = "cpu"  # the agent is only read for its constants
-    mdp = resolve_mdp(problem)
+    mdp = finite_horizon_problem(resolve_mdp(problem), entry.name)  # refuses an unusable gamma
     B = len(seeds)
     env = env_spec(mdp, known_rewards=known_rewards)
     env_rngs = generators(seed, seeds, ENV_STREAM)
