@@ -17,10 +17,19 @@ def make(spec: str, **overrides):
     """Build a registered MDP from its name string, e.g. ``make("riverswim:S=6,H=20")``.
 
     Parameters are converted to the types of the family's defaults; ``overrides`` are passed as
-    Python values. The returned MDP's ``name`` is the canonical spec string.
+    Python values. The returned MDP's ``name`` is the canonical spec string. A model too large
+    to build raises :class:`~theorylab.errors.InvalidMDPError` before allocating
+    (:mod:`theorylab.mdps.sizes`), never a MemoryError.
     """
     _load_families()
-    mdp = MDP_FAMILIES.make(spec, **overrides)
+    try:
+        mdp = MDP_FAMILIES.make(spec, **overrides)
+    except MemoryError as exc:  # a family without its own size guard (theorylab.mdps.sizes)
+        from theorylab.errors import InvalidMDPError
+
+        raise InvalidMDPError(
+            f"{spec}: the model does not fit in memory ({exc}); give smaller sizes"
+        ) from None
     if hasattr(mdp, "name") and getattr(mdp, "name", "") in ("", "tabular"):
         mdp.name = spec
     return mdp

@@ -96,6 +96,7 @@ import numpy as np
 
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import check_dense_size
 from theorylab.mdps.tabular import TabularMDP
 
 START, LANE, JACKPOT, DUD = 0, 1, 2, 3
@@ -129,6 +130,7 @@ def tempting_arms(
             f"tempting-arms needs 0 <= p < r_safe <= 1, got p={p}, r_safe={r_safe}"
         )
     A = K + 1
+    check_dense_size("tempting-arms", f"K={K}", 4, A)
     P = np.zeros((4, A, 4))
     R = np.zeros((4, A))
     P[START, :K, JACKPOT] = p
@@ -213,6 +215,7 @@ def multiscale_bandit(
     if n_gap == 0 or n_mass == 0:
         rho = rho / rho.sum()
     S = n_gap + n_mass + int(junk)
+    check_dense_size("multiscale-bandit", f"n_gap={n_gap},n_mass={n_mass}", S, 2)
     R = np.zeros((S, 2))  # the junk context (last, rho = 0) pays 0
     for s, gap in enumerate(gaps):
         best = s % 2  # a* alternates over contexts
@@ -264,6 +267,7 @@ def offline_linear(
     """Linear MDP with simplex features phi ~ Dirichlet(alpha); ``mdp.phi`` holds (S, A, d)."""
     if min(S, A, d) < 1:
         raise InvalidMDPError(f"offline-linear needs S, A, d >= 1, got {S}, {A}, {d}")
+    check_dense_size("offline-linear", f"S={S},A={A}", S, A)
     if not (alpha > 0 and math.isfinite(alpha)):
         raise InvalidMDPError(f"alpha must be positive, got {alpha}")
     rng = np.random.default_rng(seed)

@@ -52,10 +52,8 @@ import scipy.sparse as sp
 
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import MAX_DENSE_BYTES
 from theorylab.mdps.tabular import TabularMDP
-
-MAX_DENSE_BYTES = 4 * 2**30
-"""Largest dense ``(S, A, S)`` float64 model the ``random`` family builds (4 GiB)."""
 
 _KEY_BLOCK_BYTES = 64 * 2**20  # keys held at once by the argpartition successor scheme
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import check_dense_size
 from theorylab.mdps.tabular import TabularMDP
 
 LEFT, RIGHT = 0, 1
@@ -33,6 +34,7 @@ def riverswim(S: int = 6, H: int = 20, gamma: float = 0.0, sparse: bool = False)
         raise InvalidMDPError(f"riverswim needs S >= 2 states, got S={S}")
     if H < 1:
         raise InvalidMDPError(f"riverswim needs H >= 1, got H={H}")
+    check_dense_size("riverswim", f"S={S}", S, 2)
     P = np.zeros((S, 2, S))
     R = np.zeros((S, 2))
     for s in range(S):
