@@ -47,6 +47,21 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _integer_at_least(minimum: int):
+    """argparse type: an integer >= ``minimum`` (the error names the flag, the value and this)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
     what = args.what
@@ -392,9 +407,9 @@ def cmd_run(args) -> int:
         for flag, key in RUN_BUDGET_FLAGS.items()
         if getattr(args, flag) is not None
     }
-    for path in (args.plot, args.json, args.csv, args.parquet):
-        if path:
-            _check_writable(path)  # before the run, not after it
+    _check_output_paths(args, files=("plot", "json", "csv", "parquet"), folders=("save",))
+    if args.checkpoint:
+        _check_folder(args.checkpoint, "--checkpoint")
     try:
         result = run(
             args.algorithm,
@@ -596,10 +611,11 @@ def cmd_sweep(args) -> int:
 
     if args.address is not None and args.executor != "ray":
         raise ValueError(f"--address is for --executor ray, not {args.executor}")
+    _check_folder(args.store, "--store")
     cells = load_grid_file(args.grid)
     if args.export:
         check_export_path(args.export)
-        _check_writable(args.export)
+        _check_writable(args.export, "--export")
     print(f"{len(cells)} cells from {args.grid}; results under {args.store}", file=sys.stderr)
     result = sweep(
         cells,
@@ -636,12 +652,43 @@ def cmd_sweep(args) -> int:
     return 1 if result.failures else 0
 
 
-def _check_writable(path: str) -> None:
-    """Fail before a long computation, not after it, when ``path`` cannot be written: its folder
-    must exist (or be creatable) and accept a new file."""
+def _check_output_paths(args, files: tuple[str, ...], folders: tuple[str, ...]) -> None:
+    """Check the output flags of a command before any work: ``--X FILE`` flags (``files``) and
+    ``--X DIR`` flags (``folders``), by their argparse attribute names."""
+    for name in files:
+        if getattr(args, name, None):
+            _check_writable(getattr(args, name), f"--{name}")
+    for name in folders:
+        if getattr(args, name, None):
+            _check_folder(getattr(args, name), f"--{name}")
+
+
+def _check_folder(path: str, flag: str) -> None:
+    """A directory flag (``--save DIR``): refuse, before any work, a path that is an existing
+    file, or whose nearest existing parent is not a writable directory."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(
+            f"{flag} {path}: is a file, expected a directory (an existing one, or one to create)"
+        )
+    parent = next((q for q in [p, *p.resolve().parents] if q.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: cannot create or write this directory ({parent})")
+
+
+def _check_writable(path: str, flag: str | None = None) -> None:
+    """Fail before a long computation, not after it, when ``path`` cannot be written: it must
+    not be a directory, and its folder must exist (or be creatable) and accept a new file."""
     import tempfile
     from pathlib import Path
 
+    if Path(path).is_dir():
+        raise ValueError(
+            f"{flag or 'cannot write'} {path}: is a directory, expected a file name "
+            "(checked before running)"
+        )
     folder = Path(path).resolve().parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -649,7 +696,8 @@ def _check_writable(path: str) -> None:
             pass
     except OSError as exc:
         raise ValueError(
-            f"cannot write {path}: {exc.strerror or exc} (checked before running)"
+            f"{flag + ' ' if flag else ''}cannot write {path}: {exc.strerror or exc} "
+            "(checked before running)"
         ) from None
 
 
@@ -673,6 +721,7 @@ def cmd_train(args) -> int:
         from theorylab.algorithms.deep.trainer import train
     except ModuleNotFoundError as exc:
         raise ValueError(f"theorylab train needs torch: {exc}") from None
+    _check_output_paths(args, files=("plot", "json", "csv"), folders=("save",))
     try:
         res = train(
             args.model,
@@ -813,7 +862,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         help="number of seeds B, run batched (default 8); seed i is reproducible alone",
     )
-    q.add_argument("--seed", type=int, default=0, help="root seed")
+    q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")
     q.add_argument(
         "--param",
         "-p",
@@ -964,7 +1013,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --executor ray: the cluster to join, HOST:PORT of a head started with "
         "'ray start --head', 'auto', or ray://HOST:10001 (Ray Client); default: a local Ray",
     )
-    q.add_argument("--workers", type=int, help="process executor: pool size (default: CPU count)")
+    q.add_argument(
+        "--workers",
+        type=_integer_at_least(1),
+        help="process executor: pool size, >= 1 (default: CPU count)",
+    )
     q.add_argument(
         "--export",
         metavar="FILE",
@@ -1027,7 +1080,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--pairs-per-prompt", type=int, default=16, help="sampled preference pairs")
     q.add_argument("--seeds", "-B", type=int, default=1)
-    q.add_argument("--seed", type=int, default=0, help="root seed")
+    q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")
     q.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     q.add_argument("--plot", help="write accuracy and KL(pi||pi*) curves (PNG or SVG)")
     q.add_argument("--json", help="write a JSON summary")
