@@ -239,7 +239,9 @@ def test_long_table_resolution_full_is_every_episode_and_grid_says_what_it_drops
     long = RegretResult(regret, regret, np.full((B, K), np.nan), 1.0, 1.0, {"seeds": [3, 5]})
     full = long.frame_columns()  # the default: every episode
     assert len(full["episode"]) == B * K and list(full["seed"][[0, K]]) == [3, 5]
-    np.testing.assert_array_equal(full["cumulative_regret"][K - 1 :: K], regret.cumsum(axis=1)[:, -1])
+    np.testing.assert_array_equal(
+        full["cumulative_regret"][K - 1 :: K], regret.cumsum(axis=1)[:, -1]
+    )
     grid = long.frame_columns("grid")
     n = len(long.episode_grid())
     assert len(grid["episode"]) == B * n and n < 100

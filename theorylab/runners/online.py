@@ -81,6 +81,10 @@ def run(
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
     episodes = int(episodes)
+    if segment is not None and (
+        isinstance(segment, bool) or not isinstance(segment, (int, np.integer)) or segment < 1
+    ):  # checked here, before the agent is built and any episode runs
+        raise ValueError(f"segment must be a positive number of episodes, got {segment!r}")
     if loop not in LOOPS:
         raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {loop!r}")
     torch_dev = None
