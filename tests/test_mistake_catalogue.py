@@ -3,9 +3,10 @@ naming the flag or key, the value and what was expected; never a traceback, neve
 
 Every entry is ``(id, argv or call, the words the error must contain, before)``. ``before`` says
 what the code did before issue 25 (checked by running this catalogue against the commit before
-it): "traceback" (a raw exception), "after the run" (the error came once the work was done),
-"silent" (no error: the input was ignored or accepted), "vague" (an error that did not name the
-culprit), or "ok" (already right; kept so that it stays right). The CLI cases run in process
+it): "traceback" (a raw exception), "late" (the error came after work began: after the run,
+or once its loop or dataset had started), "silent" (no error: the input was ignored or
+accepted), "vague" (an error that did not name the culprit), or "ok" (already right; kept so
+that it stays right). The CLI cases run in process
 (``theorylab.cli.main``); a few run as subprocesses to prove the end-to-end exit code and
 stderr. Running episodes or sweep cells during a case fails it: a mistake must be caught first.
 """
@@ -59,9 +60,9 @@ CLI_CASES = [
         "save-is-a-file",
         [*RUN, "--save", "{file}"],
         ["--save", "is a file", "directory"],
-        "after the run",
+        "late",
     ),
-    ("json-is-a-folder", [*RUN, "--json", "{dir}"], ["--json", "is a directory"], "after the run"),
+    ("json-is-a-folder", [*RUN, "--json", "{dir}"], ["--json", "is a directory"], "late"),
     (
         "checkpoint-is-a-file",
         [
@@ -92,15 +93,15 @@ CLI_CASES = [
     ("seed-not-int", [*RUN, "--seed", "x"], ["--seed", "'x'"], "ok"),
     ("param-unknown", [*RUN, "-p", "nosuch=1"], ["nosuch", "parameters"], "ok"),
     ("param-no-equals", [*RUN, "-p", "delta"], ["--param", "key=value"], "ok"),
-    ("csv-is-a-folder", [*RUN, "--csv", "{dir}"], ["--csv", "is a directory"], "after the run"),
+    ("csv-is-a-folder", [*RUN, "--csv", "{dir}"], ["--csv", "is a directory"], "late"),
     (
         "parquet-is-a-folder",
         [*RUN, "--parquet", "{dir}"],
         ["--parquet", "is a directory"],
-        "after the run",
+        "late",
     ),
-    ("plot-under-a-file", [*RUN, "--plot", "{file}/x.png"], ["--plot", "cannot write"], "ok"),
-    ("resolution-unknown", [*RUN, "--resolution", "half"], ["--resolution", "half"], "silent"),
+    ("plot-under-a-file", [*RUN, "--plot", "{file}/x.png"], ["--plot", "cannot write"], "vague"),
+    ("resolution-unknown", [*RUN, "--resolution", "half"], ["--resolution", "half"], "ok"),
     ("backend-unknown", [*RUN, "--backend", "cupy"], ["--backend", "cupy"], "ok"),
     ("device-unknown", [*RUN, "--device", "tpu"], ["device", "tpu"], "ok"),
     ("loop-without-kernel", [*RUN, "--loop", "compiled"], ["PSRL", "no whole-run kernel"], "ok"),
@@ -119,9 +120,9 @@ CLI_CASES = [
             "--no-progress",
         ],
         ["segment", "0"],
-        "ok",
+        "late",
     ),
-    ("coverage-out-of-range", [*OFF, "--coverage", "2"], ["coverage", "[0, 1]", "2.0"], "ok"),
+    ("coverage-out-of-range", [*OFF, "--coverage", "2"], ["coverage", "[0, 1]", "2.0"], "late"),
     ("dataset-size-zero", [*OFF[:3], "-N", "0"], ["dataset_size", "0"], "ok"),
     ("budget-of-another-kind", [*RUN, "-N", "100"], ["dataset_size", "offline"], "ok"),
     ("algorithm-unknown", ["run", "nosuch", "riverswim:S=3,H=3", "-K", "5"], ["'nosuch'"], "ok"),
@@ -466,7 +467,7 @@ def test_end_to_end_no_traceback(args, words):
 
 def test_catalogue_covers_every_mistake_of_the_issue_and_says_what_it_did_before():
     before = {i: b for i, *_, b in [*CLI_CASES, *GRID_CASES, *LIBRARY_CASES]}
-    assert set(before.values()) <= {"traceback", "after the run", "silent", "vague", "ok"}
+    assert set(before.values()) <= {"traceback", "late", "silent", "vague", "ok"}
     issue = [
         "param-not-a-number", "run-param-a-string", "riverswim-too-large", "store-is-a-file",
         "save-is-a-file", "json-is-a-folder", "checkpoint-is-a-file", "run-problem-a-number",
