@@ -397,6 +397,14 @@ LIBRARY_CASES = [
         "silent",
     ),
     (
+        "sweep-store-a-file",
+        lambda: tl.sweep(
+            tl.Grid(["psrl"], ["riverswim:S=3,H=3"], 5), directory=__file__, executor="serial"
+        ),
+        ["directory=", "is a file"],
+        "traceback",
+    ),
+    (
         "to-frame-resolution",
         lambda: _short_result().to_frame("coarse"),
         ["resolution", "'coarse'"],

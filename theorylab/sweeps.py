@@ -466,6 +466,9 @@ def sweep(
     address: ``executor="ray"`` only: the cluster to join (``"auto"``, ``"HOST:PORT"`` of a
         head started with ``ray start --head``, or ``"ray://HOST:10001"`` for Ray Client).
         None starts a local Ray instance unless this process is already connected.
+    Before any cell runs, every cell is checked as :func:`theorylab.run` checks its input
+    (:func:`check_cells`): one unknown algorithm, parameter or MDP key raises a ValueError naming
+    the cell, and nothing runs.
     on_error: a failing cell never stops the others (they are stored, its traceback goes to
         ``<cell dir>/error.txt``); afterwards ``"raise"`` raises :class:`SweepError`, ``"collect"``
         returns the SweepResult with ``failures`` filled in.
@@ -480,6 +483,8 @@ def sweep(
     cells = _as_cells(grid)
     check_cells(cells)  # every cell, before the first one runs
     root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"directory={str(root)!r} is a file, expected a directory for the store")
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_json(root / SWEEP_MANIFEST, {"cells": [_manifest_entry(c) for c in cells]})
     out = SweepResult(root, cells)
