@@ -440,3 +440,27 @@ def test_one_csv_writer_formats_cells_once(tmp_path):
     with pytest.raises(ValueError, match="different lengths"):
         write_csv(tmp_path / "y.csv", {"a": [1, 2], "b": [1]})
     assert not (tmp_path / "y.csv").exists()
+
+
+def test_sweep_export_thins_long_cells_only_when_asked_or_by_default_and_says_so(tmp_path):
+    from theorylab.sweep_tables import long_columns, thinned_cells
+    from theorylab.sweeps import SweepResult
+
+    B, K = 2, 12_000
+    regret = np.full((B, K), 0.5)
+    long = RunResult(regret, regret, regret, 1.0, 1.0, {"seeds": [0, 1]})
+    short_cell = Cell(algorithm="psrl", mdp="riverswim:S=3,H=3", episodes=50, seeds=B)
+    long_cell = Cell(algorithm="psrl", mdp="riverswim:S=3,H=3", episodes=K, seeds=B)
+    result = SweepResult(tmp_path, [short_cell, long_cell])
+    save_result(long, result.path(long_cell))
+    save_result(
+        RunResult(regret[:, :50], regret[:, :50], regret[:, :50], 1.0, 1.0, {}),
+        result.path(short_cell),
+    )
+    n = len(long.episode_grid())
+    assert len(long_columns(result)["episode"]) == B * 50 + B * K  # the library default: full
+    assert len(long_columns(result, None)["episode"]) == B * 50 + B * n  # each cell's default
+    assert thinned_cells(result, None) == [
+        f"{long_cell.id}: {n} log-spaced episodes of 12,000 per seed"
+    ]
+    assert thinned_cells(result, "full") == []

@@ -642,10 +642,8 @@ def cmd_sweep(args) -> int:
         print(f"wrote {args.export}")
         thinned = [] if args.resolution == "full" else thinned_cells(result, args.resolution)
         if thinned:
-            what = f"for {len(thinned)} cell(s) {thinned[0]}" + (
-                ", ..." if len(thinned) > 1 else ""
-            )
-            print(_thinning_notice(what, f"{args.store}"), file=sys.stderr)
+            more = f" (and {len(thinned) - 1} more cells)" if len(thinned) > 1 else ""
+            print(_thinning_notice(f"cell {thinned[0]}{more}", args.store), file=sys.stderr)
     for cell_id, text in result.failures.items():
         last = text.strip().splitlines()[-1] if text.strip() else "(no message)"
         print(f"cell {cell_id} failed: {last} (traceback in its error.txt)", file=sys.stderr)
