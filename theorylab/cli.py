@@ -547,7 +547,9 @@ def cmd_validate(args) -> int:
         Path(args.plot).mkdir(parents=True, exist_ok=True)
         _check_writable(str(Path(args.plot) / "x.png"))
     elif args.plot:
-        _check_writable(args.plot)
+        _check_writable(args.plot, "--plot")
+    if args.json:
+        _check_writable(args.json, "--json")  # before the claims run, not after them
     reports = []
     for name in names:
         plot = args.plot
