@@ -38,8 +38,7 @@ from theorylab.algorithms.offline.data_coverage import (
     pevi_coverage,
     pevi_coverage_from_counts,
 )
-from theorylab.algorithms.offline.dataset import _check_coverage as check_coverage
-from theorylab.algorithms.offline.dataset import make_dataset
+from theorylab.algorithms.offline.dataset import check_coverage, make_dataset
 from theorylab.algorithms.offline.scoring import fit_and_score
 from theorylab.results import SuboptimalityResult
 from theorylab.runners.arguments import dataset_sizes
