@@ -332,7 +332,7 @@ CLI_CASES = [
         "train-seed-negative",
         ["train", "grpo", "tokentree:V=4,L=3", "--seed", "-1"],
         ["--seed", "-1"],
-        "ok",
+        "vague",
     ),
     (
         "train-json-is-a-folder",
@@ -376,7 +376,7 @@ CLI_CASES = [
     (
         "sweep-resolution-unknown",
         ["sweep", "{grid}", "--store", "{dir}/s", "--resolution", "x"],
-        ["--resolution", "'x'"],
+        ["--resolution", "x"],
         "ok",
     ),
     (
