@@ -18,7 +18,9 @@ def make(spec: str, **overrides):
 
     Parameters are converted to the types of the family's defaults; ``overrides`` are passed as
     Python values. The returned MDP's ``name`` is the canonical spec string. A spec ending in
-    ``.npz`` is a file written by ``TabularMDP.save`` (:mod:`theorylab.mdps.mdp_file`).
+    ``.npz`` is a file written by ``TabularMDP.save`` (:mod:`theorylab.mdps.mdp_file`). A model
+    too large to build raises :class:`~theorylab.errors.InvalidMDPError` before allocating
+    (:mod:`theorylab.mdps.sizes`), never a MemoryError.
     """
     if isinstance(spec, str) and spec.lower().endswith(".npz"):
         if overrides:
@@ -29,7 +31,14 @@ def make(spec: str, **overrides):
         mdp.name = spec  # as a family spec names its model: what rebuilds it
         return mdp
     _load_families()
-    mdp = MDP_FAMILIES.make(spec, **overrides)
+    try:
+        mdp = MDP_FAMILIES.make(spec, **overrides)
+    except MemoryError as exc:  # a family without its own size guard (theorylab.mdps.sizes)
+        from theorylab.errors import InvalidMDPError
+
+        raise InvalidMDPError(
+            f"{spec}: the model does not fit in memory ({exc}); give smaller sizes"
+        ) from None
     if hasattr(mdp, "name") and getattr(mdp, "name", "") in ("", "tabular"):
         mdp.name = spec
     return mdp

@@ -261,8 +261,9 @@ def test_flow_residual_detects_infeasible_occupancies():
     np.testing.assert_allclose(res, reference_flow_residual(mdp, d), rtol=0, atol=1e-15)
     assert np.abs(res).max() > 0.1
     d = np.full((3, 4, 2), 1 / 8)
-    res = flow_residual(mdp, d)
-    np.testing.assert_allclose(res, reference_flow_residual(mdp, d), rtol=0, atol=1e-15)
+    finite = mdp.with_objective(horizon=3)  # the H-step problem: a discount is never dropped
+    res = flow_residual(finite, d)
+    np.testing.assert_allclose(res, reference_flow_residual(finite, d), rtol=0, atol=1e-15)
     assert res.shape == (3, 4) and np.abs(res[0]).max() > 0.1
 
 
@@ -278,9 +279,10 @@ def test_sparse_models_stay_sparse(monkeypatch):
     densifies P (dense_P / to_dense and CSR toarray / todense raise during the solves)."""
     S, H = 2000, 10
     mdp = make(f"riverswim:S={S},H={H},gamma=0.9,sparse=True")
+    finite = make(f"riverswim:S={S},H={H},sparse=True")  # the H-step problem: no discount
     mu = np.full(S, 1.0 / S)  # full support: V* pinned everywhere
     star_disc = value_iteration(mdp, gamma=0.9, tol=1e-11)
-    star_fh = backward_induction(mdp)
+    star_fh = backward_induction(finite)
 
     def forbidden(*args, **kwargs):
         raise AssertionError("the LP densified a sparse model")
@@ -290,7 +292,7 @@ def test_sparse_models_stay_sparse(monkeypatch):
     monkeypatch.setattr(sp.csr_array, "toarray", forbidden)
     monkeypatch.setattr(sp.csr_array, "todense", forbidden)
     disc = lp_solve(mdp, "dual", gamma=0.9, mu=mu)
-    fh = lp_solve(mdp, "primal")
+    fh = lp_solve(finite, "primal")
     residual = flow_residual(mdp, disc.occupancy, gamma=0.9, mu=mu)
     monkeypatch.undo()
     A = mdp.A
@@ -300,6 +302,10 @@ def test_sparse_models_stay_sparse(monkeypatch):
     np.testing.assert_allclose(disc.V, star_disc.V, rtol=0, atol=lp_atol(mdp, 0.9) + 1e-11)
     np.testing.assert_allclose(residual, 0, atol=FLOW_ATOL)
     assert fh.value == pytest.approx(star_fh.value, abs=lp_atol(mdp))
+    # a model with a discount is solved as the discounted problem, never with gamma dropped
+    assert lp_solve(mdp, "primal").info["objective"] == "discounted"
+    with pytest.raises(ValueError, match="gamma=0.9, which it would ignore"):
+        finite_horizon_lp(mdp)
 
 
 # ------------------------------------------------------------------------------- known values

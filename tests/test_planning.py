@@ -355,9 +355,19 @@ def test_span_rule_never_needs_more_sweeps_than_the_sup_rule(mdp, tol):
 
 
 def test_solve_dispatches_on_the_objective():
+    # a model with a discount is solved as the discounted problem (its H is not used), never
+    # as the undiscounted H-step one with gamma dropped (issue 25)
     m = make("riverswim:S=4,H=5,gamma=0.9")
-    assert solve(m).info["method"] == "backward_induction"
-    assert solve(m, gamma=0.9).info["method"] == "value_iteration"
+    assert solve(m).info["method"] == "value_iteration"
+    assert solve(m).value == pytest.approx(solve(m, gamma=0.9).value, abs=1e-9)
+    assert solve(m).value == pytest.approx(
+        solve(m.with_objective(gamma=0.9), "policy_iteration").value, abs=1e-9
+    )
+    assert solve(make("riverswim:S=4,H=5")).info["method"] == "backward_induction"
+    with pytest.raises(ValueError, match="gamma=0.9, which it would ignore"):
+        solve(m, "backward_induction")
+    with pytest.raises(ValueError, match="gamma=0.9, which it would ignore"):
+        backward_induction(m)
 
 
 # ------------------------------------------------------------------------------- storage forms

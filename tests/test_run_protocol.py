@@ -227,3 +227,30 @@ def test_agent_classes_still_run_without_registration():
         warnings.simplefilter("error")
         res = tl.run(RandomPolicyAgent, "riverswim:S=3,H=3", episodes=5, seeds=2)
     assert isinstance(res, RegretResult) and res.config["algorithm"] == "RandomPolicyAgent"
+
+
+def test_long_table_resolution_full_is_every_episode_and_grid_says_what_it_drops(tmp_path):
+    """to_frame() is one row per seed x episode whatever K (README); "grid" thins a long run
+    to the log-spaced episode grid and thinning() says so; short runs are never thinned."""
+    from theorylab.results import RegretResult
+
+    B, K = 2, 20_000
+    regret = np.random.default_rng(0).random((B, K))
+    long = RegretResult(regret, regret, np.full((B, K), np.nan), 1.0, 1.0, {"seeds": [3, 5]})
+    full = long.frame_columns()  # the default: every episode
+    assert len(full["episode"]) == B * K and list(full["seed"][[0, K]]) == [3, 5]
+    np.testing.assert_array_equal(
+        full["cumulative_regret"][K - 1 :: K], regret.cumsum(axis=1)[:, -1]
+    )
+    grid = long.frame_columns("grid")
+    n = len(long.episode_grid())
+    assert len(grid["episode"]) == B * n and n < 100
+    assert long.thinning() == f"{n} log-spaced episodes of 20,000 per seed"
+    assert long.default_resolution() == "grid"
+    short = RegretResult(regret[:, :50], regret[:, :50], regret[:, :50], 1.0, 1.0, {})
+    assert short.thinning() is None and short.default_resolution() == "full"
+    assert len(short.frame_columns("grid")["episode"]) == 100
+    long.to_csv(tmp_path / "g.csv", "grid")
+    assert len((tmp_path / "g.csv").read_text().splitlines()) == 1 + B * n
+    with pytest.raises(ValueError, match="resolution must be 'full' or 'grid', got 'half'"):
+        long.to_frame(resolution="half")

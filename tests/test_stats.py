@@ -244,3 +244,33 @@ def test_final_ci_degenerate_cases():
     assert const.ci_low == const.ci_high == 2.0
     with pytest.raises(ValueError, match="shape"):
         final_ci(np.ones((2, 2)))
+
+
+def test_final_ci_with_a_support_never_leaves_it_and_says_when_it_was_cut():
+    # two seeds of a cumulative regret: the t interval (t_{1, 0.975} = 12.71) goes negative
+    v = np.array([0.5, 6.0])
+    m, sd = v.mean(), v.std(ddof=1)
+    half = 12.706204736174707 * sd / np.sqrt(2)  # t_{1, 0.975}, written out
+    free = final_ci(v)
+    assert free.ci_low == pytest.approx(m - half) and free.ci_low < 0 and not free.clipped
+    cut = final_ci(v, support=(0.0, None))
+    assert cut.ci_low == 0.0 and cut.ci_high == pytest.approx(m + half) and cut.clipped
+    assert "clipped" in str(cut) and cut.interval_text() == f"[0.00, {m + half:.2f}] clipped"
+    # inside the support nothing changes and nothing is flagged
+    tight = final_ci(np.array([5.0, 5.1, 4.9, 5.05]), support=(0.0, None))
+    assert tight == final_ci(np.array([5.0, 5.1, 4.9, 5.05])) and not tight.clipped
+    # an upper edge (an accuracy in [0, 1])
+    acc = final_ci(np.array([0.9, 1.0]), support=(0.0, 1.0))
+    assert acc.ci_high == 1.0 and acc.ci_low < 0.95 and acc.clipped
+
+
+def test_two_seed_regret_summary_interval_is_not_negative():
+    from theorylab.results import RegretResult
+
+    regret = np.zeros((2, 10))
+    regret[0, 0], regret[1, :] = 0.5, 0.6  # final cumulative regret 0.5 and 6.0
+    res = RegretResult(regret, np.ones((2, 10)), np.full((2, 10), np.nan), 1.0, 1.0, {})
+    s = res.summary()
+    assert s["final_regret_ci_low"] == 0.0 and s["final_regret_ci_clipped"]
+    assert res.table_row()["95% CI"].endswith("clipped at 0")
+    assert res.json_summary()["final_regret_ci"][0] == 0.0

@@ -14,6 +14,7 @@ import theorylab.sweeps as sweep_mod
 from theorylab.experiment import RunResult, run
 from theorylab.results import load_result
 from theorylab.store import (
+    CorruptResultError,
     atomic_write_bytes,
     atomic_write_json,
     atomic_writer,
@@ -181,6 +182,42 @@ def test_tampered_arrays_are_detected(tmp_path, small_result):
     assert is_complete(d) and not is_complete(d, verify=True)
     with pytest.raises(ValueError, match="checksum"):
         load_result(d)
+
+
+def test_same_size_edit_of_result_json_is_detected(tmp_path, small_result):
+    """Every stored file is checksummed: an edit of result.json that keeps its size (a digit of
+    the optimal value, of a config entry) is refused, not loaded as if intact."""
+    d = tmp_path / "res"
+    save_result(small_result, d)
+    original = (d / "result.json").read_text()
+    meta = json.loads(original)
+    assert meta["format"] == "theorylab.Result/3" and len(meta["metadata_sha256"]) == 64
+    reindented = json.dumps(meta, indent=4)  # a layout change is not an edit of the content
+    (d / "result.json").write_text(reindented)
+    assert is_complete(d, verify=True)
+    load_result(d)
+    value = repr(float(meta["optimal_value"]))
+    last = "1" if value[-1] != "1" else "2"
+    edited = original.replace(value, value[:-1] + last, 1)  # one digit, the same size
+    assert len(edited) == len(original) and edited != original
+    (d / "result.json").write_text(edited)
+    assert not is_complete(d) and not is_complete(d, verify=True)
+    with pytest.raises(CorruptResultError, match=r"result\.json was changed after it was stored"):
+        load_result(d)
+    dropped = {k: v for k, v in meta.items() if k != "metadata_sha256"}  # the checksum removed
+    (d / "result.json").write_text(json.dumps(dropped))
+    with pytest.raises(CorruptResultError, match="metadata_sha256"):
+        load_result(d)
+
+
+def test_format_2_results_without_a_metadata_checksum_still_load(tmp_path, small_result):
+    d = tmp_path / "res"
+    save_result(small_result, d)
+    meta = json.loads((d / "result.json").read_text())
+    del meta["metadata_sha256"]
+    meta["format"] = "theorylab.Result/2"
+    (d / "result.json").write_text(json.dumps(meta))
+    assert load_result(d).optimal_value == small_result.optimal_value
 
 
 def test_unserialisable_config_fails_before_touching_the_disk(tmp_path, small_result):
@@ -403,3 +440,27 @@ def test_one_csv_writer_formats_cells_once(tmp_path):
     with pytest.raises(ValueError, match="different lengths"):
         write_csv(tmp_path / "y.csv", {"a": [1, 2], "b": [1]})
     assert not (tmp_path / "y.csv").exists()
+
+
+def test_sweep_export_thins_long_cells_only_when_asked_or_by_default_and_says_so(tmp_path):
+    from theorylab.sweep_tables import long_columns, thinned_cells
+    from theorylab.sweeps import SweepResult
+
+    B, K = 2, 12_000
+    regret = np.full((B, K), 0.5)
+    long = RunResult(regret, regret, regret, 1.0, 1.0, {"seeds": [0, 1]})
+    short_cell = Cell(algorithm="psrl", mdp="riverswim:S=3,H=3", episodes=50, seeds=B)
+    long_cell = Cell(algorithm="psrl", mdp="riverswim:S=3,H=3", episodes=K, seeds=B)
+    result = SweepResult(tmp_path, [short_cell, long_cell])
+    save_result(long, result.path(long_cell))
+    save_result(
+        RunResult(regret[:, :50], regret[:, :50], regret[:, :50], 1.0, 1.0, {}),
+        result.path(short_cell),
+    )
+    n = len(long.episode_grid())
+    assert len(long_columns(result)["episode"]) == B * 50 + B * K  # the library default: full
+    assert len(long_columns(result, None)["episode"]) == B * 50 + B * n  # each cell's default
+    assert thinned_cells(result, None) == [
+        f"{long_cell.id}: {n} log-spaced episodes of 12,000 per seed"
+    ]
+    assert thinned_cells(result, "full") == []

@@ -266,3 +266,43 @@ def test_plot_is_written_for_offline_runs_too(tmp_path, capsys):
     assert main([*argv, "--plot", str(out), "--no-progress"]) == 0
     assert out.stat().st_size > 0
     assert f"wrote {out}" in capsys.readouterr().out
+
+
+def test_a_spec_discount_is_honoured_or_refused_everywhere_never_dropped(capsys):
+    """Issue 25: ``riverswim:S=6,gamma=0.9`` carries the family's H = 20 beside the discount.
+    solve honours the discount (the same V* as --gamma 0.9, not the undiscounted H = 20 value
+    3.397); what can only use the H-step return refuses it naming gamma; names show it."""
+    assert main(["solve", "riverswim:S=6,gamma=0.9", "--json"]) == 0
+    spec = json.loads(capsys.readouterr().out)
+    assert main(["solve", "riverswim:S=6", "--gamma", "0.9", "--json"]) == 0
+    flag = json.loads(capsys.readouterr().out)
+    assert spec["method"] == "value_iteration" and spec["H"] is None and spec["gamma"] == 0.9
+    assert spec["value"] == pytest.approx(flag["value"], abs=1e-9)
+    assert abs(spec["value"] - 3.397263959) > 1
+    assert main(["solve", "riverswim:S=6,gamma=0.9"]) == 0
+    assert "its H = 20 is not used" in capsys.readouterr().out
+    # either-objective offline algorithms solve the discounted problem too; finite-horizon
+    # ones (online learners, pessimistic VI, backward induction) refuse it
+    off = tl.run("naive-vi", "random:S=4,A=2,gamma=0.9,seed=1", dataset_size=200, seeds=2)
+    assert off.config["gamma"] == 0.9 and off.config["H"] is None
+    for name, budget in [
+        ("pessimistic-vi-hoeffding", {"dataset_size": 200}),
+        ("ucbvi-bernstein", {"episodes": 5}),
+        ("pr-lsvi", {"episodes": 5}),
+    ]:
+        with pytest.raises(ValueError, match=r"gamma=0\.9 \(with H=4\); drop gamma"):
+            tl.run(name, "random:S=4,A=2,H=4,gamma=0.9", **budget)
+    # names: a discount is shown when there is one, gamma=0.0 never
+    assert make("riverswim:S=6,gamma=0.9").name == "riverswim:S=6,H=20,gamma=0.9"
+    assert "gamma" not in make("random:S=4").name and "gamma" not in make("riverswim:S=4").name
+    for spec_text in (
+        "random:S=4,gamma=0.5",
+        "random-sparse:S=6,b=2,gamma=0.5",
+        "tempting-arms:gamma=0.5",
+        "tempting-arms:H=2",
+    ):
+        mdp = make(spec_text)
+        again = make(mdp.name)
+        assert (again.horizon, again.gamma) == (mdp.horizon, mdp.gamma)
+        assert ("gamma=0.5" in mdp.name) == ("gamma=0.5" in spec_text)
+        assert ("H=" in mdp.name) == (mdp.horizon is not None)

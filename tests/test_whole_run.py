@@ -439,16 +439,21 @@ def test_tl_run_loops_agree_and_auto_picks_the_kernel_for_long_runs():
         tl.run("ucbvi-hoeffding", mdp, 10, 1, loop="fast")
 
 
-def test_cli_long_run_summaries_stay_small(tmp_path):
+def test_cli_long_run_summaries_stay_small(tmp_path, capsys):
     import csv
     import json
 
     from theorylab.cli import main
+    from theorylab.results import load_result
 
     out_json, out_csv = tmp_path / "run.json", tmp_path / "run.csv"
     argv = ["run", "ucbvi-hoeffding", "random:S=5,A=3,H=5,seed=11", "--episodes", "30000"]
     argv += ["--seeds", "2", "--json", str(out_json), "--csv", str(out_csv), "--no-progress"]
-    assert main(argv) == 0
+    assert main([*argv, "--save", str(tmp_path / "stored")]) == 0
+    err = capsys.readouterr().err  # the thinning is said, with where the full curves are
+    assert "log-spaced episodes of 30,000 per seed" in err and "--resolution full" in err
+    full = load_result(tmp_path / "stored").to_frame(resolution="full")
+    assert len(full["episode"]) == 2 * 30_000
     d = json.loads(out_json.read_text())
     assert d["config"]["loop"] == "compiled"
     assert d["K_grid"][0] == 1 and d["K_grid"][-1] == 30_000 and len(d["K_grid"]) < 100

@@ -47,6 +47,21 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _integer_at_least(minimum: int):
+    """argparse type: an integer >= ``minimum`` (the error names the flag, the value and this)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
 # --------------------------------------------------------------------------- list
 def cmd_list(args) -> int:
     what = args.what
@@ -160,6 +175,7 @@ def cmd_solve(args) -> int:
         return _solve_risk(args, mdp, build)
     if args.dual is not None:
         return _solve_dual(args, mdp)
+    mdp, dropped_horizon = _discounted_if_asked(mdp, args.method)
     method = args.method
     if method == "auto":
         method = "backward_induction" if mdp.horizon is not None else "value_iteration"
@@ -231,6 +247,11 @@ def cmd_solve(args) -> int:
             f"rewards  {rmap.describe()} (solved on the [0, 1] rewards r; V* and the error "
             "below are in your units)"
         )
+    if dropped_horizon is not None:
+        print(
+            f"         (the discounted problem of {args.mdp}: a model with a discount is solved "
+            f"as such, as in run; its H = {dropped_horizon} is not used)"
+        )
     sweeps = f" ({out['iterations']} sweeps, {out['stopping']} rule)" if "iterations" in out else ""
     print(f"method   {method}{sweeps}")
     print(
@@ -250,6 +271,15 @@ def cmd_solve(args) -> int:
         )
     print(f"time     {seconds * 1e3:.3f} ms solve, {build * 1e3:.3f} ms build")
     return 0
+
+
+def _discounted_if_asked(mdp, method: str):
+    """``(model, dropped H)``: a model whose spec gives a discount (``riverswim:S=6,gamma=0.9``,
+    the family's H beside it) is solved as the discounted problem, as the discounted algorithms
+    of ``run`` solve it; backward induction asked for by name refuses the discount instead."""
+    if mdp.gamma is None or mdp.horizon is None or method == "backward_induction":
+        return mdp, None
+    return mdp.with_objective(gamma=mdp.gamma, horizon=None), mdp.horizon
 
 
 def _solve_dual(args, mdp) -> int:
@@ -393,9 +423,9 @@ def cmd_run(args) -> int:
         for flag, key in RUN_BUDGET_FLAGS.items()
         if getattr(args, flag) is not None
     }
-    for path in (args.plot, args.json, args.csv, args.parquet):
-        if path:
-            _check_writable(path)  # before the run, not after it
+    _check_output_paths(args, files=("plot", "json", "csv", "parquet"), folders=("save",))
+    if args.checkpoint:
+        _check_folder(args.checkpoint, "--checkpoint")
     try:
         result = run(
             args.algorithm,
@@ -431,10 +461,13 @@ def cmd_run(args) -> int:
             payload["burn_in_end"] = burn_in_end(result.regret, null)
         atomic_write_json(args.json, payload)
         print(f"wrote {args.json}")
+    resolution = args.resolution or result.default_resolution()
     for path, write in ((args.csv, result.to_csv), (args.parquet, result.to_parquet)):
         if path:
-            write(path)
+            write(path, resolution)
             print(f"wrote {path}")
+    if (args.csv or args.parquet) and resolution == "grid" and result.thinning():
+        print(_thinning_notice(result.thinning(), "--save DIR"), file=sys.stderr)
     if args.save:
         result.save(args.save)
         print(f"saved {args.save}")
@@ -443,6 +476,21 @@ def cmd_run(args) -> int:
             print(line)
         print(f"wrote {args.plot}")
     return 0
+
+
+def _thinning_notice(what: str, store: str) -> str:
+    """The line saying that a long table was thinned, and where the full curves are."""
+    return (
+        f"note: the long table holds {what} (--resolution grid, the default above "
+        f"{_full_curve_episodes():,} episodes); --resolution full writes every episode, and "
+        f"{store} keeps the full curves (Result.load(DIR).to_frame(resolution='full'))"
+    )
+
+
+def _full_curve_episodes() -> int:
+    from theorylab.results.regret import FULL_CURVE_EPISODES
+
+    return FULL_CURVE_EPISODES
 
 
 def _write_run_plot(result, path: str, delta: float, loglog: bool) -> list[str]:
@@ -515,7 +563,9 @@ def cmd_validate(args) -> int:
         Path(args.plot).mkdir(parents=True, exist_ok=True)
         _check_writable(str(Path(args.plot) / "x.png"))
     elif args.plot:
-        _check_writable(args.plot)
+        _check_writable(args.plot, "--plot")
+    if args.json:
+        _check_writable(args.json, "--json")  # before the claims run, not after them
     reports = []
     for name in names:
         plot = args.plot
@@ -574,15 +624,16 @@ def _informative_cell(report) -> str:
 # --------------------------------------------------------------------------- sweep
 def cmd_sweep(args) -> int:
     from theorylab.grid_file import load_grid_file
-    from theorylab.sweep_tables import check_export_path, export, summary_rows
+    from theorylab.sweep_tables import check_export_path, export, summary_rows, thinned_cells
     from theorylab.sweeps import sweep
 
     if args.address is not None and args.executor != "ray":
         raise ValueError(f"--address is for --executor ray, not {args.executor}")
+    _check_folder(args.store, "--store")
     cells = load_grid_file(args.grid)
     if args.export:
         check_export_path(args.export)
-        _check_writable(args.export)
+        _check_writable(args.export, "--export")
     print(f"{len(cells)} cells from {args.grid}; results under {args.store}", file=sys.stderr)
     result = sweep(
         cells,
@@ -605,20 +656,55 @@ def cmd_sweep(args) -> int:
     write_csv(summary_csv, rows_to_columns(rows))
     print(f"wrote {summary_csv}")
     if args.export:
-        export(result, args.export)
+        export(result, args.export, args.resolution)
         print(f"wrote {args.export}")
+        thinned = [] if args.resolution == "full" else thinned_cells(result, args.resolution)
+        if thinned:
+            more = f" (and {len(thinned) - 1} more cells)" if len(thinned) > 1 else ""
+            print(_thinning_notice(f"cell {thinned[0]}{more}", args.store), file=sys.stderr)
     for cell_id, text in result.failures.items():
         last = text.strip().splitlines()[-1] if text.strip() else "(no message)"
         print(f"cell {cell_id} failed: {last} (traceback in its error.txt)", file=sys.stderr)
     return 1 if result.failures else 0
 
 
-def _check_writable(path: str) -> None:
-    """Fail before a long computation, not after it, when ``path`` cannot be written: its folder
-    must exist (or be creatable) and accept a new file."""
+def _check_output_paths(args, files: tuple[str, ...], folders: tuple[str, ...]) -> None:
+    """Check the output flags of a command before any work: ``--X FILE`` flags (``files``) and
+    ``--X DIR`` flags (``folders``), by their argparse attribute names."""
+    for name in files:
+        if getattr(args, name, None):
+            _check_writable(getattr(args, name), f"--{name}")
+    for name in folders:
+        if getattr(args, name, None):
+            _check_folder(getattr(args, name), f"--{name}")
+
+
+def _check_folder(path: str, flag: str) -> None:
+    """A directory flag (``--save DIR``): refuse, before any work, a path that is an existing
+    file, or whose nearest existing parent is not a writable directory."""
+    from pathlib import Path
+
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise ValueError(
+            f"{flag} {path}: is a file, expected a directory (an existing one, or one to create)"
+        )
+    parent = next((q for q in [p, *p.resolve().parents] if q.exists()), None)
+    if parent is None or not parent.is_dir() or not os.access(parent, os.W_OK | os.X_OK):
+        raise ValueError(f"{flag} {path}: cannot create or write this directory ({parent})")
+
+
+def _check_writable(path: str, flag: str | None = None) -> None:
+    """Fail before a long computation, not after it, when ``path`` cannot be written: it must
+    not be a directory, and its folder must exist (or be creatable) and accept a new file."""
     import tempfile
     from pathlib import Path
 
+    if Path(path).is_dir():
+        raise ValueError(
+            f"{flag or 'cannot write'} {path}: is a directory, expected a file name "
+            "(checked before running)"
+        )
     folder = Path(path).resolve().parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
@@ -626,7 +712,8 @@ def _check_writable(path: str) -> None:
             pass
     except OSError as exc:
         raise ValueError(
-            f"cannot write {path}: {exc.strerror or exc} (checked before running)"
+            f"{flag + ' ' if flag else ''}cannot write {path}: {exc.strerror or exc} "
+            "(checked before running)"
         ) from None
 
 
@@ -650,6 +737,7 @@ def cmd_train(args) -> int:
         from theorylab.algorithms.deep.trainer import train
     except ModuleNotFoundError as exc:
         raise ValueError(f"theorylab train needs torch: {exc}") from None
+    _check_output_paths(args, files=("plot", "json", "csv"), folders=("save",))
     try:
         res = train(
             args.model,
@@ -837,7 +925,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=8,
         help="number of seeds B, run batched (default 8); seed i is reproducible alone",
     )
-    q.add_argument("--seed", type=int, default=0, help="root seed")
+    q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")
     q.add_argument(
         "--param",
         "-p",
@@ -858,6 +946,12 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--json", help="write a JSON summary (per-seed values, config)")
     q.add_argument("--csv", help="write the long table (one row per seed x step) as CSV")
     q.add_argument("--parquet", help="write the long table as Parquet (needs pandas, pyarrow)")
+    q.add_argument(
+        "--resolution",
+        choices=["full", "grid"],
+        help="--csv/--parquet: every episode (full) or a log-spaced grid of about 20 per decade "
+        "(grid); default full up to 10,000 episodes, grid above (with a note on stderr)",
+    )
     q.add_argument("--save", help="save the full result (arrays + metadata) to this directory")
     q.add_argument(
         "--backend",
@@ -982,11 +1076,21 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --executor ray: the cluster to join, HOST:PORT of a head started with "
         "'ray start --head', 'auto', or ray://HOST:10001 (Ray Client); default: a local Ray",
     )
-    q.add_argument("--workers", type=int, help="process executor: pool size (default: CPU count)")
+    q.add_argument(
+        "--workers",
+        type=_integer_at_least(1),
+        help="process executor: pool size, >= 1 (default: CPU count)",
+    )
     q.add_argument(
         "--export",
         metavar="FILE",
         help="write one row per cell x seed x episode to FILE.csv or FILE.parquet",
+    )
+    q.add_argument(
+        "--resolution",
+        choices=["full", "grid"],
+        help="--export: every episode (full) or a log-spaced grid (grid); default: full for "
+        "cells up to 10,000 episodes, grid above (with a note on stderr)",
     )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_sweep)
@@ -1039,7 +1143,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--pairs-per-prompt", type=int, default=16, help="sampled preference pairs")
     q.add_argument("--seeds", "-B", type=int, default=1)
-    q.add_argument("--seed", type=int, default=0, help="root seed")
+    q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")
     q.add_argument("--device", default="cpu", help="cpu (default) or cuda")
     q.add_argument("--plot", help="write accuracy and KL(pi||pi*) curves (PNG or SVG)")
     q.add_argument("--json", help="write a JSON summary")

@@ -92,7 +92,7 @@ def demo(
         curves[algo] = cum
         ref = regret_reference(res, mdp)
         end = burn_in_end(res.regret, ref.null_per_episode)
-        ci = stats.final_ci(cum[:, -1])
+        ci = stats.final_ci(cum[:, -1], support=(0.0, None))
         fit = None
         if end is not None and K - end >= 20:
             start = max(0.75, float(np.log(end) / np.log(K)))  # after the burn-in only
@@ -102,7 +102,7 @@ def demo(
             {
                 "algorithm": algo,
                 "final regret": f"{ci.mean:.1f}",
-                "95% CI": f"[{ci.ci_low:.1f}, {ci.ci_high:.1f}]",
+                "95% CI": ci.interval_text(".1f"),
                 "slope, last log-quarter": (
                     f"{slope.slope:.2f} [{slope.ci_low:.2f}, {slope.ci_high:.2f}]"
                 ),

@@ -17,10 +17,14 @@ from __future__ import annotations
 import importlib
 import importlib.metadata
 import inspect
+import numbers
+import os
 import platform
 import warnings
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from theorylab.agent import env_spec  # noqa: F401  (re-exported: the learner's view of an MDP)
 from theorylab.algorithms.objectives import BackendRiskNeutral  # noqa: F401  (re-exported)
@@ -28,7 +32,7 @@ from theorylab.algorithms.registry import KINDS, AlgorithmEntry, get_algorithm, 
 from theorylab.errors import RunInterrupted
 from theorylab.registry import convert_parameters, parse_spec
 from theorylab.results import RegretResult, Result, RunResult, SuboptimalityResult  # noqa: F401
-from theorylab.seeding import seed_indices
+from theorylab.seeding import check_root_seed, seed_indices
 
 VERSIONED_PACKAGES = ("theorylab", "numpy", "scipy", "numba", "sympy", "cvxpy")
 _RUNNER_KEYWORDS = ("seeds", "seed", "progress", "params")
@@ -82,6 +86,7 @@ def _split(entry: AlgorithmEntry, raw: dict[str, str], keywords: dict[str, Any])
             continue
         if key not in defaults and not entry.takes_any_keyword():
             raise ValueError(_unknown_keyword(entry, key))
+        _check_keyword_type(entry.name, key, value, defaults.get(key))
         params[key] = value
     runner = runner_of(entry.kind)
     required = [
@@ -97,6 +102,59 @@ def _split(entry: AlgorithmEntry, raw: dict[str, str], keywords: dict[str, Any])
             + f"; its kind's budget: {_budget_text(entry)}"
         )
     return budget, params
+
+
+def _check_keyword_type(name: str, key: str, value: Any, default: Any) -> None:
+    """Refuse a keyword parameter whose type cannot be the default's (``delta="0.1"`` where the
+    default is 0.1): a number where a number is expected (an int for a float is fine), true or
+    false (or 0/1) for a flag. Defaults of other types are not checked."""
+    if default is None or isinstance(default, (tuple, list, dict)):
+        return
+    if isinstance(default, bool):
+        ok = isinstance(value, (bool, np.bool_)) or (
+            isinstance(value, numbers.Integral) and value in (0, 1)
+        )
+        expected = "true or false"
+    elif isinstance(default, numbers.Real):
+        ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+        expected = "a number"
+    else:  # strings often name a choice that an object may also make (backend="numpy")
+        return
+    if not ok:
+        raise ValueError(
+            f"{name}: parameter {key}={value!r} is a {type(value).__name__}, expected "
+            f"{expected} (default {key}={default!r})"
+        )
+
+
+def check_problem(problem) -> None:
+    """Refuse, before any work, a ``problem`` that is no model and no valid family spec: an
+    unknown family or parameter, a parameter value of the wrong type, or a value such as 123.
+    (Sizes and ranges are the family's to check when it builds the model.)"""
+    if isinstance(problem, str):
+        if problem.lower().endswith(".npz") or os.sep in problem:
+            return  # a file holding a model: resolve_mdp reads it
+        from theorylab.mdps import MDP_FAMILIES, list_families
+
+        name, raw = parse_spec(problem)
+        list_families()  # registers the families
+        convert_parameters(name, "MDP family", raw, MDP_FAMILIES.parameters(name))
+        return
+    if problem is None or isinstance(problem, (numbers.Number, bytes, list, tuple, dict, set)):
+        raise ValueError(
+            f"problem must be a family spec such as 'riverswim:S=6,H=20' (theorylab list mdps) "
+            f"or a model (TabularMDP, LinearMDP, ...), got {type(problem).__name__} {problem!r}"
+        )
+
+
+def check(algorithm, problem, **keywords) -> None:
+    """What :func:`run` checks before any work, without running: the algorithm's name and
+    parameters (names and types), its kind's budget, and the problem's family spec. Sweeps check
+    every cell with it before the first one runs."""
+    keywords = dict(keywords)
+    entry, raw, _ = _entry_of(algorithm)
+    _split(entry, raw, keywords)
+    check_problem(problem)
 
 
 def _budget_text(entry: AlgorithmEntry) -> str:
@@ -147,7 +205,9 @@ def run(
     if episodes is not None:
         keywords["episodes"] = episodes
     budget, params = _split(entry, raw, keywords)
+    check_problem(problem)
     idx = seed_indices(seeds)
+    seed = check_root_seed(seed)
     if isinstance(problem, str) and problem.lower().endswith(".npz"):  # a TabularMDP.save file
         from theorylab.runners.problems import resolve_mdp
 

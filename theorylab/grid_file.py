@@ -49,7 +49,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from theorylab.sweeps import Cell, Grid
+from theorylab.sweeps import Cell, Grid, check_cells
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -113,7 +113,7 @@ def _grid(where: str, table: Mapping[str, Any]) -> Grid:
             seed=table.get("seed", 0),
             known_rewards=table.get("known_rewards", True),
         )
-        grid.cells()  # every cell checks its own fields
+        check_cells(grid.cells())  # every cell's fields, names, keys and types, before any run
     except (TypeError, ValueError) as exc:
         raise GridFileError(f"{where}: {exc}") from exc
     return grid

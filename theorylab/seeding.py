@@ -15,12 +15,26 @@ import numpy as np
 ENV_STREAM, AGENT_STREAM = 0, 1
 
 
+def check_root_seed(seed) -> int:
+    """The root seed of a run as an int; refuses anything but an integer >= 0 (what
+    ``numpy.random.SeedSequence`` takes), naming it."""
+    if isinstance(seed, (bool, np.bool_)) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise ValueError(f"seed (the root seed) must be an integer >= 0, got {seed!r}")
+    return int(seed)
+
+
 def seed_indices(seeds: int | Sequence[int]) -> list[int]:
     """``seeds=B`` means indices ``0..B-1``; a sequence gives the indices explicitly."""
+    if isinstance(seeds, (bool, np.bool_, str, bytes, float)):
+        raise ValueError(
+            f"seeds must be a number of seeds B >= 1 or a list of seed indices, got {seeds!r}"
+        )
     if isinstance(seeds, (int, np.integer)):
         if seeds < 1:
             raise ValueError(f"seeds must be >= 1, got {seeds}")
         return list(range(int(seeds)))
+    if any(isinstance(i, (bool, str, float)) for i in seeds):
+        raise ValueError(f"seed indices must be integers >= 0, got {list(seeds)!r}")
     idx = [int(i) for i in seeds]
     if not idx:
         raise ValueError("seeds must name at least one seed index")

@@ -17,7 +17,8 @@ of the same experiment, so every statement below is about the *distribution over
 * :func:`fraction_below` -- the fraction of seeds whose value is at most a bound, with the exact
   Clopper-Pearson interval (Clopper & Pearson 1934, via ``scipy.stats.binomtest``). This is how
   "regret <= bound with probability >= 1 - delta" is tested.
-* :func:`final_ci` -- mean and Student t interval of one value per seed (CLI summary tables).
+* :func:`final_ci` -- mean and Student t interval of one value per seed (CLI summary tables),
+  cut at the quantity's support (a regret's interval never goes below 0) and marked clipped.
 
 Conventions. ``confidence`` is the two-sided level in (0, 1). ``rng`` is an int seed, a
 ``numpy.random.Generator`` or None; None means the fixed seed 0, so a figure or report is
@@ -330,35 +331,64 @@ def fraction_below(values, bound, confidence: float = 0.95) -> FractionBelow:
 
 @dataclass(frozen=True)
 class MeanCI:
-    """Mean of ``n`` per-seed values with a Student t interval (collapsed to the mean if n = 1)."""
+    """Mean of ``n`` per-seed values with a Student t interval (collapsed to the mean if n = 1).
+
+    clipped: the t interval left the quantity's ``support`` (e.g. below 0 for a regret) and was
+    cut at its edge; the interval is then ``[support edge, ...]`` and says so when printed.
+    """
 
     mean: float
     ci_low: float
     ci_high: float
     n: int
     confidence: float = 0.95
+    clipped: bool = False
 
     @property
     def half_width(self) -> float:
         return (self.ci_high - self.ci_low) / 2
 
     def __str__(self) -> str:
-        return f"{self.mean:.4g} +- {self.half_width:.2g}"
+        text = f"{self.mean:.4g} +- {self.half_width:.2g}"
+        return text + (" (interval clipped to the support)" if self.clipped else "")
+
+    def interval_text(self, spec: str = ".2f") -> str:
+        """``[low, high]`` for a table cell, ``[low, high] clipped`` when cut at the support."""
+        return f"[{self.ci_low:{spec}}, {self.ci_high:{spec}}]" + (
+            " clipped" if self.clipped else ""
+        )
 
 
-def final_ci(values, confidence: float = 0.95) -> MeanCI:
+def final_ci(
+    values,
+    confidence: float = 0.95,
+    support: tuple[float | None, float | None] = (None, None),
+) -> MeanCI:
     """Mean and two-sided Student t interval ``mean +- t_{n-1} * sd / sqrt(n)`` of ``values (B,)``.
 
     Used for summary tables (final cumulative regret, returns). B = 1 or zero spread gives
     ``ci_low = ci_high = mean``.
+
+    support: ``(low, high)`` bounds the quantity cannot leave (None: unbounded), e.g. ``(0, None)``
+    for a regret. The symmetric t interval ignores them: with few seeds it reaches far past them
+    (two seeds multiply the spread by t_{1, 0.975} = 12.7, so a regret's interval goes negative).
+    Such an interval is cut at the support's edge and marked ``clipped=True`` (never past the
+    mean, which round-off may put a hair outside the support).
     """
     confidence = _check_confidence(confidence)
     v = np.asarray(values, dtype=float)
     if v.ndim != 1 or v.size < 1:
         raise ValueError(f"values must have shape (B,), got {v.shape}")
+    low, high = support
     n, m = int(v.size), float(v.mean())
     if n == 1:
         return MeanCI(m, m, m, 1, confidence)
     sem = float(v.std(ddof=1)) / math.sqrt(n)
     half = float(scipy.stats.t.ppf(0.5 + confidence / 2, df=n - 1)) * sem
-    return MeanCI(m, m - half, m + half, n, confidence)
+    lo, hi = m - half, m + half
+    clipped = (low is not None and lo < low) or (high is not None and hi > high)
+    if low is not None:
+        lo = max(lo, min(float(low), m))
+    if high is not None:
+        hi = min(hi, max(float(high), m))
+    return MeanCI(m, lo, hi, n, confidence, bool(clipped))

@@ -10,13 +10,18 @@ A result of any kind (:mod:`theorylab.results`) is stored in one directory::
     result.npz    the result's arrays (e.g. regret, returns, value_estimates, (B, K) each)
                                                                      -- written first
     result.json   format, result_kind, config, wall_seconds, the kind's metadata, shapes,
-                  sha256 of result.npz                               -- written last
+                  sha256 of result.npz, sha256 of its own content    -- written last
 
 ``result.json`` is the completion marker: a directory is a finished result when ``result.json``
-parses and ``result.npz`` has the size it records (:func:`is_complete`);
-:func:`read_stored_result` (behind :func:`theorylab.results.load_result`) also checks the SHA-256
-it records. Overwriting a result first removes the old ``result.json``, so a crash in the middle
-never pairs new arrays with old metadata. This is what makes sweeps resumable.
+parses, matches its own checksum and ``result.npz`` has the size it records
+(:func:`is_complete`); :func:`read_stored_result` (behind :func:`theorylab.results.load_result`)
+also checks the SHA-256 of ``result.npz``. Every file of a result is thus checksummed: an edit of
+either file, even one that keeps its size, is refused with :class:`CorruptResultError`. The
+checksum of ``result.json`` (``metadata_sha256``) is that of its content without that key,
+serialised canonically (``to_json(..., indent=None, sort_keys=True)``), so re-indenting the file
+is not an edit but changing any value is. Overwriting a result first removes the old
+``result.json``, so a crash in the middle never pairs new arrays with old metadata. This is what
+makes sweeps resumable.
 
 JSON: numpy scalars and arrays, tuples and paths are converted to plain JSON (tuples become
 lists); NaN/inf are written as the ``NaN``/``Infinity`` tokens Python's json module reads back.
@@ -40,9 +45,11 @@ from theorylab.errors import TheorylabError
 
 RESULT_JSON = "result.json"
 RESULT_NPZ = "result.npz"
-RESULT_FORMAT = "theorylab.Result/2"
-# Format 1 (before the result family) stored regret results only; it still loads.
-READABLE_FORMATS = (RESULT_FORMAT, "theorylab.RunResult/1")
+RESULT_FORMAT = "theorylab.Result/3"
+# Format 1 (before the result family) stored regret results only; format 2 had no checksum of
+# result.json itself. Both still load (without that check).
+READABLE_FORMATS = (RESULT_FORMAT, "theorylab.Result/2", "theorylab.RunResult/1")
+META_CHECKSUM = "metadata_sha256"
 
 _umask: int | None = None
 
@@ -199,6 +206,13 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+def _metadata_digest(meta: Mapping[str, Any]) -> str:
+    """SHA-256 of ``meta`` without its own checksum, in canonical JSON (keys sorted, no
+    indentation; parsed JSON and the values it was written from give the same text)."""
+    plain = json.loads(to_json({k: v for k, v in meta.items() if k != META_CHECKSUM}, indent=None))
+    return hashlib.sha256(to_json(plain, indent=None, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def save_result(result, directory: str | os.PathLike) -> Path:
     """Store any :class:`~theorylab.results.Result` in ``directory``: ``result.npz`` first,
     ``result.json`` (the completion marker) last.
@@ -225,13 +239,15 @@ def save_result(result, directory: str | os.PathLike) -> Path:
     save_arrays(d / RESULT_NPZ, **arrays)
     meta["npz_bytes"] = (d / RESULT_NPZ).stat().st_size
     meta["npz_sha256"] = _sha256(d / RESULT_NPZ)
+    meta[META_CHECKSUM] = _metadata_digest(meta)
     atomic_write_json(d / RESULT_JSON, meta)
     return d
 
 
 def read_result_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     """The parsed ``result.json`` of a stored result (raises FileNotFoundError if absent,
-    :class:`CorruptResultError`, a ValueError naming the file, if it is not a theorylab result)."""
+    :class:`CorruptResultError`, a ValueError naming the file, if it is not a theorylab result
+    or its content does not match its own checksum)."""
     path = Path(directory) / RESULT_JSON
     try:
         with open(path, encoding="utf-8") as fh:
@@ -244,13 +260,19 @@ def read_result_metadata(directory: str | os.PathLike) -> dict[str, Any]:
     if not isinstance(meta, dict) or meta.get("format") not in READABLE_FORMATS:
         found = meta.get("format") if isinstance(meta, dict) else type(meta).__name__
         raise CorruptResultError(f"{path} has format {found!r}, expected {RESULT_FORMAT!r}")
+    if meta["format"] == RESULT_FORMAT and meta.get(META_CHECKSUM) != _metadata_digest(meta):
+        raise CorruptResultError(
+            f"{path} was changed after it was stored: its content does not match its checksum "
+            f"({META_CHECKSUM}); delete the directory to recompute it"
+        )
     return meta
 
 
 def is_complete(directory: str | os.PathLike, *, verify: bool = False) -> bool:
-    """Whether ``directory`` holds a finished result: ``result.json`` parses and ``result.npz``
-    has the size it records (cheap: a resumed sweep checks every cell). ``verify=True`` also
-    checks the SHA-256 checksum, as :func:`read_stored_result` always does."""
+    """Whether ``directory`` holds a finished result: ``result.json`` parses and matches its
+    checksum, and ``result.npz`` has the size it records (cheap: a resumed sweep checks every
+    cell). ``verify=True`` also checks the SHA-256 of ``result.npz``, as
+    :func:`read_stored_result` always does."""
     d = Path(directory)
     try:
         meta = read_result_metadata(d)
@@ -274,7 +296,8 @@ def read_stored_result(
     meta = read_result_metadata(d)
     if meta.get("npz_sha256") != _sha256(d / RESULT_NPZ):
         raise CorruptResultError(
-            f"{d / RESULT_NPZ} does not match the checksum in {d / RESULT_JSON}"
+            f"{d / RESULT_NPZ} was changed after it was stored: it does not match the checksum "
+            f"in {d / RESULT_JSON}; delete the directory to recompute it"
         )
     arrays = load_arrays(d / RESULT_NPZ)
     for name, shape in meta["shapes"].items():

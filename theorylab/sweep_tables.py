@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.results.base import check_resolution
 from theorylab.store import atomic_writer, write_csv
 from theorylab.sweeps import SweepResult
 
@@ -70,13 +71,15 @@ def _budget_text(cfg: dict[str, Any]) -> str:
     return ",".join(f"{k}={v}" for k, v in cfg["budget"].items())
 
 
-def long_columns(result: SweepResult) -> dict[str, np.ndarray]:
+def long_columns(result: SweepResult, resolution: str | None = "full") -> dict[str, np.ndarray]:
     """The tidy long table of every finished cell as columns (see the module docstring): the
-    cell's own columns, then its result's :meth:`~theorylab.results.Result.frame_columns`."""
+    cell's own columns, then its result's :meth:`~theorylab.results.Result.frame_columns` at
+    ``resolution`` ("full", "grid", or None: each result's ``default_resolution()``)."""
     param_names = sorted({k for c in result.completed for k in c.config()["params"]})
     parts: list[dict[str, np.ndarray]] = []
     for cell in result.completed:
-        frame = result.result(cell).frame_columns()
+        res = result.result(cell)
+        frame = res.frame_columns(check_resolution(resolution or res.default_resolution()))
         cfg = cell.config()
         n = len(next(iter(frame.values())))
 
@@ -124,12 +127,23 @@ def check_export_path(path: str | os.PathLike) -> str:
     return suffix[1:]
 
 
-def export(result: SweepResult, path: str | os.PathLike) -> Path:
+def thinned_cells(result: SweepResult, resolution: str | None) -> list[str]:
+    """``"<cell id>: <what is left out>"`` for every finished cell whose long table at
+    ``resolution`` (None: its default) is thinned."""
+    out = []
+    for cell in result.completed:
+        res = result.result(cell)
+        if (resolution or res.default_resolution()) == "grid" and res.thinning():
+            out.append(f"{cell.id}: {res.thinning()}")
+    return out
+
+
+def export(result: SweepResult, path: str | os.PathLike, resolution: str | None = "full") -> Path:
     """Write the long table of every finished cell to ``path``: ``.csv`` or ``.parquet``
-    (written atomically). Returns the path."""
+    (written atomically) at ``resolution`` (see :func:`long_columns`). Returns the path."""
     path = Path(path)
     suffix = "." + check_export_path(path)
-    cols = long_columns(result)
+    cols = long_columns(result, resolution)
     if suffix == ".csv":
         return write_csv(path, {k: v.tolist() for k, v in cols.items()})
     import pyarrow as pa

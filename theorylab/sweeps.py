@@ -37,6 +37,7 @@ import importlib
 import itertools
 import json
 import multiprocessing
+import numbers
 import os
 import re
 import traceback
@@ -50,7 +51,7 @@ from theorylab.errors import TheorylabError
 from theorylab.experiment import run
 from theorylab.registry import parse_spec
 from theorylab.results import Result, load_result
-from theorylab.seeding import seed_indices
+from theorylab.seeding import check_root_seed, seed_indices
 from theorylab.store import (
     atomic_write_bytes,
     atomic_write_json,
@@ -118,10 +119,16 @@ class Cell:
                 "{'dataset_size': N} (other kinds), not both"
             )
         if self.episodes is not None:
-            if isinstance(self.episodes, bool) or int(self.episodes) != self.episodes:
+            if (
+                isinstance(self.episodes, bool)
+                or not isinstance(self.episodes, numbers.Real)
+                or int(self.episodes) != self.episodes
+                or self.episodes < 1
+            ):
                 raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
-            if self.episodes < 1:
-                raise ValueError(f"episodes must be a positive integer, got {self.episodes!r}")
+        check_root_seed(self.seed)
+        if not isinstance(self.known_rewards, bool):
+            raise ValueError(f"known_rewards must be true or false, got {self.known_rewards!r}")
         clash = set(self.params) & {"seed", "known_rewards", "progress", "episodes"}
         clash |= set(self.params) & set(self.budget)
         if clash:
@@ -336,6 +343,38 @@ def _import_class(ref: str) -> type:
     return obj
 
 
+def check_cells(cells: Sequence[Cell]) -> None:
+    """Check every cell as :func:`theorylab.run` would before any work (algorithm, parameter
+    names and types, budget, MDP family and keys; :func:`theorylab.experiment.check`), so that
+    a mistake in one cell stops the sweep before the first cell runs, naming the cell."""
+    from theorylab.experiment import check
+
+    bad: list[str] = []
+    for cell in cells:
+        budget = dict(cell.budget)
+        if cell.episodes is not None:
+            budget.update(episodes=cell.episodes, known_rewards=cell.known_rewards)
+        try:
+            check(cell.algorithm, cell.mdp, **budget, **cell.params)
+        except (TheorylabError, ValueError, TypeError, KeyError) as exc:
+            text = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
+            label = algorithm_label(cell.algorithm)
+            bad.append(f"cell {label} on {cell.mdp} {dict(cell.params) or ''}: {text}".strip())
+    if bad:
+        shown = "; ".join(bad[:3]) + (f"; and {len(bad) - 3} more" if len(bad) > 3 else "")
+        raise ValueError(f"{len(bad)} of {len(cells)} cells cannot run (none was run): {shown}")
+
+
+def check_workers(max_workers: int | None) -> None:
+    """``max_workers``: None (the CPU count) or an integer >= 1."""
+    if max_workers is not None and (
+        isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1
+    ):
+        raise ValueError(
+            f"max_workers (the process pool's size) must be an integer >= 1, got {max_workers!r}"
+        )
+
+
 def _as_cells(grid: Grid | Iterable[Cell | Mapping[str, Any]]) -> list[Cell]:
     cells = [c if isinstance(c, Cell) else Cell.from_dict(c) for c in grid]
     seen: dict[str, Cell] = {}
@@ -427,6 +466,9 @@ def sweep(
     address: ``executor="ray"`` only: the cluster to join (``"auto"``, ``"HOST:PORT"`` of a
         head started with ``ray start --head``, or ``"ray://HOST:10001"`` for Ray Client).
         None starts a local Ray instance unless this process is already connected.
+    Before any cell runs, every cell is checked as :func:`theorylab.run` checks its input
+    (:func:`check_cells`): one unknown algorithm, parameter or MDP key raises a ValueError naming
+    the cell, and nothing runs.
     on_error: a failing cell never stops the others (they are stored, its traceback goes to
         ``<cell dir>/error.txt``); afterwards ``"raise"`` raises :class:`SweepError`, ``"collect"``
         returns the SweepResult with ``failures`` filled in.
@@ -437,8 +479,12 @@ def sweep(
         raise ValueError(f"executor must be 'process', 'serial' or 'ray', got {executor!r}")
     if address is not None and executor != "ray":
         raise ValueError(f"address={address!r} is for executor='ray', not {executor!r}")
+    check_workers(max_workers)
     cells = _as_cells(grid)
+    check_cells(cells)  # every cell, before the first one runs
     root = Path(directory)
+    if root.exists() and not root.is_dir():
+        raise ValueError(f"directory={str(root)!r} is a file, expected a directory for the store")
     root.mkdir(parents=True, exist_ok=True)
     atomic_write_json(root / SWEEP_MANIFEST, {"cells": [_manifest_entry(c) for c in cells]})
     out = SweepResult(root, cells)

@@ -265,7 +265,7 @@ class OfflineDataset:
 
 
 # ------------------------------------------------------------------------------ behaviour
-def _check_coverage(coverage) -> float:
+def check_coverage(coverage) -> float:
     try:
         w = float(coverage)
     except (TypeError, ValueError):
@@ -288,7 +288,7 @@ def behaviour_policy(mdp, coverage: float, other: str = "uniform", *, solution=N
     """
     from theorylab.algorithms.offline.coverage import optimal_solution
 
-    w = _check_coverage(coverage)
+    w = check_coverage(coverage)
     if other not in OTHER_POLICIES:
         raise InvalidDatasetError(f"other must be one of {OTHER_POLICIES}, got {other!r}")
     sol = optimal_solution(mdp) if solution is None else solution
@@ -430,7 +430,7 @@ def make_dataset(
     if data_distribution is not None:
         return _from_distribution(mdp, size, data_distribution, kind, seeds, seed, info, engine)
     if behaviour is None:
-        w = _check_coverage(coverage)
+        w = check_coverage(coverage)
         pol = behaviour_policy(mdp, w, other, solution=optimal_solution(mdp))
         info.update(coverage=w, other=other)
     else:
@@ -793,7 +793,7 @@ def population_dataset(
         raise InvalidDatasetError(f"mass must be positive, got {mass}")
     finite = mdp.horizon is not None
     if behaviour is None:
-        w = _check_coverage(coverage if coverage is not None else 1.0)
+        w = check_coverage(coverage if coverage is not None else 1.0)
         pol = behaviour_policy(mdp, w, other, solution=optimal_solution(mdp))
     else:
         pol = np.asarray(behaviour, dtype=np.float64)

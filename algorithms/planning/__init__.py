@@ -27,8 +27,10 @@ _METHOD_KEYWORDS = {
 def solve(mdp, method: str = "auto", **kwargs):
     """Solve ``mdp`` exactly with ``method``.
 
-    method: ``"auto"`` (backward induction for a finite-horizon MDP when no ``gamma`` is given,
-        value iteration otherwise), ``"backward_induction"``, ``"value_iteration"``,
+    method: ``"auto"`` (backward induction for a finite-horizon MDP without a discount, value
+        iteration when ``gamma`` is given or the model has one: a model with both a horizon and
+        a discount, ``riverswim:S=6,gamma=0.9``, is solved as the discounted problem, as every
+        discounted algorithm does), ``"backward_induction"``, ``"value_iteration"``,
         ``"policy_iteration"`` or ``"lp"`` (:func:`lp_solve`).
     kwargs: the chosen method's own keywords (value iteration: ``gamma``, ``tol``, ``stopping``,
         ``max_iter``, ``V0``; policy iteration: ``gamma``, ``max_iter``; LP: ``gamma``, ``kind``,
@@ -38,7 +40,7 @@ def solve(mdp, method: str = "auto", **kwargs):
     if method not in SOLVE_METHODS:
         raise ValueError(f"unknown method {method!r}; methods: {', '.join(SOLVE_METHODS)}")
     if method == "auto":
-        finite = mdp.horizon is not None and kwargs.get("gamma") is None
+        finite = mdp.horizon is not None and kwargs.get("gamma") is None and mdp.gamma is None
         method = "backward_induction" if finite else "value_iteration"
     allowed = _METHOD_KEYWORDS[method]
     extra = sorted(set(kwargs) - set(allowed))

@@ -19,9 +19,16 @@ from theorylab.algorithms.planning.solution import Solution
 def backward_induction(mdp, *, horizon: int | None = None) -> Solution:
     """Optimal values, Q-functions and a deterministic optimal policy of a finite-horizon MDP.
 
-    mdp: a :class:`~theorylab.mdps.TabularMDP` with a horizon (or pass ``horizon=``).
+    mdp: a :class:`~theorylab.mdps.TabularMDP` with a horizon (or pass ``horizon=``) and no
+        discount (a model with ``gamma`` is refused: its discount would be ignored).
     Returns a :class:`Solution` with ``V (H+1, S)``, ``Q (H, S, A)``, ``policy (H, S)``.
     """
+    if getattr(mdp, "gamma", None) is not None:  # never drop a discount silently
+        raise ValueError(
+            f"backward_induction solves the undiscounted H-step problem; {mdp!r} has the discount "
+            f"gamma={mdp.gamma}, which it would ignore: use value_iteration (the discounted "
+            "problem) or mdp.with_objective(horizon=H) (the H-step problem, no discount)"
+        )
     H = horizon if horizon is not None else mdp.horizon
     if H is None:
         raise ValueError(f"{mdp!r} has no finite horizon: pass horizon=H or use value_iteration")

@@ -155,6 +155,11 @@ def _discount(mdp, gamma: float | None) -> float:
 def _horizon(mdp) -> int:
     if mdp.horizon is None:
         raise ValueError(f"{mdp!r} has no finite horizon: use the discounted LP (gamma=...)")
+    if getattr(mdp, "gamma", None) is not None:  # never drop a discount silently
+        raise ValueError(
+            f"the finite-horizon LP solves the undiscounted H-step problem; {mdp!r} has the "
+            f"discount gamma={mdp.gamma}, which it would ignore: use the discounted LP"
+        )
     return int(mdp.horizon)
 
 
@@ -405,14 +410,15 @@ def lp_solve(
     solver: str = DEFAULT_SOLVER,
     solver_options: dict | None = None,
 ) -> LPSolution:
-    """Solve an MDP exactly by LP: finite horizon when ``mdp`` has a horizon and no ``gamma`` is
-    passed (as :func:`~theorylab.algorithms.planning.solve` does), discounted otherwise.
+    """Solve an MDP exactly by LP: finite horizon when ``mdp`` has a horizon, no discount and no
+    ``gamma`` is passed (as :func:`~theorylab.algorithms.planning.solve` does), discounted
+    otherwise (a model with both a horizon and a discount: the discounted problem).
 
     kind: ``"primal"`` (values) or ``"dual"`` (occupancy measures, the default).
     solver: a cvxpy solver name (``"HIGHS"`` default, ``"CLARABEL"``, ...);
     solver_options: passed to ``cvxpy.Problem.solve``. Raises :class:`LPSolverError` unless optimal.
     """
-    if mdp.horizon is not None and gamma is None:
+    if mdp.horizon is not None and gamma is None and mdp.gamma is None:
         return finite_horizon_lp(mdp, kind, mu=mu, solver=solver, solver_options=solver_options)
     return discounted_lp(
         mdp, kind, gamma=gamma, mu=mu, solver=solver, solver_options=solver_options
@@ -449,7 +455,7 @@ def occupancy_measure(
     """
     mu = _weights(mdp, mu)
     S, A = mdp.S, mdp.A
-    if mdp.horizon is not None and gamma is None:
+    if mdp.horizon is not None and gamma is None and mdp.gamma is None:
         H = _horizon(mdp)
         pol = mdp.check_policy(policy)
         if pol.ndim == 2:  # deterministic (H, S) -> one-hot (H, S, A)
@@ -485,7 +491,7 @@ def flow_residual(
     """
     mu = _weights(mdp, mu)
     d = np.asarray(occupancy, dtype=np.float64)
-    if mdp.horizon is not None and gamma is None:
+    if mdp.horizon is not None and gamma is None and mdp.gamma is None:
         H = _horizon(mdp)
         if d.shape != (H, mdp.S, mdp.A):
             raise ValueError(f"occupancy must have shape {(H, mdp.S, mdp.A)}, got {d.shape}")

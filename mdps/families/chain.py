@@ -47,6 +47,7 @@ import scipy.sparse as sp
 
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import check_dense_size
 from theorylab.mdps.tabular import TabularMDP
 
 LEFT, RIGHT = 0, 1
@@ -152,6 +153,7 @@ def chain(
     S = require_int("chain", "S", S, 2)
     H = require_int("chain", "H", H, 1)
     fail = require_probability("chain", "fail", fail)
+    check_dense_size("chain", f"S={S}", S, 2)
     P = np.zeros((S, 2, S))  # (S, A, S)
     R = np.zeros((S, 2))  # (S, A)
     for s in range(S):
@@ -205,6 +207,7 @@ def combination_lock(
         )
     code = combination_code(H, A, int(code_seed))
     S = H + 1
+    check_dense_size("combination-lock", f"H={H},A={A}", S, A)
     off = H
     P = np.zeros((S, A, S))  # (S, A, S)
     R = np.zeros((S, A))  # (S, A)

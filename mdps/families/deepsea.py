@@ -44,6 +44,7 @@ import numpy as np
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.families.chain import family_mdp, require_int
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import check_dense_size
 from theorylab.mdps.tabular import TabularMDP
 
 
@@ -91,6 +92,7 @@ def deepsea(
     p_right = 1.0 - 1.0 / N if stochastic else 1.0
     shift = cost / N
     S = N * N + 1
+    check_dense_size("deepsea", f"N={N}", S, 2)
     terminal = N * N
     P = np.zeros((S, 2, S))  # (S, A, S)
     R = np.full((S, 2), shift)  # (S, A): left pays the shift, right 0 (1 in column N - 1)

@@ -35,6 +35,7 @@ import numpy as np
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.families.chain import family_mdp, require_int, require_probability
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import check_dense_size
 from theorylab.mdps.tabular import TabularMDP
 
 UP, RIGHT, DOWN, LEFT = 0, 1, 2, 3
@@ -86,6 +87,7 @@ def gridworld(
         raise InvalidMDPError(
             f"gridworld: the grid needs at least 2 cells, got rows={rows}, cols={cols}"
         )
+    check_dense_size("gridworld", f"rows={rows},cols={cols}", n_cells + 1, len(MOVES))
     H = require_int("gridworld", "H", H, 1)
     slip = require_probability("gridworld", "slip", slip)
     if goal_mode not in GOAL_MODES:

@@ -96,9 +96,16 @@ import numpy as np
 
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import check_dense_size
 from theorylab.mdps.tabular import TabularMDP
 
 START, LANE, JACKPOT, DUD = 0, 1, 2, 3
+
+
+def _objective_name(H: int | None, gamma: float) -> str:
+    """The objective part of a name: ``H=3`` (finite horizon) or ``gamma=0.9`` (discounted: the
+    model has no horizon then, so the name does not show one)."""
+    return f"gamma={float(gamma)!r}" if gamma > 0 else f"H={H}"
 
 
 def _objective(H: int, gamma: float) -> dict:
@@ -123,6 +130,7 @@ def tempting_arms(
             f"tempting-arms needs 0 <= p < r_safe <= 1, got p={p}, r_safe={r_safe}"
         )
     A = K + 1
+    check_dense_size("tempting-arms", f"K={K}", 4, A)
     P = np.zeros((4, A, 4))
     R = np.zeros((4, A))
     P[START, :K, JACKPOT] = p
@@ -136,7 +144,7 @@ def tempting_arms(
         P,
         R,
         **_objective(H, gamma),
-        name=f"tempting-arms:K={K},p={p},r_safe={r_safe},H={H},gamma={gamma}",
+        name=f"tempting-arms:K={K},p={p},r_safe={r_safe},{_objective_name(H, gamma)}",
         state_names=["start", "lane", "jackpot", "dud"],
     )
 
@@ -207,6 +215,7 @@ def multiscale_bandit(
     if n_gap == 0 or n_mass == 0:
         rho = rho / rho.sum()
     S = n_gap + n_mass + int(junk)
+    check_dense_size("multiscale-bandit", f"n_gap={n_gap},n_mass={n_mass}", S, 2)
     R = np.zeros((S, 2))  # the junk context (last, rho = 0) pays 0
     for s, gap in enumerate(gaps):
         best = s % 2  # a* alternates over contexts
@@ -224,7 +233,7 @@ def multiscale_bandit(
         name=(
             f"multiscale-bandit:n_gap={n_gap},gap_max={gap_max},gap_ratio={gap_ratio},"
             f"n_mass={n_mass},mass_ratio={mass_ratio},mass_gap={mass_gap},p_gap={p_gap},"
-            f"H={H},gamma={gamma},rewards={rewards},junk={junk}"
+            f"{_objective_name(H, gamma)},rewards={rewards},junk={junk}"
         ),
     )
 
@@ -258,6 +267,7 @@ def offline_linear(
     """Linear MDP with simplex features phi ~ Dirichlet(alpha); ``mdp.phi`` holds (S, A, d)."""
     if min(S, A, d) < 1:
         raise InvalidMDPError(f"offline-linear needs S, A, d >= 1, got {S}, {A}, {d}")
+    check_dense_size("offline-linear", f"S={S},A={A}", S, A)
     if not (alpha > 0 and math.isfinite(alpha)):
         raise InvalidMDPError(f"alpha must be positive, got {alpha}")
     rng = np.random.default_rng(seed)
@@ -275,7 +285,10 @@ def offline_linear(
         P,
         R,
         **_objective(H, gamma),
-        name=f"offline-linear:S={S},A={A},d={d},H={H},alpha={alpha},gamma={gamma},seed={seed}",
+        name=(
+            f"offline-linear:S={S},A={A},d={d},{_objective_name(H, gamma)},alpha={alpha},"
+            f"seed={seed}"
+        ),
     )
     mdp.phi = phi  # (S, A, d): the learner's features
     return mdp

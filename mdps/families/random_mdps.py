@@ -52,10 +52,8 @@ import scipy.sparse as sp
 
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import MAX_DENSE_BYTES
 from theorylab.mdps.tabular import TabularMDP
-
-MAX_DENSE_BYTES = 4 * 2**30
-"""Largest dense ``(S, A, S)`` float64 model the ``random`` family builds (4 GiB)."""
 
 _KEY_BLOCK_BYTES = 64 * 2**20  # keys held at once by the argpartition successor scheme
 
@@ -69,6 +67,11 @@ def _check_common(family: str, S: int, A: int, H: int, gamma: float, alpha: floa
         raise InvalidMDPError(f"{family} needs gamma in [0, 1) (0 = no discount), got {gamma}")
     if not (alpha > 0 and np.isfinite(alpha)):
         raise InvalidMDPError(f"{family} needs a Dirichlet concentration alpha > 0, got {alpha}")
+
+
+def _gamma_part(gamma: float) -> str:
+    """``",gamma=0.9"`` in a name when there is a discount; nothing for gamma = 0 (none)."""
+    return f",gamma={float(gamma)!r}" if gamma > 0 else ""
 
 
 def dirichlet_rows(rng: np.random.Generator, out: np.ndarray, alpha: float) -> np.ndarray:
@@ -165,7 +168,7 @@ def random_mdp(
         R,
         horizon=H,
         gamma=gamma if gamma > 0 else None,
-        name=f"random:S={S},A={A},H={H},gamma={gamma},alpha={alpha},seed={seed}",
+        name=f"random:S={S},A={A},H={H}{_gamma_part(gamma)},alpha={alpha},seed={seed}",
     )
 
 
@@ -191,5 +194,7 @@ def random_sparse_mdp(
         R,
         horizon=H,
         gamma=gamma if gamma > 0 else None,
-        name=f"random-sparse:S={S},A={A},b={b},H={H},gamma={gamma},alpha={alpha},seed={seed}",
+        name=(
+            f"random-sparse:S={S},A={A},b={b},H={H}{_gamma_part(gamma)},alpha={alpha},seed={seed}"
+        ),
     )

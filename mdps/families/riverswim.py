@@ -18,6 +18,7 @@ import numpy as np
 
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.registry import register
+from theorylab.mdps.sizes import check_dense_size
 from theorylab.mdps.tabular import TabularMDP
 
 LEFT, RIGHT = 0, 1
@@ -33,6 +34,7 @@ def riverswim(S: int = 6, H: int = 20, gamma: float = 0.0, sparse: bool = False)
         raise InvalidMDPError(f"riverswim needs S >= 2 states, got S={S}")
     if H < 1:
         raise InvalidMDPError(f"riverswim needs H >= 1, got H={H}")
+    check_dense_size("riverswim", f"S={S}", S, 2)
     P = np.zeros((S, 2, S))
     R = np.zeros((S, 2))
     for s in range(S):
@@ -47,7 +49,6 @@ def riverswim(S: int = 6, H: int = 20, gamma: float = 0.0, sparse: bool = False)
         P[S - 1, RIGHT, S - 1], P[S - 1, RIGHT, S - 2] = 0.6, 0.4
     R[0, LEFT] = 5 / 1000
     R[S - 1, RIGHT] = 1.0
-    mdp = TabularMDP(
-        P, R, horizon=H, gamma=gamma if gamma > 0 else None, name=f"riverswim:S={S},H={H}"
-    )
+    name = f"riverswim:S={S},H={H}" + (f",gamma={float(gamma)!r}" if gamma > 0 else "")
+    mdp = TabularMDP(P, R, horizon=H, gamma=gamma if gamma > 0 else None, name=name)
     return mdp.to_sparse() if sparse else mdp

@@ -4,8 +4,10 @@ A :class:`Result` carries the run's ``config`` (algorithm, problem, parameters, 
 package versions) and ``wall_seconds``, and offers the same verbs whatever the kind:
 
 * ``summary()`` -- plain numbers for a table (means with confidence intervals over seeds);
-* ``to_frame()`` -- a tidy long table, one row per seed x step (a pandas DataFrame when pandas
-  is installed, else a dict of equal-length numpy columns); ``to_csv(path)``, ``to_parquet(path)``;
+* ``to_frame(resolution="full")`` -- a tidy long table, one row per seed x step (a pandas
+  DataFrame when pandas is installed, else a dict of equal-length numpy columns);
+  ``to_csv(path)``, ``to_parquet(path)``. ``resolution="grid"`` keeps only the steps summaries
+  carry (a long online run: a log-spaced grid of episodes, :meth:`Result.thinning`);
 * ``plot(path=None, ax=None)`` -- its figure, drawn by :mod:`theorylab.plotting`;
 * ``save(directory)`` / ``Result.load(directory)`` -- atomic storage through
   :mod:`theorylab.store` (arrays in ``result.npz``, metadata and a checksum in ``result.json``).
@@ -26,6 +28,14 @@ from typing import Any, ClassVar
 import numpy as np
 
 RESULT_TYPES: dict[str, type[Result]] = {}
+RESOLUTIONS = ("full", "grid")
+"""Resolutions of a long table: every step, or the steps that summaries carry."""
+
+
+def check_resolution(resolution: str) -> str:
+    if resolution not in RESOLUTIONS:
+        raise ValueError(f"resolution must be 'full' or 'grid', got {resolution!r}")
+    return resolution
 
 
 def register_result(name: str):
@@ -75,9 +85,19 @@ class Result:
         """The JSON object ``theorylab run --json`` writes (summary, config, per-seed values)."""
         return {**self.summary(), "config": self.config}
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
-        """The tidy long table as equal-length columns (one row per seed x step)."""
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
+        """The tidy long table as equal-length columns (one row per seed x step; ``"grid"``:
+        only the steps that summaries carry, the same rows for kinds with few steps)."""
         raise NotImplementedError
+
+    def thinning(self) -> str | None:
+        """What ``resolution="grid"`` leaves out, in words, or None when it keeps every row."""
+        return None
+
+    def default_resolution(self) -> str:
+        """The resolution ``theorylab run --csv`` uses unless told: "full", or "grid" for a run
+        too long to write every step (it then prints :meth:`thinning`)."""
+        return "full"
 
     def plot(self, path=None, *, ax=None, **kwargs):
         """Draw this result (and write it to ``path`` when given); returns the Axes."""
@@ -96,25 +116,27 @@ class Result:
         steps = np.asarray(steps, dtype=np.int64)
         return {"seed": np.repeat(seeds, len(steps)), step_name: np.tile(steps, B)}
 
-    def to_frame(self):
+    def to_frame(self, resolution: str = "full"):
         """The long table: a ``pandas.DataFrame`` when pandas is installed, else a dict of
-        numpy columns of equal length."""
-        cols = self.frame_columns()
+        numpy columns of equal length. resolution: "full" (default: one row per seed x step,
+        every step) or "grid" (the steps summaries carry; see :meth:`thinning`)."""
+        cols = self.frame_columns(check_resolution(resolution))
         try:
             import pandas as pd
         except ImportError:
             return cols
         return pd.DataFrame(cols)
 
-    def to_csv(self, path: str | os.PathLike) -> Path:
+    def to_csv(self, path: str | os.PathLike, resolution: str = "full") -> Path:
         """Write the long table as CSV (atomically; no pandas needed)."""
         from theorylab.store import write_csv
 
-        return write_csv(path, {k: np.asarray(v).tolist() for k, v in self.frame_columns().items()})
+        cols = self.frame_columns(check_resolution(resolution))
+        return write_csv(path, {k: np.asarray(v).tolist() for k, v in cols.items()})
 
-    def to_parquet(self, path: str | os.PathLike) -> Path:
+    def to_parquet(self, path: str | os.PathLike, resolution: str = "full") -> Path:
         """Write the long table as Parquet (needs pandas with pyarrow or fastparquet)."""
-        frame = self.to_frame()
+        frame = self.to_frame(resolution)
         if isinstance(frame, dict):
             raise ImportError(
                 "writing Parquet needs pandas (and pyarrow): pip install pandas pyarrow"

@@ -81,7 +81,7 @@ class ConstrainedResult(Result):
             "max stationarity": f"{np.max(self.stationarity):.2e}",
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per epsilon."""
         return {name: np.asarray(getattr(self, name)) for name in _ARRAYS if name != "occupancy"}
 

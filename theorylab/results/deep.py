@@ -87,7 +87,7 @@ class DeepResult(Result):
             f"pass@{self.config.get('k', 4)}": f"{s['pass_at_k']:.4g}",
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per seed x recorded step: seed, step and the six exact metrics."""
         B = self.n_seeds
         return {

@@ -87,7 +87,7 @@ class DualResult(Result):
             ("LP V*_0" if self.config.get("H") else "LP (1-gamma)V*"): f"{self.lp_value:.10g}",
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per alpha: alpha, primal, dual, gap, flow_residual, seconds."""
         return {
             name: np.asarray(getattr(self, name))

@@ -77,7 +77,7 @@ class OPEResult(Result):
             "RMSE": f"{s['rmse']:.3g}",
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per seed x dataset size: seed, dataset_size, estimate, error."""
         B = np.asarray(self.estimates).shape[0]
         return {

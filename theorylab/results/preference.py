@@ -99,8 +99,8 @@ class PreferenceResult(Result):
         from theorylab.stats import final_ci
 
         name = _FINAL[self.measure]
-        v = final_ci(self.curve[:, -1], confidence)
-        q = final_ci(np.asarray(self.queries, dtype=float)[:, -1], confidence)
+        v = final_ci(self.curve[:, -1], confidence, support=(0.0, None))  # all three are >= 0
+        q = final_ci(np.asarray(self.queries, dtype=float)[:, -1], confidence, support=(0.0, None))
         return {
             "algorithm": self.config.get("algorithm"),
             "problem": self.config.get("mdp"),
@@ -111,6 +111,7 @@ class PreferenceResult(Result):
             f"{name}_mean": v.mean,
             f"{name}_ci_low": v.ci_low,
             f"{name}_ci_high": v.ci_high,
+            f"{name}_ci_clipped": v.clipped,
             "queries_mean": q.mean,
             "queries_ci_low": q.ci_low,
             "queries_ci_high": q.ci_high,
@@ -128,7 +129,8 @@ class PreferenceResult(Result):
             step: str(s["steps"]),
             "seeds": str(self.n_seeds),
             f"{name.replace('_', ' ')} (mean)": f"{s[f'{name}_mean']:.4g}",
-            "95% CI": f"[{s[f'{name}_ci_low']:.4g}, {s[f'{name}_ci_high']:.4g}]",
+            "95% CI": f"[{s[f'{name}_ci_low']:.4g}, {s[f'{name}_ci_high']:.4g}]"
+            + (" clipped at 0" if s[f"{name}_ci_clipped"] else ""),
             "queries (mean)": f"{s['queries_mean']:.0f}",
             "queries 95% CI": f"[{s['queries_ci_low']:.0f}, {s['queries_ci_high']:.0f}]",
         }
@@ -142,7 +144,7 @@ class PreferenceResult(Result):
             "queries": np.asarray(self.queries).tolist(),
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per seed x step: seed, episode (or n), the measure, its cumulative curve
         (online) and the queries."""
         B, T = np.asarray(self.values).shape

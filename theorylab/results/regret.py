@@ -14,8 +14,9 @@ import numpy as np
 from theorylab.results.base import Result, register_result
 
 FULL_CURVE_EPISODES = 10_000
-"""Runs up to this many episodes keep every episode in their JSON and CSV summaries; longer
-runs keep a log-spaced grid of K (the full curves stay in the binary store, ``save()``)."""
+"""Runs up to this many episodes keep every episode in their JSON summary and in
+``theorylab run --csv``; longer runs keep a log-spaced grid of K there, and the CLI says so (the
+full curves: ``to_frame(resolution="full")``, and the binary store, ``save()``)."""
 
 
 @register_result("regret")
@@ -78,11 +79,12 @@ class RegretResult(Result):
 
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
         """Plain numbers for a summary table: final cumulative regret and mean return per
-        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``)."""
+        episode, each as mean and Student t interval over seeds (``theorylab.stats.final_ci``),
+        cut at 0 (both are >= 0) with ``*_ci_clipped`` saying whether the cut was needed."""
         from theorylab.stats import final_ci
 
-        regret = final_ci(self.cumulative_regret[:, -1], confidence)
-        ret = final_ci(self.returns.mean(axis=1), confidence)
+        regret = final_ci(self.cumulative_regret[:, -1], confidence, support=(0.0, None))
+        ret = final_ci(self.returns.mean(axis=1), confidence, support=(0.0, None))
         return {
             "algorithm": self.config.get("algorithm"),
             "mdp": self.config.get("mdp"),
@@ -92,9 +94,11 @@ class RegretResult(Result):
             "final_regret_mean": regret.mean,
             "final_regret_ci_low": regret.ci_low,
             "final_regret_ci_high": regret.ci_high,
+            "final_regret_ci_clipped": regret.clipped,
             "mean_return": ret.mean,
             "mean_return_ci_low": ret.ci_low,
             "mean_return_ci_high": ret.ci_high,
+            "mean_return_ci_clipped": ret.clipped,
             "confidence": confidence,
             "wall_seconds": self.wall_seconds,
             "episodes_per_second": self.episodes_per_second,
@@ -109,7 +113,8 @@ class RegretResult(Result):
             "K": str(self.episodes),
             "seeds": str(self.n_seeds),
             "final regret (mean)": f"{s['final_regret_mean']:.2f}",
-            "95% CI": f"[{s['final_regret_ci_low']:.2f}, {s['final_regret_ci_high']:.2f}]",
+            "95% CI": f"[{s['final_regret_ci_low']:.2f}, {s['final_regret_ci_high']:.2f}]"
+            + (" clipped at 0" if s["final_regret_ci_clipped"] else ""),
             "regret per episode, last 10%": f"{self.tail_rate():.4g}",
             "episodes/s (seed-episodes)": f"{self.episodes_per_second:.0f}",
         }
@@ -142,19 +147,19 @@ class RegretResult(Result):
             "optimal_value": self.optimal_value,
             "final_regret_mean": s["final_regret_mean"],
             "final_regret_ci": [s["final_regret_ci_low"], s["final_regret_ci_high"]],
+            "final_regret_ci_clipped": s["final_regret_ci_clipped"],
             "episodes_per_second": self.episodes_per_second,
             "wall_seconds": self.wall_seconds,
             "K_grid": grid.tolist(),
             "cumulative_regret": np.round(self.cumulative_regret[:, grid - 1], 10).tolist(),
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per seed x episode: seed, episode, regret, cumulative_regret, return,
-        value_estimate; every episode 1..K up to ``FULL_CURVE_EPISODES`` episodes, else the
-        log-spaced :meth:`episode_grid` (a long run's table stays small; the full curves are in
-        ``save()``'s store)."""
+        value_estimate; every episode 1..K (``resolution="full"``) or only those of the
+        log-spaced :meth:`episode_grid` (``"grid"``: a long run's table stays small)."""
         B, K = self.regret.shape
-        grid = self.episode_grid()
+        grid = self.episode_grid() if resolution == "grid" else np.arange(1, K + 1)
         at = grid - 1
         return {
             **self.long_index(B, grid, "episode"),
@@ -163,6 +168,16 @@ class RegretResult(Result):
             "return": np.asarray(self.returns, dtype=float)[:, at].ravel(),
             "value_estimate": np.asarray(self.value_estimates, dtype=float)[:, at].ravel(),
         }
+
+    def thinning(self) -> str | None:
+        """What the ``"grid"`` table leaves out (None up to ``FULL_CURVE_EPISODES`` episodes)."""
+        n = len(self.episode_grid())
+        if n == self.episodes:
+            return None
+        return f"{n} log-spaced episodes of {self.episodes:,} per seed"
+
+    def default_resolution(self) -> str:
+        return "full" if self.episodes <= FULL_CURVE_EPISODES else "grid"
 
     def plot(self, path=None, *, ax=None, bound_curves=None, rescale_bound=False, **kwargs):
         """Mean cumulative regret with a bootstrap band over seeds (and bound curves ``{label:

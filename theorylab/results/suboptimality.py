@@ -77,11 +77,11 @@ class SuboptimalityResult(Result):
         )
 
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
-        """Mean sub-optimality with a Student t interval over seeds at the largest N, and how
-        often the pessimism invariant held."""
+        """Mean sub-optimality with a Student t interval over seeds at the largest N (cut at 0:
+        ``suboptimality_ci_clipped``), and how often the pessimism invariant held."""
         from theorylab.stats import final_ci
 
-        sub = final_ci(self.suboptimality[:, -1], confidence)
+        sub = final_ci(self.suboptimality[:, -1], confidence, support=(0.0, None))
         return {
             "algorithm": self.config.get("algorithm"),
             "mdp": self.config.get("mdp"),
@@ -91,6 +91,7 @@ class SuboptimalityResult(Result):
             "suboptimality_mean": sub.mean,
             "suboptimality_ci_low": sub.ci_low,
             "suboptimality_ci_high": sub.ci_high,
+            "suboptimality_ci_clipped": sub.clipped,
             "confidence": confidence,
             "pessimism_holds": int(np.sum(self.pessimism_holds[:, -1])),
             "pessimistic": self.pessimistic,
@@ -109,7 +110,8 @@ class SuboptimalityResult(Result):
             "coverage": f"{cov.get('coverage')} ({cov.get('other')})",
             "seeds": str(self.n_seeds),
             "sub-optimality (mean)": f"{s['suboptimality_mean']:.4g}",
-            "95% CI": f"[{s['suboptimality_ci_low']:.4g}, {s['suboptimality_ci_high']:.4g}]",
+            "95% CI": f"[{s['suboptimality_ci_low']:.4g}, {s['suboptimality_ci_high']:.4g}]"
+            + (" clipped at 0" if s["suboptimality_ci_clipped"] else ""),
             "C*": f"{cov.get('C_star', float('nan')):.4g}",
             "pessimism holds": f"{s['pessimism_holds']}/{self.n_seeds}",
         }
@@ -152,7 +154,7 @@ class SuboptimalityResult(Result):
             out["pevi_coverage"] = self.pevi_coverage[:, -1].tolist()
         return out
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         """One row per seed x dataset size: seed, dataset_size, suboptimality, policy_value,
         value_estimate, pessimism_holds."""
         B = self.suboptimality.shape[0]

@@ -75,8 +75,8 @@ class TrainingResult(Result):
         final accuracy and KL), the worst seed's final accuracy and KL reduction."""
         from theorylab.stats import final_ci
 
-        acc = final_ci(self.accuracy[:, -1], confidence)
-        kl = final_ci(self.kl_optimum[:, -1], confidence)
+        acc = final_ci(self.accuracy[:, -1], confidence, support=(0.0, 1.0))
+        kl = final_ci(self.kl_optimum[:, -1], confidence, support=(0.0, None))
         ratio = self.kl_optimum[:, 0] / np.maximum(self.kl_optimum[:, -1], 1e-300)
         return {
             "loss": self.config.get("loss"),
@@ -88,6 +88,7 @@ class TrainingResult(Result):
             "accuracy_final": acc.mean,
             "accuracy_final_ci_low": acc.ci_low,
             "accuracy_final_ci_high": acc.ci_high,
+            "accuracy_final_ci_clipped": acc.clipped,
             "accuracy_final_worst": float(self.accuracy[:, -1].min()),
             "optimum_accuracy": float(self.optimum_accuracy.mean()),
             "kl_optimum_initial": float(self.kl_optimum[:, 0].mean()),
@@ -112,7 +113,7 @@ class TrainingResult(Result):
             f"{s['kl_optimum_final']:.3g}",
         }
 
-    def frame_columns(self) -> dict[str, np.ndarray]:
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
         B, E = self.accuracy.shape
         cols = self.long_index(B, self.steps, "step")
         for name in METRICS:

@@ -48,6 +48,10 @@ def run(
         )
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps must be a positive integer, got {steps!r}")
+    if mode == "sampled" and (
+        isinstance(batch, bool) or not isinstance(batch, (int, np.integer)) or batch < 1
+    ):
+        raise ValueError(f"batch (examples per prompt, sampled mode) must be >= 1, got {batch!r}")
     cfg = ALGORITHMS.make(entry.name, task=task, **params)
     run_seeds = list(seeds) if mode == "sampled" else list(seeds[:1])
     traces = [

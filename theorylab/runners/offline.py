@@ -38,11 +38,11 @@ from theorylab.algorithms.offline.data_coverage import (
     pevi_coverage,
     pevi_coverage_from_counts,
 )
-from theorylab.algorithms.offline.dataset import make_dataset
+from theorylab.algorithms.offline.dataset import check_coverage, make_dataset
 from theorylab.algorithms.offline.scoring import fit_and_score
 from theorylab.results import SuboptimalityResult
 from theorylab.runners.arguments import dataset_sizes
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import finite_horizon_problem, resolve_mdp
 
 LOOPS = ("auto", "python", "compiled")
 
@@ -80,6 +80,8 @@ def run(
     if loop not in LOOPS:
         raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {loop!r}")
     sizes = dataset_sizes(dataset_size)
+    if data_distribution is None:
+        check_coverage(coverage)  # before any dataset is drawn
     t_start = time.perf_counter()
     mdp = resolve_mdp(problem)
     horizon_setting = entry.extra.get("horizon")
@@ -96,6 +98,12 @@ def run(
         raise ValueError(
             f"{entry.name} is stated for finite-horizon MDPs; {mdp.name} is discounted"
         )
+    if horizon_setting == "finite":
+        mdp = finite_horizon_problem(mdp, entry.name)
+    elif mdp.horizon is not None and getattr(mdp, "gamma", None) is not None:
+        # stated for both objectives: a model with a discount is the discounted problem, as for
+        # the discounted-only algorithms above (never H with gamma dropped)
+        mdp = mdp.with_objective(gamma=mdp.gamma, horizon=None)
     data = (
         {"data_distribution": data_distribution}
         if data_distribution is not None

@@ -22,7 +22,7 @@ from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral, ob
 from theorylab.backends import get_backend
 from theorylab.errors import RunInterrupted
 from theorylab.results import RegretResult
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import finite_horizon_problem, resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
 LOOPS = ("auto", "python", "compiled", "torch")
@@ -81,6 +81,10 @@ def run(
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
         raise ValueError(f"episodes must be a positive integer, got {episodes!r}")
     episodes = int(episodes)
+    if segment is not None and (
+        isinstance(segment, bool) or not isinstance(segment, (int, np.integer)) or segment < 1
+    ):  # checked here, before the agent is built and any episode runs
+        raise ValueError(f"segment must be a positive number of episodes, got {segment!r}")
     if loop not in LOOPS:
         raise ValueError(f"loop must be one of {', '.join(LOOPS)}, got {loop!r}")
     torch_dev = None
@@ -89,7 +93,7 @@ def run(
 
         torch_dev = str(torch_device(device))
         device = "cpu"  # the agent is only read for its constants
-    mdp = resolve_mdp(problem)
+    mdp = finite_horizon_problem(resolve_mdp(problem), entry.name)  # refuses an unusable gamma
     B = len(seeds)
     env = env_spec(mdp, known_rewards=known_rewards)
     env_rngs = generators(seed, seeds, ENV_STREAM)

@@ -40,7 +40,7 @@ from theorylab.agent import env_spec
 from theorylab.algorithms.objectives import RISK_NEUTRAL
 from theorylab.results.preference import PreferenceResult
 from theorylab.runners.arguments import positive_integer
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import finite_horizon_problem, resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
 FEEDBACK = ("btl", "plackett-luce", "matrix")
@@ -142,7 +142,7 @@ def run(
     """Run the preference-based learner ``entry`` on ``problem`` for ``episodes`` episodes."""
     episodes = positive_integer(episodes, "episodes")
     feedback = resolve_feedback(entry, feedback)
-    mdp = resolve_mdp(problem)
+    mdp = finite_horizon_problem(resolve_mdp(problem), entry.name)  # refuses an unusable gamma
     B = len(seeds)
     env = env_spec(mdp, known_rewards=False)
     if entry.extra.get("compares") == "trajectories":
@@ -280,6 +280,7 @@ def _run_offline_mdp(entry, mdp, seeds, seed, params, dataset_size, design, feed
 
     if getattr(mdp, "horizon", None) is None:
         raise ValueError(f"{entry.name} needs a finite-horizon MDP, got {mdp!r}")
+    mdp = finite_horizon_problem(mdp, entry.name)
     if design != "uniform":
         raise ValueError(f"{entry.name}: trajectory pairs come from the uniform policy only")
     sizes = comparison_sizes(dataset_size)

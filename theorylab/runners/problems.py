@@ -1,5 +1,6 @@
 """Turning the ``problem`` argument of ``tl.run`` into a model (a family spec or a model), and a
-model into the discounted problem that a discounted-only algorithm solves."""
+model into the discounted problem that a discounted-only algorithm solves, or the finite-horizon
+problem of a finite-horizon algorithm (which refuses a discount it cannot use)."""
 
 from __future__ import annotations
 
@@ -28,3 +29,21 @@ def discounted_problem(mdp, who: str):
             "no discount (give gamma=..., e.g. riverswim:S=6,gamma=0.9)"
         )
     return mdp.with_objective(gamma=mdp.gamma, horizon=None)
+
+
+def finite_horizon_problem(mdp, who: str):
+    """The model itself, for an algorithm stated for the undiscounted H-step return.
+
+    A model that also carries a discount (``riverswim:S=6,gamma=0.9``: the family's default H
+    and the spec's gamma) is refused: the algorithm would ignore gamma and silently solve
+    another problem than the one asked for. who: the algorithm, for the error message.
+    """
+    gamma = getattr(mdp, "gamma", None)
+    horizon = getattr(mdp, "horizon", None)
+    if gamma is not None and horizon is not None:
+        raise ValueError(
+            f"{who} is stated for the undiscounted return over H steps and cannot use a "
+            f"discount: {getattr(mdp, 'name', 'the model')} has gamma={gamma} (with H={horizon});"
+            " drop gamma= from the spec, or run an algorithm stated for discounted MDPs"
+        )
+    return mdp
