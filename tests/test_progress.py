@@ -136,3 +136,40 @@ def test_sweep_reports_cells_per_second_of_its_own_cells(tmp_path, monkeypatch, 
 def test_shorten_keeps_both_ends():
     assert shorten("abcdefghij", 7) == "abc...j"
     assert shorten("short", 10) == "short"
+
+
+@pytest.mark.parametrize("width", [80, 160])
+def test_cli_run_piped_progress_fits_and_reports_compile_apart(width, monkeypatch, capsys):
+    from theorylab.cli import main
+
+    monkeypatch.setenv("COLUMNS", str(width))
+    args = ["run", "ucbvi-hoeffding", "random:S=5,A=3,H=5,seed=11", "-K", "30000", "-B", "2",
+            "--loop", "compiled", "--segment", "5000"]  # fmt: skip
+    assert main(args) == 0
+    captured = capsys.readouterr()
+    lines = [ln for ln in captured.err.splitlines() if "(compiled)" in ln]
+    assert lines and "\r" not in captured.err
+    assert all(len(ln) <= width for ln in lines), lines
+    assert "compiling" in lines[0]
+    assert sum("(100%)" in ln for ln in lines) == 1 and "(100%)" in lines[-1]
+    assert all(ln.count("/s") <= 1 for ln in lines) and "seed-ep/s" in lines[-1]
+    compile_line = [ln for ln in captured.out.splitlines() if ln.startswith("compile: ")]
+    assert len(compile_line) == 1 and "not in the rate" in compile_line[0]
+
+
+def test_compile_time_is_recorded_apart_from_the_rate():
+    import theorylab as tl
+
+    res = tl.run("ucbvi-hoeffding", "riverswim:S=4,H=4", episodes=3000, seeds=2,
+                 loop="compiled")  # fmt: skip
+    assert res.config["compile_seconds"] > 0
+    assert res.config["episodes_this_run"] == 3000
+    assert res.episodes_per_second == pytest.approx(2 * 3000 / res.wall_seconds)
+
+
+def test_demo_reports_compile_seconds_in_its_own_column(tmp_path, capsys):
+    from theorylab.demo import demo
+
+    assert demo(out=str(tmp_path / "r.png"), episodes=60, seeds=2, progress=False) == 0
+    header = capsys.readouterr().out.splitlines()[1]
+    assert "seed-episodes/s" in header and "compile s" in header

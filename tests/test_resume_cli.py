@@ -43,7 +43,7 @@ def test_sigint_then_rerun_equals_the_uninterrupted_run(tmp_path):
     assert "interrupted after" in err and "Traceback" not in err
     saved = load_result(part)  # Ctrl-C with --save: the finished segments are kept
     done = saved.episodes
-    assert done % 10_000 == 0 and 30_000 <= done < 400_000
+    assert done % 10_000 == 0 and 20_000 <= done < 400_000  # (000002.npz: 2 or 3 segments)
     assert saved.config["interrupted_after"] == done
     assert main([*RUN, "--checkpoint", str(ckpt), "--save", str(full)]) == 0  # resumed
     assert main([*RUN, "--save", str(whole)]) == 0  # never interrupted, no checkpoint
