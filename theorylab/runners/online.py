@@ -21,6 +21,7 @@ from theorylab.agent import env_spec
 from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral, objective_of
 from theorylab.backends import get_backend
 from theorylab.errors import RunInterrupted
+from theorylab.memory import check_curves_fit
 from theorylab.results import RegretResult
 from theorylab.runners.problems import resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
@@ -91,10 +92,7 @@ def run(
         device = "cpu"  # the agent is only read for its constants
     mdp = resolve_mdp(problem)
     B = len(seeds)
-    if score_policy == "played" and loop != "python":  # (the Python loop is checked below)
-        from theorylab.memory import check_curves_fit
-
-        check_curves_fit(B, episodes, checkpoint=checkpoint)
+    check_curves_fit(B, episodes, checkpoint=checkpoint)  # every loop keeps (B, K) curves
     env = env_spec(mdp, known_rewards=known_rewards)
     env_rngs = generators(seed, seeds, ENV_STREAM)
     agent_rngs = generators(seed, seeds, AGENT_STREAM)
@@ -124,10 +122,6 @@ def run(
             wall = time.perf_counter() - t0
             return RegretResult(*arrays, float(v_star), wall, config)
     loop = _choose_loop(loop, agent, bk, B * episodes, segment, checkpoint)
-    if loop == "python":
-        from theorylab.memory import check_curves_fit
-
-        check_curves_fit(B, episodes)
     if objective is RISK_NEUTRAL:
         scored_by = BackendRiskNeutral(bk)
     try:
