@@ -134,13 +134,18 @@ class Progress:
         if not self.terminal:  # label: count (pct%), elapsed, rate
             fixed = f": {count} ({pct:.0f}%), {clock(elapsed)}" + (f", {tail}" if tail else "")
             return shorten(self.desc, width - len(fixed)) + fixed
+        # the rate's room is kept from the start, so the label does not shrink when it appears
+        most = f"{compact(self.total)}/{compact(self.total)}"  # the widest count
+        count = f"{compact(self.n)}/{compact(self.total)}".rjust(len(most)) + f" {self.unit}"
+        tail = tail.ljust(len(f"999k {self.rate_unit}/s"))
+        right = f" {count} {clock(elapsed).rjust(5)}  {tail}"
         bar_width = 10
         room = width - len(right) - len(f" {pct:3.0f}% ||") - bar_width
         desc = shorten(self.desc, max(room, 8))
         bar_width = max(4, width - len(desc) - len(right) - len(f" {pct:3.0f}% ||"))
         filled = int(bar_width * min(max(pct, 0.0), 100.0) / 100.0)
         bar = "#" * filled + "-" * (bar_width - filled)
-        return f"{desc} {pct:3.0f}% |{bar}|{right}"[:width]
+        return f"{desc} {pct:3.0f}% |{bar}|{right}".rstrip()[:width]
 
     def line_width(self) -> int:
         # a terminal line one short of the width: a full line would wrap on some terminals
