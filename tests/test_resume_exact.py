@@ -142,6 +142,39 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, alg
     _assert_equal_runs(_resumed(make_loop, ckpt), whole)
 
 
+@pytest.mark.parametrize("algorithm", ["ucbvi-hoeffding", "lsvi-ucb"])
+def test_interrupted_between_the_kernel_calls_of_a_segment(tmp_path, monkeypatch, algorithm):
+    # a segment of 60 episodes run in calls of 16: the interrupt lands after two calls of the
+    # second segment (its state advanced by 32 episodes, none of them stored)
+    spec, params = next((c[1], c[2]) for c in CASES if c[0] == algorithm)
+
+    def make_loop():
+        return _loop(algorithm, spec, params)
+
+    whole = run_whole(make_loop(), EPISODES, segment=SEGMENT)
+    monkeypatch.setattr(whole_run, "FIRST_CALL", 16)
+    monkeypatch.setattr(whole_run, "MIN_CALL", 16)
+    monkeypatch.setattr(whole_run, "CALL_SECONDS", 0.0)
+    loop = make_loop()
+    advance, calls = loop.advance, []
+
+    def advance_then_stop(n):
+        calls.append(n)
+        out = advance(n)
+        if len(calls) == 6:
+            raise KeyboardInterrupt
+        return out
+
+    monkeypatch.setattr(loop, "advance", advance_then_stop)
+    with pytest.raises(whole_run.WholeRunInterrupted) as stop:
+        run_whole(loop, EPISODES, segment=SEGMENT, checkpoint=tmp_path, run_id={"case": "resume"})
+    assert calls[:6] == [16, 16, 16, 12, 16, 16] and stop.value.done == SEGMENT
+    assert loop.episodes_done == SEGMENT + 32  # advanced, not stored
+    assert np.array_equal(stop.value.curves["regret"], whole["regret"][:, :SEGMENT])
+    monkeypatch.undo()
+    _assert_equal_runs(_resumed(make_loop, tmp_path), whole)
+
+
 def test_a_restored_loop_holds_every_array_of_the_uninterrupted_one(tmp_path):
     # the root cause, checked directly: after a restore every array the kernel carries from
     # one episode to the next (learner state, caches of the incremental plan and evaluation)

@@ -347,6 +347,7 @@ class CompiledLoop(SegmentedLoop):
 CALL_SECONDS = 0.25
 """A segment runs in kernel calls of about this length: Python sees Ctrl-C when a call returns
 (compiled code does not), so an interruption is honoured within about this time."""
+FIRST_CALL, MIN_CALL = 256, 64  # episodes of the first kernel call, and the fewest per call
 CHECKPOINT_FORMAT = 2
 """Stored in ``run.json``: format 1 (before the carried arrays, ``SegmentedLoop.CARRIED``)
 resumed UCBVI-CH with zero bonuses; its directories are refused, not resumed wrongly."""
@@ -444,7 +445,7 @@ def run_whole(
         progress(done, episodes, 0.0)
     t0 = time.perf_counter()
     done0 = done
-    chunk = 256  # episodes per kernel call, adapted to take about CALL_SECONDS
+    chunk = FIRST_CALL  # episodes per kernel call, adapted to take about CALL_SECONDS
     try:
         while done < episodes:
             n = min(n_seg, episodes - done)
@@ -458,7 +459,8 @@ def run_whole(
                     curves[name][:, done + ran : done + ran + m] = out[name]
                 ran += m
                 if m == chunk:
-                    chunk = max(64, min(n_seg, int(chunk * CALL_SECONDS / max(took, 1e-3))))
+                    grown = int(chunk * CALL_SECONDS / max(took, 1e-3))
+                    chunk = max(MIN_CALL, min(n_seg, grown))
             if ckpt is not None:  # curves first, then the state that follows them
                 seg = {name: curves[name][:, done : done + n] for name in CURVES}
                 save_arrays(ckpt / "segments" / f"{n_parts:06d}.npz", **seg)
