@@ -167,7 +167,7 @@ def test_line_progress_prints_at_most_a_dozen_lines():
     bar.close()
     lines = buf.getvalue().splitlines()
     assert 2 <= len(lines) <= 12
-    assert lines[-1].startswith("run: 100000/100000 ep (100%)")
+    assert lines[-1].startswith("run: 100k/100k ep (100%)")
 
 
 def _import_every_submodule() -> None:

@@ -1,7 +1,7 @@
 """The ``theorylab`` command line: list, solve, run, validate, bench, train, demo, papers.
 
 Output is plain and parseable: aligned tables on stdout, ``--json`` for machines. Long work shows
-a progress bar on stderr (tqdm). Errors in user input exit with status 2 and a one-line message.
+a progress bar on stderr. Errors in user input exit with status 2 and a one-line message.
 """
 
 from __future__ import annotations
@@ -447,6 +447,10 @@ def cmd_run(args) -> int:
             return 130
         raise
     print(_table([result.table_row()]))
+    compile_s = result.config.get("compile_seconds")
+    if compile_s:  # (a whole-run loop: its rate above leaves the compile out)
+        print(f"compile: {compile_s:.1f} s before the first episode (numba compiles or loads "
+              "its cache; not in the rate)")  # fmt: skip
     null = _null_regret(result, args.mdp)
     if null is not None and not args.plot:  # (the plot's lines say it too)
         for line in _burn_in_lines(result, null):

@@ -111,6 +111,8 @@ def demo(
                     f"{ref.bound_curve[-1]:.3g}" if ref.bound_curve is not None else ""
                 ),
                 "seed-episodes/s": f"{res.episodes_per_second:.0f}",
+                # numba's compile (first run) or cache load, apart from the rate above
+                "compile s": f"{res.config.get('compile_seconds', 0.0):.1f}",
             }
         )
         sentences.append(reading(algo, res, ref, end, fit))

@@ -94,12 +94,21 @@ class SegmentedLoop:
     """The learner state of B seeds, advanced a segment of episodes at a time by a kernel.
 
     A subclass sets ``B``, ``env_rngs`` (one numpy PCG64 Generator per seed), ``state`` (a dict
-    of arrays, the learner state a checkpoint stores), ``STATE_FIELDS`` (its keys, in order) and
-    ``episodes_done``, and implements :meth:`_run_segment`; :meth:`_restored` resets what a
-    restored run must recompute (caches of the last evaluated policy).
+    of arrays, the learner state a checkpoint stores), ``STATE_FIELDS`` (its keys, in order),
+    ``CARRIED`` (the names of the other array attributes the kernel carries from one episode to
+    the next: the incremental plan's bonuses, the last evaluated policy's values and from which
+    step to re-evaluate them, ...) and ``episodes_done``, and implements :meth:`_run_segment`.
+
+    A checkpoint holds all of them, so a restored loop is the saved loop array for array and a
+    resumed run is the uninterrupted run bit for bit (``tests/test_resume_exact.py``). Leaving a
+    carried array out is the bug this rule fixes: UCBVI-CH's incremental plan recomputes the
+    bonus of the visited pairs only, so a restore that left the bonuses at zero planned with
+    zero bonuses everywhere else and every seed departed from the uninterrupted run right
+    after the resume point.
     """
 
     STATE_FIELDS: tuple[str, ...] = ()
+    CARRIED: tuple[str, ...] = ()
     B: int
     env_rngs: list
     state: dict[str, np.ndarray]
@@ -128,28 +137,28 @@ class SegmentedLoop:
 
     # ------------------------------------------------------------------ checkpoints
     def snapshot(self) -> dict[str, np.ndarray]:
-        """Arrays that restore this loop: the learner state, episodes done and the generators'
-        states (JSON in a 0-d string array)."""
+        """Arrays that restore this loop: the learner state, the carried arrays (``carried_``
+        + name), episodes done and the generators' states (JSON in a 0-d string array)."""
         rng_states = [g.bit_generator.state for g in self.env_rngs]
         return {
             **{name: self.state[name] for name in self.STATE_FIELDS},
+            **{f"carried_{name}": getattr(self, name) for name in self.CARRIED},
             "episodes_done": np.array(self.episodes_done),
             "rng_states": np.array(json.dumps(rng_states)),
         }
 
     def restore(self, arrays: dict[str, np.ndarray]) -> None:
-        """Load a :meth:`snapshot` (same shapes), generators included."""
-        for name in self.STATE_FIELDS:
-            if arrays[name].shape != self.state[name].shape:
+        """Load a :meth:`snapshot` (same shapes), carried arrays and generators included."""
+        targets = [(name, self.state[name]) for name in self.STATE_FIELDS]
+        targets += [(f"carried_{name}", getattr(self, name)) for name in self.CARRIED]
+        for key, target in targets:
+            if key not in arrays or arrays[key].shape != target.shape:
+                got = arrays[key].shape if key in arrays else "nothing"
                 raise ValueError(
-                    f"checkpoint array {name!r} has shape {arrays[name].shape}, this run "
-                    f"needs {self.state[name].shape}"
+                    f"checkpoint array {key!r}: found {got}, this run needs {target.shape}"
                 )
-            self.state[name][...] = arrays[name]
+        for key, target in targets:
+            target[...] = arrays[key]
         self.episodes_done = int(arrays["episodes_done"])
-        self._restored()
         for g, state in zip(self.env_rngs, json.loads(str(arrays["rng_states"])), strict=True):
             g.bit_generator.state = state
-
-    def _restored(self) -> None:
-        """Reset what a restored run recomputes (nothing by default)."""

@@ -255,6 +255,9 @@ class CompiledLoop(SegmentedLoop):
     """
 
     STATE_FIELDS = STATE_FIELDS
+    # the incremental plan's scratch and caches (CH's bonuses are recomputed only at the visited
+    # pairs), the last evaluated policy's V^pi and from which step to re-evaluate it
+    CARRIED = ("_F", "_g", "_bon", "_work", "_vis", "_vpi", "_eval_from")
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
 
@@ -340,8 +343,24 @@ class CompiledLoop(SegmentedLoop):
             rng, out["regret"], out["returns"], out["estimates"],
         )  # fmt: skip
 
-    def _restored(self) -> None:
-        self._eval_from[:] = self.H - 1  # evaluate the restored policy in full
+
+CALL_SECONDS = 0.25
+"""A segment runs in kernel calls of about this length: Python sees Ctrl-C when a call returns
+(compiled code does not), so an interruption is honoured within about this time."""
+FIRST_CALL, MIN_CALL = 256, 64  # episodes of the first kernel call, and the fewest per call
+CHECKPOINT_FORMAT = 2
+"""Stored in ``run.json``: format 1 (before the carried arrays, ``SegmentedLoop.CARRIED``)
+resumed UCBVI-CH with zero bonuses; its directories are refused, not resumed wrongly."""
+
+
+class WholeRunInterrupted(KeyboardInterrupt):
+    """Ctrl-C during :func:`run_whole`: ``curves`` holds the ``done`` episodes of the finished
+    segments (those of a resumed checkpoint included), each ``(B, done)``; the segment in
+    flight is dropped (with ``checkpoint=`` the finished ones are also on disk)."""
+
+    def __init__(self, curves: dict[str, np.ndarray], done: int) -> None:
+        super().__init__(f"interrupted after {done} complete episodes")
+        self.curves, self.done = curves, done
 
 
 def run_whole(
@@ -359,21 +378,38 @@ def run_whole(
     checkpoint: a directory; finished segments and the state after each are stored there, and a
         run found there is resumed (``run_id`` must then equal the stored one).
     run_id: JSON-able description of the run (algorithm, MDP, params, seeds, root seed, K).
-    progress: called after each segment as ``progress(done, episodes, episodes_per_second)``.
+    progress: called once before the first segment (``done`` = the episodes a resumed
+        checkpoint holds, rate 0.0) and after each segment, as ``progress(done, episodes,
+        episodes_per_second)``; the rate counts only the episodes this call ran.
+
+    The curves are allocated once (``np.empty``: pages are taken as the segments fill them)
+    and each kernel call's episodes are copied into their columns, so the peak is one copy of
+    the curves plus one call's. A segment (the unit of checkpoints and progress) runs in
+    kernel calls sized to take about ``CALL_SECONDS`` (the numbers do not depend on how a run
+    is cut: ``tests/test_whole_run.py``). Ctrl-C (KeyboardInterrupt), honoured when the call
+    in flight returns, raises :class:`WholeRunInterrupted` with the finished segments' episodes.
     """
     from theorylab.store import atomic_write_json, load_arrays, save_arrays
 
     if segment < 1:
         raise ValueError(f"segment must be a positive number of episodes, got {segment!r}")
     n_seg = loop.segment_length(segment)
-    parts: list[dict[str, np.ndarray]] = []
+    curves = {name: np.empty((loop.B, episodes)) for name in CURVES}  # (B, K) each
+    n_parts = 0  # segments finished (stored as DIR/segments/NNNNNN.npz with a checkpoint)
     ckpt = Path(checkpoint) if checkpoint is not None else None
     if ckpt is not None:
         ident = json.loads(json.dumps(run_id or {}, default=str))
         ident["segment"] = n_seg
+        ident["checkpoint_format"] = CHECKPOINT_FORMAT
         meta_path = ckpt / "run.json"
         if meta_path.exists():
             stored = json.loads(meta_path.read_text())
+            if stored.get("checkpoint_format") != CHECKPOINT_FORMAT:
+                raise ValueError(
+                    f"checkpoint {ckpt} was written by an older theorylab (checkpoint format "
+                    f"{stored.get('checkpoint_format', 1)}, this one reads "
+                    f"{CHECKPOINT_FORMAT}) whose resume was not exact; remove it and rerun"
+                )
             if stored != ident:
                 raise ValueError(
                     f"checkpoint {ckpt} holds a different run: {stored} (this run: {ident}); "
@@ -381,11 +417,21 @@ def run_whole(
                 )
             if (ckpt / "state.npz").exists():
                 loop.restore(load_arrays(ckpt / "state.npz"))
+                if loop.episodes_done > episodes:
+                    raise ValueError(
+                        f"the checkpoint has {loop.episodes_done} episodes, more than the "
+                        f"{episodes} asked for"
+                    )
                 have = 0  # finished segments in order (a segment written after the last
                 while have < loop.episodes_done:  # state, by a run interrupted there, is redone)
-                    part = load_arrays(ckpt / "segments" / f"{len(parts):06d}.npz")
-                    parts.append(part)
-                    have += part["regret"].shape[1]
+                    part = load_arrays(ckpt / "segments" / f"{n_parts:06d}.npz")
+                    n = part["regret"].shape[1]
+                    if have + n > loop.episodes_done:
+                        break
+                    for name in CURVES:
+                        curves[name][:, have : have + n] = part[name]
+                    have += n
+                    n_parts += 1
                 if have != loop.episodes_done:
                     raise ValueError(
                         f"checkpoint {ckpt}: the segments hold {have} episodes, the state "
@@ -395,21 +441,38 @@ def run_whole(
             (ckpt / "segments").mkdir(parents=True, exist_ok=True)
             atomic_write_json(meta_path, ident)
     done = loop.episodes_done
-    if done > episodes:
-        raise ValueError(f"the checkpoint has {done} episodes, more than the {episodes} asked for")
+    if progress is not None:  # where this call starts (after a resume: not at 0)
+        progress(done, episodes, 0.0)
     t0 = time.perf_counter()
     done0 = done
-    while done < episodes:
-        n = min(n_seg, episodes - done)
-        out = loop.advance(n)
-        if ckpt is not None:  # curves first, then the state that follows them
-            save_arrays(ckpt / "segments" / f"{len(parts):06d}.npz", **out)
-            save_arrays(ckpt / "state.npz", **loop.snapshot())
-        parts.append(out)
-        done += n
-        if progress is not None:
-            elapsed = time.perf_counter() - t0
-            progress(done, episodes, (done - done0) / max(elapsed, 1e-12))
-    if not parts:
-        return {name: np.empty((loop.B, 0)) for name in CURVES}
-    return {name: np.concatenate([p[name] for p in parts], axis=1) for name in CURVES}
+    chunk = FIRST_CALL  # episodes per kernel call, adapted to take about CALL_SECONDS
+    try:
+        while done < episodes:
+            n = min(n_seg, episodes - done)
+            ran = 0  # a segment is run in kernel calls short enough for Ctrl-C to land
+            while ran < n:
+                m = min(chunk, n - ran)
+                t_call = time.perf_counter()
+                out = loop.advance(m)
+                took = time.perf_counter() - t_call
+                for name in CURVES:
+                    curves[name][:, done + ran : done + ran + m] = out[name]
+                ran += m
+                if m == chunk:
+                    grown = int(chunk * CALL_SECONDS / max(took, 1e-3))
+                    chunk = max(MIN_CALL, min(n_seg, grown))
+            if ckpt is not None:  # curves first, then the state that follows them
+                seg = {name: curves[name][:, done : done + n] for name in CURVES}
+                save_arrays(ckpt / "segments" / f"{n_parts:06d}.npz", **seg)
+                save_arrays(ckpt / "state.npz", **loop.snapshot())
+            n_parts += 1
+            done += n
+            if progress is not None:
+                elapsed = time.perf_counter() - t0
+                progress(done, episodes, (done - done0) / max(elapsed, 1e-12))
+    except KeyboardInterrupt as exc:
+        if isinstance(exc, WholeRunInterrupted):
+            raise
+        kept = {name: curves[name][:, :done] for name in CURVES}
+        raise WholeRunInterrupted(kept, done) from exc
+    return curves

@@ -400,6 +400,7 @@ class CVaRUCBVILoop(SegmentedLoop):
     finite-horizon TabularMDP. v_star: CVaR*_tau. env_rngs: one numpy Generator per seed."""
 
     STATE_FIELDS = STATE_FIELDS
+    CARRIED = ("act", "j1", "cvar_pi", "evaluated")  # the last plan and its exact CVaR
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
@@ -503,6 +504,3 @@ class CVaRUCBVILoop(SegmentedLoop):
             self.act, self.j1, self.cvar_pi, self.evaluated, rng, out["regret"],
             out["returns"], out["estimates"],
         )  # fmt: skip
-
-    def _restored(self) -> None:
-        self.evaluated[:] = 0  # evaluate the restored run's next policy in full

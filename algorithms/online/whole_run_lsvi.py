@@ -236,6 +236,7 @@ class LSVIUCBLoop(SegmentedLoop):
     statistics form)."""
 
     STATE_FIELDS = STATE_FIELDS
+    CARRIED = ("_vpi",)  # V^pi of the last evaluated policy
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
 

@@ -52,8 +52,11 @@ class RegretResult(Result):
 
     @property
     def episodes_per_second(self) -> float:
-        """Seed-episodes per second: B * K / wall time."""
-        return self.n_seeds * self.episodes / max(self.wall_seconds, 1e-12)
+        """Seed-episodes per second: B x the episodes this process ran (K, less those of a
+        resumed checkpoint: ``config["episodes_this_run"]``) / wall time (which leaves out the
+        compile time, ``config["compile_seconds"]``)."""
+        ran = self.config.get("episodes_this_run", self.episodes)
+        return self.n_seeds * ran / max(self.wall_seconds, 1e-12)
 
     # ---------------------------------------------------------------- the Result protocol
     def arrays(self) -> dict[str, np.ndarray]:

@@ -21,6 +21,7 @@ from theorylab.agent import env_spec
 from theorylab.algorithms.objectives import RISK_NEUTRAL, BackendRiskNeutral, objective_of
 from theorylab.backends import get_backend
 from theorylab.errors import RunInterrupted
+from theorylab.memory import check_curves_fit
 from theorylab.results import RegretResult
 from theorylab.runners.problems import finite_horizon_problem, resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
@@ -95,6 +96,7 @@ def run(
         device = "cpu"  # the agent is only read for its constants
     mdp = finite_horizon_problem(resolve_mdp(problem), entry.name)  # refuses an unusable gamma
     B = len(seeds)
+    check_curves_fit(B, episodes, checkpoint=checkpoint)  # every loop keeps (B, K) curves
     env = env_spec(mdp, known_rewards=known_rewards)
     env_rngs = generators(seed, seeds, ENV_STREAM)
     agent_rngs = generators(seed, seeds, AGENT_STREAM)
@@ -106,11 +108,13 @@ def run(
     if "backend" in accepted:
         agent_params.setdefault("backend", bk)
     agent = entry.factory(env, B, agent_rngs, **agent_params)
+    _check_whole_run_options(entry, agent, loop, segment, checkpoint)
 
     # What regret measures: the registration's objective at these parameters (e.g. CVaR at tau),
     # built without the agent (it never grades itself), else expected return.
     objective = objective_of(entry, params)
     v_star = objective.optimal_value(mdp)
+    scored_by = objective
     if score_policy != "played":  # the known-bug control lives in the reference loop only
         loop = "python"
     if loop == "auto" and B * episodes >= CLOSED_FORM_MIN and hasattr(agent, "closed_form_run"):
@@ -122,39 +126,43 @@ def run(
             wall = time.perf_counter() - t0
             return RegretResult(*arrays, float(v_star), wall, config)
     loop = _choose_loop(loop, agent, bk, B * episodes, segment, checkpoint)
-    if loop != "python":
-        regret, returns, estimates, wall = _run_compiled(
-            entry, agent, mdp, v_star, env_rngs, episodes, seeds, seed, params, progress,
-            segment, checkpoint, torch_dev,
-        )  # fmt: skip
-    else:
-        try:
-            regret, returns, estimates, wall = _run_python(
-                entry,
-                agent,
-                mdp,
-                objective,
-                v_star,
-                env_rngs,
-                bk,
-                episodes,
-                progress,
-                score_policy,
-            )
-        except _Stopped as stop:  # Ctrl-C after some episodes: they travel with the exception
-            if objective is RISK_NEUTRAL:
-                objective = BackendRiskNeutral(bk)
-            partial = RegretResult(
-                *stop.arrays, float(v_star), stop.wall, {
-                    **_config(mdp, stop.done, known_rewards, objective, bk, loop, torch_dev),
-                    "interrupted_after": stop.done,
-                }
-            )  # fmt: skip
-            raise RunInterrupted(partial, stop.done) from stop.__cause__
     if objective is RISK_NEUTRAL:
-        objective = BackendRiskNeutral(bk)
-    config = _config(mdp, episodes, known_rewards, objective, bk, loop, torch_dev)
-    return RegretResult(regret, returns, estimates, float(v_star), wall, config)
+        scored_by = BackendRiskNeutral(bk)
+    try:
+        if loop != "python":
+            regret, returns, estimates, timing = _run_compiled(
+                entry, agent, mdp, v_star, env_rngs, episodes, seeds, seed, params, progress,
+                segment, checkpoint, torch_dev,
+            )  # fmt: skip
+        else:
+            regret, returns, estimates, timing = _run_python(
+                entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress,
+                score_policy,
+            )  # fmt: skip
+    except _Stopped as stop:  # Ctrl-C after some episodes: they travel with the exception
+        partial = RegretResult(
+            *stop.arrays, float(v_star), stop.timing["wall"], {
+                **_config(mdp, stop.done, known_rewards, scored_by, bk, loop, torch_dev),
+                **_timing_config(stop.timing),
+                "interrupted_after": stop.done,
+            }
+        )  # fmt: skip
+        raise RunInterrupted(partial, stop.done) from stop.__cause__
+    config = {
+        **_config(mdp, episodes, known_rewards, scored_by, bk, loop, torch_dev),
+        **_timing_config(timing),
+    }
+    return RegretResult(regret, returns, estimates, float(v_star), timing["wall"], config)
+
+
+def _timing_config(timing: dict[str, float]) -> dict[str, Any]:
+    """What the result records of the run's time: ``compile_seconds`` (numba's compile or
+    cache load and the loop's set-up, apart from the wall time) and ``episodes_this_run`` (a
+    resumed run's rate counts only the episodes this process ran)."""
+    return {
+        "compile_seconds": timing.get("compile", 0.0),
+        "episodes_this_run": int(timing["episodes_this_run"]),
+    }
 
 
 def _config(mdp, episodes, known_rewards, objective, bk, loop, torch_dev) -> dict[str, Any]:
@@ -173,11 +181,35 @@ def _config(mdp, episodes, known_rewards, objective, bk, loop, torch_dev) -> dic
 
 
 class _Stopped(Exception):
-    """The Python loop was interrupted after ``done`` complete episodes (arrays truncated)."""
+    """A loop was interrupted after ``done`` complete episodes (arrays truncated; ``timing``
+    as the loops return it)."""
 
-    def __init__(self, arrays: tuple, done: int, wall: float) -> None:
+    def __init__(self, arrays: tuple, done: int, timing: dict[str, float]) -> None:
         super().__init__(f"stopped after {done} episodes")
-        self.arrays, self.done, self.wall = arrays, done, wall
+        self.arrays, self.done, self.timing = arrays, done, timing
+
+
+def _check_whole_run_options(entry, agent, loop, segment, checkpoint) -> None:
+    """``segment`` and ``checkpoint`` belong to the whole-run loops: refused, before any
+    episode, for an algorithm without one and for ``loop="python"`` (never ignored)."""
+    from theorylab.algorithms.online.whole_run import compiled_variant
+
+    for name, value in (("checkpoint", checkpoint), ("segment", segment)):
+        if value is None:
+            continue
+        if compiled_variant(agent) is None:
+            raise ValueError(
+                f"{name}={value!r} (--{name}): {entry.name} has no whole-run loop, so its run "
+                "cannot be segmented or resumed; expected no --checkpoint/--segment for it "
+                "(whole-run loops: ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
+                "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb, lsvi-ucb, "
+                "cvar-ucbvi)"
+            )
+        if loop == "python":
+            raise ValueError(
+                f"{name}={value!r} (--{name}) applies to the whole-run loops; expected "
+                "loop='compiled' or 'torch' (or 'auto'), got loop='python'"
+            )
 
 
 def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
@@ -202,10 +234,6 @@ def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
                 "ucbvi-hoeffding/-bernstein/-ajks, greedy, optimistic-q-hoeffding/-bernstein); "
                 "use loop='compiled'"
             )
-    if loop == "python" and (segment is not None or checkpoint is not None):
-        raise ValueError(
-            "segment and checkpoint apply to the whole-run loops (loop='compiled' or 'torch')"
-        )
     if loop == "auto":
         use = has_kernel and bk.name == "numpy" and seed_episodes >= AUTO_COMPILED_MIN
         use = use or (has_kernel and (segment is not None or checkpoint is not None))
@@ -218,29 +246,53 @@ def _run_compiled(
     checkpoint, torch_dev=None,
 ):  # fmt: skip
     """The whole-run loop in segments (the numba kernel, or with ``torch_dev`` the torch loop
-    on that device), with a progress bar in episodes/s."""
-    from theorylab.algorithms.online.whole_run import DEFAULT_SEGMENT, make_compiled_loop, run_whole
-
-    t0 = time.perf_counter()
-    if torch_dev is None:
-        whole = make_compiled_loop(agent, mdp, v_star, env_rngs)
-        label, default_segment = "compiled", DEFAULT_SEGMENT
-    else:
-        from theorylab.algorithms.online.whole_run_torch import DEFAULT_SEGMENT as TORCH_SEGMENT
-        from theorylab.algorithms.online.whole_run_torch import TorchLoop, torch_seed
-
-        whole = TorchLoop(
-            agent, mdp, v_star, env_rngs, device=torch_dev, generator_seed=torch_seed(seed, seeds)
-        )
-        label, default_segment = f"torch {torch_dev}", TORCH_SEGMENT
+    on that device), with a progress report in seed-episodes/s. Returns the curves and the
+    timing: ``compile`` (building the loop and a zero-episode call that compiles, or loads
+    from numba's cache, every kernel), ``wall`` (the episodes, after it) and
+    ``episodes_this_run`` (a resumed checkpoint's episodes excluded). Ctrl-C raises
+    :class:`_Stopped` with the finished segments."""
+    from theorylab.algorithms.online.whole_run import (
+        DEFAULT_SEGMENT,
+        WholeRunInterrupted,
+        make_compiled_loop,
+        run_whole,
+    )
     from theorylab.progress import progress_bar
 
-    bar = progress_bar(episodes, f"{entry.name} on {mdp.name} ({label})", "ep", enabled=progress)
+    label = "compiled" if torch_dev is None else f"torch {torch_dev}"
+    bar = progress_bar(
+        episodes, f"{entry.name} on {mdp.name} ({label})", "ep", enabled=progress,
+        scale=len(seeds), rate_unit="seed-ep",
+        note="compiling" if torch_dev is None else "setting up",
+    )  # fmt: skip
+    t0 = time.perf_counter()
+    try:
+        if torch_dev is None:
+            whole = make_compiled_loop(agent, mdp, v_star, env_rngs)
+            default_segment = DEFAULT_SEGMENT
+        else:
+            from theorylab.algorithms.online.whole_run_torch import (
+                DEFAULT_SEGMENT as TORCH_SEGMENT,
+            )
+            from theorylab.algorithms.online.whole_run_torch import TorchLoop, torch_seed
+
+            whole = TorchLoop(
+                agent, mdp, v_star, env_rngs, device=torch_dev,
+                generator_seed=torch_seed(seed, seeds),
+            )  # fmt: skip
+            default_segment = TORCH_SEGMENT
+        whole.advance(0)  # compiles (or loads) the kernels: no episode, no random number
+    except BaseException:
+        bar.close()
+        raise
+    timing = {"compile": time.perf_counter() - t0}
+    start: list[int] = []  # the episodes done when this process started (a resumed checkpoint)
 
     def report(done: int, total: int, rate: float) -> None:
-        postfix = getattr(bar, "set_postfix_str", None)  # a tqdm bar on a terminal
-        if postfix is not None:
-            postfix(f"{rate:,.0f} ep/s, {rate * whole.B:,.0f} seed-ep/s", refresh=False)
+        if not start:  # run_whole's first call, before any segment
+            start.append(done)
+            bar.restart(done)
+            return
         bar.update(done - bar.n)
 
     run_id = {
@@ -253,6 +305,7 @@ def _run_compiled(
     }
     if torch_dev is not None:  # a compiled checkpoint is not a torch one, nor CPU a CUDA one
         run_id.update(loop="torch", device=torch_dev)
+    t1 = time.perf_counter()
     try:
         out = run_whole(
             whole,
@@ -262,10 +315,18 @@ def _run_compiled(
             run_id=run_id,
             progress=report,
         )
+    except WholeRunInterrupted as stop:
+        if stop.done == 0:  # nothing finished: a plain Ctrl-C
+            raise KeyboardInterrupt from stop
+        ran = stop.done - (start[0] if start else 0)
+        timing.update(wall=time.perf_counter() - t1, episodes_this_run=ran)
+        c = stop.curves
+        raise _Stopped((c["regret"], c["returns"], c["estimates"]), stop.done, timing) from stop
     finally:
         bar.close()
-    wall = time.perf_counter() - t0
-    return out["regret"], out["returns"], out["estimates"], wall
+    ran = episodes - (start[0] if start else 0)
+    timing.update(wall=time.perf_counter() - t1, episodes_this_run=ran)
+    return out["regret"], out["returns"], out["estimates"], timing
 
 
 def _run_python(
@@ -277,19 +338,21 @@ def _run_python(
         objective = BackendRiskNeutral(bk)
     regret = np.empty((B, episodes))
     returns = np.empty((B, episodes))
-    estimates = np.full((B, episodes), np.nan)
+    estimates = np.empty((B, episodes))  # (np.empty: pages are taken as episodes fill them)
     has_estimate = hasattr(agent, "value_estimate")
     from theorylab.progress import progress_bar
 
-    bar = progress_bar(episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False)
+    bar = progress_bar(
+        episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False,
+        scale=B, rate_unit="seed-ep",
+    )  # fmt: skip
     t0 = time.perf_counter()
     done = 0  # episodes every seed has finished
     pending = None  # score_policy="next": the policy of episode k + 1, already asked for
     try:
         for k in range(episodes):
             pi = agent.policy() if pending is None else pending
-            if has_estimate:
-                estimates[:, k] = agent.value_estimate()
+            estimates[:, k] = agent.value_estimate() if has_estimate else np.nan
             if score_policy == "played":
                 regret[:, k] = v_star - objective.policy_values(mdp, pi)
             traj = objective.rollout(mdp, pi, env_rngs)
@@ -305,7 +368,8 @@ def _run_python(
         if done == 0:
             raise
         arrays = (regret[:, :done], returns[:, :done], estimates[:, :done])
-        raise _Stopped(arrays, done, time.perf_counter() - t0) from exc
+        timing = {"wall": time.perf_counter() - t0, "episodes_this_run": done}
+        raise _Stopped(arrays, done, timing) from exc
     wall = time.perf_counter() - t0
     bar.close()
-    return regret, returns, estimates, wall
+    return regret, returns, estimates, {"wall": wall, "episodes_this_run": episodes}
