@@ -34,6 +34,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from theorylab.algorithms.deep import reference_objectives as ref
 from theorylab.algorithms.deep.registry import make_loss
 from theorylab.algorithms.deep.twins import LogitTable, _pairs
 from theorylab.mdps.token_tree import TokenTreeTask
@@ -116,7 +117,7 @@ class CaseObjective:
         task, pol, case = self.task, self.pol, self.case
         logp = pol.token_logp(cond, x, y)
         ref = pol.token_logp(self.ref_cond, x, y)
-        mask = torch.ones_like(logp)
+        mask = pol.mask[y]
         if case == "ppo-clip":
             old = pol.token_logp(self.old_cond, x, y)
             r = torch.as_tensor(task.mean_reward)
@@ -127,13 +128,14 @@ class CaseObjective:
         return per.mean() if w is None else (w * per).sum()
 
     def _tokens(self, cond, x, y, w):
-        """CQL / f-DVL on the L tokens of responses (x, y) (B,): B L examples."""
-        task, pol = self.task, self.pol
-        L = task.L
-        nodes = pol.nodes[y].reshape(-1)
-        acts = pol.tokens[y].reshape(-1)
-        xs = x.repeat_interleave(L)
-        ww = None if w is None else w.repeat_interleave(L) / L
+        """CQL / f-DVL on the tokens of responses (x, y) (B,): one example per real token, each
+        response's |y| tokens sharing its weight."""
+        pol = self.pol
+        real = pol.mask[y] > 0  # (B, L)
+        nodes, acts = pol.nodes[y][real], pol.tokens[y][real]
+        lengths = real.sum(1)
+        xs = x.repeat_interleave(lengths)
+        ww = None if w is None else (w / lengths).repeat_interleave(lengths)
         if self.case == "cql":
             q = self.pol.theta[xs, nodes]  # (B L, V): the logit table read as Q-values
             y_td = torch.as_tensor(self.data.td_targets)[xs, nodes, acts]
@@ -192,6 +194,78 @@ class CaseObjective:
             probs = ref
         ys = torch.as_tensor(_sample(self.rng, probs, n).reshape(-1))
         xt = torch.as_tensor(xs)
-        if self.case in ("cql", "fdvl-chi-square", "fdvl-tv"):
-            return self._tokens(cond, xt, ys, None)
+        if self.case in ("cql", "fdvl-chi-square", "fdvl-tv"):  # each response weighs 1/B
+            return self._tokens(cond, xt, ys, torch.full((len(ys),), 1.0 / len(ys), dtype=D))
         return self._responses(cond, xt, ys, None)
+
+
+# --------------------------------------------------------------------------- independent references
+GROUP_CASES = ("grpo", "dr-grpo", "dr-grpo-k2", "rloo")
+GROUP_BETA = 0.5
+
+
+def policy_tables(task, pol: LogitTable, cond: torch.Tensor) -> ref.Tables:
+    """The policy's and the reference's per-token log-probabilities of every response, as the
+    independent objectives of :mod:`theorylab.algorithms.deep.reference_objectives` take them."""
+    x = torch.arange(task.n_prompts)[:, None, None]
+    nodes, toks = pol.nodes[None], pol.tokens[None]
+    ref_cond = torch.as_tensor(np.log(task.ref_cond))
+    return ref.Tables(
+        cond[x, nodes, toks], ref_cond[x, nodes, toks], pol.mask, torch.as_tensor(task.mean_reward)
+    )
+
+
+def reference_objective(
+    task, case: str, pol: LogitTable, data: CaseData, group_size: int = 4
+) -> torch.Tensor:
+    """The paper's exact objective of ``case`` (a torch scalar with gradient), from
+    :mod:`~theorylab.algorithms.deep.reference_objectives`, with the hyper-parameters of
+    :func:`case_loss` (scale 1) and, for the group cases, beta = 0.5 and G = ``group_size``."""
+    cond = pol.cond_logp()
+    t = policy_tables(task, pol, cond)
+    hp = dict(case_loss(case).keywords) if case not in GROUP_CASES else {}
+    if case == "rpo":
+        return ref.rpo(t, hp["beta"], hp["eta"])
+    if case in ("vpo+1", "vpo-1"):
+        return ref.vpo(t, hp["beta"], hp["alpha"], hp["sign"])
+    if case == "xpo":
+        return ref.xpo(t, hp["beta"], hp["alpha"])
+    if case == "ppo-clip":
+        x = torch.arange(task.n_prompts)[:, None, None]
+        old_tok = torch.as_tensor(data.old_cond)[x, pol.nodes[None], pol.tokens[None]]
+        old = ((old_tok * t.mask).sum(-1)).exp()
+        adv = t.r - (old * t.r).sum(1, keepdim=True)
+        return ref.ppo_clip(t, old_tok, adv, hp["beta"], hp["clip_eps"])
+    if case.startswith("kl-"):
+        return ref.kl_in_loss(t, case[3:])
+    if case in ("cql", "fdvl-chi-square", "fdvl-tv"):
+        mu = torch.as_tensor(ref.data_weights(task, task.ref_logprobs))
+        if case == "cql":
+            return ref.cql(pol.theta, torch.as_tensor(data.td_targets), mu, hp["alpha"])
+        div = "chi-square" if case == "fdvl-chi-square" else "total-variation"
+        return ref.fdvl_value(
+            torch.as_tensor(data.q_table), pol.theta[..., :1], mu, div, hp["lam"]
+        )
+    G, beta = group_size, GROUP_BETA
+    if case == "grpo":
+        return ref.group_policy_gradient(t, G, advantage="std", norm="seq", beta=beta)
+    if case == "dr-grpo":
+        return ref.group_policy_gradient(t, G, advantage="mean", norm="const", beta=beta)
+    if case == "dr-grpo-k2":
+        return ref.group_policy_gradient(t, G, advantage="mean", norm="const", beta=beta, kl="k2")
+    if case == "rloo":
+        return ref.rloo(t, G, beta)
+    raise ValueError(f"no reference objective for {case!r}")
+
+
+def registered_objective(
+    task, case: str, pol: LogitTable, data: CaseData, group_size: int = 4
+) -> torch.Tensor:
+    """The registered loss's exact expectation of ``case``: :class:`CaseObjective`'s, or for the
+    group cases the registered loss over every multiset of G responses
+    (:class:`~theorylab.algorithms.deep.twins.ExactObjective` with ``enumerate=True``)."""
+    if case in GROUP_CASES:
+        from theorylab.algorithms.deep.twins import ExactObjective
+
+        return ExactObjective(task, case, GROUP_BETA, group_size, 0.25, pol, enumerate=True)()
+    return CaseObjective(task, case, pol, data).exact()

@@ -76,7 +76,9 @@ class TwinTrace:
 
 # --------------------------------------------------------------------------- the policy
 class LogitTable:
-    """Softmax logit table (P, N, V) over a task's prefix tree, as a torch parameter."""
+    """Softmax logit table (P, N, V) over a task's prefix tree, as a torch parameter (the task: a
+    :class:`TokenTreeTask` or an :class:`~theorylab.mdps.eos_tree.EosTokenTree`, whose responses
+    have variable lengths: ``mask`` (Y, L) marks their tokens)."""
 
     def __init__(self, task: TokenTreeTask, theta: np.ndarray | None = None) -> None:
         self.task = task
@@ -84,17 +86,19 @@ class LogitTable:
         self.theta = torch.tensor(init, dtype=D, requires_grad=True)
         self.nodes = torch.as_tensor(task.token_nodes)  # (Y, L)
         self.tokens = torch.as_tensor(task.tokens)  # (Y, L)
+        self.mask = torch.as_tensor(task.token_mask, dtype=D)  # (Y, L)
 
     def cond_logp(self) -> torch.Tensor:
         return torch.log_softmax(self.theta, dim=-1)
 
     def token_logp(self, cond: torch.Tensor, prompts: torch.Tensor, responses: torch.Tensor):
-        """(B, L) per-token log-probabilities of responses (B,) to prompts (B,)."""
+        """(B, L) per-token log-probabilities of responses (B,) to prompts (B,) (padding
+        positions hold a real log-probability: mask them with ``self.mask[responses]``)."""
         return cond[prompts[:, None], self.nodes[responses], self.tokens[responses]]
 
     def seq_logp(self, cond: torch.Tensor) -> torch.Tensor:
         """(P, Y) sequence log-probabilities."""
-        return cond[:, self.nodes, self.tokens].sum(-1)
+        return (cond[:, self.nodes, self.tokens] * self.mask).sum(-1)
 
     def visits(self, cond: torch.Tensor) -> torch.Tensor:
         """(P, N) probability of reaching each node (the prefix's marginal), no gradient."""
@@ -195,8 +199,12 @@ class ExactObjective:
         self.r = torch.as_tensor(task.mean_reward)
         if twin in PAIR_TWINS:
             self.pairs = _pairs(task)
-        if twin == "grpo" and not np.isin(task.mean_reward, (0.0, 1.0)).all():
-            raise ValueError("the grpo twin needs 0/1 rewards (reward=binary)")
+        if (
+            twin == "grpo"
+            and not self.enumerate
+            and not np.isin(task.mean_reward, (0.0, 1.0)).all()
+        ):
+            raise ValueError("the grpo twin's closed form needs 0/1 rewards (reward=binary)")
         if self.enumerate:
             if twin in PAIR_TWINS:
                 raise ValueError(f"{twin} enumerates pairs, not groups")
@@ -265,7 +273,7 @@ class ExactObjective:
             prompts = torch.full_like(ys, x)
             logp = pol.token_logp(cond, prompts, ys)
             ref_logp = pol.token_logp(self.ref_cond, prompts, ys)
-            mask = torch.ones_like(logp)
+            mask = pol.mask[ys]
             group = torch.arange(M).repeat_interleave(G)
             w = (w_groups[:, None] / G).expand(M, G).reshape(-1)  # P(group) / G per response
             total = total + self.loss(logp, ref_logp, mask, rewards, group, w)
@@ -321,7 +329,7 @@ class SampledObjective:
         rewards = torch.as_tensor(task.reward_values[x, ys, k])
         xt, yt = torch.as_tensor(x), torch.as_tensor(ys)
         logp = pol.token_logp(cond, xt, yt)
-        mask = torch.ones_like(logp)
+        mask = pol.mask[yt]
         group = torch.arange(P * groups_per_prompt).repeat_interleave(self.G)
         ref_logp = pol.token_logp(torch.as_tensor(np.log(task.ref_cond)), xt, yt)
         return self.loss(logp, ref_logp, mask, rewards, group)
