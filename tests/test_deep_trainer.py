@@ -187,7 +187,6 @@ def test_trainer_runs_on_cuda():
     assert res.config["params"]["device"].startswith("cuda") and res.accuracy.shape == (1, 3)
 
 
-
 @pytest.fixture()
 def one_thread():
     threads = torch.get_num_threads()
@@ -264,7 +263,7 @@ def test_sampled_reference_responses_come_from_pi_ref(monkeypatch, one_thread):
     n = 8000
     with torch.no_grad():
         tr._sampled_pairs(policy, reference, task, ref_seq, n, rng, "cpu")
-    (x, y), = seen
+    ((x, y),) = seen
     m = task.n_prompts * n
     blocks = {"chosen": (x[:m], y[:m]), "ref samples": (x[2 * m :], y[2 * m :])}
     p_values = {}

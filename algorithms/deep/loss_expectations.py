@@ -58,13 +58,16 @@ def case_loss(case: str, scale: float = 1.0):
             {"beta": 0.5 * s, "clip_eps": 0.2, "kl": "k3", "aggregation": "seq-mean-token-mean"},
         ),
         "cql": ("cql", {"alpha": 1.0 * s}),
+        "dpo": ("dpo", {"beta": 0.5 * s}),
+        "ipo": ("ipo", {"tau": 0.5 * s}),
+        "chipo": ("chipo", {"beta": 0.5 * s, "clip_r": 1.0}),
         "fdvl-chi-square": ("fdvl-value", {"divergence": "chi-square", "lam": 0.5 * s}),
         "fdvl-tv": ("fdvl-value", {"divergence": "total-variation", "lam": 0.5 * s}),
     }
     if case in ("kl-k1", "kl-k2", "kl-k3"):
         return make_loss(case)
     if case not in specs:
-        raise ValueError(f"unknown case {case!r}; expected one of {CASES}")
+        raise ValueError(f"unknown case {case!r}; expected one of {(*CASES, *specs)}")
     name, params = specs[case]
     return make_loss(name, **params)
 
@@ -215,15 +218,26 @@ def policy_tables(task, pol: LogitTable, cond: torch.Tensor) -> ref.Tables:
     )
 
 
+PAIR_TWIN_CASES = ("dpo", "ipo", "chipo")
+REFERENCE_CASES = (*PAIR_TWIN_CASES, *CASES, *GROUP_CASES)
+
+
 def reference_objective(
-    task, case: str, pol: LogitTable, data: CaseData, group_size: int = 4
+    task, case: str, pol: LogitTable, data: CaseData, group_size: int = 4, scale: float = 1.0
 ) -> torch.Tensor:
     """The paper's exact objective of ``case`` (a torch scalar with gradient), from
     :mod:`~theorylab.algorithms.deep.reference_objectives`, with the hyper-parameters of
-    :func:`case_loss` (scale 1) and, for the group cases, beta = 0.5 and G = ``group_size``."""
+    :func:`case_loss` (``scale`` multiplies the one a control changes) and, for the group cases,
+    beta = 0.5 x scale and G = ``group_size``."""
     cond = pol.cond_logp()
     t = policy_tables(task, pol, cond)
-    hp = dict(case_loss(case).keywords) if case not in GROUP_CASES else {}
+    hp = dict(case_loss(case, scale).keywords) if case not in GROUP_CASES else {}
+    if case == "dpo":
+        return ref.dpo(t, hp["beta"])
+    if case == "ipo":
+        return ref.ipo(t, hp["tau"])
+    if case == "chipo":
+        return ref.chipo(t, hp["beta"], hp["clip_r"])
     if case == "rpo":
         return ref.rpo(t, hp["beta"], hp["eta"])
     if case in ("vpo+1", "vpo-1"):
@@ -243,10 +257,8 @@ def reference_objective(
         if case == "cql":
             return ref.cql(pol.theta, torch.as_tensor(data.td_targets), mu, hp["alpha"])
         div = "chi-square" if case == "fdvl-chi-square" else "total-variation"
-        return ref.fdvl_value(
-            torch.as_tensor(data.q_table), pol.theta[..., :1], mu, div, hp["lam"]
-        )
-    G, beta = group_size, GROUP_BETA
+        return ref.fdvl_value(torch.as_tensor(data.q_table), pol.theta[..., :1], mu, div, hp["lam"])
+    G, beta = group_size, GROUP_BETA * scale
     if case == "grpo":
         return ref.group_policy_gradient(t, G, advantage="std", norm="seq", beta=beta)
     if case == "dr-grpo":
@@ -264,8 +276,10 @@ def registered_objective(
     """The registered loss's exact expectation of ``case``: :class:`CaseObjective`'s, or for the
     group cases the registered loss over every multiset of G responses
     (:class:`~theorylab.algorithms.deep.twins.ExactObjective` with ``enumerate=True``)."""
-    if case in GROUP_CASES:
-        from theorylab.algorithms.deep.twins import ExactObjective
+    from theorylab.algorithms.deep.twins import ExactObjective
 
+    if case in GROUP_CASES:
         return ExactObjective(task, case, GROUP_BETA, group_size, 0.25, pol, enumerate=True)()
+    if case in PAIR_TWIN_CASES:  # the pair twins' exact objective: the registered pair loss
+        return ExactObjective(task, case, 0.5, group_size, 0.25, pol)()
     return CaseObjective(task, case, pol, data).exact()

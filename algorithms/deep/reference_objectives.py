@@ -13,7 +13,8 @@ sample (on-policy groups, the KL estimators): the objective's gradient is then t
 gradient of the sampled loss, the quantity a training step follows.
 
 Formulas (h = log pi(y_w)/ref(y_w) - log pi(y_l)/ref(y_l), sequence log-probabilities summed over
-a response's tokens; pairs (a, b) ~ ref x ref labelled by Bradley-Terry P(a > b) = sigma(r_a - r_b)):
+a response's tokens; pairs (a, b) ~ ref x ref labelled by Bradley-Terry
+P(a > b) = sigma(r_a - r_b)):
 
 * DPO: E[-log sigma(beta h)] (Rafailov et al., NeurIPS 2023, eq. (7)).
 * IPO: E[(h - 1/(2 tau))^2] (Azar et al., AISTATS 2024, eq. (17)).
@@ -96,7 +97,10 @@ def _log_sigmoid(z: torch.Tensor) -> torch.Tensor:
 def bradley_terry_expectation(t: Tables, pair_loss: Callable) -> torch.Tensor:
     """E_{a, b ~ ref x ref} E_{label ~ BT}[pair_loss(log-ratio of the winner, of the loser)]."""
     lr = t.seq - t.ref_seq  # (P, Y)
-    win, lose = lr[:, :, None].expand(-1, -1, lr.shape[1]), lr[:, None, :].expand(-1, lr.shape[1], -1)
+    win, lose = (
+        lr[:, :, None].expand(-1, -1, lr.shape[1]),
+        lr[:, None, :].expand(-1, lr.shape[1], -1),
+    )
     p_ab = torch.sigmoid(t.r[:, :, None] - t.r[:, None, :])  # (P, Y, Y): P(a beats b)
     ref = t.ref_seq.exp()
     joint = ref[:, :, None] * ref[:, None, :]  # (P, Y, Y) P(a, b)
@@ -163,7 +167,8 @@ def kl_in_loss(t: Tables, estimator: str) -> torch.Tensor:
 def ppo_clip(
     t: Tables, old_tok: torch.Tensor, adv: torch.Tensor, beta: float, eps: float
 ) -> torch.Tensor:
-    """E_{y ~ pi_old}[(1/|y|) sum_t (-clipped surrogate + beta k3)]; old_tok (P, Y, T), adv (P, Y)."""
+    """E_{y ~ pi_old}[(1/|y|) sum_t (-clipped surrogate + beta k3)]; old_tok (P, Y, T) the old
+    policy's token log-probabilities, adv (P, Y)."""
     rho = torch.exp(t.tok - old_tok)
     per_tok = -_clipped_surrogate(rho, adv[..., None], eps) + beta * kl_estimate(
         t.ref_tok - t.tok, "k3"
@@ -251,9 +256,7 @@ def data_weights(task, ref_seq: np.ndarray) -> np.ndarray:
     return mu
 
 
-def cql(
-    q: torch.Tensor, td: torch.Tensor, mu: torch.Tensor, alpha: float
-) -> torch.Tensor:
+def cql(q: torch.Tensor, td: torch.Tensor, mu: torch.Tensor, alpha: float) -> torch.Tensor:
     """CQL(H) over the table q (P, N, V) with targets td (P, N, V) and data weights mu (P, N, V)."""
     per = alpha * (torch.logsumexp(q, -1, keepdim=True) - q) + 0.5 * (q - td) ** 2
     return (mu * per).sum()

@@ -118,7 +118,7 @@ def tokentree_eos(
     ref: str = "random",
     seed: int = 0,
 ) -> EosTokenTree:
-    """Responses of 1..L tokens ended by EOS (symbol 0); correct iff the digits sum to the target."""
+    """Responses of 1..L tokens ended by EOS (symbol 0); correct iff the digits sum to target."""
     if V < 2 or L < 1 or prompts < 1:
         raise ValueError(f"need V >= 2, L >= 1, prompts >= 1; got V={V}, L={L}, prompts={prompts}")
     prefixes, responses = eos_tree_structure(V, L)
