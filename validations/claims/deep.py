@@ -187,7 +187,11 @@ register_validation(
             "full": TwinScale(GROUP_FULL_TASK, 1500, 1e-6),
         },
     ),
-    controls=("k3-point-from-k2-recursion", "k3-computed-as-k1"),
+    controls=(
+        "k3-point-from-k2-recursion",
+        "k3-computed-as-k1",
+        "grpo-advantage-not-std-normalised",
+    ),
 )
 
 register_validation(
@@ -292,7 +296,9 @@ class MonteCarloGradients:
         "sampled loss biased for any fixed objective). Controls: the exact gradient at 2 beta "
         "(CVaR-GRPO: the risk-neutral Dr. GRPO gradient; the other losses: their "
         "hyper-parameter doubled; k1 -> k2, k2 -> k3, k3 -> k2: another estimator's gradient) is "
-        "rejected in at least one coordinate. Quick n = 200, full n = 4000."
+        "rejected in at least one coordinate. Quick n = 200, full n = 4000. Registered "
+        "mutations that fail it: XPO's bonus with the wrong sign, RLOO's baseline including its "
+        "own sample (the sampled gradient leaves the paper's CI)."
     )
     twins: tuple[str, ...] = (
         "dpo", "ipo", "chipo", "rloo", "grpo", "dr-grpo", "dr-grpo-k2", "cvar-grpo",
@@ -565,7 +571,6 @@ register_validation(
         "k3-computed-as-k1",
         "rloo-baseline-includes-own-sample",
         "grpo-dr-grpo-length-normalisations-swapped",
-        "token-mean-as-sequence-mean",
         "ppo-exact-objective-under-ref",
     ),
     papers=("002-004#E7", "002-004#E8", "001#52"),
@@ -621,8 +626,9 @@ class LengthNormalisations:
     name: str = "deep-length-normalisations"
     statement: str = (
         "On a token tree whose responses have different lengths (tokentree-eos:V=3,L=3: 1..3 "
-        "tokens ended by EOS, 2 prompts, graded reward, random ref), each registered length "
-        "normalisation is its paper's and no other: the exact expectation over G = 3 i.i.d. "
+        "tokens ended by EOS, 2 prompts, graded reward, random ref; full: V=3, L=4, G = 3), each "
+        "registered length normalisation is its paper's and no other: the exact expectation "
+        "over G = 2 i.i.d. "
         "responses from a random logit policy (the registered loss called on every multiset of "
         "groups, beta = 0.5, k3) of GRPO (std advantage, 1/|o_i| per response; Shao et al. "
         "2024, eq. (3)), Dr. GRPO (group-mean advantage, 1/L_max constant; Liu et al. 2025, "
@@ -632,12 +638,15 @@ class LengthNormalisations:
         "1e-9), and its gradient differs from the same objective with each of the other two "
         "normalisations by a relative gap > 1e-2. Vacuous unless the lengths differ."
     )
-    task: str = "tokentree-eos"
-    group_size: int = 3
     beta: float = 0.5
     tol: float = 1e-9
     swap_gap: float = 1e-2
-    scales: dict[str, None] = field(default_factory=lambda: {"quick": None, "full": None})
+    scales: dict[str, tuple[str, int]] = field(  # (task, group size G)
+        default_factory=lambda: {
+            "quick": ("tokentree-eos", 2),
+            "full": ("tokentree-eos:V=3,L=4,prompts=2,seed=1", 3),
+        }
+    )
 
     def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
         import torch
@@ -648,9 +657,8 @@ class LengthNormalisations:
         from theorylab.mdps import make
 
         t0 = time.perf_counter()
-        task = make(self.task)
-        if scale == "full":
-            task = make("tokentree-eos:V=3,L=4,prompts=2,seed=1")
+        spec, G = self.scales[scale]
+        task = make(spec)
         rng = np.random.default_rng(seed + 11)
         theta = 0.7 * rng.standard_normal((task.n_prompts, task.n_nodes, task.V))
         lengths = task.token_mask.sum(1)
@@ -665,11 +673,11 @@ class LengthNormalisations:
         ]
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
-        G, beta = self.group_size, self.beta
+        beta = self.beta
         try:
-            for spec, advantage, norm in NORMALISED_LOSSES:
+            for loss_spec, advantage, norm in NORMALISED_LOSSES:
                 pol = LogitTable(task, theta)
-                v_reg = registered_group_expectation(task, pol, spec, G, beta)
+                v_reg = registered_group_expectation(task, pol, loss_spec, G, beta)
                 (g_reg,) = torch.autograd.grad(v_reg, pol.theta)
                 refs = {}
                 for n in reference.NORMALISATIONS:
@@ -679,11 +687,11 @@ class LengthNormalisations:
                     )
                     (g,) = torch.autograd.grad(v, pol.theta)
                     refs[n] = (float(v.detach()), g)
-                gap_v = abs(float(v_reg) - refs[norm][0]) / max(abs(refs[norm][0]), 1.0)
+                gap_v = abs(float(v_reg.detach()) - refs[norm][0]) / max(abs(refs[norm][0]), 1.0)
                 gap_g = _relative_gap(g_reg, refs[norm][1])
                 checks.append(
                     Check(
-                        f"{spec}: the registered expectation is the {norm!r} normalisation's",
+                        f"{loss_spec}: the registered expectation is the {norm!r} normalisation's",
                         gap_v <= self.tol and gap_g <= self.tol,
                         f"value gap {gap_v:.1e}, gradient gap {gap_g:.1e} <= {self.tol:g}",
                         {"value_gap": gap_v, "gradient_gap": gap_g},
@@ -695,7 +703,7 @@ class LengthNormalisations:
                     gap = _relative_gap(g_reg, refs[other][1])
                     checks.append(
                         Check(
-                            f"{spec}: the {other!r} normalisation (swapped) differs",
+                            f"{loss_spec}: the {other!r} normalisation (swapped) differs",
                             gap > self.swap_gap,
                             f"gradient gap {gap:.2e} > {self.swap_gap:g}",
                             {"gradient_gap": gap},
