@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from theorylab.mdps.token_tree import _check_simplex
+
 
 @dataclass
 class EosTokenTree:
@@ -62,12 +64,10 @@ class EosTokenTree:
         ):
             if arr.shape != shape:
                 raise ValueError(f"{name} has shape {arr.shape}, expected {shape}")
+        _check_simplex("reward_probs", self.reward_probs)
+        _check_simplex("ref_cond", self.ref_cond)
         if (self.ref_cond <= 0).any():
             raise ValueError("ref_cond must be > 0 everywhere")
-        if np.abs(self.ref_cond.sum(-1) - 1).max() > 1e-9:
-            raise ValueError("every row of ref_cond must sum to 1")
-        if np.abs(self.reward_probs.sum(-1) - 1).max() > 1e-9 or (self.reward_probs < 0).any():
-            raise ValueError("every row of reward_probs must be a distribution")
 
     @property
     def n_prompts(self) -> int:

@@ -39,6 +39,17 @@ def _reference(N: int, V: int, P: int, ref: str, rng: np.random.Generator) -> np
     raise ValueError(f"ref must be 'uniform' or 'random', got {ref!r}")
 
 
+def _sum_rewards(sums: np.ndarray, targets: np.ndarray, reward: str, span: int):
+    """(correct (P, Y), reward (P, Y)) of responses whose digits sum to ``sums`` (Y,) for the
+    prompts' ``targets`` (P,): binary 1{sum = target} or graded 1 - |sum - target| / span."""
+    correct = sums[None, :] == targets[:, None]
+    if reward == "binary":
+        return correct, correct.astype(np.float64)
+    if reward == "graded":
+        return correct, 1.0 - np.abs(sums[None, :] - targets[:, None]) / span
+    raise ValueError(f"reward must be 'binary' or 'graded', got {reward!r}")
+
+
 @register("tokentree")
 def tokentree(
     V: int = 4,
@@ -57,13 +68,7 @@ def tokentree(
     targets = rng.integers(0, L * (V - 1) + 1, size=prompts)
     t = np.arange(L)
     sums = ((np.arange(V**L)[:, None] // V ** (L - 1 - t)[None, :]) % V).sum(axis=1)  # (Y,)
-    correct = sums[None, :] == targets[:, None]
-    if reward == "binary":
-        r = correct.astype(np.float64)
-    elif reward == "graded":
-        r = 1.0 - np.abs(sums[None, :] - targets[:, None]) / (L * (V - 1))
-    else:
-        raise ValueError(f"reward must be 'binary' or 'graded', got {reward!r}")
+    correct, r = _sum_rewards(sums, targets, reward, L * (V - 1))
     return TokenTreeTask(
         V,
         L,
@@ -127,13 +132,7 @@ def tokentree_eos(
     rng = np.random.default_rng(seed)
     targets = rng.integers(1, L * (V - 1) + 1, size=prompts)
     sums = np.array([sum(seq) for seq in responses])  # EOS is 0: the sum of the digits
-    correct = sums[None, :] == targets[:, None]
-    if reward == "binary":
-        r = correct.astype(np.float64)
-    elif reward == "graded":
-        r = 1.0 - np.abs(sums[None, :] - targets[:, None]) / (L * (V - 1))
-    else:
-        raise ValueError(f"reward must be 'binary' or 'graded', got {reward!r}")
+    correct, r = _sum_rewards(sums, targets, reward, L * (V - 1))
     ref_cond = _reference(len(prefixes), V, prompts, ref, rng)
     return EosTokenTree(
         V,
