@@ -365,7 +365,12 @@ class MonteCarloGradients:
                 werr = float(((mean - wrong).abs()[live] / se[live]).max())
                 checks.append(
                     Check(
-                        f"{twin}: sampled gradient within the CI of the paper's objective's",
+                        f"{twin}: sampled gradient within the CI of "
+                        + (
+                            "its exact expectation's"
+                            if twin == "cvar-grpo"
+                            else "the paper's objective's"
+                        ),
                         err <= z,
                         f"max |mean - exact| / se = {err:.2f} <= {z} over {int(live.sum())} "
                         f"coordinates (n = {sc.draws})",
