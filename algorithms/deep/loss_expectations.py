@@ -6,9 +6,14 @@ surrogates), each on a token-tree task with a logit table ``theta`` (P, N, V).
 
 Every such loss is ``reduce_examples`` (a mean, or ``sum_b w_b loss_b``) of per-example terms, so
 its expectation over a sampling distribution is the same registered loss called on *every*
-example with its probability as the weight: that is the exact objective here, and the claim
-``deep-loss-gradients-mc`` checks that the mean gradient of the loss on sampled batches matches
-its gradient. The sampling distributions (the probabilities are detached: the sampled loss is
+example with its probability as the weight: that is the registered exact objective here
+(:meth:`CaseObjective.exact`, :func:`registered_objective`). It is not checked against itself:
+:func:`reference_objective` evaluates the paper's objective written independently of the loss
+code (:mod:`theorylab.algorithms.deep.reference_objectives`), and the claims
+``deep-loss-reference-objectives`` (the two agree in value and gradient) and
+``deep-loss-gradients-mc`` (the mean gradient of the loss on sampled batches matches the paper's
+objective's) compare them. Responses may have variable lengths (``tokentree-eos``: the policy's
+``mask``). The sampling distributions (the probabilities are detached: the sampled loss is
 differentiated per sample, as in training):
 
 * rpo, vpo+1, vpo-1, xpo: pairs (a, b) ~ ref x ref per prompt with Bradley-Terry labels, and the
@@ -18,11 +23,14 @@ differentiated per sample, as in training):
   (equal lengths: the same as token-mean, which takes no weights);
 * kl-k1, kl-k2, kl-k3: responses from the current policy (on-policy, pathwise only: E[grad k1]
   = 0, E[grad k2] = grad of sum_h d(h) KL(pi_h || ref_h), E[grad k3] = that of the forward KL);
-* cql, fdvl: the tokens (x, node, a) of responses y ~ ref (each of the L tokens an example);
+* cql, fdvl: the tokens (x, node, a) of responses y ~ ref (each of a response's |y| tokens an
+  example of weight 1/|y|);
   CQL's Q-values are theta[x, node] with fixed TD targets; f-DVL's V(x, node) is theta[x, node, 0]
   with fixed Q(x, node, a).
 
-Not covered, and why: the group losses grpo / dr-grpo / cvar-grpo / rloo are the twins' cases;
+The group losses grpo / dr-grpo (k3, k2) / rloo (``GROUP_CASES``) take their registered exact
+objective from the twins' enumeration of every multiset of G responses. Not covered, and why:
+cvar-grpo (no independent reference is written);
 f-DVL with ``divergence="kl"`` divides by exp(max over the batch), a batch-dependent stabiliser,
 so its sampled loss is not an unbiased estimate of any fixed expected objective.
 """
