@@ -516,15 +516,8 @@ def ipo_target_one_over_tau(claim=None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def cvar_grpo_mean_advantage(claim=None) -> Iterator[None]:
-    from theorylab.algorithms.deep import policy_gradient_losses as pg
-
-    original = pg.group_advantages
-
-    def mean_instead(rewards, group, kind="std", **kwargs):
-        # the bug: the lower-tail CVaR advantage computed as the group-mean (risk-neutral) one
-        return original(rewards, group, "mean" if kind == "cvar" else kind, **kwargs)
-
-    with _patched(pg, "group_advantages", mean_instead):
+    # the bug: the lower-tail CVaR advantage computed as the group-mean (risk-neutral) one
+    with _advantage_replaced("cvar", "mean"):  # (defined with the issue-26 deep mutations)
         yield
 
 
