@@ -115,6 +115,11 @@ class TokenTreeTask:
         return self._nodes
 
     @property
+    def token_mask(self) -> np.ndarray:
+        """(Y, L) ones: every response has L tokens (``tokentree-eos`` has variable lengths)."""
+        return np.ones(self._tokens.shape)
+
+    @property
     def mean_reward(self) -> np.ndarray:
         """(P, Y) r(x, y) = E[reward | x, y]."""
         return (self.reward_values * self.reward_probs).sum(axis=-1)

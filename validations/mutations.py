@@ -68,6 +68,21 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``hf-model-not-optimised``: the same bug for Hugging Face models only (their parameters never
   reach the optimiser), the project's tiny transformer training as before.
 
+Deep losses against independent objectives (issue 26; the claims ``deep-loss-reference-objectives``,
+``deep-length-normalisations``, ``deep-loss-gradients-mc`` and the group twins):
+
+* ``rpo-sft-sign-flipped``: RPO's SFT term added with the wrong sign (+eta beta E log pi);
+* ``xpo-bonus-sign-flipped``: XPO's exploration bonus subtracted (-alpha E_ref log pi);
+* ``ppo-clip-kl-sign-flipped``: PPO-clip's KL penalty subtracted from the clipped loss;
+* ``grpo-advantage-not-std-normalised``: GRPO's advantage r - mean without the division by std;
+* ``k3-computed-as-k1``: the k3 estimator returns k1 = log(pi/ref) (in the loss and in kl-k3);
+* ``rloo-baseline-includes-own-sample``: RLOO's baseline the group mean including the sample
+  itself (advantage (G-1)/G of the leave-one-out one);
+* ``grpo-dr-grpo-length-normalisations-swapped``: GRPO aggregates with Dr. GRPO's constant
+  1/L_max and Dr. GRPO with GRPO's 1/|o_i|;
+* ``token-mean-as-sequence-mean``: the token-mean aggregation computed as the mean of per-response
+  token means.
+
 ``python -m theorylab.validations.mutants`` reports which claims catch each of them.
 """
 
@@ -440,6 +455,8 @@ def rloo_kl_beta_halved(claim=None) -> Iterator[None]:
         original(self, task, twin, beta, *args, **kwargs)
         if twin == "rloo":
             self.beta = beta / 2.0  # the bug: r - (beta / 2) log(pi / ref) in the reward
+            if self.enumerate:  # the registered loss over enumerated groups, built at beta / 2
+                self.loss = twins.group_loss("rloo", beta / 2.0, self.alpha)
 
     with _patched(twins.ExactObjective, "__init__", halved):
         yield
@@ -499,15 +516,8 @@ def ipo_target_one_over_tau(claim=None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def cvar_grpo_mean_advantage(claim=None) -> Iterator[None]:
-    from theorylab.algorithms.deep import policy_gradient_losses as pg
-
-    original = pg.group_advantages
-
-    def mean_instead(rewards, group, kind="std", **kwargs):
-        # the bug: the lower-tail CVaR advantage computed as the group-mean (risk-neutral) one
-        return original(rewards, group, "mean" if kind == "cvar" else kind, **kwargs)
-
-    with _patched(pg, "group_advantages", mean_instead):
+    # the bug: the lower-tail CVaR advantage computed as the group-mean (risk-neutral) one
+    with _advantage_replaced("cvar", "mean"):  # (defined with the issue-26 deep mutations)
         yield
 
 
@@ -817,3 +827,188 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# -------------------------------------------------------------------------- deep losses (issue 26)
+# Bugs in the registered losses themselves, which the claims comparing them with the papers'
+# objectives written independently (theorylab.algorithms.deep.reference_objectives) must catch.
+@contextlib.contextmanager
+def _sft_term_sign_flipped(argument: str) -> Iterator[None]:
+    """The preference losses' extra term (``_sft_term``) negated for one loss's argument."""
+    from theorylab.algorithms.deep import preference_losses as pl
+
+    original = pl._sft_term
+
+    def flipped(name, logp, weights):
+        value = original(name, logp, weights)
+        return -value if name == argument else value  # the bug: the term's sign flipped
+
+    with _patched(pl, "_sft_term", flipped):
+        yield
+
+
+@contextlib.contextmanager
+def rpo_sft_sign_flipped(claim=None) -> Iterator[None]:
+    with _sft_term_sign_flipped("baseline_logp"):
+        yield
+
+
+@contextlib.contextmanager
+def xpo_bonus_sign_flipped(claim=None) -> Iterator[None]:
+    with _sft_term_sign_flipped("ref_sample_logp"):
+        yield
+
+
+@contextlib.contextmanager
+def _loss_replaced(name: str, build) -> Iterator[None]:
+    """The registry's loss ``name`` replaced by ``build(original)`` (same signature)."""
+    from theorylab.algorithms.deep.registry import LOSSES, load_losses
+
+    load_losses()
+    original = LOSSES.get(name)
+    LOSSES._entries[name] = build(original)
+    try:
+        yield
+    finally:
+        LOSSES._entries[name] = original
+
+
+@contextlib.contextmanager
+def ppo_clip_kl_sign_flipped(claim=None) -> Iterator[None]:
+    import functools
+
+    def build(original):
+        @functools.wraps(original)
+        def flipped(logp, old_logp, advantages, mask, ref_logp=None, weights=None, *,
+                    clip_eps=0.2, beta=0.0, kl="k3", aggregation="token-mean"):  # fmt: skip
+            kw = dict(clip_eps=clip_eps, kl=kl, aggregation=aggregation)
+            with_kl = original(logp, old_logp, advantages, mask, ref_logp, weights, beta=beta, **kw)
+            without = original(logp, old_logp, advantages, mask, ref_logp, weights, beta=0.0, **kw)
+            return 2 * without - with_kl  # the bug: clipped loss - beta KL
+
+        return flipped
+
+    with _loss_replaced("ppo-clip", build):
+        yield
+
+
+@contextlib.contextmanager
+def _advantage_replaced(kind: str, by: str) -> Iterator[None]:
+    from theorylab.algorithms.deep import policy_gradient_losses as pg
+
+    original = pg.group_advantages
+
+    def replaced(rewards, group, k="std", **kwargs):
+        return original(rewards, group, by if k == kind else k, **kwargs)
+
+    with _patched(pg, "group_advantages", replaced):
+        yield
+
+
+@contextlib.contextmanager
+def grpo_advantage_not_std_normalised(claim=None) -> Iterator[None]:
+    with _advantage_replaced("std", "mean"):  # the bug: (r - mean) without / (std + eps)
+        yield
+
+
+@contextlib.contextmanager
+def rloo_baseline_includes_own_sample(claim=None) -> Iterator[None]:
+    with _advantage_replaced("loo", "mean"):  # the bug: the baseline averages the sample too
+        yield
+
+
+@contextlib.contextmanager
+def k3_computed_as_k1(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import kl
+    from theorylab.algorithms.deep import policy_gradient_losses as pg
+
+    original = kl.kl_tokens
+
+    def as_k1(logp, ref_logp, estimator="k3"):
+        return original(logp, ref_logp, "k1" if estimator == "k3" else estimator)
+
+    with _patched(kl, "kl_tokens", as_k1), _patched(pg, "kl_tokens", as_k1):
+        yield
+
+
+@contextlib.contextmanager
+def grpo_dr_grpo_length_normalisations_swapped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import policy_gradient_losses as pg
+
+    original = pg._group_pg
+    swap = {"seq-mean-token-mean": "seq-mean-token-sum-norm"}
+    swap.update({v: k for k, v in swap.items()})
+
+    def swapped(logp, old_logp, ref_logp, mask, rewards, group, advantage, aggregation, **kw):
+        return original(
+            logp, old_logp, ref_logp, mask, rewards, group, advantage, swap[aggregation], **kw
+        )
+
+    with _patched(pg, "_group_pg", swapped):
+        yield
+
+
+@contextlib.contextmanager
+def token_mean_as_sequence_mean(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import policy_gradient_losses as pg
+
+    original = pg.aggregate
+
+    def seq_mean(token_loss, mask, mode="seq-mean-token-mean", **kw):
+        return original(
+            token_loss, mask, "seq-mean-token-mean" if mode == "token-mean" else mode, **kw
+        )
+
+    with _patched(pg, "aggregate", seq_mean):
+        yield
+
+
+if importlib.util.find_spec("torch") is not None:
+    MUTATIONS = (
+        *MUTATIONS,
+        *(
+            register_control(Control(name, "mutation", description, mutation))
+            for name, description, mutation in (
+                (
+                    "rpo-sft-sign-flipped",
+                    "RPO's SFT term with the wrong sign (+eta beta E_base log pi)",
+                    rpo_sft_sign_flipped,
+                ),
+                (
+                    "xpo-bonus-sign-flipped",
+                    "XPO's exploration bonus subtracted (-alpha E_ref log pi)",
+                    xpo_bonus_sign_flipped,
+                ),
+                (
+                    "ppo-clip-kl-sign-flipped",
+                    "PPO-clip's KL penalty subtracted instead of added",
+                    ppo_clip_kl_sign_flipped,
+                ),
+                (
+                    "grpo-advantage-not-std-normalised",
+                    "GRPO's advantage r - mean without the division by the group's std",
+                    grpo_advantage_not_std_normalised,
+                ),
+                (
+                    "k3-computed-as-k1",
+                    "the k3 KL estimator computed as k1 = log(pi/ref)",
+                    k3_computed_as_k1,
+                ),
+                (
+                    "rloo-baseline-includes-own-sample",
+                    "RLOO's baseline the group mean including the sample itself",
+                    rloo_baseline_includes_own_sample,
+                ),
+                (
+                    "grpo-dr-grpo-length-normalisations-swapped",
+                    "GRPO normalised by 1/L_max and Dr. GRPO by 1/|o_i| (swapped)",
+                    grpo_dr_grpo_length_normalisations_swapped,
+                ),
+                (
+                    "token-mean-as-sequence-mean",
+                    "the token-mean aggregation computed as a mean of per-response means",
+                    token_mean_as_sequence_mean,
+                ),
+            )
+        ),
+    )

@@ -6,9 +6,14 @@ surrogates), each on a token-tree task with a logit table ``theta`` (P, N, V).
 
 Every such loss is ``reduce_examples`` (a mean, or ``sum_b w_b loss_b``) of per-example terms, so
 its expectation over a sampling distribution is the same registered loss called on *every*
-example with its probability as the weight: that is the exact objective here, and the claim
-``deep-loss-gradients-mc`` checks that the mean gradient of the loss on sampled batches matches
-its gradient. The sampling distributions (the probabilities are detached: the sampled loss is
+example with its probability as the weight: that is the registered exact objective here
+(:meth:`CaseObjective.exact`, :func:`registered_objective`). It is not checked against itself:
+:func:`reference_objective` evaluates the paper's objective written independently of the loss
+code (:mod:`theorylab.algorithms.deep.reference_objectives`), and the claims
+``deep-loss-reference-objectives`` (the two agree in value and gradient) and
+``deep-loss-gradients-mc`` (the mean gradient of the loss on sampled batches matches the paper's
+objective's) compare them. Responses may have variable lengths (``tokentree-eos``: the policy's
+``mask``). The sampling distributions (the probabilities are detached: the sampled loss is
 differentiated per sample, as in training):
 
 * rpo, vpo+1, vpo-1, xpo: pairs (a, b) ~ ref x ref per prompt with Bradley-Terry labels, and the
@@ -18,11 +23,14 @@ differentiated per sample, as in training):
   (equal lengths: the same as token-mean, which takes no weights);
 * kl-k1, kl-k2, kl-k3: responses from the current policy (on-policy, pathwise only: E[grad k1]
   = 0, E[grad k2] = grad of sum_h d(h) KL(pi_h || ref_h), E[grad k3] = that of the forward KL);
-* cql, fdvl: the tokens (x, node, a) of responses y ~ ref (each of the L tokens an example);
+* cql, fdvl: the tokens (x, node, a) of responses y ~ ref (each of a response's |y| tokens an
+  example of weight 1/|y|);
   CQL's Q-values are theta[x, node] with fixed TD targets; f-DVL's V(x, node) is theta[x, node, 0]
   with fixed Q(x, node, a).
 
-Not covered, and why: the group losses grpo / dr-grpo / cvar-grpo / rloo are the twins' cases;
+The group losses grpo / dr-grpo (k3, k2) / rloo (``GROUP_CASES``) take their registered exact
+objective from the twins' enumeration of every multiset of G responses. Not covered, and why:
+cvar-grpo (no independent reference is written);
 f-DVL with ``divergence="kl"`` divides by exp(max over the batch), a batch-dependent stabiliser,
 so its sampled loss is not an unbiased estimate of any fixed expected objective.
 """
@@ -34,6 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from theorylab.algorithms.deep import reference_objectives as ref
 from theorylab.algorithms.deep.registry import make_loss
 from theorylab.algorithms.deep.twins import LogitTable, _pairs
 from theorylab.mdps.token_tree import TokenTreeTask
@@ -57,13 +66,16 @@ def case_loss(case: str, scale: float = 1.0):
             {"beta": 0.5 * s, "clip_eps": 0.2, "kl": "k3", "aggregation": "seq-mean-token-mean"},
         ),
         "cql": ("cql", {"alpha": 1.0 * s}),
+        "dpo": ("dpo", {"beta": 0.5 * s}),
+        "ipo": ("ipo", {"tau": 0.5 * s}),
+        "chipo": ("chipo", {"beta": 0.5 * s, "clip_r": 1.0}),
         "fdvl-chi-square": ("fdvl-value", {"divergence": "chi-square", "lam": 0.5 * s}),
         "fdvl-tv": ("fdvl-value", {"divergence": "total-variation", "lam": 0.5 * s}),
     }
     if case in ("kl-k1", "kl-k2", "kl-k3"):
         return make_loss(case)
     if case not in specs:
-        raise ValueError(f"unknown case {case!r}; expected one of {CASES}")
+        raise ValueError(f"unknown case {case!r}; expected one of {(*CASES, *specs)}")
     name, params = specs[case]
     return make_loss(name, **params)
 
@@ -116,7 +128,7 @@ class CaseObjective:
         task, pol, case = self.task, self.pol, self.case
         logp = pol.token_logp(cond, x, y)
         ref = pol.token_logp(self.ref_cond, x, y)
-        mask = torch.ones_like(logp)
+        mask = pol.mask[y]
         if case == "ppo-clip":
             old = pol.token_logp(self.old_cond, x, y)
             r = torch.as_tensor(task.mean_reward)
@@ -127,13 +139,14 @@ class CaseObjective:
         return per.mean() if w is None else (w * per).sum()
 
     def _tokens(self, cond, x, y, w):
-        """CQL / f-DVL on the L tokens of responses (x, y) (B,): B L examples."""
-        task, pol = self.task, self.pol
-        L = task.L
-        nodes = pol.nodes[y].reshape(-1)
-        acts = pol.tokens[y].reshape(-1)
-        xs = x.repeat_interleave(L)
-        ww = None if w is None else w.repeat_interleave(L) / L
+        """CQL / f-DVL on the tokens of responses (x, y) (B,): one example per real token, each
+        response's |y| tokens sharing its weight."""
+        pol = self.pol
+        real = pol.mask[y] > 0  # (B, L)
+        nodes, acts = pol.nodes[y][real], pol.tokens[y][real]
+        lengths = real.sum(1)
+        xs = x.repeat_interleave(lengths)
+        ww = None if w is None else (w / lengths).repeat_interleave(lengths)
         if self.case == "cql":
             q = self.pol.theta[xs, nodes]  # (B L, V): the logit table read as Q-values
             y_td = torch.as_tensor(self.data.td_targets)[xs, nodes, acts]
@@ -192,6 +205,89 @@ class CaseObjective:
             probs = ref
         ys = torch.as_tensor(_sample(self.rng, probs, n).reshape(-1))
         xt = torch.as_tensor(xs)
-        if self.case in ("cql", "fdvl-chi-square", "fdvl-tv"):
-            return self._tokens(cond, xt, ys, None)
+        if self.case in ("cql", "fdvl-chi-square", "fdvl-tv"):  # each response weighs 1/B
+            return self._tokens(cond, xt, ys, torch.full((len(ys),), 1.0 / len(ys), dtype=D))
         return self._responses(cond, xt, ys, None)
+
+
+# --------------------------------------------------------------------------- independent references
+GROUP_CASES = ("grpo", "dr-grpo", "dr-grpo-k2", "rloo")
+GROUP_BETA = 0.5
+
+
+def policy_tables(task, pol: LogitTable, cond: torch.Tensor) -> ref.Tables:
+    """The policy's and the reference's per-token log-probabilities of every response, as the
+    independent objectives of :mod:`theorylab.algorithms.deep.reference_objectives` take them."""
+    x = torch.arange(task.n_prompts)[:, None, None]
+    nodes, toks = pol.nodes[None], pol.tokens[None]
+    ref_cond = torch.as_tensor(np.log(task.ref_cond))
+    return ref.Tables(
+        cond[x, nodes, toks], ref_cond[x, nodes, toks], pol.mask, torch.as_tensor(task.mean_reward)
+    )
+
+
+PAIR_TWIN_CASES = ("dpo", "ipo", "chipo")
+REFERENCE_CASES = (*PAIR_TWIN_CASES, *CASES, *GROUP_CASES)
+
+
+def reference_objective(
+    task, case: str, pol: LogitTable, data: CaseData, group_size: int = 4, scale: float = 1.0
+) -> torch.Tensor:
+    """The paper's exact objective of ``case`` (a torch scalar with gradient), from
+    :mod:`~theorylab.algorithms.deep.reference_objectives`, with the hyper-parameters of
+    :func:`case_loss` (``scale`` multiplies the one a control changes) and, for the group cases,
+    beta = 0.5 x scale and G = ``group_size``."""
+    cond = pol.cond_logp()
+    t = policy_tables(task, pol, cond)
+    hp = dict(case_loss(case, scale).keywords) if case not in GROUP_CASES else {}
+    if case == "dpo":
+        return ref.dpo(t, hp["beta"])
+    if case == "ipo":
+        return ref.ipo(t, hp["tau"])
+    if case == "chipo":
+        return ref.chipo(t, hp["beta"], hp["clip_r"])
+    if case == "rpo":
+        return ref.rpo(t, hp["beta"], hp["eta"])
+    if case in ("vpo+1", "vpo-1"):
+        return ref.vpo(t, hp["beta"], hp["alpha"], hp["sign"])
+    if case == "xpo":
+        return ref.xpo(t, hp["beta"], hp["alpha"])
+    if case == "ppo-clip":
+        x = torch.arange(task.n_prompts)[:, None, None]
+        old_tok = torch.as_tensor(data.old_cond)[x, pol.nodes[None], pol.tokens[None]]
+        old = ((old_tok * t.mask).sum(-1)).exp()
+        adv = t.r - (old * t.r).sum(1, keepdim=True)
+        return ref.ppo_clip(t, old_tok, adv, hp["beta"], hp["clip_eps"])
+    if case.startswith("kl-"):
+        return ref.kl_in_loss(t, case[3:])
+    if case in ("cql", "fdvl-chi-square", "fdvl-tv"):
+        mu = torch.as_tensor(ref.data_weights(task, task.ref_logprobs))
+        if case == "cql":
+            return ref.cql(pol.theta, torch.as_tensor(data.td_targets), mu, hp["alpha"])
+        div = "chi-square" if case == "fdvl-chi-square" else "total-variation"
+        return ref.fdvl_value(torch.as_tensor(data.q_table), pol.theta[..., :1], mu, div, hp["lam"])
+    G, beta = group_size, GROUP_BETA * scale
+    if case == "grpo":
+        return ref.group_policy_gradient(t, G, advantage="std", norm="seq", beta=beta)
+    if case == "dr-grpo":
+        return ref.group_policy_gradient(t, G, advantage="mean", norm="const", beta=beta)
+    if case == "dr-grpo-k2":
+        return ref.group_policy_gradient(t, G, advantage="mean", norm="const", beta=beta, kl="k2")
+    if case == "rloo":
+        return ref.rloo(t, G, beta)
+    raise ValueError(f"no reference objective for {case!r}")
+
+
+def registered_objective(
+    task, case: str, pol: LogitTable, data: CaseData, group_size: int = 4
+) -> torch.Tensor:
+    """The registered loss's exact expectation of ``case``: :class:`CaseObjective`'s, or for the
+    group cases the registered loss over every multiset of G responses
+    (:class:`~theorylab.algorithms.deep.twins.ExactObjective` with ``enumerate=True``)."""
+    from theorylab.algorithms.deep.twins import ExactObjective
+
+    if case in GROUP_CASES:
+        return ExactObjective(task, case, GROUP_BETA, group_size, 0.25, pol, enumerate=True)()
+    if case in PAIR_TWIN_CASES:  # the pair twins' exact objective: the registered pair loss
+        return ExactObjective(task, case, 0.5, group_size, 0.25, pol)()
+    return CaseObjective(task, case, pol, data).exact()

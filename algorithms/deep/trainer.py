@@ -348,17 +348,7 @@ def _train_one_seed(
                 "advantages": group_advantages(rewards, group, "std"),
             }  # fmt: skip
         elif preference == "exact":
-            x, yw, yl, w = pairs
-            seq = sequence_table(policy, task, inputs)  # (P, Y) with gradient
-            flat_w = (torch.exp(ref_seq_f) / P).reshape(-1)
-            available = {
-                "policy_chosen": seq[x, yw], "policy_rejected": seq[x, yl],
-                "ref_chosen": ref_seq_f[x, yw], "ref_rejected": ref_seq_f[x, yl],
-                "weights": w.to(torch.float32),
-                "baseline_logp": seq[x, yw], "baseline_weights": w.to(torch.float32),
-                "calibration_logp": seq.reshape(-1), "calibration_weights": flat_w,
-                "ref_sample_logp": seq.reshape(-1), "ref_sample_weights": flat_w,
-            }  # fmt: skip
+            available = _exact_pairs(policy, task, inputs, pairs, ref_seq_f)
         else:
             available = _sampled_pairs(policy, reference, task, ref_seq, pairs_per_prompt, rng, dev)
         loss = call_loss(loss_fn, available)
@@ -381,29 +371,52 @@ def _train_one_seed(
     }
 
 
+def _exact_pairs(policy, task, inputs, pairs, ref_seq_f) -> dict[str, torch.Tensor]:
+    """The preference losses' tensors for their exact expectation: every ordered pair with its
+    probability (``pairs``: :func:`preference_pairs` on the device), RPO's baseline = the chosen
+    responses (Liu et al. 2024, Remark 5.4), VPO's calibration and XPO's reference samples =
+    every response weighted by pi_ref(y|x) / P."""
+    x, yw, yl, w = pairs
+    seq = sequence_table(policy, task, inputs)  # (P, Y) with gradient
+    flat_w = (torch.exp(ref_seq_f) / task.n_prompts).reshape(-1)
+    return {
+        "policy_chosen": seq[x, yw], "policy_rejected": seq[x, yl],
+        "ref_chosen": ref_seq_f[x, yw], "ref_rejected": ref_seq_f[x, yl],
+        "weights": w.to(torch.float32),
+        "baseline_logp": seq[x, yw], "baseline_weights": w.to(torch.float32),
+        "calibration_logp": seq.reshape(-1), "calibration_weights": flat_w,
+        "ref_sample_logp": seq.reshape(-1), "ref_sample_weights": flat_w,
+    }  # fmt: skip
+
+
 def _sampled_pairs(policy, reference, task, ref_seq, n, rng, dev) -> dict[str, torch.Tensor]:
-    """n Bradley-Terry-labelled pairs per prompt from ref x ref, scored by forward passes."""
+    """n Bradley-Terry-labelled pairs per prompt from ref x ref, scored by forward passes; RPO's
+    baseline samples are the chosen responses (as in :func:`_exact_pairs`), and VPO's calibration
+    / XPO's reference samples are n fresh responses per prompt from pi_ref (Xie et al. 2025,
+    Alg. 1: y~ ~ pi_ref; Cen et al. 2025: y ~ pi_cal = pi_ref here), so that the sampled loss
+    is an unbiased estimate of the exact mode's objective."""
     P, Y = ref_seq.shape
     probs = np.exp(ref_seq)
     probs /= probs.sum(axis=1, keepdims=True)
     x = np.repeat(np.arange(P), n)
     cum = np.cumsum(probs[x], axis=1)  # (P n, Y) inverse-CDF sampling of a and b
-    a, b = ((rng.random(len(x))[:, None] > cum).sum(axis=1) for _ in range(2))
-    a, b = np.minimum(a, Y - 1), np.minimum(b, Y - 1)
+    a, b, c = ((rng.random(len(x))[:, None] > cum).sum(axis=1) for _ in range(3))
+    a, b, c = np.minimum(a, Y - 1), np.minimum(b, Y - 1), np.minimum(c, Y - 1)
     r = task.mean_reward
     a_wins = rng.random(len(x)) < 1.0 / (1.0 + np.exp(-(r[x, a] - r[x, b])))
     yw, yl = np.where(a_wins, a, b), np.where(a_wins, b, a)
-    xt = torch.as_tensor(np.r_[x, x], device=dev)
-    resp = torch.as_tensor(task.tokens[np.r_[yw, yl]], device=dev)
-    ids = sequence_ids(task, xt, resp)  # (2 n P, L + 1): chosen then rejected
+    xt = torch.as_tensor(np.r_[x, x, x], device=dev)
+    resp = torch.as_tensor(task.tokens[np.r_[yw, yl, c]], device=dev)
+    ids = sequence_ids(task, xt, resp)  # (3 n P, L + 1): chosen, rejected, ref samples
     seq = response_logp(policy, ids, task.V).sum(-1)
-    with torch.no_grad():
-        ref = response_logp(reference, ids, task.V).sum(-1)
     m = len(x)
+    with torch.no_grad():
+        ref = response_logp(reference, ids[: 2 * m], task.V).sum(-1)
     return {
-        "policy_chosen": seq[:m], "policy_rejected": seq[m:],
+        "policy_chosen": seq[:m], "policy_rejected": seq[m : 2 * m],
         "ref_chosen": ref[:m], "ref_rejected": ref[m:],
-        "baseline_logp": seq[:m], "calibration_logp": seq[:m], "ref_sample_logp": seq[:m],
+        "baseline_logp": seq[:m],
+        "calibration_logp": seq[2 * m :], "ref_sample_logp": seq[2 * m :],
     }  # fmt: skip
 
 

@@ -76,7 +76,9 @@ class TwinTrace:
 
 # --------------------------------------------------------------------------- the policy
 class LogitTable:
-    """Softmax logit table (P, N, V) over a task's prefix tree, as a torch parameter."""
+    """Softmax logit table (P, N, V) over a task's prefix tree, as a torch parameter (the task: a
+    :class:`TokenTreeTask` or an :class:`~theorylab.mdps.eos_tree.EosTokenTree`, whose responses
+    have variable lengths: ``mask`` (Y, L) marks their tokens)."""
 
     def __init__(self, task: TokenTreeTask, theta: np.ndarray | None = None) -> None:
         self.task = task
@@ -84,17 +86,19 @@ class LogitTable:
         self.theta = torch.tensor(init, dtype=D, requires_grad=True)
         self.nodes = torch.as_tensor(task.token_nodes)  # (Y, L)
         self.tokens = torch.as_tensor(task.tokens)  # (Y, L)
+        self.mask = torch.as_tensor(task.token_mask, dtype=D)  # (Y, L)
 
     def cond_logp(self) -> torch.Tensor:
         return torch.log_softmax(self.theta, dim=-1)
 
     def token_logp(self, cond: torch.Tensor, prompts: torch.Tensor, responses: torch.Tensor):
-        """(B, L) per-token log-probabilities of responses (B,) to prompts (B,)."""
+        """(B, L) per-token log-probabilities of responses (B,) to prompts (B,) (padding
+        positions hold a real log-probability: mask them with ``self.mask[responses]``)."""
         return cond[prompts[:, None], self.nodes[responses], self.tokens[responses]]
 
     def seq_logp(self, cond: torch.Tensor) -> torch.Tensor:
         """(P, Y) sequence log-probabilities."""
-        return cond[:, self.nodes, self.tokens].sum(-1)
+        return (cond[:, self.nodes, self.tokens] * self.mask).sum(-1)
 
     def visits(self, cond: torch.Tensor) -> torch.Tensor:
         """(P, N) probability of reaching each node (the prefix's marginal), no gradient."""
@@ -195,11 +199,13 @@ class ExactObjective:
         self.r = torch.as_tensor(task.mean_reward)
         if twin in PAIR_TWINS:
             self.pairs = _pairs(task)
-        if twin == "grpo" and not np.isin(task.mean_reward, (0.0, 1.0)).all():
-            raise ValueError("the grpo twin needs 0/1 rewards (reward=binary)")
-        if self.enumerate:
-            if twin in PAIR_TWINS:
-                raise ValueError(f"{twin} enumerates pairs, not groups")
+        if (
+            twin == "grpo"
+            and not self.enumerate
+            and not np.isin(task.mean_reward, (0.0, 1.0)).all()
+        ):
+            raise ValueError("the grpo twin's closed form needs 0/1 rewards (reward=binary)")
+        if self.enumerate and twin not in PAIR_TWINS:  # pairs are always enumerated
             self._setup_groups()
 
     def _setup_groups(self):
@@ -265,7 +271,7 @@ class ExactObjective:
             prompts = torch.full_like(ys, x)
             logp = pol.token_logp(cond, prompts, ys)
             ref_logp = pol.token_logp(self.ref_cond, prompts, ys)
-            mask = torch.ones_like(logp)
+            mask = pol.mask[ys]
             group = torch.arange(M).repeat_interleave(G)
             w = (w_groups[:, None] / G).expand(M, G).reshape(-1)  # P(group) / G per response
             total = total + self.loss(logp, ref_logp, mask, rewards, group, w)
@@ -321,7 +327,7 @@ class SampledObjective:
         rewards = torch.as_tensor(task.reward_values[x, ys, k])
         xt, yt = torch.as_tensor(x), torch.as_tensor(ys)
         logp = pol.token_logp(cond, xt, yt)
-        mask = torch.ones_like(logp)
+        mask = pol.mask[yt]
         group = torch.arange(P * groups_per_prompt).repeat_interleave(self.G)
         ref_logp = pol.token_logp(torch.as_tensor(np.log(task.ref_cond)), xt, yt)
         return self.loss(logp, ref_logp, mask, rewards, group)
@@ -343,6 +349,7 @@ def train_twin(
     seed: int = 0,
     record_every: int = 0,
     theta0: np.ndarray | None = None,
+    enumerate_groups: bool = False,
 ) -> TwinTrace:
     """Train a twin by gradient descent and record exact metrics.
 
@@ -351,7 +358,10 @@ def train_twin(
 
     beta: the loss's KL temperature (IPO's tau); group_size: G; alpha: CVaR level; batch:
     pairs (or responses) per prompt per step in sampled mode; k: the k of pass@k;
-    record_every: metrics every this many steps (0: about 100 records).
+    record_every: metrics every this many steps (0: about 100 records); enumerate_groups: exact
+    mode trains the group twins on the *registered* loss over every multiset of G responses (the
+    claims' setting) instead of the closed-form expected update (faster on large trees; the two
+    agree to 1e-12, tests/test_deep_twins.py).
     """
     if twin not in TWINS:
         raise ValueError(f"unknown twin {twin!r}; expected one of {TWINS}")
@@ -380,18 +390,22 @@ def train_twin(
             seed,
             record_every,
             theta0,
+            enumerate_groups,
         )
     finally:
         torch.set_num_threads(threads)
 
 
 def _train(
-    task, twin, steps, lr, beta, group_size, alpha, mode, batch, k, seed, record_every, theta0
-) -> TwinTrace:
+    task, twin, steps, lr, beta, group_size, alpha, mode, batch, k, seed, record_every, theta0,
+    enumerate_groups=False,
+) -> TwinTrace:  # fmt: skip
     t0 = time.perf_counter()
     pol = LogitTable(task, theta0)
     if mode == "exact":
-        objective = ExactObjective(task, twin, beta, group_size, alpha, pol)
+        objective = ExactObjective(
+            task, twin, beta, group_size, alpha, pol, enumerate=enumerate_groups
+        )
     else:
         objective = SampledObjective(task, twin, beta, group_size, alpha, pol, batch, seed)
     predicted = predicted_point(task, twin, beta, group_size, alpha)

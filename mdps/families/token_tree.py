@@ -11,18 +11,25 @@ normal logits at every node).
 first token is 0 are SAFE (reward ``safe_reward`` surely); the others are RISKY (reward 1 with
 probability 1 - p_bad, else 0). Defaults (0.4, p_bad = 0.3): the risk-neutral optimum is RISKY
 (mean 0.7 > 0.4); for alpha < p_bad the CVaR_alpha optimum is SAFE (CVaR 0.4 > 0 at alpha = 0.25).
+
+``tokentree-eos`` -- the arithmetic task of ``tokentree`` with an end-of-sequence token
+(:mod:`theorylab.mdps.eos_tree`): symbol 0 is EOS, the others are the digits 1..V-1; a response of
+1..L tokens is correct when its digits sum to the target s_x (drawn from 1..L(V-1)); graded
+reward 1 - |sum - s_x| / (L (V-1)). Its responses have every length 1..L (constructed here, to
+exercise the losses' length normalisations).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from theorylab.mdps.eos_tree import EosTokenTree, eos_tree_structure
 from theorylab.mdps.registry import register
 from theorylab.mdps.token_tree import TokenTreeTask
 
 
-def _reference(V: int, L: int, P: int, ref: str, rng: np.random.Generator) -> np.ndarray:
-    N = (V**L - 1) // (V - 1)
+def _reference(N: int, V: int, P: int, ref: str, rng: np.random.Generator) -> np.ndarray:
+    """(P, N, V) reference conditionals at N nodes: uniform, or softmax of normal logits."""
     if ref == "uniform":
         return np.full((P, N, V), 1.0 / V)
     if ref == "random":
@@ -30,6 +37,17 @@ def _reference(V: int, L: int, P: int, ref: str, rng: np.random.Generator) -> np
         e = np.exp(logits - logits.max(axis=-1, keepdims=True))
         return e / e.sum(axis=-1, keepdims=True)
     raise ValueError(f"ref must be 'uniform' or 'random', got {ref!r}")
+
+
+def _sum_rewards(sums: np.ndarray, targets: np.ndarray, reward: str, span: int):
+    """(correct (P, Y), reward (P, Y)) of responses whose digits sum to ``sums`` (Y,) for the
+    prompts' ``targets`` (P,): binary 1{sum = target} or graded 1 - |sum - target| / span."""
+    correct = sums[None, :] == targets[:, None]
+    if reward == "binary":
+        return correct, correct.astype(np.float64)
+    if reward == "graded":
+        return correct, 1.0 - np.abs(sums[None, :] - targets[:, None]) / span
+    raise ValueError(f"reward must be 'binary' or 'graded', got {reward!r}")
 
 
 @register("tokentree")
@@ -50,20 +68,14 @@ def tokentree(
     targets = rng.integers(0, L * (V - 1) + 1, size=prompts)
     t = np.arange(L)
     sums = ((np.arange(V**L)[:, None] // V ** (L - 1 - t)[None, :]) % V).sum(axis=1)  # (Y,)
-    correct = sums[None, :] == targets[:, None]
-    if reward == "binary":
-        r = correct.astype(np.float64)
-    elif reward == "graded":
-        r = 1.0 - np.abs(sums[None, :] - targets[:, None]) / (L * (V - 1))
-    else:
-        raise ValueError(f"reward must be 'binary' or 'graded', got {reward!r}")
+    correct, r = _sum_rewards(sums, targets, reward, L * (V - 1))
     return TokenTreeTask(
         V,
         L,
         r[..., None],
         np.ones_like(r)[..., None],
         correct,
-        _reference(V, L, prompts, ref, rng),
+        _reference((V**L - 1) // (V - 1), V, prompts, ref, rng),
         name=f"tokentree:V={V},L={L},prompts={prompts},reward={reward},ref={ref},seed={seed}",
         info={"targets": targets},
     )
@@ -95,8 +107,40 @@ def tokentree_risky(
         np.broadcast_to(values, (prompts, Y, 2)).copy(),
         np.broadcast_to(probs, (prompts, Y, 2)).copy(),
         np.broadcast_to(correct, (prompts, Y)).copy(),
-        _reference(V, L, prompts, ref, rng),
+        _reference((V**L - 1) // (V - 1), V, prompts, ref, rng),
         name=f"tokentree-risky:V={V},L={L},prompts={prompts},safe_reward={safe_reward},"
         f"p_bad={p_bad},ref={ref},seed={seed}",
         info={"safe": safe},
+    )
+
+
+@register("tokentree-eos")
+def tokentree_eos(
+    V: int = 3,
+    L: int = 3,
+    prompts: int = 2,
+    reward: str = "graded",
+    ref: str = "random",
+    seed: int = 0,
+) -> EosTokenTree:
+    """Responses of 1..L tokens ended by EOS (symbol 0); correct iff the digits sum to target."""
+    if V < 2 or L < 1 or prompts < 1:
+        raise ValueError(f"need V >= 2, L >= 1, prompts >= 1; got V={V}, L={L}, prompts={prompts}")
+    prefixes, responses = eos_tree_structure(V, L)
+    if len(responses) * prompts > 1_000_000:
+        raise ValueError(f"{len(responses) * prompts} responses is too many to solve exactly")
+    rng = np.random.default_rng(seed)
+    targets = rng.integers(1, L * (V - 1) + 1, size=prompts)
+    sums = np.array([sum(seq) for seq in responses])  # EOS is 0: the sum of the digits
+    correct, r = _sum_rewards(sums, targets, reward, L * (V - 1))
+    ref_cond = _reference(len(prefixes), V, prompts, ref, rng)
+    return EosTokenTree(
+        V,
+        L,
+        r[..., None],
+        np.ones_like(r)[..., None],
+        correct,
+        ref_cond,
+        name=f"tokentree-eos:V={V},L={L},prompts={prompts},reward={reward},ref={ref},seed={seed}",
+        info={"targets": targets},
     )

@@ -26,8 +26,8 @@ from theorylab.validations.registry import register_validation as _register
 TORCH = importlib.util.find_spec("torch") is not None
 
 
-def register_validation(claim, controls=None):
-    return _register(claim, controls) if TORCH else claim
+def register_validation(claim, controls=None, papers=()):
+    return _register(claim, controls, papers=papers) if TORCH else claim
 
 
 @dataclass(frozen=True)
@@ -62,7 +62,9 @@ def _control_point(task, run: TwinRun, scale_factor: float = 2.0):
 @dataclass(frozen=True)
 class TwinFixedPoint:
     """Exact training of each twin in ``runs`` ends within ``tol`` (mean TV over prompts) of its
-    predicted fixed point, and at least 10 tol from the control point."""
+    predicted fixed point, and at least 10 tol from the control point. The group twins train on
+    the *registered* loss's exact expectation (every multiset of G responses enumerated,
+    ``train_twin(enumerate_groups=True)``), not on the closed-form expected update."""
 
     name: str
     statement: str
@@ -82,7 +84,7 @@ class TwinFixedPoint:
         for r in self.runs:
             tr = train_twin(
                 task, r.twin, steps=sc.steps, lr=r.lr, beta=r.beta, group_size=r.group_size,
-                alpha=r.alpha,
+                alpha=r.alpha, enumerate_groups=True,
             )  # fmt: skip
             traces.append(tr)
             d = float(tr.tv_predicted[-1])
@@ -121,7 +123,9 @@ class TwinFixedPoint:
 
 
 QUICK_TASK = "tokentree:V=4,L=3"
-FULL_TASK = "tokentree:V=4,L=4,prompts=8,ref=random"
+# the group twins train on the registered loss over every multiset of G = 4 responses: small trees
+GROUP_QUICK_TASK = "tokentree:V=2,L=2,ref=random"
+GROUP_FULL_TASK = "tokentree:V=3,L=2,prompts=8,ref=random"
 
 register_validation(
     TwinFixedPoint(
@@ -147,14 +151,16 @@ register_validation(
 register_validation(
     TwinFixedPoint(
         "rloo-twin-kl-optimum",
-        "RLOO with the KL folded into the reward (beta = 0.5, G = 4), trained on its exact "
-        "expected update grad(E r - beta KL(pi||ref)), ends on the soft-Bellman optimum pi*_beta "
-        "(mean TV <= 1e-3 quick: tokentree:V=4,L=3, 800 steps; 1e-4 full: V=4, L=4, 8 prompts, "
-        "random ref, 40000 steps). Control: pi*_{2 beta} is > 10 tol away.",
+        "RLOO with the KL folded into the reward (beta = 0.5, G = 4), trained by gradient "
+        "descent on the registered rloo loss's exact expectation (every multiset of G responses "
+        "enumerated; its expected update is grad(E r - beta KL(pi||ref))), ends on the "
+        "soft-Bellman optimum pi*_beta (mean TV <= 1e-3 quick: tokentree:V=2,L=2, random ref, "
+        "150 steps; 1e-5 full: V=3, L=2, 8 prompts, random ref, 1500 steps). Control: pi*_{2 "
+        "beta} is > 10 tol away.",
         (TwinRun("rloo", 2.5),),
         {
-            "quick": TwinScale(QUICK_TASK, 800, 1e-3),
-            "full": TwinScale(FULL_TASK, 40000, 1e-4),
+            "quick": TwinScale(GROUP_QUICK_TASK, 150, 1e-3),
+            "full": TwinScale(GROUP_FULL_TASK, 1500, 1e-5),
         },
     ),
     controls=("rloo-kl-beta-halved",),
@@ -167,35 +173,40 @@ register_validation(
         "with k3 (group-mean advantage) do NOT converge to pi*_beta: k3's expected gradient is "
         "that of the forward KL(ref||pi) at each node, so the fixed point is pi(a|h) = "
         "ref(a|h)/(1 - (kappa/beta)(Q(h,a) - V(h))) with kappa = (G-1)/G (Dr. GRPO) or GRPO's "
-        "kappa(p) solved at the fixed point. Exact training ends within 1e-3 (quick: "
-        "tokentree:V=4,L=3, 1000 steps) / 1e-8 (full: V=4, L=4, 8 prompts, 10000 steps) mean TV "
-        "of the predicted point; control: pi*_beta is > 10 tol away. (With a random reference "
-        "the same training is still at TV 6.7e-4 after 40000 steps: exact softmax policy "
-        "gradient is slow on rarely visited prefixes.)",
+        "kappa(p) solved at the fixed point. Gradient descent on the registered grpo / dr-grpo "
+        "losses' exact expectations (every multiset of G responses enumerated) ends within 1e-3 "
+        "(quick: tokentree:V=2,L=2, random ref, 150 steps) / 1e-4 (full: V=3, L=2, 8 prompts, "
+        "random ref, 1500 steps) mean TV of the predicted point; control: pi*_beta is > 10 tol "
+        "away.",
         (
             TwinRun("grpo", 2.5, control="pi*_beta"),
             TwinRun("dr-grpo", 2.5, control="pi*_beta"),
         ),
         {
-            "quick": TwinScale(QUICK_TASK, 1000, 1e-3),
-            "full": TwinScale("tokentree:V=4,L=4,prompts=8", 10000, 1e-8),
+            "quick": TwinScale(GROUP_QUICK_TASK, 150, 1e-3),
+            "full": TwinScale(GROUP_FULL_TASK, 1500, 1e-4),
         },
     ),
-    controls=("k3-point-from-k2-recursion",),
+    controls=(
+        "k3-point-from-k2-recursion",
+        "k3-computed-as-k1",
+        "grpo-advantage-not-std-normalised",
+    ),
 )
 
 register_validation(
     TwinFixedPoint(
         "dr-grpo-k2-effective-beta",
         "Dr. GRPO (group-mean advantage, G = 4) with k2 in the loss (beta = 0.3) on one-token "
-        "responses (tokentree:V=8,L=1, graded rewards) converges to pi*_{beta G/(G-1)}: the KL "
-        "optimum at the effective temperature beta x 4/3, not pi*_beta. Mean TV <= 1e-4 (quick: "
-        "4 prompts, uniform ref, 600 steps) / 1e-6 (full: 64 prompts, random ref, 3000 steps). "
-        "Control: pi*_beta is > 10 tol away.",
+        "responses (graded rewards), trained on the registered dr-grpo loss's exact expectation "
+        "(every multiset of G responses), converges to pi*_{beta G/(G-1)}: the KL optimum at the "
+        "effective temperature beta x 4/3, not pi*_beta. Mean TV <= 1e-4 (quick: "
+        "tokentree:V=4,L=1, 4 prompts, uniform ref, 150 steps) / 1e-4 (full: V=8, 16 prompts, "
+        "random ref, 1000 steps). Control: pi*_beta is > 10 tol away.",
         (TwinRun("dr-grpo-k2", 2.5, beta=0.3, control="pi*_beta"),),
         {
-            "quick": TwinScale("tokentree:V=8,L=1,prompts=4,reward=graded", 600, 1e-4),
-            "full": TwinScale("tokentree:V=8,L=1,prompts=64,reward=graded,ref=random", 3000, 1e-6),
+            "quick": TwinScale("tokentree:V=4,L=1,prompts=4,reward=graded", 150, 1e-4),
+            "full": TwinScale("tokentree:V=8,L=1,prompts=16,reward=graded,ref=random", 1000, 1e-4),
         },
     ),
     controls=("dr-grpo-k2-inverted-factor",),
@@ -272,10 +283,12 @@ class MonteCarloGradients:
         "registered loss on sampled batches (pairs from ref x ref with BT labels, or G = 4 "
         "responses per prompt from the policy), averaged over n draws at a random logit table on "
         "tokentree:V=2,L=2 (2 prompts, random ref), lies within 4 standard errors of the exact "
-        "gradient of the expected objective in every coordinate (Bonferroni over 12 at about "
-        "1e-3 each); and for CVaR-GRPO (alpha = 0.25, G = 8, groups enumerated as multisets) on "
-        "tokentree-risky. The same for every other registered loss whose expectation enumerates "
-        "on the tree (theorylab.algorithms.deep.loss_expectations): RPO (eta = 1), VPO (alpha = "
+        "gradient of the paper's objective, written independently of the loss code "
+        "(theorylab.algorithms.deep.reference_objectives, by enumeration of the tree), in every "
+        "coordinate (Bonferroni over 12 at about 1e-3 each); and for CVaR-GRPO (alpha = 0.25, G "
+        "= 8, groups enumerated as multisets; against its registered loss's expectation: no "
+        "independent reference) on tokentree-risky. The same for every other registered loss "
+        "whose expectation enumerates on the tree: RPO (eta = 1), VPO (alpha = "
         "1, sign +1 and -1), XPO (alpha = 0.25), PPO-clip (responses from a fixed old policy, k3 "
         "penalty beta = 0.5), the KL estimators k1/k2/k3 in the loss (on-policy, pathwise), "
         "CQL(H) (alpha = 1) and f-DVL's value loss (chi-square and total-variation, lambda = "
@@ -283,7 +296,9 @@ class MonteCarloGradients:
         "sampled loss biased for any fixed objective). Controls: the exact gradient at 2 beta "
         "(CVaR-GRPO: the risk-neutral Dr. GRPO gradient; the other losses: their "
         "hyper-parameter doubled; k1 -> k2, k2 -> k3, k3 -> k2: another estimator's gradient) is "
-        "rejected in at least one coordinate. Quick n = 200, full n = 4000."
+        "rejected in at least one coordinate. Quick n = 200, full n = 4000. Registered "
+        "mutations that fail it: XPO's bonus with the wrong sign, RLOO's baseline including its "
+        "own sample (the sampled gradient leaves the paper's CI)."
     )
     twins: tuple[str, ...] = (
         "dpo", "ipo", "chipo", "rloo", "grpo", "dr-grpo", "dr-grpo-k2", "cvar-grpo",
@@ -291,12 +306,16 @@ class MonteCarloGradients:
     scales: dict[str, MCScale] = field(
         default_factory=lambda: {"quick": MCScale(200, 16), "full": MCScale(4000, 16)}
     )
-    controls: tuple[str, ...] = ("ppo-exact-objective-under-ref",)
+    controls: tuple[str, ...] = ("xpo-bonus-sign-flipped", "rloo-baseline-includes-own-sample")
 
     def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
         import torch
 
-        from theorylab.algorithms.deep.loss_expectations import CASES, case_data
+        from theorylab.algorithms.deep.loss_expectations import (
+            CASES,
+            case_data,
+            reference_objective,
+        )
         from theorylab.algorithms.deep.twins import ExactObjective, LogitTable, SampledObjective
         from theorylab.mdps import make
 
@@ -328,7 +347,13 @@ class MonteCarloGradients:
                 if twin == "cvar-grpo":  # control: the risk-neutral (Dr. GRPO) gradient
                     G = 8
                     control, control_args = "dr-grpo", (1e-12, G, alpha)
-                exact = grad(ExactObjective(task, twin, beta, G, alpha, pol))
+                if twin == "cvar-grpo":  # no independent reference: its closed form
+                    exact = grad(ExactObjective(task, twin, beta, G, alpha, pol))
+                else:  # the paper's objective (reference_objectives), not the loss code's
+                    (g,) = torch.autograd.grad(
+                        reference_objective(task, twin, pol, data, G), pol.theta
+                    )
+                    exact = g.reshape(-1)
                 wrong = grad(ExactObjective(task, control, *control_args, pol))
                 sampled = SampledObjective(task, twin, beta, G, alpha, pol, sc.batch, seed + 7)
                 draws = torch.stack([grad(sampled) for _ in range(sc.draws)])
@@ -340,7 +365,12 @@ class MonteCarloGradients:
                 werr = float(((mean - wrong).abs()[live] / se[live]).max())
                 checks.append(
                     Check(
-                        f"{twin}: sampled gradient within the CI of the exact one",
+                        f"{twin}: sampled gradient within the CI of "
+                        + (
+                            "its exact expectation's"
+                            if twin == "cvar-grpo"
+                            else "the paper's objective's"
+                        ),
                         err <= z,
                         f"max |mean - exact| / se = {err:.2f} <= {z} over {int(live.sum())} "
                         f"coordinates (n = {sc.draws})",
@@ -364,7 +394,7 @@ class MonteCarloGradients:
                 err, werr, live = self._z_scores(tree, pol, data, case, control, scale, sc, seed)
                 checks.append(
                     Check(
-                        f"{case}: sampled gradient within the CI of the exact one",
+                        f"{case}: sampled gradient within the CI of the paper's objective's",
                         err <= z,
                         f"max |mean - exact| / se = {err:.2f} <= {z} over {live} coordinates "
                         f"(n = {sc.draws})",
@@ -390,13 +420,13 @@ class MonteCarloGradients:
         """max z of the sampled mean against the exact gradient and against the control's."""
         import torch
 
-        from theorylab.algorithms.deep.loss_expectations import CaseObjective
+        from theorylab.algorithms.deep.loss_expectations import CaseObjective, reference_objective
 
         def grad(value):
             (g,) = torch.autograd.grad(value, pol.theta)
             return g.reshape(-1)
 
-        exact = grad(CaseObjective(task, case, pol, data).exact())
+        exact = grad(reference_objective(task, case, pol, data))  # the paper's, independently
         wrong = grad(CaseObjective(task, control, pol, data, scale=scale).exact())
         sampled = CaseObjective(task, case, pol, data, batch=sc.batch, seed=seed + 7)
         draws = torch.stack([grad(sampled.sampled()) for _ in range(sc.draws)])
@@ -410,7 +440,291 @@ class MonteCarloGradients:
 # the negative control of each KL estimator: another estimator's expected gradient
 CONTROL_CASE = {"kl-k1": "kl-k2", "kl-k2": "kl-k3", "kl-k3": "kl-k2"}
 
-register_validation(MonteCarloGradients())
+register_validation(
+    MonteCarloGradients(),
+    papers=("002-004#E7", "002-004#E8", "001#52"),
+)
+
+
+def _value_and_grad(value, pol):
+    """(float value, gradient with respect to the logit table) of a torch scalar."""
+    import torch
+
+    (g,) = torch.autograd.grad(value, pol.theta)
+    return float(value.detach()), g
+
+
+def _relative_gap(a, b) -> float:
+    """max |a - b| / max(max |b|, 1e-6) of two tensors (the floor: k1's expected gradient is 0,
+    computed as round-off of order 1e-17, which is not to be divided by itself)."""
+    return float((a - b).abs().max() / max(float(b.abs().max()), 1e-6))
+
+
+@dataclass(frozen=True)
+class ReferenceScale:
+    trees: tuple[tuple[str, int], ...]  # (task, group size G)
+
+
+@dataclass(frozen=True)
+class LossReferenceObjectives:
+    name: str = "deep-loss-reference-objectives"
+    statement: str = (
+        "Every registered loss whose expectation enumerates on a token tree -- DPO, IPO, chi-PO, "
+        "RPO (eta = 1, baseline = ref), VPO (alpha = 1, sign +1 and -1, pi_cal = ref), XPO "
+        "(alpha = 0.25, samples from ref), PPO-clip (old policy's responses, k3 penalty beta = "
+        "0.5), the KL estimators k1/k2/k3 in the loss, CQL(H), f-DVL's chi-square and TV value "
+        "losses, GRPO, Dr. GRPO (k3 and k2) and RLOO (beta = 0.5, groups of G i.i.d. responses "
+        "from the policy) -- has an exact expectation (the registered loss on every example or "
+        "every multiset of G responses, weighted by its probability) equal in value and gradient "
+        "to the paper's objective written independently of the loss code "
+        "(theorylab.algorithms.deep.reference_objectives: Bradley-Terry pair sums, ordered "
+        "G-tuples, the printed formulas): relative gap <= 1e-9, on tokentree:V=2,L=2 (2 "
+        "prompts, random ref, G = 4) and on tokentree-eos:V=3,L=3 (responses of 1..3 tokens ended "
+        "by EOS, masks not all ones, G = 3), at a random logit table. Built-in control: the "
+        "paper's objective at the hyper-parameter doubled (k1 -> k2, k2 -> k3, k3 -> k2: another "
+        "estimator) differs in gradient by a relative gap > 1e-3, so the comparison can fail."
+    )
+    tol: float = 1e-9
+    control_gap: float = 1e-3
+    scales: dict[str, ReferenceScale] = field(
+        default_factory=lambda: {
+            "quick": ReferenceScale(
+                (("tokentree:V=2,L=2,prompts=2,ref=random,seed=3", 4), ("tokentree-eos", 3))
+            ),
+            "full": ReferenceScale(
+                (
+                    ("tokentree:V=3,L=2,prompts=3,ref=random,seed=3", 3),
+                    ("tokentree-eos:V=3,L=3,prompts=3,seed=1", 3),
+                    ("tokentree-eos:V=4,L=2,prompts=2,seed=2", 3),
+                )
+            ),
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import torch
+
+        from theorylab.algorithms.deep.loss_expectations import (
+            REFERENCE_CASES,
+            case_data,
+            reference_objective,
+            registered_objective,
+        )
+        from theorylab.algorithms.deep.twins import LogitTable
+        from theorylab.mdps import make
+
+        t0 = time.perf_counter()
+        sc = self.scales[scale]
+        rng = np.random.default_rng(seed + 11)
+        checks: list[Check] = []
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            for spec, G in sc.trees:
+                task = make(spec)
+                data = case_data(task, seed + 5)
+                theta = 0.7 * rng.standard_normal((task.n_prompts, task.n_nodes, task.V))
+                lengths = task.token_mask.sum(1)
+                where = f"{spec} (lengths {int(lengths.min())}..{int(lengths.max())})"
+                for case in REFERENCE_CASES:
+                    pol = LogitTable(task, theta)
+
+                    scale_c = 1.0 if case in CONTROL_CASE else 2.0
+                    control = CONTROL_CASE.get(case, case)
+                    v_reg, g_reg = _value_and_grad(
+                        registered_objective(task, case, pol, data, G), pol
+                    )
+                    v_ref, g_ref = _value_and_grad(
+                        reference_objective(task, case, pol, data, G), pol
+                    )
+                    _, g_ctrl = _value_and_grad(
+                        reference_objective(task, control, pol, data, G, scale_c), pol
+                    )
+                    gap_v = abs(v_reg - v_ref) / max(abs(v_ref), 1.0)
+                    gap_g = _relative_gap(g_reg, g_ref)
+                    gap_c = _relative_gap(g_reg, g_ctrl)
+                    checks.append(
+                        Check(
+                            f"{case} on {spec}: registered expectation = the paper's objective",
+                            gap_v <= self.tol and gap_g <= self.tol,
+                            f"value {v_reg:.12g} vs {v_ref:.12g} (gap {gap_v:.1e}); gradient "
+                            f"gap {gap_g:.1e} <= {self.tol:g}; {where}",
+                            {"value_gap": gap_v, "gradient_gap": gap_g},
+                        )
+                    )
+                    what = f"{control}'s" if case in CONTROL_CASE else "hyper-parameter x 2"
+                    checks.append(
+                        Check(
+                            f"{case} on {spec}: control ({what}) differs",
+                            gap_c > self.control_gap,
+                            f"gradient gap to the control {gap_c:.2e} > {self.control_gap:g}",
+                            {"control_gap": gap_c},
+                        )
+                    )
+        finally:
+            torch.set_num_threads(threads)
+        cfg = {"trees": [list(t) for t in sc.trees], "tol": self.tol, "seed": seed}
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
+register_validation(
+    LossReferenceObjectives(),
+    controls=(
+        "rpo-sft-sign-flipped",
+        "xpo-bonus-sign-flipped",
+        "ppo-clip-kl-sign-flipped",
+        "grpo-advantage-not-std-normalised",
+        "k3-computed-as-k1",
+        "rloo-baseline-includes-own-sample",
+        "grpo-dr-grpo-length-normalisations-swapped",
+        "ppo-exact-objective-under-ref",
+    ),
+    papers=("002-004#E7", "002-004#E8", "001#52"),
+)
+
+
+# the registered loss of each length normalisation, its advantage and its paper's normalisation
+NORMALISED_LOSSES = (
+    ("grpo", "std", "seq"),  # GRPO: 1/|o_i| per response (Shao et al. 2024, eq. (3))
+    ("dr-grpo", "mean", "const"),  # Dr. GRPO: 1/L_max, a constant (Liu et al. 2025, Sec. 3.2)
+    ("ppo-clip:aggregation=token-mean", "std", "token"),  # token mean (DAPO, Yu et al. 2025)
+)
+
+
+def registered_group_expectation(task, pol, spec: str, G: int, beta: float):
+    """E over G i.i.d. responses from pi (detached) of the registered loss ``spec`` called once
+    per group (multisets with their multinomial counts; the token mean takes no weights). The
+    ppo-clip spec gets GRPO's std advantage from the library's group_advantages."""
+    import torch
+
+    from theorylab.algorithms.deep.group_enumeration import enumerate_multisets
+    from theorylab.algorithms.deep.groups import group_advantages
+    from theorylab.algorithms.deep.registry import make_loss
+
+    name = spec.split(":", 1)[0]
+    extra = {"max_length": task.L} if name == "dr-grpo" else {}
+    loss = make_loss(spec, beta=beta, **extra)
+    cond = pol.cond_logp()
+    ref_cond = torch.as_tensor(np.log(task.ref_cond))
+    seq = pol.seq_logp(cond)
+    tuples, counts = enumerate_multisets(task.n_responses, G)
+    group = torch.zeros(G, dtype=torch.int64)
+    total = torch.zeros((), dtype=torch.float64)
+    for x in range(task.n_prompts):
+        p = seq[x].detach().exp()
+        xs = torch.full((G,), x)
+        for tup, count in zip(tuples, counts, strict=True):
+            ys = torch.as_tensor(tup)
+            logp, ref_logp = pol.token_logp(cond, xs, ys), pol.token_logp(ref_cond, xs, ys)
+            mask = pol.mask[ys]
+            rewards = torch.as_tensor(task.mean_reward[x, tup])
+            if name == "ppo-clip":
+                adv = group_advantages(rewards, group, "std")
+                value = loss(logp, None, adv, mask, ref_logp)
+            else:
+                value = loss(logp, None, ref_logp, mask, rewards, group)
+            total = total + count * p[ys].prod() * value
+    return total / task.n_prompts
+
+
+@dataclass(frozen=True)
+class LengthNormalisations:
+    name: str = "deep-length-normalisations"
+    statement: str = (
+        "On a token tree whose responses have different lengths (tokentree-eos:V=3,L=3: 1..3 "
+        "tokens ended by EOS, 2 prompts, graded reward, random ref; full: 3 prompts, G = 3), each "
+        "registered length normalisation is its paper's and no other: the exact expectation "
+        "over G = 2 i.i.d. "
+        "responses from a random logit policy (the registered loss called on every multiset of "
+        "groups, beta = 0.5, k3) of GRPO (std advantage, 1/|o_i| per response; Shao et al. "
+        "2024, eq. (3)), Dr. GRPO (group-mean advantage, 1/L_max constant; Liu et al. 2025, "
+        "Sec. 3.2) and PPO-clip with aggregation token-mean (GRPO's advantage; sum over the "
+        "group's tokens / sum |o_i|, DAPO) equals the paper's objective with that normalisation "
+        "(reference_objectives.group_policy_gradient) in value and gradient (relative gap <= "
+        "1e-9), and its gradient differs from the same objective with each of the other two "
+        "normalisations by a relative gap > 1e-2. Vacuous unless the lengths differ."
+    )
+    beta: float = 0.5
+    tol: float = 1e-9
+    swap_gap: float = 1e-2
+    scales: dict[str, tuple[str, int]] = field(  # (task, group size G)
+        default_factory=lambda: {
+            "quick": ("tokentree-eos", 2),
+            "full": ("tokentree-eos:V=3,L=3,prompts=3,seed=1", 3),
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import torch
+
+        from theorylab.algorithms.deep import reference_objectives as reference
+        from theorylab.algorithms.deep.loss_expectations import policy_tables
+        from theorylab.algorithms.deep.twins import LogitTable
+        from theorylab.mdps import make
+
+        t0 = time.perf_counter()
+        spec, G = self.scales[scale]
+        task = make(spec)
+        rng = np.random.default_rng(seed + 11)
+        theta = 0.7 * rng.standard_normal((task.n_prompts, task.n_nodes, task.V))
+        lengths = task.token_mask.sum(1)
+        checks: list[Check] = [
+            Check(
+                "the responses have different lengths (else the normalisations coincide)",
+                bool(lengths.min() < lengths.max()),
+                f"lengths {int(lengths.min())}..{int(lengths.max())} over "
+                f"{task.n_responses} responses",
+                {"min_length": int(lengths.min()), "max_length": int(lengths.max())},
+            )
+        ]
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
+        beta = self.beta
+        try:
+            for loss_spec, advantage, norm in NORMALISED_LOSSES:
+                pol = LogitTable(task, theta)
+                v_reg = registered_group_expectation(task, pol, loss_spec, G, beta)
+                (g_reg,) = torch.autograd.grad(v_reg, pol.theta)
+                refs = {}
+                for n in reference.NORMALISATIONS:
+                    t = policy_tables(task, pol, pol.cond_logp())
+                    v = reference.group_policy_gradient(
+                        t, G, advantage=advantage, norm=n, beta=beta
+                    )
+                    (g,) = torch.autograd.grad(v, pol.theta)
+                    refs[n] = (float(v.detach()), g)
+                gap_v = abs(float(v_reg.detach()) - refs[norm][0]) / max(abs(refs[norm][0]), 1.0)
+                gap_g = _relative_gap(g_reg, refs[norm][1])
+                checks.append(
+                    Check(
+                        f"{loss_spec}: the registered expectation is the {norm!r} normalisation's",
+                        gap_v <= self.tol and gap_g <= self.tol,
+                        f"value gap {gap_v:.1e}, gradient gap {gap_g:.1e} <= {self.tol:g}",
+                        {"value_gap": gap_v, "gradient_gap": gap_g},
+                    )
+                )
+                for other in reference.NORMALISATIONS:
+                    if other == norm:
+                        continue
+                    gap = _relative_gap(g_reg, refs[other][1])
+                    checks.append(
+                        Check(
+                            f"{loss_spec}: the {other!r} normalisation (swapped) differs",
+                            gap > self.swap_gap,
+                            f"gradient gap {gap:.2e} > {self.swap_gap:g}",
+                            {"gradient_gap": gap},
+                        )
+                    )
+        finally:
+            torch.set_num_threads(threads)
+        cfg = {"task": task.name, "G": G, "beta": beta, "tol": self.tol, "seed": seed}
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
+register_validation(
+    LengthNormalisations(),
+    controls=("grpo-dr-grpo-length-normalisations-swapped", "token-mean-as-sequence-mean"),
+)
 
 
 @dataclass(frozen=True)
