@@ -46,6 +46,9 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``dualdice-behaviour-policy``: DualDICE's correction solved for the behaviour policy instead of
   the target, so it returns the behaviour value (a non-learning estimate whose error does not
   vanish with N);
+* ``kl-pg-reward-only-gradient``: ``kl-pg``'s exact gradient computed with beta = 0 (the KL term
+  dropped from the gradient, kept in the score;
+  ``theorylab.algorithms.policy_optimization.kl_bayesian_inference``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
   half-step dropped);
 * ``recoil-reference-without-expert``: ReCOIL's reference mixture ``beta d^E + (1 - beta) d^S``
@@ -405,6 +408,19 @@ def reps_eta_fixed(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def kl_pg_reward_only_gradient(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import kl_bayesian_inference as kb
+
+    original = kb.regularised_gradient
+
+    def reward_only(task, logits, beta):
+        return original(task, logits, 0.0)  # the bug: the KL term left out of the gradient
+
+    with _patched(kb, "regularised_gradient", reward_only):
+        yield
+
+
+@contextlib.contextmanager
 def dualdice_behaviour_policy(claim=None) -> Iterator[None]:
     from theorylab.algorithms.dual import dualdice
 
@@ -695,6 +711,14 @@ MUTATIONS = (
             "mutation",
             "DualDICE's correction solved for the behaviour policy instead of the target",
             dualdice_behaviour_policy,
+        )
+    ),
+    register_control(
+        Control(
+            "kl-pg-reward-only-gradient",
+            "mutation",
+            "kl-pg's gradient without its KL term (plain policy gradient under a KL name)",
+            kl_pg_reward_only_gradient,
         )
     ),
     register_control(

@@ -41,7 +41,9 @@ def tokentree(
     ref: str = "uniform",
     seed: int = 0,
 ) -> TokenTreeTask:
-    """Prompts x L-token responses over V symbols; correct iff the tokens sum to the target."""
+    """Prompts x L-token responses over V symbols; correct iff the tokens sum to the target
+    (reward binary or graded), or, with reward=random, i.i.d. U(0, 1) rewards and the best
+    response correct."""
     if V < 2 or L < 1 or prompts < 1:
         raise ValueError(f"need V >= 2, L >= 1, prompts >= 1; got V={V}, L={L}, prompts={prompts}")
     if V**L * prompts > 5_000_000:
@@ -55,8 +57,11 @@ def tokentree(
         r = correct.astype(np.float64)
     elif reward == "graded":
         r = 1.0 - np.abs(sums[None, :] - targets[:, None]) / (L * (V - 1))
+    elif reward == "random":  # i.i.d. U(0, 1) per (prompt, response): a unique best response
+        r = rng.uniform(size=(prompts, V**L))
+        correct = r >= r.max(axis=1, keepdims=True)
     else:
-        raise ValueError(f"reward must be 'binary' or 'graded', got {reward!r}")
+        raise ValueError(f"reward must be 'binary', 'graded' or 'random', got {reward!r}")
     return TokenTreeTask(
         V,
         L,
