@@ -116,3 +116,119 @@ def test_the_mutation_fails_the_claim():
 
     rep = validate("kl-penalty-bayesian-inference", "quick")
     assert rep.verdict == "PASS", rep.format()
+
+
+# ------------------------------------------------------------------ soft value iteration
+def _random_mdp(seed, S=5, A=3, gamma=0.9):
+    from theorylab.mdps import TabularMDP
+
+    rng = np.random.default_rng(seed)
+    mdp = TabularMDP(
+        rng.dirichlet(np.ones(S), size=(S, A)),
+        rng.uniform(size=(S, A)),
+        np.ones(S) / S,
+        gamma=gamma,
+    )
+    return mdp, rng.dirichlet(np.ones(A), size=S)
+
+
+@pytest.mark.parametrize("tau", [0.05, 0.5, 2.0])
+def test_soft_value_iteration_equals_the_occupancy_programme(tau):
+    from theorylab.algorithms.dual.behaviour_kl import solve_behaviour_kl
+    from theorylab.algorithms.planning.soft_value_iteration import (
+        regularised_value,
+        soft_value_iteration,
+    )
+
+    mdp, ref = _random_mdp(0)
+    sol = soft_value_iteration(mdp, tau, reference=ref)
+    cvx = solve_behaviour_kl(mdp, ref, tau)["value"]
+    assert abs(sol.V @ mdp.mu0 - cvx) < 1e-6
+    # the policy's exact regularised value is the optimal value (a policy, not just a number)
+    np.testing.assert_allclose(regularised_value(mdp, sol.policy, tau, reference=ref), sol.V)
+
+
+def test_soft_policy_is_softmax_of_q_over_tau_for_the_uniform_reference():
+    from theorylab.algorithms.planning.soft_value_iteration import soft_value_iteration
+
+    mdp, _ = _random_mdp(1)
+    sol = soft_value_iteration(mdp, 0.3)
+    e = np.exp((sol.Q - sol.Q.max(1, keepdims=True)) / 0.3)
+    np.testing.assert_allclose(sol.policy, e / e.sum(1, keepdims=True), atol=1e-12)
+
+
+def test_soft_vi_through_tl_run():
+    res = tl.run("soft-vi", "random:S=5,A=3,gamma=0.9", iterations=300, tau=0.1)
+    assert res.target_gap[-1] < 1e-12
+    assert abs(res.regularised[-1] - res.target_value) < 1e-9
+    assert res.objective[-1] >= res.regularised[-1]  # J >= J_tau (the KL is >= 0)
+
+
+@pytest.mark.parametrize(
+    "problem, kwargs, message",
+    [
+        ("random:S=4,A=2,gamma=0.9", {"iterations": 3, "tau": 0.0}, "tau must be a finite"),
+        ("random:S=4,A=2", {"iterations": 3}, "stated for discounted MDPs"),
+    ],
+)
+def test_soft_vi_bad_input(problem, kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tl.run("soft-vi", problem, **kwargs)
+
+
+# ------------------------------------------------------------------ TRPO
+def test_penalty_constant_is_the_papers():
+    from theorylab.algorithms.policy_optimization.trpo import penalty_constant
+
+    A = np.array([[0.3, -0.7], [0.1, 0.2]])
+    gamma = 0.9
+    assert penalty_constant(A, gamma) == pytest.approx(4 * 0.7 * 0.9 / (1 - 0.9) ** 2)
+
+
+def test_surrogate_matches_eta_at_the_old_policy_and_its_gradient():
+    """L_pi(pi) = eta(pi), and grad L = grad eta at pi (finite differences of the exact eta)."""
+    from theorylab.algorithms.planning.advantage import policy_advantage, surrogate
+    from theorylab.algorithms.policy_optimization.trpo import log_linear_policy
+
+    mdp, _ = _random_mdp(3)
+    phi = np.random.default_rng(4).standard_normal((mdp.S, mdp.A, 3))
+    theta = np.array([0.2, -0.4, 0.7])
+    adv = policy_advantage(mdp, log_linear_policy(theta, phi))
+    assert surrogate(adv, log_linear_policy(theta, phi)) == pytest.approx(adv.eta, abs=1e-12)
+    for j in range(3):
+        e = np.zeros(3)
+        e[j] = 1e-6
+        d_eta = (
+            policy_advantage(mdp, log_linear_policy(theta + e, phi)).eta
+            - policy_advantage(mdp, log_linear_policy(theta - e, phi)).eta
+        ) / 2e-6
+        d_l = (
+            surrogate(adv, log_linear_policy(theta + e, phi))
+            - surrogate(adv, log_linear_policy(theta - e, phi))
+        ) / 2e-6
+        assert d_l == pytest.approx(d_eta, abs=1e-6)
+
+
+def test_trpo_penalty_is_monotone_and_the_trap_is_not_without_penalty():
+    from theorylab.validations.claims.policy_optimization import trap_instance
+
+    res = tl.run("trpo-penalty", "random:S=4,A=2,gamma=0.9", iterations=3)
+    assert np.all(np.diff(res.objective) >= -1e-12)
+    trap, phi = trap_instance()
+    safe = tl.run("trpo-penalty", trap, iterations=2, features=phi, init=-3.0)
+    assert np.all(np.diff(safe.objective) > 0)
+    greedy = tl.run("trpo-penalty", trap, iterations=1, features=phi, init=-3.0, c_scale=0.0)
+    assert greedy.objective[1] < greedy.objective[0] - 4  # 5.42 -> 1.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"iterations": 2, "c_scale": -1.0}, "c_scale must be a finite number >= 0"),
+        ({"iterations": 2, "features": 0}, "features must be 'tabular' or a positive int"),
+        ({"iterations": 2, "features": np.zeros((2, 2, 1))}, "features array must have shape"),
+    ],
+)
+def test_trpo_penalty_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tl.run("trpo-penalty", "random:S=4,A=2,gamma=0.9", **kwargs)

@@ -604,6 +604,7 @@ def plot_lines(
     ylabel: str,
     title: str = "",
     logx: bool = False,
+    logy: bool = False,
     path: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
@@ -613,9 +614,11 @@ def plot_lines(
     ax = new_axes() if own else ax
     for (label, y), color in zip(curves.items(), _colors(len(curves)), strict=True):
         ax.plot(x, y, color=color, marker="o", markersize=3, label=label)
-    _finish(ax, xlabel, ylabel, title, log="x" if logx else "", legend="below")
+    log = ("x" if logx else "") + ("y" if logy else "")
+    _finish(ax, xlabel, ylabel, title, log=log, legend="below")
     if own and path:
         save_figure(ax.figure, path)
+    return ax
 
 
 def plot_regularised_values(

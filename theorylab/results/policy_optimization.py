@@ -11,7 +11,8 @@ import numpy as np
 
 from theorylab.results.base import Result, register_result
 
-_ARRAYS = ("objective", "regularised", "entropy", "target_gap")
+_ARRAYS = ("objective", "regularised", "entropy", "target_gap", "policies")
+_CURVES = _ARRAYS[:4]
 _LABELS = {
     "objective": "objective (E r or J)",
     "regularised": "regularised objective",
@@ -24,7 +25,7 @@ _LABELS = {
 @dataclass
 class PolicyOptimizationResult(Result):
     """objective, regularised, entropy, target_gap: ``(K+1,)`` exact metrics of the iterates
-    (prompts or start states averaged; see
+    (prompts or start states averaged); policies: the iterates ``(K+1, ...)`` (see
     :class:`theorylab.algorithms.policy_optimization.path.PolicyPath`); target_value: the
     regularised objective of the stated limit (NaN where the algorithm states none)."""
 
@@ -32,6 +33,7 @@ class PolicyOptimizationResult(Result):
     regularised: np.ndarray
     entropy: np.ndarray
     target_gap: np.ndarray
+    policies: np.ndarray
     target_value: float
     wall_seconds: float
     config: dict[str, Any] = field(default_factory=dict)
@@ -83,15 +85,18 @@ class PolicyOptimizationResult(Result):
 
     def frame_columns(self) -> dict[str, np.ndarray]:
         """One row per iterate."""
-        return {"iteration": np.arange(self.objective.size), **self.arrays()}
+        return {
+            "iteration": np.arange(self.objective.size),
+            **{name: np.asarray(getattr(self, name)) for name in _CURVES},
+        }
 
     def plot(self, path=None, *, ax=None, metric: str = "target_gap", **kwargs):
         """One exact curve against k: ``metric`` in objective, regularised, entropy,
         target_gap (default; log scale)."""
         from theorylab.plotting import new_axes, plot_policy_path
 
-        if metric not in _ARRAYS:
-            raise ValueError(f"metric must be one of {', '.join(_ARRAYS)}, got {metric!r}")
+        if metric not in _CURVES:
+            raise ValueError(f"metric must be one of {', '.join(_CURVES)}, got {metric!r}")
         ax = new_axes() if ax is None else ax
         title = kwargs.pop(
             "title", f"{self.config.get('algorithm')} on {self.config.get('problem')}"

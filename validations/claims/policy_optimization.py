@@ -153,3 +153,332 @@ register_validation(
     controls=("kl-pg-reward-only-gradient",),
     papers=KL_BAYES_PAPERS,
 )
+
+
+# ------------------------------------------------------------------------- 2. the policy cliff
+def tied_instance(rng: np.random.Generator, S: int, A: int, gamma: float):
+    """A random MDP whose last action copies action 0 (same P row, same reward) everywhere,
+    redrawn until action 0 is optimal somewhere: returns (mdp, the tied optimal states)."""
+    from theorylab.algorithms.planning.value_iteration import value_iteration
+    from theorylab.mdps import TabularMDP
+
+    while True:
+        P = rng.dirichlet(np.ones(S), size=(S, A))
+        R = rng.uniform(0.2, 0.8, size=(S, A))
+        P[:, -1], R[:, -1] = P[:, 0], R[:, 0]
+        mdp = TabularMDP(P, R, np.ones(S) / S, gamma=gamma)
+        Q = np.asarray(value_iteration(mdp, tol=1e-13).Q)
+        Q = Q[0] if Q.ndim == 3 else Q
+        tied = np.flatnonzero(Q[:, 0] >= Q.max(axis=1) - 1e-9)
+        if tied.size:
+            return mdp, tied
+
+
+@dataclass(frozen=True)
+class PolicyCliff:
+    name: str = "policy-cliff-entropy-stability"
+    statement: str = (
+        "The reward -> optimal policy map (Xu 2025, 'The Policy Cliff'), on random discounted "
+        "MDPs (S = 5, A = 3, gamma = 0.9) whose last action copies action 0, with action 0 "
+        "optimal at some state: (i) the argmax optimal policy jumps by ||Delta pi(s)||_1 = 2 at a "
+        "tied state under a reward perturbation of size delta = 1e-2, 1e-5 and 1e-8 (no Lipschitz "
+        "constant); (ii) the entropy-regularised optimum pi*_tau (soft-vi through tl.run, checked "
+        "against the occupancy convex programme to 1e-7) is Lipschitz: for tau in a log grid over "
+        "[1e-3, 1], the measured constant L(tau) = max over perturbation directions (the tie's "
+        "two and random sign patterns) of max_s ||Delta pi(s)||_1 / ||Delta r||_inf (finite "
+        "differences, step 1e-6) is at most the derived bound 1 / (tau (1 - gamma)); at the three "
+        "smallest tau, tau L(tau) lies in [0.9, 1.1] (the constant is 1/tau, attained at the tie) "
+        "and the log-log slope of L lies in [-1.1, -0.9]; (iii) the mean entropy of pi*_tau "
+        "increases strictly with tau. Quick: 2 MDPs, 5 taus, 4 random directions; full: 10 MDPs, "
+        "13 taus, 10 random directions."
+    )
+    scales: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "quick": {"mdps": 2, "taus": 5, "directions": 4},
+            "full": {"mdps": 10, "taus": 13, "directions": 10},
+        }
+    )
+    gamma: float = 0.9
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0):
+        import theorylab as tl
+        from theorylab.algorithms.dual.behaviour_kl import solve_behaviour_kl
+        from theorylab.algorithms.policy_optimization import policy_cliff as pc
+
+        if scale not in self.scales:
+            raise ValueError(
+                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
+            )
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        g = self.gamma
+        rng = np.random.default_rng(seed + 4)
+        taus = np.logspace(-3, 0, cfg["taus"])
+        eps = 1e-6
+        jumps, bound_ok, solver_err = [], True, 0.0
+        worst_ratio, small_tau_products, slopes, entropy_up = 0.0, [], [], True
+        curves = {}
+        for i in range(cfg["mdps"]):
+            mdp, tied = tied_instance(rng, 5, 3, g)
+            R = mdp.reward(0).copy()
+            s = int(tied[0])
+            base = pc.greedy_optimum_of_reward(mdp, R)
+            for delta in (1e-2, 1e-5, 1e-8):
+                bumped = R.copy()
+                bumped[s, -1] += delta
+                moved = pc.greedy_optimum_of_reward(mdp, bumped)
+                jumps.append(float(np.abs(moved[s] - base[s]).sum()))
+            run = tl.run("soft-vi", mdp, iterations=400, tau=0.05)
+            ref = np.full((mdp.S, mdp.A), 1.0 / mdp.A)
+            cv = solve_behaviour_kl(mdp, ref, 0.05)["value"]
+            solver_err = max(solver_err, abs(run.target_value - cv), abs(run.regularised[-1] - cv))
+            directions = [np.zeros_like(R) for _ in range(2)]
+            directions[0][:, -1], directions[0][:, 0] = 1.0, -1.0  # the tie's worst direction
+            directions[1][s, -1] = 1.0
+            directions += [rng.choice([-1.0, 1.0], size=R.shape) for _ in range(cfg["directions"])]
+            L, H = [], []
+            for tau in taus:
+                pi0 = pc.soft_optimum_of_reward(mdp, R, tau)
+                H.append(float(pc.policy_entropy(pi0).mean()))
+                worst = 0.0
+                for d in directions:
+                    pi1 = pc.soft_optimum_of_reward(mdp, R + eps * d, tau)
+                    worst = max(worst, float(np.abs(pi1 - pi0).sum(axis=1).max()) / eps)
+                L.append(worst)
+            L = np.array(L)
+            bound = 1.0 / (taus * (1.0 - g))
+            bound_ok &= bool(np.all(L <= bound * (1 + 1e-4)))
+            worst_ratio = max(worst_ratio, float(np.max(L / bound)))
+            small_tau_products += (taus[:3] * L[:3]).tolist()
+            slopes.append(float(np.polyfit(np.log(taus[:3]), np.log(L[:3]), 1)[0]))
+            entropy_up &= bool(np.all(np.diff(H) > 0))
+            if i == 0:
+                curves = {"L(tau)": L, "bound 1/(tau (1 - gamma))": bound, "entropy": np.array(H)}
+        prods, sl = np.array(small_tau_products), np.array(slopes)
+        checks = [
+            Check(
+                "the argmax policy jumps at a tie (the cliff)",
+                bool(np.all(np.abs(np.array(jumps) - 2.0) < 1e-12)),
+                f"||Delta pi(s)||_1 at the tied state for delta in (1e-2, 1e-5, 1e-8): "
+                f"{sorted(set(round(j, 12) for j in jumps))} (2 = a full jump)",
+                {"jumps": jumps},
+            ),
+            Check(
+                "soft-vi's pi*_tau is the regularised optimum",
+                solver_err <= 1e-7,
+                f"|J_tau(soft-vi) - occupancy convex programme| <= {solver_err:.1e} (tau = 0.05, "
+                "tolerance 1e-7)",
+                {"solver_error": solver_err},
+            ),
+            Check(
+                "L(tau) <= 1 / (tau (1 - gamma))",
+                bound_ok,
+                f"max L(tau) / bound = {worst_ratio:.3f} over {cfg['mdps']} MDPs x "
+                f"{len(taus)} taus",
+                {"max_ratio": worst_ratio},
+            ),
+            Check(
+                "the constant is ~ 1/tau",
+                bool(np.all((prods >= 0.9) & (prods <= 1.1)) and np.all(np.abs(sl + 1) <= 0.1)),
+                f"tau L(tau) at the three smallest taus: min {prods.min():.4f}, max "
+                f"{prods.max():.4f} (range [0.9, 1.1]); log-log slopes {sl.min():.3f} .. "
+                f"{sl.max():.3f} (range [-1.1, -0.9])",
+                {"tau_L": prods.tolist(), "slopes": sl.tolist()},
+            ),
+            Check(
+                "entropy increases with tau",
+                entropy_up,
+                f"mean entropy of pi*_tau strictly increasing over the tau grid on every MDP: "
+                f"{entropy_up}",
+            ),
+        ]
+        if plot and curves:
+            from theorylab.plotting import plot_lines
+
+            ax = plot_lines(
+                taus,
+                curves,
+                xlabel="tau",
+                ylabel="Lipschitz constant / entropy (nats)",
+                title="The reward -> policy map of pi*_tau (first MDP)",
+                logx=True,
+                logy=True,
+            )
+            save_claim_figure(ax, plot)
+        return _report(
+            self.name,
+            self.statement,
+            scale,
+            checks,
+            t0,
+            {**cfg, "gamma": g, "seed": seed},
+            figure=plot or None,
+        )
+
+
+register_validation(PolicyCliff(), controls=("soft-optimum-hardmax",), papers=("002-004#F4",))
+
+
+# ------------------------------------------------------------------ 3. TRPO's monotone improvement
+def trap_instance():
+    """Two states, one shared feature (phi(s, 1) = 1, phi(s, 0) = 0): at state 0 action 1 pays 1
+    and leads to state 1, action 0 pays 0.5 and stays; at state 1 action 0 pays 1 and returns,
+    action 1 pays 0 and stays. From pi_0(1|s) = sigmoid(-3) the visited state 0 says "more action
+    1", which the shared parameter also applies at the barely visited state 1 -- the surrogate
+    maximiser without a penalty walks into the trap (eta 5.42 -> 1)."""
+    from theorylab.mdps import TabularMDP
+
+    P = np.zeros((2, 2, 2))
+    P[0, 0, 0] = P[0, 1, 1] = P[1, 0, 0] = P[1, 1, 1] = 1.0
+    R = np.array([[0.5, 1.0], [1.0, 0.0]])
+    phi = np.zeros((2, 2, 1))
+    phi[:, 1, 0] = 1.0
+    return TabularMDP(P, R, np.array([1.0, 0.0]), gamma=0.9, name="trpo-trap"), phi
+
+
+@dataclass(frozen=True)
+class TRPOMonotoneImprovement:
+    name: str = "trpo-monotone-improvement"
+    statement: str = (
+        "TRPO's Algorithm 1 (Schulman et al. 2015; trpo-penalty through tl.run): every step "
+        "maximising L_pi(pi~) - C max_s KL(pi(s) || pi~(s)) with C = 4 eps gamma / (1 - gamma)^2, "
+        "eps = max |A_pi|, improves the exact discounted return: eta(pi_{k+1}) >= eta(pi_k) - "
+        "1e-12 on every iteration, on random MDPs (S = 5, A = 3, gamma = 0.9) with tabular and "
+        "with 2 random features, and on a two-state trap whose shared feature misleads the "
+        "unpenalised surrogate; Theorem 1's bound eta(pi_{k+1}) >= L_pi_k(pi_{k+1}) - C "
+        "D_KL^max holds at every step (exact eta, L by its formula); every run improves "
+        "(eta_K > eta_0); and small-step TRPO (max L s.t. the rho-averaged KL <= delta) is the "
+        "natural-gradient step sqrt(2 delta / g'F^-1 g) F^-1 g: relative error <= 0.05 at "
+        "delta = 1e-5, falling with delta (delta in 1e-3, 1e-4, 1e-5; 4 random features). "
+        "Quick: 2 MDPs, K = 4; full: 8 MDPs, K = 10."
+    )
+    scales: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {"quick": {"mdps": 2, "K": 4}, "full": {"mdps": 8, "K": 10}}
+    )
+    gamma: float = 0.9
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0):
+        import theorylab as tl
+        from theorylab.algorithms.planning.lp import occupancy_measure
+        from theorylab.algorithms.policy_optimization import trpo
+
+        if scale not in self.scales:
+            raise ValueError(
+                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
+            )
+        t0 = time.perf_counter()
+        cfg, g = self.scales[scale], self.gamma
+        rng = np.random.default_rng(seed + 61)
+        from theorylab.mdps import TabularMDP
+
+        runs = []  # (label, mdp, PolicyOptimizationResult)
+        for i in range(cfg["mdps"]):
+            S, A = 5, 3
+            mdp = TabularMDP(
+                rng.dirichlet(np.ones(S), size=(S, A)), rng.uniform(size=(S, A)),
+                np.ones(S) / S, gamma=g, name=f"random MDP {i}",
+            )  # fmt: skip
+            for feats in ("tabular", 2):
+                res = tl.run(
+                    "trpo-penalty", mdp, iterations=cfg["K"], features=feats, seed=seed + i
+                )
+                runs.append((f"{mdp.name}, {feats} features", mdp, res))
+        trap, phi = trap_instance()
+        res = tl.run("trpo-penalty", trap, iterations=cfg["K"], features=phi, init=-3.0)
+        runs.append(("trap", trap, res))
+        worst_step, worst_slack, gains = np.inf, np.inf, []
+        for _, mdp, res in runs:
+            eta = res.objective
+            worst_step = min(worst_step, float(np.min(np.diff(eta))))
+            gains.append(float(eta[-1] - eta[0]))
+            pis = res.policies
+            for k in range(len(pis) - 1):
+                old, new = pis[k], pis[k + 1]
+                V = value_of(mdp, old)
+                Q = mdp.reward(0) + g * mdp.expected_next(V)
+                adv = Q - V[:, None]
+                rho = occupancy_measure(mdp, old, gamma=g).sum(1) / (1 - g)
+                L = float(V @ mdp.mu0 + (rho[:, None] * new * adv).sum())
+                C = 4 * np.abs(adv).max() * g / (1 - g) ** 2  # Theorem 1, written out here
+                kl = float((old * np.log(old / new)).sum(1).max())
+                worst_slack = min(worst_slack, float(eta[k + 1] - (L - C * kl)))
+        # small-step TRPO = natural gradient
+        nat_errors = []
+        for _ in range(2):
+            S, A = 5, 3
+            mdp = TabularMDP(
+                rng.dirichlet(np.ones(S), size=(S, A)), rng.uniform(size=(S, A)),
+                np.ones(S) / S, gamma=g,
+            )  # fmt: skip
+            phi4 = rng.standard_normal((S, A, 4))
+            theta = rng.standard_normal(4)
+            nat = trpo.natural_gradient(mdp, theta, phi4)
+            pi = trpo.log_linear_policy(theta, phi4)
+            V = value_of(mdp, pi)
+            adv = mdp.reward(0) + g * mdp.expected_next(V) - V[:, None]
+            rho = occupancy_measure(mdp, pi, gamma=g).sum(1) / (1 - g)
+            psi = phi4 - np.einsum("sa,sad->sd", pi, phi4)[:, None, :]
+            grad = np.einsum("s,sa,sad->d", rho, pi * adv, psi)  # the policy-gradient theorem
+            errs = []
+            for delta in (1e-3, 1e-4, 1e-5):
+                want = np.sqrt(2 * delta / (grad @ nat)) * nat
+                step = trpo.trust_region_step(mdp, theta, phi4, delta) - theta
+                errs.append(float(np.linalg.norm(step - want) / np.linalg.norm(want)))
+            nat_errors.append(errs)
+        ne = np.array(nat_errors)
+        checks = [
+            Check(
+                "eta(pi_{k+1}) >= eta(pi_k) on every iteration",
+                worst_step >= -1e-12,
+                f"min eta(pi_{{k+1}}) - eta(pi_k) = {worst_step:.3e} over {len(runs)} runs x "
+                f"{cfg['K']} steps (tolerance -1e-12)",
+                {"min_increment": worst_step},
+            ),
+            Check(
+                "Theorem 1: eta(pi_new) >= L_pi_old(pi_new) - C D_KL^max",
+                worst_slack >= -1e-10,
+                f"min slack {worst_slack:.3e} (tolerance -1e-10)",
+                {"min_slack": worst_slack},
+            ),
+            Check(
+                "every run improves",
+                bool(min(gains) > 1e-6),
+                f"eta_K - eta_0: min {min(gains):.3e}, max {max(gains):.3e}",
+                {"gains": gains},
+            ),
+            Check(
+                "small-step TRPO = natural gradient step",
+                bool(np.all(ne[:, -1] <= 0.05) and np.all(ne[:, -1] < ne[:, 0])),
+                "relative error of the trust-region step against sqrt(2 delta / g'F^-1 g) "
+                f"F^-1 g at delta = 1e-3, 1e-4, 1e-5: {np.round(ne, 4).tolist()}",
+                {"errors": ne.tolist()},
+            ),
+        ]
+        if plot:
+            from theorylab.plotting import plot_policy_path
+
+            ax = plot_policy_path(
+                {label: r.objective for label, _, r in runs[:3] + runs[-1:]},
+                ylabel="eta(pi_k) (exact)",
+                title="TRPO's penalised step (Algorithm 1): monotone improvement",
+            )
+            save_claim_figure(ax, plot)
+        return _report(
+            self.name,
+            self.statement,
+            scale,
+            checks,
+            t0,
+            {**cfg, "gamma": g, "seed": seed},
+            figure=plot or None,
+        )
+
+
+def value_of(mdp, policy: np.ndarray) -> np.ndarray:
+    """V^pi (S,) by the linear solve."""
+    from theorylab.algorithms.planning.evaluation import evaluate_discounted
+
+    return evaluate_discounted(mdp, policy)
+
+
+register_validation(TRPOMonotoneImprovement(), controls=("trpo-penalty-zero",), papers=("000#61",))
