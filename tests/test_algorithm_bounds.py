@@ -43,6 +43,7 @@ NO_THEOREM = {
     "kl-pg",
     "soft-vi",
     "trpo-penalty",
+    "best-of-n",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

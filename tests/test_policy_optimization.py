@@ -232,3 +232,51 @@ def test_trpo_penalty_is_monotone_and_the_trap_is_not_without_penalty():
 def test_trpo_penalty_bad_input(kwargs, message):
     with pytest.raises(ValueError, match=message):
         tl.run("trpo-penalty", "random:S=4,A=2,gamma=0.9", **kwargs)
+
+
+# ------------------------------------------------------------------ best-of-N
+def _enumerate(lm):
+    """Every sequence's probability and reward, by brute force (tiny n)."""
+    import itertools
+
+    seqs = list(itertools.product(range(len(lm.p)), repeat=lm.n))
+    prob = np.array([np.prod(lm.p[list(y)]) for y in seqs])
+    reward = np.array([lm.w[list(y)].sum() for y in seqs])
+    return prob, reward
+
+
+def test_level_distribution_and_best_of_n_by_enumeration():
+    import itertools
+
+    from theorylab.algorithms.policy_optimization.alignment_asymptotics import best_of_n_levels
+    from theorylab.mdps import make
+
+    lm = make("memoryless-lm:V=3,n=3,m=2,seed=1")
+    prob, reward = _enumerate(lm)
+    want = np.bincount(reward, weights=prob, minlength=lm.levels.size)
+    np.testing.assert_allclose(lm.level_distribution(), want, atol=1e-15)
+    # best of N = 2 with uniform tie-breaking: enumerate the pairs
+    bon = np.zeros(lm.levels.size)
+    for i, j in itertools.product(range(prob.size), repeat=2):
+        bon[max(reward[i], reward[j])] += prob[i] * prob[j]
+    np.testing.assert_allclose(best_of_n_levels(lm, 2), bon, atol=1e-15)
+
+
+def test_frontier_is_the_constrained_optimum_and_best_of_n_stays_below():
+    from theorylab.algorithms.policy_optimization.alignment_asymptotics import frontier
+    from theorylab.validations.claims.policy_optimization import cvxpy_frontier
+
+    res = tl.run("best-of-n", "memoryless-lm:V=3,n=6", iterations=8)
+    assert np.all(res.objective <= res.regularised + 1e-9)
+    lm = __import__("theorylab.mdps", fromlist=["make"]).make("memoryless-lm:V=3,n=6")
+    for budget in (0.1, 1.0):
+        assert frontier(lm, budget)[1] == pytest.approx(cvxpy_frontier(lm, budget), abs=1e-6)
+
+
+def test_best_of_n_bad_input():
+    with pytest.raises(ValueError, match="memoryless LM"):
+        tl.run("best-of-n", "tokentree:V=2,L=2", iterations=2)
+    with pytest.raises(ValueError, match="iterations must be in 1..60"):
+        tl.run("best-of-n", "memoryless-lm:n=4", iterations=61)
+    with pytest.raises(ValueError, match="need V >= 2"):
+        tl.run("best-of-n", "memoryless-lm:V=1", iterations=2)

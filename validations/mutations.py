@@ -53,6 +53,8 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   (``theorylab.algorithms.policy_optimization.policy_cliff.soft_optimum_of_reward``);
 * ``trpo-penalty-zero``: TRPO's penalty constant C = 4 eps gamma / (1 - gamma)^2 replaced by 0
   (``theorylab.algorithms.policy_optimization.trpo.penalty_constant``);
+* ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
+  direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
   half-step dropped);
 * ``recoil-reference-without-expert``: ReCOIL's reference mixture ``beta d^E + (1 - beta) d^S``
@@ -448,6 +450,17 @@ def trpo_penalty_zero(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def tilted_frontier_reverse_kl(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import alignment_asymptotics as aa
+
+    def reverse(lm, lam):  # the bug: KL(p || q_lambda) where KL(q_lambda || p) belongs
+        return aa.kl_levels(lm.level_distribution(), aa.tilted_levels(lm, lam))
+
+    with _patched(aa, "tilted_kl", reverse):
+        yield
+
+
+@contextlib.contextmanager
 def dualdice_behaviour_policy(claim=None) -> Iterator[None]:
     from theorylab.algorithms.dual import dualdice
 
@@ -762,6 +775,14 @@ MUTATIONS = (
             "mutation",
             "TRPO's Algorithm 1 with C = 0 (the surrogate maximised without its KL penalty)",
             trpo_penalty_zero,
+        )
+    ),
+    register_control(
+        Control(
+            "tilted-frontier-reverse-kl",
+            "mutation",
+            "the tilted frontier's budget measured as KL(p || q_lambda), the reverse direction",
+            tilted_frontier_reverse_kl,
         )
     ),
     register_control(

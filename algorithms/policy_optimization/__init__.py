@@ -11,10 +11,13 @@ records it. Registered:
   entropy-regularised optimum whose stability in the reward the Policy Cliff paper analyses
   (Xu 2025; seed row 002-004#F4);
 * ``trpo-penalty`` (:mod:`.trpo`): TRPO's Algorithm 1, the KL-penalised surrogate step with the
-  constant of Theorem 1, on log-linear policies (Schulman et al. 2015; seed row 000#61).
+  constant of Theorem 1, on log-linear policies (Schulman et al. 2015; seed row 000#61);
+* ``best-of-n`` (:mod:`.alignment_asymptotics`): best-of-N against the tilted KL-constrained
+  optimum on a memoryless LM (Yang et al. 2024; seed row 000#64).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
+    alignment_asymptotics,
     kl_bayesian_inference,
     policy_cliff,
     trpo,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import minimize
+from scipy.special import logsumexp
 
 from theorylab.algorithms.planning.advantage import policy_advantage, surrogate
 from theorylab.algorithms.policy_optimization.path import PolicyPath
@@ -42,12 +43,16 @@ def penalty_constant(A: np.ndarray, gamma: float) -> float:
     return 4.0 * float(np.max(np.abs(A))) * gamma / (1.0 - gamma) ** 2
 
 
+def log_linear_logpolicy(theta: np.ndarray, phi: np.ndarray) -> np.ndarray:
+    """log pi_theta (S, A) from theta (d,) and features phi (S, A, d) (finite even where
+    pi_theta underflows)."""
+    z = phi @ theta
+    return z - logsumexp(z, axis=1, keepdims=True)
+
+
 def log_linear_policy(theta: np.ndarray, phi: np.ndarray) -> np.ndarray:
     """pi_theta (S, A) from theta (d,) and features phi (S, A, d)."""
-    z = phi @ theta
-    z = z - z.max(axis=1, keepdims=True)
-    e = np.exp(z)
-    return e / e.sum(axis=1, keepdims=True)
+    return np.exp(log_linear_logpolicy(theta, phi))
 
 
 def features(mdp, spec, seed: int = 0) -> np.ndarray:
@@ -69,9 +74,9 @@ def features(mdp, spec, seed: int = 0) -> np.ndarray:
     return np.random.default_rng(seed).standard_normal((mdp.S, mdp.A, int(spec)))
 
 
-def max_kl(old: np.ndarray, new: np.ndarray) -> float:
-    """max_s KL(old(.|s) || new(.|s)) for full-support policies (S, A)."""
-    return float((old * (np.log(old) - np.log(new))).sum(axis=1).max())
+def state_kl(old: np.ndarray, log_new: np.ndarray) -> np.ndarray:
+    """KL(old(.|s) || new(.|s)) per state (S,), from old (S, A) > 0 and log new (S, A)."""
+    return (old * (np.log(old) - log_new)).sum(axis=1)
 
 
 def penalised_step(mdp, theta: np.ndarray, phi: np.ndarray, c_scale: float = 1.0):
@@ -82,15 +87,15 @@ def penalised_step(mdp, theta: np.ndarray, phi: np.ndarray, c_scale: float = 1.0
     C = c_scale * penalty_constant(adv.A, mdp.gamma)
 
     def negative_m(th):
-        new = log_linear_policy(th, phi)
-        return -(surrogate(adv, new) - C * max_kl(pi, new))
+        log_new = log_linear_logpolicy(th, phi)
+        return -(surrogate(adv, np.exp(log_new)) - C * float(state_kl(pi, log_new).max()))
 
     def gradient(th):  # a (sub)gradient of -M: the KL term at its arg-max state
         new = log_linear_policy(th, phi)
         mean_new = np.einsum("sa,sad->sd", new, phi)
         psi = phi - mean_new[:, None, :]
         g_l = np.einsum("s,sa,sad->d", adv.rho, new * adv.A, psi)
-        s = int(np.argmax((pi * (np.log(pi) - np.log(new))).sum(axis=1)))
+        s = int(np.argmax(state_kl(pi, log_linear_logpolicy(th, phi))))
         g_kl = mean_new[s] - pi[s] @ phi[s]
         return -(g_l - C * g_kl)
 
@@ -132,7 +137,7 @@ def trpo_penalty_iterates(
         pis.append(log_linear_policy(theta, phi))
         surrogates.append(m)
         penalties.append(C)
-        kls.append(max_kl(pis[-2], pis[-1]))
+        kls.append(float(state_kl(pis[-2], log_linear_logpolicy(theta, phi)).max()))
     etas = np.array([policy_advantage(mdp, p).eta for p in pis])
     with np.errstate(divide="ignore", invalid="ignore"):
         entropy = -np.where(np.stack(pis) > 0, np.stack(pis) * np.log(np.stack(pis)), 0.0)
@@ -173,8 +178,7 @@ def trust_region_step(mdp, theta: np.ndarray, phi: np.ndarray, delta: float) -> 
     w = adv.rho / adv.rho.sum()
 
     def mean_kl(th):
-        new = log_linear_policy(th, phi)
-        return float(w @ (pi * (np.log(pi) - np.log(new))).sum(axis=1))
+        return float(w @ state_kl(pi, log_linear_logpolicy(th, phi)))
 
     start = theta + 1e-3 * np.sqrt(delta) * natural_gradient(mdp, theta, phi)
     res = minimize(
