@@ -17,15 +17,13 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 
-from theorylab.validations.claim import Check, save_claim_figure
-from theorylab.validations.claim import finished_report as _report
+from theorylab.validations.claim import Check, ScaledClaim, save_claim_figure
 from theorylab.validations.registry import register_validation
 
 KL_BAYES_PAPERS = ("000#53", "002-004#F3")
@@ -41,7 +39,7 @@ def random_conditionals(rng: np.random.Generator, P: int, N: int, V: int) -> np.
 
 
 @dataclass(frozen=True)
-class KLPenaltyBayesianInference:
+class KLPenaltyBayesianInference(ScaledClaim):
     name: str = "kl-penalty-bayesian-inference"
     statement: str = (
         "KL-regularised RL is variational inference (Korbak, Perez & Buckley 2022): on a token "
@@ -65,16 +63,10 @@ class KLPenaltyBayesianInference:
     beta: float = 0.2
     step: float = 20.0  # stable at beta = 0.2 (kl_bayesian_inference's docstring)
 
-    def run(self, scale="quick", *, plot=None, progress=False, seed=0):
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
         import theorylab as tl
         from theorylab.mdps import make
 
-        if scale not in self.scales:
-            raise ValueError(
-                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
-            )
-        t0 = time.perf_counter()
-        cfg = self.scales[scale]
         spec = f"tokentree:V={cfg['V']},L={cfg['L']},prompts={cfg['prompts']},reward=random"
         task = make(f"{spec},ref=random,seed={seed}")  # the identity: a random prior
         flat = make(f"{spec},ref=uniform,seed={seed}")  # policy gradient: from the uniform prior
@@ -137,15 +129,7 @@ class KLPenaltyBayesianInference:
                 logy=True,
             )
             save_claim_figure(ax, plot)
-        return _report(
-            self.name,
-            self.statement,
-            scale,
-            checks,
-            t0,
-            {**cfg, "identity task": task.name, "gradient task": flat.name, "seed": seed},
-            figure=plot or None,
-        )
+        rep.checks.extend(checks)
 
 
 register_validation(
@@ -153,6 +137,14 @@ register_validation(
     controls=("kl-pg-reward-only-gradient",),
     papers=KL_BAYES_PAPERS,
 )
+
+
+def random_discounted_mdp(rng: np.random.Generator, S: int, A: int, gamma: float, name="random"):
+    """Dirichlet(1) transition rows, U(0, 1) rewards, uniform mu0."""
+    from theorylab.mdps import TabularMDP
+
+    P = rng.dirichlet(np.ones(S), size=(S, A))
+    return TabularMDP(P, rng.uniform(size=(S, A)), np.ones(S) / S, gamma=gamma, name=name)
 
 
 # ------------------------------------------------------------------------- 2. the policy cliff
@@ -175,7 +167,7 @@ def tied_instance(rng: np.random.Generator, S: int, A: int, gamma: float):
 
 
 @dataclass(frozen=True)
-class PolicyCliff:
+class PolicyCliff(ScaledClaim):
     name: str = "policy-cliff-entropy-stability"
     statement: str = (
         "The reward -> optimal policy map (Xu 2025, 'The Policy Cliff'), on random discounted "
@@ -200,17 +192,11 @@ class PolicyCliff:
     )
     gamma: float = 0.9
 
-    def run(self, scale="quick", *, plot=None, progress=False, seed=0):
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
         import theorylab as tl
         from theorylab.algorithms.dual.behaviour_kl import solve_behaviour_kl
         from theorylab.algorithms.policy_optimization import policy_cliff as pc
 
-        if scale not in self.scales:
-            raise ValueError(
-                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
-            )
-        t0 = time.perf_counter()
-        cfg = self.scales[scale]
         g = self.gamma
         rng = np.random.default_rng(seed + 4)
         taus = np.logspace(-3, 0, cfg["taus"])
@@ -305,15 +291,7 @@ class PolicyCliff:
                 logy=True,
             )
             save_claim_figure(ax, plot)
-        return _report(
-            self.name,
-            self.statement,
-            scale,
-            checks,
-            t0,
-            {**cfg, "gamma": g, "seed": seed},
-            figure=plot or None,
-        )
+        rep.checks.extend(checks)
 
 
 register_validation(PolicyCliff(), controls=("soft-optimum-hardmax",), papers=("002-004#F4",))
@@ -337,7 +315,7 @@ def trap_instance():
 
 
 @dataclass(frozen=True)
-class TRPOMonotoneImprovement:
+class TRPOMonotoneImprovement(ScaledClaim):
     name: str = "trpo-monotone-improvement"
     statement: str = (
         "TRPO's Algorithm 1 (Schulman et al. 2015; trpo-penalty through tl.run): every step "
@@ -357,27 +335,16 @@ class TRPOMonotoneImprovement:
     )
     gamma: float = 0.9
 
-    def run(self, scale="quick", *, plot=None, progress=False, seed=0):
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
         import theorylab as tl
         from theorylab.algorithms.planning.lp import occupancy_measure
         from theorylab.algorithms.policy_optimization import trpo
 
-        if scale not in self.scales:
-            raise ValueError(
-                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
-            )
-        t0 = time.perf_counter()
-        cfg, g = self.scales[scale], self.gamma
+        g = self.gamma
         rng = np.random.default_rng(seed + 61)
-        from theorylab.mdps import TabularMDP
-
         runs = []  # (label, mdp, PolicyOptimizationResult)
         for i in range(cfg["mdps"]):
-            S, A = 5, 3
-            mdp = TabularMDP(
-                rng.dirichlet(np.ones(S), size=(S, A)), rng.uniform(size=(S, A)),
-                np.ones(S) / S, gamma=g, name=f"random MDP {i}",
-            )  # fmt: skip
+            mdp = random_discounted_mdp(rng, 5, 3, g, name=f"random MDP {i}")
             for feats in ("tabular", 2):
                 res = tl.run(
                     "trpo-penalty", mdp, iterations=cfg["K"], features=feats, seed=seed + i
@@ -405,12 +372,8 @@ class TRPOMonotoneImprovement:
         # small-step TRPO = natural gradient
         nat_errors = []
         for _ in range(2):
-            S, A = 5, 3
-            mdp = TabularMDP(
-                rng.dirichlet(np.ones(S), size=(S, A)), rng.uniform(size=(S, A)),
-                np.ones(S) / S, gamma=g,
-            )  # fmt: skip
-            phi4 = rng.standard_normal((S, A, 4))
+            mdp = random_discounted_mdp(rng, 5, 3, g)
+            phi4 = rng.standard_normal((5, 3, 4))
             theta = rng.standard_normal(4)
             nat = trpo.natural_gradient(mdp, theta, phi4)
             pi = trpo.log_linear_policy(theta, phi4)
@@ -463,15 +426,7 @@ class TRPOMonotoneImprovement:
                 title="TRPO's penalised step (Algorithm 1): monotone improvement",
             )
             save_claim_figure(ax, plot)
-        return _report(
-            self.name,
-            self.statement,
-            scale,
-            checks,
-            t0,
-            {**cfg, "gamma": g, "seed": seed},
-            figure=plot or None,
-        )
+        rep.checks.extend(checks)
 
 
 def value_of(mdp, policy: np.ndarray) -> np.ndarray:
@@ -502,7 +457,7 @@ def cvxpy_frontier(lm, budget: float) -> float:
 
 
 @dataclass(frozen=True)
-class BestOfNTiltedFrontier:
+class BestOfNTiltedFrontier(ScaledClaim):
     name: str = "bon-approaches-tilted-frontier"
     statement: str = (
         "Best-of-N vs KL-constrained RL (Yang et al. 2024) on a memoryless LM (V = 3 tokens, "
@@ -524,17 +479,11 @@ class BestOfNTiltedFrontier:
         }
     )
 
-    def run(self, scale="quick", *, plot=None, progress=False, seed=0):
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
         import theorylab as tl
         from theorylab.algorithms.policy_optimization import alignment_asymptotics as aa
         from theorylab.mdps import make
 
-        if scale not in self.scales:
-            raise ValueError(
-                f"validation {self.name!r} has scales {sorted(self.scales)}, not {scale!r}"
-            )
-        t0 = time.perf_counter()
-        cfg = self.scales[scale]
         small = make(f"memoryless-lm:V=3,n=8,m=2,seed={seed}")
         closed_err = max(
             abs(aa.frontier(small, b)[1] - cvxpy_frontier(small, b)) for b in (0.05, 0.5, 2.0)
@@ -606,15 +555,7 @@ class BestOfNTiltedFrontier:
             ax.plot(kls, res.objective, "o", color="black", label="best-of-N")
             ax.legend(fontsize="small")
             save_claim_figure(ax, plot)
-        return _report(
-            self.name,
-            self.statement,
-            scale,
-            checks,
-            t0,
-            {**cfg, "seed": seed},
-            figure=plot or None,
-        )
+        rep.checks.extend(checks)
 
 
 register_validation(
