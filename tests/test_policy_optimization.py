@@ -120,16 +120,11 @@ def test_the_mutation_fails_the_claim():
 
 # ------------------------------------------------------------------ soft value iteration
 def _random_mdp(seed, S=5, A=3, gamma=0.9):
-    from theorylab.mdps import TabularMDP
+    """A random discounted MDP (the claims' generator) and a random reference policy."""
+    from theorylab.validations.claims.policy_optimization import random_discounted_mdp
 
     rng = np.random.default_rng(seed)
-    mdp = TabularMDP(
-        rng.dirichlet(np.ones(S), size=(S, A)),
-        rng.uniform(size=(S, A)),
-        np.ones(S) / S,
-        gamma=gamma,
-    )
-    return mdp, rng.dirichlet(np.ones(A), size=S)
+    return random_discounted_mdp(rng, S, A, gamma), rng.dirichlet(np.ones(A), size=S)
 
 
 @pytest.mark.parametrize("tau", [0.05, 0.5, 2.0])
