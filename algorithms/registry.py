@@ -162,6 +162,19 @@ register_kind(
 )
 register_kind(
     Kind(
+        "policy-optimization",
+        constructor_args=("problem",),
+        budget={
+            "iterations": "K, the number of exact policy-optimisation iterations (required; CLI "
+            "--iterations)",
+        },
+        runner="theorylab.runners.policy_optimization:run",
+        summary="a deterministic policy iteration on a model solved exactly; exact objective, "
+        "regularised objective, entropy and distance to the stated limit per iterate",
+    )
+)
+register_kind(
+    Kind(
         "imitation",
         constructor_args=("expert", "dataset"),
         budget={
@@ -364,6 +377,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.deep.transformer_registrations",
     "theorylab.algorithms.dual.registrations",
     "theorylab.algorithms.preference.registrations",
+    "theorylab.algorithms.policy_optimization",
 )
 
 

@@ -38,6 +38,12 @@ NO_THEOREM = {
     "pessimistic-mle-mdp",
     "inpo",
     "hedge-selfplay",
+    # issue 27 (helper klpo): KL-regularised policy optimisation on exact models; kl-pg's paper
+    # states an identity and a limit, not a rate (validations/claims/policy_optimization.py)
+    "kl-pg",
+    "soft-vi",
+    "trpo-penalty",
+    "best-of-n",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

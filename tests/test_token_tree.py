@@ -116,7 +116,7 @@ def test_bad_input():
         task.accuracy(np.zeros((2, 4)))
     with pytest.raises(ValueError, match="beta must be > 0, got 0"):
         task.soft_optimum(0.0)
-    with pytest.raises(ValueError, match="reward must be 'binary' or 'graded'"):
+    with pytest.raises(ValueError, match="reward must be 'binary', 'graded' or 'random'"):
         make("tokentree:reward=fuzzy")
     with pytest.raises(ValueError, match="too many"):
         make("tokentree:V=16,L=6")

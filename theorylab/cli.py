@@ -1020,7 +1020,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--ranking-size", type=int, help="plackett-luce feedback: K items per ranking (default 3)"
     )
-    q.add_argument("--iterations", type=int, help="preference-game: self-play iterations T")
+    q.add_argument(
+        "--iterations",
+        type=int,
+        help="preference-game: self-play iterations T; policy-optimization: iterations K",
+    )
     q.add_argument(
         "--design",
         choices=["uniform", "zjj-thm39"],

@@ -604,6 +604,7 @@ def plot_lines(
     ylabel: str,
     title: str = "",
     logx: bool = False,
+    logy: bool = False,
     path: str | None = None,
     ax: Axes | None = None,
 ) -> Axes:
@@ -613,9 +614,11 @@ def plot_lines(
     ax = new_axes() if own else ax
     for (label, y), color in zip(curves.items(), _colors(len(curves)), strict=True):
         ax.plot(x, y, color=color, marker="o", markersize=3, label=label)
-    _finish(ax, xlabel, ylabel, title, log="x" if logx else "", legend="below")
+    log = ("x" if logx else "") + ("y" if logy else "")
+    _finish(ax, xlabel, ylabel, title, log=log, legend="below")
     if own and path:
         save_figure(ax.figure, path)
+    return ax
 
 
 def plot_regularised_values(
@@ -726,4 +729,27 @@ def plot_regret_query_tradeoff(
         )
     xlabel, ylabel = "preference queries Q (mean over seeds)", "cumulative regret (mean over seeds)"
     _finish(ax, xlabel, ylabel, title, log="xy")
+    return ax
+
+
+# ------------------------------------------------------------------ exact policy optimisation
+def plot_policy_path(
+    curves: Mapping[str, np.ndarray],
+    *,
+    ylabel: str,
+    title: str = "",
+    logy: bool = False,
+    ax: Axes | None = None,
+    path: str | None = None,
+) -> Axes:
+    """Exact per-iterate curves of policy-optimisation runs: ``{label: (K+1,) values}`` against
+    the iteration k = 0..K (no bands: the values are exact). ``logy`` floors at 1e-16."""
+    own = ax is None
+    ax = new_axes() if own else ax
+    for (label, y), color in zip(curves.items(), _colors(len(curves)), strict=True):
+        y = np.asarray(y, dtype=float)
+        ax.plot(np.arange(y.size), np.maximum(y, 1e-16) if logy else y, color=color, label=label)
+    _finish(ax, "iteration k", ylabel, title, log="y" if logy else "", legend="below")
+    if own and path:
+        save_figure(ax.figure, path)
     return ax

@@ -46,6 +46,15 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``dualdice-behaviour-policy``: DualDICE's correction solved for the behaviour policy instead of
   the target, so it returns the behaviour value (a non-learning estimate whose error does not
   vanish with N);
+* ``kl-pg-reward-only-gradient``: ``kl-pg``'s exact gradient computed with beta = 0 (the KL term
+  dropped from the gradient, kept in the score;
+  ``theorylab.algorithms.policy_optimization.kl_bayesian_inference``);
+* ``soft-optimum-hardmax``: pi*_tau taken as the argmax of Q*_tau instead of its softmax
+  (``theorylab.algorithms.policy_optimization.policy_cliff.soft_optimum_of_reward``);
+* ``trpo-penalty-zero``: TRPO's penalty constant C = 4 eps gamma / (1 - gamma)^2 replaced by 0
+  (``theorylab.algorithms.policy_optimization.trpo.penalty_constant``);
+* ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
+  direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
   half-step dropped);
 * ``recoil-reference-without-expert``: ReCOIL's reference mixture ``beta d^E + (1 - beta) d^S``
@@ -420,6 +429,53 @@ def reps_eta_fixed(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def kl_pg_reward_only_gradient(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import kl_bayesian_inference as kb
+
+    original = kb.regularised_gradient
+
+    def reward_only(task, logits, beta):
+        return original(task, logits, 0.0)  # the bug: the KL term left out of the gradient
+
+    with _patched(kb, "regularised_gradient", reward_only):
+        yield
+
+
+@contextlib.contextmanager
+def soft_optimum_hardmax(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.planning.soft_value_iteration import soft_value_iteration
+    from theorylab.algorithms.policy_optimization import policy_cliff as pc
+
+    def hardmax(mdp, reward, tau):
+        Q = soft_value_iteration(mdp._replace(R=reward), tau, tol=1e-13).Q
+        return np.eye(mdp.A)[np.argmax(Q, axis=1)]  # the bug: argmax of Q_tau, not softmax
+
+    with _patched(pc, "soft_optimum_of_reward", hardmax):
+        yield
+
+
+@contextlib.contextmanager
+def trpo_penalty_zero(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import trpo
+
+    with _patched(trpo, "penalty_constant", lambda A, gamma: 0.0):  # the bug: no KL penalty
+        yield
+
+
+@contextlib.contextmanager
+def tilted_frontier_reverse_kl(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import alignment_asymptotics as aa
+
+    def reverse(lm, lam):  # the bug: KL(p || q_lambda) where KL(q_lambda || p) belongs
+        return aa.kl_levels(lm.level_distribution(), aa.tilted_levels(lm, lam))
+
+    with _patched(aa, "tilted_kl", reverse):
+        yield
+
+
+@contextlib.contextmanager
 def dualdice_behaviour_policy(claim=None) -> Iterator[None]:
     from theorylab.algorithms.dual import dualdice
 
@@ -705,6 +761,38 @@ MUTATIONS = (
             "mutation",
             "DualDICE's correction solved for the behaviour policy instead of the target",
             dualdice_behaviour_policy,
+        )
+    ),
+    register_control(
+        Control(
+            "kl-pg-reward-only-gradient",
+            "mutation",
+            "kl-pg's gradient without its KL term (plain policy gradient under a KL name)",
+            kl_pg_reward_only_gradient,
+        )
+    ),
+    register_control(
+        Control(
+            "soft-optimum-hardmax",
+            "mutation",
+            "the entropy-regularised optimum taken as the argmax of Q*_tau (a hardmax)",
+            soft_optimum_hardmax,
+        )
+    ),
+    register_control(
+        Control(
+            "trpo-penalty-zero",
+            "mutation",
+            "TRPO's Algorithm 1 with C = 0 (the surrogate maximised without its KL penalty)",
+            trpo_penalty_zero,
+        )
+    ),
+    register_control(
+        Control(
+            "tilted-frontier-reverse-kl",
+            "mutation",
+            "the tilted frontier's budget measured as KL(p || q_lambda), the reverse direction",
+            tilted_frontier_reverse_kl,
         )
     ),
     register_control(

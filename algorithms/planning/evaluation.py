@@ -62,10 +62,14 @@ def policy_values(
     return V[..., 0, :] @ mdp.mu0
 
 
-def evaluate_discounted(mdp, policy: np.ndarray, *, gamma: float | None = None) -> np.ndarray:
+def evaluate_discounted(
+    mdp, policy: np.ndarray, *, gamma: float | None = None, reward: np.ndarray | None = None
+) -> np.ndarray:
     """Exact discounted value ``V^pi (S,)`` of a stationary policy ``(S,)`` int or ``(S, A)``.
 
-    Solves ``(I - gamma P_pi) V = r_pi`` (sparse LU for sparse models).
+    Solves ``(I - gamma P_pi) V = r_pi`` (sparse LU for sparse models). ``reward (S, A)``
+    replaces the model's mean rewards (a regularised reward such as ``r - tau log(pi / ref)``,
+    which need not lie in [0, 1]).
     """
     g = gamma if gamma is not None else mdp.gamma
     if g is None:
@@ -86,7 +90,10 @@ def evaluate_discounted(mdp, policy: np.ndarray, *, gamma: float | None = None) 
     M = mdp.P_flat(0)
     # P_pi[s, s'] = sum_a pi(a|s) P(s'|s,a) = Pi @ P_flat with Pi (S, S*A) block-diagonal in s.
     Pi = sp.csr_array((pi.ravel(), np.arange(S * A), np.arange(0, S * A + 1, A)), shape=(S, S * A))
-    r_pi = (pi * mdp.reward(0)).sum(axis=1)
+    R = mdp.reward(0) if reward is None else np.asarray(reward, dtype=np.float64)
+    if R.shape != (S, A):
+        raise ValueError(f"reward must have shape ({S}, {A}), got {R.shape}")
+    r_pi = np.where(pi > 0, pi * R, 0.0).sum(axis=1)  # 0 * (-inf) log-ratios count as 0
     if mdp.sparse:
         P_pi = sp.csc_array(Pi @ M)
         return spla.spsolve(sp.eye(S, format="csc") - g * P_pi, r_pi)

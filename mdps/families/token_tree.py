@@ -59,7 +59,9 @@ def tokentree(
     ref: str = "uniform",
     seed: int = 0,
 ) -> TokenTreeTask:
-    """Prompts x L-token responses over V symbols; correct iff the tokens sum to the target."""
+    """Prompts x L-token responses over V symbols; correct iff the tokens sum to the target
+    (reward binary or graded), or, with reward=random, i.i.d. U(0, 1) rewards and the best
+    response correct."""
     if V < 2 or L < 1 or prompts < 1:
         raise ValueError(f"need V >= 2, L >= 1, prompts >= 1; got V={V}, L={L}, prompts={prompts}")
     if V**L * prompts > 5_000_000:
@@ -68,7 +70,13 @@ def tokentree(
     targets = rng.integers(0, L * (V - 1) + 1, size=prompts)
     t = np.arange(L)
     sums = ((np.arange(V**L)[:, None] // V ** (L - 1 - t)[None, :]) % V).sum(axis=1)  # (Y,)
-    correct, r = _sum_rewards(sums, targets, reward, L * (V - 1))
+    if reward == "random":  # i.i.d. U(0, 1) per (prompt, response): a unique best response
+        r = rng.uniform(size=(prompts, V**L))
+        correct = r >= r.max(axis=1, keepdims=True)
+    elif reward in ("binary", "graded"):
+        correct, r = _sum_rewards(sums, targets, reward, L * (V - 1))
+    else:
+        raise ValueError(f"reward must be 'binary', 'graded' or 'random', got {reward!r}")
     return TokenTreeTask(
         V,
         L,

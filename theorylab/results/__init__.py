@@ -3,7 +3,7 @@
 ``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
 (deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
 step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``ConstrainedResult``
-(KL-constrained solves),
+(KL-constrained solves), ``PolicyOptimizationResult`` (exact policy-optimisation iterations),
 ``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts). A new kind
 of result adds a module here and one import line below (``docs/architecture.md``).
 """
@@ -13,6 +13,7 @@ from theorylab.results.constrained import ConstrainedResult
 from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
 from theorylab.results.ope import OPEResult
+from theorylab.results.policy_optimization import PolicyOptimizationResult
 from theorylab.results.preference import PreferenceResult
 from theorylab.results.regret import RegretResult, RunResult
 from theorylab.results.suboptimality import SuboptimalityResult
@@ -24,6 +25,7 @@ __all__ = [
     "DeepResult",
     "DualResult",
     "OPEResult",
+    "PolicyOptimizationResult",
     "PreferenceResult",
     "RegretResult",
     "Result",

@@ -1,0 +1,24 @@
+"""KL-regularised policy optimisation on models solved exactly (seed-coverage family 7).
+
+Kind ``"policy-optimization"`` (:data:`~theorylab.algorithms.registry.KINDS`): an algorithm is
+``factory(problem, iterations, **params) -> PolicyPath`` (:mod:`.path`), a deterministic
+iteration scored exactly at every iterate; the runner ``theorylab.runners.policy_optimization``
+records it. Registered:
+
+* ``kl-pg`` (:mod:`.kl_bayesian_inference`): exact KL-regularised policy gradient on a token
+  tree (Korbak, Perez & Buckley 2022; seed rows 000#53, 002-004#F3);
+* ``soft-vi`` (:mod:`.policy_cliff`): soft value iteration on a discounted MDP, the
+  entropy-regularised optimum whose stability in the reward the Policy Cliff paper analyses
+  (Xu 2025; seed row 002-004#F4);
+* ``trpo-penalty`` (:mod:`.trpo`): TRPO's Algorithm 1, the KL-penalised surrogate step with the
+  constant of Theorem 1, on log-linear policies (Schulman et al. 2015; seed row 000#61);
+* ``best-of-n`` (:mod:`.alignment_asymptotics`): best-of-N against the tilted KL-constrained
+  optimum on a memoryless LM (Yang et al. 2024; seed row 000#64).
+"""
+
+from theorylab.algorithms.policy_optimization import (  # noqa: F401
+    alignment_asymptotics,
+    kl_bayesian_inference,
+    policy_cliff,
+    trpo,
+)

@@ -1,0 +1,36 @@
+"""What an exact policy-optimisation run returns: the exact metrics of every iterate.
+
+Every algorithm of kind ``"policy-optimization"`` (:mod:`theorylab.algorithms.policy_optimization`)
+runs a deterministic iteration pi_0, pi_1, ..., pi_K on a model it solves exactly and scores each
+iterate without sampling; the runner (``theorylab.runners.policy_optimization``) turns a
+:class:`PolicyPath` into a ``PolicyOptimizationResult``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class PolicyPath:
+    """Exact metrics of the iterates k = 0..K (each ``(K+1,)``, prompts or start states averaged).
+
+    objective: the unregularised objective (E r, or J(pi));
+    regularised: the objective the algorithm maximises (E r - beta KL(pi || ref), ...);
+    entropy: the policy's entropy (sequence entropy on a token tree), nats;
+    target_gap: KL(pi_k || the algorithm's stated limit) (NaN where it states none);
+    target_value: the regularised objective of that limit (NaN where none);
+    policies: the iterates themselves (``(K+1, ...)``: conditional log-probabilities);
+    config: the algorithm's settings, recorded with the result.
+    """
+
+    objective: np.ndarray
+    regularised: np.ndarray
+    entropy: np.ndarray
+    target_gap: np.ndarray
+    target_value: float
+    policies: np.ndarray
+    config: dict[str, Any] = field(default_factory=dict)
