@@ -242,6 +242,7 @@ def jin_q_learning(trajs, bonus, c=2.0, c1=1.0, c2=4.0):
     V = np.full((B, H + 1, S), float(H))
     V[:, H] = 0.0
     N, mu, sig, beta = (np.zeros((B, H, S, A)) for _ in range(4))
+    W_max = 0.0
     for tr in trajs:
         for b in range(B):
             for h in range(H):
@@ -261,6 +262,7 @@ def jin_q_learning(trajs, bonus, c=2.0, c1=1.0, c2=4.0):
                     mu[b, h, x, a] += v
                     sig[b, h, x, a] += v**2
                     W = max(sig[b, h, x, a] / t - (mu[b, h, x, a] / t) ** 2, 0.0)
+                    W_max = max(W_max, W)
                     new = min(
                         c1
                         * (math.sqrt(H / t * (W + H) * iota) + math.sqrt(H**7 * S * A) * iota / t),
@@ -270,14 +272,14 @@ def jin_q_learning(trajs, bonus, c=2.0, c1=1.0, c2=4.0):
                     beta[b, h, x, a] = new
                 Q[b, h, x, a] = (1 - al) * Q[b, h, x, a] + al * (r + v + bt)
                 V[b, h, x] = min(H, Q[b, h, x].max())
-    return Q
+    return Q, W_max
 
 
 QL_CASES = [
     ("hoeffding", {}),
     ("hoeffding", {"c": 3.0}),
     ("bernstein", {}),  # the c2 branch of the min
-    ("bernstein", {"c1": 0.01, "c2": 1e6}),  # the c1 branch
+    ("bernstein", {"c1": 1e-4, "c2": 1e6}),  # the c1 branch, W_t > 0 (V below H)
 ]
 
 
@@ -296,9 +298,11 @@ def test_optimistic_q_bonus_is_jin2018(path, bonus, consts):
     env_rngs = generators(0, range(agent.n_seeds), ENV_STREAM)
     trajs = [
         mdp.rollout(rng.integers(A, size=(agent.n_seeds, H, S)), rng=env_rngs)
-        for _ in range(EPISODES)
+        for _ in range(20)  # enough revisits for W_t > 0 (all actions of a state tried)
     ]
-    expected = jin_q_learning(trajs, bonus, **consts)
+    expected, W_max = jin_q_learning(trajs, bonus, **consts)
+    if consts.get("c1", 1.0) < 1e-3:  # the c1 branch with V below H: the variance term counts
+        assert W_max > 0
     if path == "python":
         for tr in trajs:
             agent.update(tr)

@@ -817,3 +817,234 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# ============================================================================ issue 26 (constants)
+# Slips that make a bonus, a radius or an inverse temperature smaller (a bonus halved, a radius
+# constant inverted, a missing 1/alpha, a square outside the expectation, a log without delta,
+# N + 1 for max(N, 1), a bonus subtracted). Each is a one-expression edit of the library's source
+# (``_source_edits``), applied where the constant is computed: in the Python agent and, where the
+# compiled kernel gets it from ``loop_constants``, there too; a slip inside a numba kernel's body
+# cannot be patched, so such a mutation forces the Python loop (``_python_loops``). On benign
+# instances a smaller bonus makes a learner look *better*, so most claims cannot see these: each
+# names the pinned-constant tests (tests/test_paper_constants_*.py) that catch it, and CI checks
+# that they do (tests/test_mutation_table.py).
+@contextlib.contextmanager
+def _source_edits(*edits) -> Iterator[None]:
+    """Patch, for the block, each ``(owner, attribute, old, new)``: the function (or property
+    getter) ``owner.attribute`` recompiled from its source with the text ``old`` (which must
+    occur exactly once) replaced by ``new``. A module-level function is also replaced where other
+    theorylab modules imported it by name."""
+    import ast
+    import inspect
+    import sys
+    import textwrap
+
+    with contextlib.ExitStack() as stack:
+        for owner, attribute, old, new in edits:
+            original = vars(owner)[attribute]
+            func = original.fget if isinstance(original, property) else original
+            source = textwrap.dedent(inspect.getsource(func))
+            if source.count(old) != 1:
+                raise ValueError(f"mutation: {old!r} occurs {source.count(old)} times in {func}")
+            tree = ast.parse(source.replace(old, new))
+            tree.body[0].decorator_list = []  # no re-registration
+            namespace = dict(func.__globals__)  # a copy: the module's globals stay untouched
+            if isinstance(owner, type):  # zero-argument super() needs the class cell
+                namespace["__class__"] = owner
+                tree = ast.parse(ast.unparse(tree).replace("super()", "super(__class__, self)"))
+            code = compile(tree, f"<mutant of {func.__qualname__}>", "exec")
+            local: dict = {}
+            exec(code, namespace, local)  # noqa: S102  (the library's own source, one edit)
+            mutant = local[func.__name__]
+            value = property(mutant) if isinstance(original, property) else mutant
+            stack.enter_context(_patched(owner, attribute, value))
+            if not isinstance(owner, type):
+                for mod in list(sys.modules.values()):
+                    name = getattr(mod, "__name__", "") or ""
+                    if mod is not owner and name.startswith("theorylab."):
+                        if vars(mod).get(attribute) is original:
+                            stack.enter_context(_patched(mod, attribute, value))
+        yield
+
+
+@contextlib.contextmanager
+def _python_loops() -> Iterator[None]:
+    """The online and offline runners forced onto their Python loops (a slip in Python code does
+    not reach a compiled kernel's body)."""
+    import functools
+
+    import theorylab.runners.offline as offline
+    import theorylab.runners.online as online
+
+    def forced(run):
+        @functools.wraps(run)
+        def python_loop(*args, **kwargs):
+            kwargs["loop"] = "python"
+            return run(*args, **kwargs)
+
+        return python_loop
+
+    with _patched(online, "run", forced(online.run)), _patched(offline, "run", forced(offline.run)):
+        yield
+
+
+def _constant_mutation(name, description, family, tests, *edits, python_loop=False) -> Control:
+    """A registered mutation made of source ``edits`` (owners given as import paths)."""
+    import importlib
+
+    def resolve(path: str):
+        module, _, cls = path.partition(":")
+        mod = importlib.import_module(module)
+        return getattr(mod, cls) if cls else mod
+
+    @contextlib.contextmanager
+    def applied(claim=None) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(
+                _source_edits(*((resolve(o), a, old, new) for o, a, old, new in edits))
+            )
+            if python_loop:
+                stack.enter_context(_python_loops())
+            yield
+
+    return register_control(
+        Control(name, "mutation", description, applied, family=family, tests=tests)
+    )
+
+
+_UCBVI = "theorylab.algorithms.online.ucbvi"
+_LOOP = "theorylab.algorithms.online.whole_run"
+_ONLINE_T = "test_paper_constants_online"
+_OFFLINE_T = "test_paper_constants_offline"
+_LINEAR_T = "test_paper_constants_linear"
+
+
+def _both_paths(module: str, function: str, **kwargs) -> tuple:
+    return tuple((module, function, {**kwargs, "path": p}) for p in ("python", "kernel"))
+
+
+CONSTANT_MUTATIONS = (
+    _constant_mutation(
+        "ucbvi-ch-radius-constant-inverted",
+        "UCBVI-CH's bonus (1/7) H L sqrt(1/N) instead of 7 H L sqrt(1/N)",
+        ("tabular_regret",),
+        _both_paths(_ONLINE_T, "test_ucbvi_hoeffding_bonus_is_azar_alg3"),
+        (f"{_UCBVI}:UCBVIHoeffding", "plan", "7.0 * self.H * self.L", "self.H * self.L / 7.0"),
+        (_LOOP, "loop_constants", "7.0 * agent.H * agent.L", "agent.H * agent.L / 7.0"),
+    ),
+    _constant_mutation(
+        "ucbvi-log-without-delta",
+        "UCBVI's L = ln(5 S A T) instead of ln(5 S A T / delta) (CH and BF)",
+        ("tabular_regret",),
+        _both_paths(_ONLINE_T, "test_ucbvi_hoeffding_bonus_is_azar_alg3")
+        + _both_paths(_ONLINE_T, "test_ucbvi_bernstein_bonus_is_azar_alg4"),
+        (_UCBVI, "azar_log_term", "episodes * H / delta)", "episodes * H)"),
+    ),
+    _constant_mutation(
+        "ucbvi-bf-variance-square-outside",
+        "UCBVI-BF's variance E[W]^2 - E[W]^2 (the square outside the expectation): 0",
+        ("tabular_regret",),
+        ((_ONLINE_T, "test_ucbvi_bernstein_bonus_is_azar_alg4", {"path": "python"}),),
+        (f"{_UCBVI}:UCBVIBernstein", "_mean_and_bonus", "PW2 - PW * PW", "PW**2 - PW * PW"),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "ucbvi-ajks-bonus-halved",
+        "AJKS UCBVI's bonus H sqrt(L / N) instead of 2 H sqrt(L / N)",
+        ("tabular_regret",),
+        _both_paths(_ONLINE_T, "test_ucbvi_ajks_bonus_is_ajks_ch7"),
+        (
+            f"{_UCBVI}:UCBVIAJKS",
+            "plan",
+            "2.0 * H * np.sqrt(L / N[:, h])",
+            "H * np.sqrt(L / N[:, h])",
+        ),
+        (_LOOP, "loop_constants", "c_bonus = 2.0 * Hf", "c_bonus = Hf"),
+    ),
+    _constant_mutation(
+        "ucbvi-ajks-count-plus-one",
+        "AJKS UCBVI's bonus with N + 1 where the book has max(N, 1)",
+        ("tabular_regret",),
+        ((_ONLINE_T, "test_ucbvi_ajks_bonus_is_ajks_ch7", {"path": "python"}),),
+        (
+            f"{_UCBVI}:UCBVIAJKS",
+            "plan",
+            "np.maximum(self.model.N_sa, 1.0)",
+            "self.model.N_sa + 1.0",
+        ),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "icvar-bonus-missing-inverse-alpha",
+        "ICVaR-RM's bonus H sqrt(L / n) instead of (H / alpha) sqrt(L / n)",
+        ("risk",),
+        _both_paths(_ONLINE_T, "test_icvar_rm_bonus_is_du2023_alg1", alpha=0.2),
+        (
+            "theorylab.algorithms.online.icvar_rm:ICVaRRM",
+            "bonus",
+            "(self.env.H / self.alpha)",
+            "self.env.H",
+        ),
+        (_LOOP, "loop_constants", "(agent.env.H / agent.alpha)", "agent.env.H"),
+    ),
+    _constant_mutation(
+        "icvar-count-plus-one",
+        "ICVaR-RM's bonus with n + 1 where the paper has n (max(n, 1) on visited pairs)",
+        ("risk",),
+        ((_ONLINE_T, "test_icvar_rm_bonus_is_du2023_alg1", {"path": "python", "alpha": 0.2}),),
+        ("theorylab.algorithms.online.icvar_rm:ICVaRRM", "bonus", "np.maximum(n, 1)", "n + 1"),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "icvar-log-without-delta",
+        "ICVaR-RM's L = log(K H S A) instead of log(K H S A / delta')",
+        ("risk",),
+        _both_paths(_ONLINE_T, "test_icvar_rm_bonus_is_du2023_alg1", alpha=0.5),
+        (
+            "theorylab.algorithms.online.icvar_rm:ICVaRRM",
+            "__init__",
+            "env.A / (delta / 5))",
+            "env.A)",
+        ),
+    ),
+    _constant_mutation(
+        "optimistic-q-bonus-subtracted",
+        "Q-learning with UCB-Hoeffding subtracts its bonus c sqrt(H^3 iota / t)",
+        ("tabular_regret",),
+        (
+            (
+                _ONLINE_T,
+                "test_optimistic_q_bonus_is_jin2018",
+                {"path": "python", "bonus": "hoeffding", "consts": {}},
+            ),
+        ),
+        (
+            "theorylab.algorithms.online.optimistic_q:OptimisticQLearning",
+            "_bonus",
+            "return self.c * hoeffding",
+            "return -self.c * hoeffding",
+        ),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "optimistic-q-variance-square-outside",
+        "UCB-Bernstein's W_t = (mu / t)^2 - (mu / t)^2 (the square outside the expectation)",
+        ("tabular_regret",),
+        (
+            (
+                _ONLINE_T,
+                "test_optimistic_q_bonus_is_jin2018",
+                {"path": "python", "bonus": "bernstein", "consts": {"c1": 1e-4, "c2": 1e6}},
+            ),
+        ),
+        (
+            "theorylab.algorithms.online.optimistic_q:OptimisticQLearning",
+            "_bonus",
+            "self.sigma[idx] / t - ",
+            "(self.mu[idx] / t) ** 2 - ",
+        ),
+        python_loop=True,
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS)
