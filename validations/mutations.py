@@ -840,7 +840,9 @@ def _source_edits(*edits) -> Iterator[None]:
     import sys
     import textwrap
 
+    made: list[tuple[str, object, object]] = []  # (attribute, original, mutant) of functions
     with contextlib.ExitStack() as stack:
+        stack.callback(_unbind_mutants, made)
         for owner, attribute, old, new in edits:
             original = vars(owner)[attribute]
             func = original.fget if isinstance(original, property) else original
@@ -860,12 +862,24 @@ def _source_edits(*edits) -> Iterator[None]:
             value = property(mutant) if isinstance(original, property) else mutant
             stack.enter_context(_patched(owner, attribute, value))
             if not isinstance(owner, type):
+                made.append((attribute, original, value))
                 for mod in list(sys.modules.values()):
                     name = getattr(mod, "__name__", "") or ""
                     if mod is not owner and name.startswith("theorylab."):
                         if vars(mod).get(attribute) is original:
                             stack.enter_context(_patched(mod, attribute, value))
         yield
+
+
+def _unbind_mutants(made) -> None:
+    """A module imported while a mutation was active bound the mutant by name: rebind the
+    original there (the patches themselves are undone by their own context managers)."""
+    import sys
+
+    for attribute, original, mutant in made:
+        for mod in list(sys.modules.values()):
+            if vars(mod).get(attribute) is mutant if hasattr(mod, "__dict__") else False:
+                setattr(mod, attribute, original)
 
 
 @contextlib.contextmanager
@@ -1048,3 +1062,114 @@ CONSTANT_MUTATIONS = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS)
+
+_LINEAR = "theorylab.algorithms.online"
+_OFFLINE = "theorylab.algorithms.offline"
+CONSTANT_MUTATIONS_LINEAR_OFFLINE = (
+    _constant_mutation(
+        "lsvi-ucb-log-without-delta",
+        "LSVI-UCB's iota = log(2 d T) instead of log(2 d T / p)",
+        ("linear",),
+        ((_LINEAR_T, "test_lsvi_ucb_bonus_is_jin2020", {"features": "one-hot", "c": 1.0}),),
+        (f"{_LINEAR}.lsvi_ucb", "jin_iota", "episodes * H / delta)", "episodes * H)"),
+    ),
+    _constant_mutation(
+        "linucb-radius-log-without-delta",
+        "OFUL's radius R sqrt(2 log(det(V)^1/2 det(lambda I)^-1/2)) + sqrt(lambda) S: no delta",
+        ("linear",),
+        _both_paths(_LINEAR_T, "test_linucb_radius_is_oful", lam=1.0, noise=0.5, theta_norm=1.0),
+        (f"{_LINEAR}.linucb", "oful_radius", "math.log(1.0 / delta)", "0.0"),
+        (
+            f"{_LINEAR}.whole_run_linucb:LinUCBLoop",
+            "__init__",
+            "math.log(1.0 / agent.delta)",
+            "0.0",
+        ),
+    ),
+    _constant_mutation(
+        "lmc-lsvi-temperature-square-dropped",
+        "LMC-LSVI's 1 / beta_k = c H sqrt(d) instead of (c H sqrt(d))^2",
+        ("linear",),
+        ((_LINEAR_T, "test_lmc_lsvi_step_size_steps_and_temperature", {"c": 1.0}),),
+        (
+            f"{_LINEAR}.lmc_lsvi:LMCLSVI",
+            "inv_beta",
+            "(self.c * self.H * math.sqrt(self.d)) ** 2",
+            "self.c * self.H * math.sqrt(self.d)",
+        ),
+    ),
+    _constant_mutation(
+        "rep-ucb-bonus-halved",
+        "Rep-UCB's bonus scale alpha = c H sqrt(d iota) / 2",
+        ("linear",),
+        ((_LINEAR_T, "test_rep_ucb_bonus_scale", {"c": 1.0}),),
+        (f"{_LINEAR}.rep_ucb:RepUCB", "alpha", "self.c * self.H", "0.5 * self.c * self.H"),
+    ),
+    _constant_mutation(
+        "vi-lcb-count-plus-one",
+        "VI-LCB's penalty V_max sqrt(L / (m + 1)) where the code has max(m, 1)",
+        ("offline",),
+        ((_OFFLINE_T, "test_vi_lcb_penalty_is_rashidinejad2021", {"c_L": 0.002}),),
+        (f"{_OFFLINE}.vi_lcb", "vi_lcb", "np.maximum(m, 1.0)", "(m + 1.0)"),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "pessimistic-vi-log-without-delta",
+        "finite-horizon pessimistic VI's L = log(N H) instead of log(N H / delta)",
+        ("offline",),
+        (
+            (
+                _OFFLINE_T,
+                "test_pessimistic_vi_penalty_is_li2022",
+                {"penalty": "hoeffding", "consts": {"c_h": 0.05}},
+            ),
+            (
+                _OFFLINE_T,
+                "test_pessimistic_vi_penalty_is_li2022",
+                {"penalty": "bernstein", "consts": {"c_b": 0.02}},
+            ),
+        ),
+        (f"{_OFFLINE}.pessimistic_vi", "pessimistic_vi", "* H / delta)[:, None", "* H)[:, None"),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "pessimistic-vi-variance-square-outside",
+        "Li et al.'s Bernstein penalty with Var = E[y]^2 - E[y]^2 (the square outside): 0",
+        ("offline",),
+        (
+            (
+                _OFFLINE_T,
+                "test_pessimistic_vi_penalty_is_li2022",
+                {"penalty": "bernstein", "consts": {"c_b": 0.02}},
+            ),
+        ),
+        (
+            f"{_OFFLINE}.pessimistic_vi",
+            "pessimistic_vi",
+            "blk.means(y * y, n) - m1 * m1",
+            "blk.means(y, n) ** 2 - m1 * m1",
+        ),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "pevi-beta-sqrt-d",
+        "PEVI's beta = c sqrt(d) H sqrt(zeta) instead of c d H sqrt(zeta)",
+        ("offline",),
+        (
+            (_OFFLINE_T, "test_pevi_penalty_is_jin2021", {"features": "one-hot"}),
+            (_OFFLINE_T, "test_pevi_penalty_is_jin2021", {"features": "random"}),
+            (
+                _OFFLINE_T,
+                "test_compiled_sweep_penalties_are_the_papers",
+                {
+                    "algorithm": "pevi-tabular",
+                    "problem": "random:S=4,A=2,H=3,seed=5",
+                    "consts": {"c_beta": 0.01},
+                    "reference": "pevi",
+                },
+            ),
+        ),
+        (f"{_OFFLINE}.pevi", "pevi_beta", "c_beta * d * H", "c_beta * math.sqrt(d) * H"),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_LINEAR_OFFLINE)
