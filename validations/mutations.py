@@ -1173,3 +1173,49 @@ CONSTANT_MUTATIONS_LINEAR_OFFLINE = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_LINEAR_OFFLINE)
+
+_PREF = "theorylab.algorithms.preference"
+_PREF_T = "test_paper_constants_preference"
+CONSTANT_MUTATIONS_PREFERENCE = (
+    _constant_mutation(
+        "pessimistic-mle-curvature-square-dropped",
+        "Zhu-Jordan-Jiao's radius with (d + log(1/delta)) / (gamma n): gamma's square dropped",
+        ("preference",),
+        (
+            (
+                _PREF_T,
+                "test_pessimistic_mle_radius_is_zjj_lemma31",
+                {"delta": 0.1, "lam": 1e-3, "C": 1.0},
+            ),
+            (_PREF_T, "test_pessimistic_mle_mdp_radius_is_zjj_section5", {}),
+        ),
+        (f"{_PREF}.pessimistic", "mle_radius", "(g * g * n)", "(g * n)"),
+    ),
+    _constant_mutation(
+        "dueling-radius-missing-inverse-kappa",
+        "Dueling RL's GLM radius without its 1 / kappa (kappa = sigma'(H))",
+        ("preference_duels",),
+        (
+            (
+                _PREF_T,
+                "test_dueling_glm_radius_and_l1_width",
+                {"t": 1, "d": 4, "H": 2, "lam": 1.0, "delta": 0.1, "B": 1.0},
+            ),
+        ),
+        (f"{_PREF}.dueling", "glm_radius", "/ (kappa)", "* 1.0"),
+    ),
+    _constant_mutation(
+        "p2r-repeats-alpha-square-dropped",
+        "P2R's repeats m = log(2 N / delta) / (2 alpha eps0^2): alpha's square dropped",
+        ("preference",),
+        (
+            (
+                _PREF_T,
+                "test_p2r_repeats_are_hoeffding_with_alpha_squared",
+                {"eps0": 0.1, "delta": 0.1},
+            ),
+        ),
+        (f"{_PREF}.p2r", "repeats_for", "ALPHA**2", "ALPHA"),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_PREFERENCE)
