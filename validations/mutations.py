@@ -1219,3 +1219,25 @@ CONSTANT_MUTATIONS_PREFERENCE = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_PREFERENCE)
+
+CONSTANT_MUTATIONS_DUAL = (
+    _constant_mutation(
+        "reps-temperature-inverted",
+        "REPS' tilt q exp(eta delta_V) where q exp(delta_V / eta) belongs",
+        ("dual",),
+        (
+            (
+                "test_paper_constants_dual",
+                "test_reps_solution_and_dual_are_peters2010",
+                {"seed": 0, "epsilon": 0.05},
+            ),
+        ),
+        (
+            "theorylab.algorithms.dual.reps",
+            "_tilt",
+            "u = (r + B @ V) / eta",
+            "u = (r + B @ V) * eta",
+        ),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_DUAL)
