@@ -329,3 +329,41 @@ def test_optimistic_q_bonus_is_jin2018(path, bonus, consts):
         Q = Q.reshape(B, H, S, A)
     assert np.any(expected != H)
     np.testing.assert_allclose(Q, expected, rtol=1e-12)
+
+
+# --------------------------------------------------------------------------------- CVaR-UCBVI
+@pytest.mark.parametrize("bonus", ["bernstein", "hoeffding"])
+def test_cvar_ucbvi_bonus_as_stated(bonus):
+    """CVaR-UCBVI's bonus, as cvar_ucbvi.py states it [M] (Wang, Kallus, Sun 2023's RL bonus
+    could not be read; this is the library's construction, pinned so that a change is seen):
+    L = log(S A H K J / delta); bernstein: c [sqrt(2 Var_{P_hat}(W_lo) L / n)
+    + sqrt(2 E_{P_hat}(W_hi - W_lo)^2 L / n) + r_c (j eta) L / n], r_c = 7/3 (Maurer-Pontil);
+    hoeffding: c (M eta) sqrt(2 L / n); n -> max(n, 1) (unvisited pairs are masked)."""
+    from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
+    from theorylab.mdps import make as make_mdp
+
+    mdp = make_mdp(f"riverswim:S={S},H={H}")  # rewards on a grid (the budget lattice needs one)
+    agent = make(CVaRUCBVI, mdp, tau=0.25, delta=DELTA, episodes=K, bonus=bonus, bonus_scale=0.7)
+    levels = agent.lattice.levels  # the budget lattice j eta (the reward grid: data)
+    J = len(levels)
+    assert agent.L == pytest.approx(math.log(S * A * H * K * J / DELTA), rel=1e-12)
+    rng = np.random.default_rng(4)
+    B = 2
+    n = rng.integers(0, 4, size=(B, S, A)).astype(np.int64)
+    n[0, 0, 0], n[0, 0, 1] = 0, 1
+    p_hat = rng.dirichlet(np.ones(S), size=(B, S, A))  # (B, S, A, S')
+    W_lo = rng.uniform(0, 1, size=(B, S, S, A, J))  # (B, S', S, A, J)
+    W_hi = W_lo + rng.uniform(0, 0.5, size=W_lo.shape)
+    mean = np.einsum("bsay,bysaj->bsaj", p_hat, W_lo)
+    L, c, m = agent.L, 0.7, np.maximum(n, 1)[..., None]
+    if bonus == "hoeffding":
+        expected = c * levels[-1] * np.sqrt(2 * L / m) * np.ones(J)
+    else:
+        second = np.einsum("bsay,bysaj->bsaj", p_hat, W_lo**2)
+        var = np.maximum(second - mean**2, 0.0)
+        gap = np.einsum("bsay,bysaj->bsaj", p_hat, (W_hi - W_lo) ** 2)
+        expected = c * (
+            np.sqrt(2 * var * L / m) + np.sqrt(2 * gap * L / m) + (7 / 3) * levels * L / m
+        )
+    got = agent._bonus(n, p_hat, W_lo, W_hi, mean)  # the bonus _plan subtracts and adds
+    np.testing.assert_allclose(got, np.broadcast_to(expected, got.shape), rtol=1e-9, atol=1e-14)

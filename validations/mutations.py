@@ -1241,3 +1241,30 @@ CONSTANT_MUTATIONS_DUAL = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_DUAL)
+
+CONSTANT_MUTATIONS_CVAR = (
+    _constant_mutation(
+        "cvar-ucbvi-variance-square-outside",
+        "CVaR-UCBVI's Var_{P_hat}(W_lo) = (P_hat W_lo)^2 - mean^2 (the square outside): 0",
+        ("risk",),
+        ((_ONLINE_T, "test_cvar_ucbvi_bonus_as_stated", {"bonus": "bernstein"}),),
+        (
+            f"{_LINEAR}.cvar_ucbvi:CVaRUCBVI",
+            "_bonus",
+            "expect(p_hat, W_lo**2) - mean**2",
+            "expect(p_hat, W_lo) ** 2 - mean**2",
+        ),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "cvar-ucbvi-log-without-delta",
+        "CVaR-UCBVI's L = log(S A H K J) instead of log(S A H K J / delta)",
+        ("risk",),
+        (
+            (_ONLINE_T, "test_cvar_ucbvi_bonus_as_stated", {"bonus": "bernstein"}),
+            (_ONLINE_T, "test_cvar_ucbvi_bonus_as_stated", {"bonus": "hoeffding"}),
+        ),
+        (f"{_LINEAR}.cvar_ucbvi:CVaRUCBVI", "__init__", "self.K * J / delta)", "self.K * J)"),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_CVAR)
