@@ -235,3 +235,55 @@ def test_compiled_sweep_penalties_are_the_papers(algorithm, problem, consts, ref
         V0 = li2022_q(ds, pen, 0.1, **consts)[1][:, 0]
     np.testing.assert_allclose(run.value_estimate[:, 0], V0 @ mdp.mu0, rtol=1e-9, atol=1e-12)
     assert np.all(run.value_estimate[:, 0] > 0)
+
+
+# --------------------------------------------------------------------------- VW-PEVI
+def test_vw_pevi_weights_and_penalty_are_xiong2023():
+    """Xiong et al. 2023 (LinPEVI-ADV+), as vw_pevi.py states it: lambda = 1/H^2 [S],
+    beta = c_beta sqrt(d zeta), zeta = log(2 d H K / xi) ([S] order, [M] log and c_beta);
+    sigma2_h = max{1, [phi^T w2]_[0, (H-h)^2] - ([phi^T w1]_[0, H-h])^2} from ridge regressions
+    of y = r + V_ref_(h+1)(s') and y^2 (V_ref: PEVI with lambda = 1); the main step
+    Lambda_h = sum phi phi^T / sigma2 + lambda I, w_h = Lambda_h^-1 sum phi (r + V(s')) / sigma2,
+    Q_h = min{phi^T w_h - beta ||phi||_(Lambda_h^-1), H - h}^+. Checked with split=False (both
+    steps on all the data) so that the rows of each step are the dataset's."""
+    from theorylab.algorithms.offline.registrations import fit_vw_pevi
+
+    ds = data(FINITE, 600)
+    B, S, A, H = ds.n_seeds, ds.S, ds.A, ds.horizon
+    phi = np.eye(S * A).reshape(S, A, S * A)
+    d, xi, c = S * A, 0.1, 0.01
+    res = fit_vw_pevi(ds, xi=xi, c_beta=c, c_beta_ref=c, split=False)
+    lam = 1 / H**2
+    _, V_ref = pevi_q(ds, phi, xi, c)  # the pilot values (PEVI, lambda = 1)
+    sigma2 = np.zeros((B, H, S, A))
+    for h in range(H):
+        n, rs, vs, v2 = stage_stats(ds, h, V_ref[:, h + 1])
+        # sums of y = r + V and of y^2 = r^2 + 2 r V + V^2 per pair, counted row by row
+        r2, rv = np.zeros((B, S, A)), np.zeros((B, S, A))
+        for b in range(B):
+            idx = np.flatnonzero(ds.stages[b] == h)
+            s, a, r = ds.states[b, idx], ds.actions[b, idx], ds.rewards[b, idx]
+            np.add.at(r2[b], (s, a), r * r)
+            np.add.at(rv[b], (s, a), r * V_ref[b, h + 1, ds.next_states[b, idx]])
+        for b in range(B):
+            Lam = lam * np.eye(d) + np.einsum("sa,sai,saj->ij", n[b], phi, phi)
+            m1 = phi @ np.linalg.solve(Lam, np.einsum("sai,sa->i", phi, rs[b] + vs[b]))
+            m2 = phi @ np.linalg.solve(Lam, np.einsum("sai,sa->i", phi, r2[b] + 2 * rv[b] + v2[b]))
+            top = H - h
+            sigma2[b, h] = np.maximum(np.clip(m2, 0, top**2) - np.clip(m1, 0, top) ** 2, 1.0)
+    np.testing.assert_allclose(res.info["sigma2"], sigma2, rtol=1e-8, atol=1e-10)
+    K = ds.N / H if ds.n_episodes is None else ds.n_episodes
+    beta = c * math.sqrt(d * math.log(2 * d * H * K / xi))
+    V = np.zeros((B, H + 1, S))
+    Q = np.zeros((B, H, S, A))
+    for h in range(H - 1, -1, -1):
+        n, rs, vs, _ = stage_stats(ds, h, V[:, h + 1])
+        for b in range(B):
+            w8 = 1 / sigma2[b, h]
+            Lam = lam * np.eye(d) + np.einsum("sa,sai,saj->ij", n[b] * w8, phi, phi)
+            w = np.linalg.solve(Lam, np.einsum("sai,sa->i", phi, (rs[b] + vs[b]) * w8))
+            width = np.sqrt(np.einsum("sai,ij,saj->sa", phi, np.linalg.inv(Lam), phi))
+            Q[b, h] = np.clip(phi @ w - beta * width, 0.0, H - h)
+            V[b, h] = Q[b, h].max(axis=-1)
+    assert np.mean(Q > 0) > 0.5
+    np.testing.assert_allclose(res.Q, Q, rtol=1e-8, atol=1e-10)

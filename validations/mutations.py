@@ -1268,3 +1268,14 @@ CONSTANT_MUTATIONS_CVAR = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_CVAR)
+
+CONSTANT_MUTATIONS_VW = (
+    _constant_mutation(
+        "vw-pevi-beta-without-d",
+        "VW-PEVI's beta = c sqrt(zeta) instead of c sqrt(d zeta)",
+        ("offline",),
+        ((_OFFLINE_T, "test_vw_pevi_weights_and_penalty_are_xiong2023", {}),),
+        (f"{_OFFLINE}.vw_pevi", "vw_beta", "math.sqrt(d * math.log(", "math.sqrt(math.log("),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_VW)
