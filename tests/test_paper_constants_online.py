@@ -97,6 +97,18 @@ def kernel_plan(cls, mdp, nhs=None, **params):
     return st["Q"].copy(), st["nsa"].copy(), P_hat
 
 
+def planned(cls, mdp, path, per_step):
+    """(Q, N) of the plan at bonus_scale EPS on the Python path or the kernel's: N
+    (B, H|1, S, A), counted here (Python) or the kernel's counts."""
+    params = dict(episodes=K, delta=DELTA, bonus_scale=EPS)
+    if path == "python":
+        agent = make(cls, mdp, **params)
+        N = counts(play(agent, mdp), per_step)[0]
+        return agent.Q, N
+    Q, nsa, _ = kernel_plan(cls, mdp, **params)
+    return Q, nsa
+
+
 def recovered(Q, h, r, PV=0.0):
     """b = (Q_h - r - P_hat V_{h+1}) / EPS where the plan did not cap Q."""
     return (Q[:, h] - r - PV) / EPS
@@ -122,14 +134,8 @@ def test_ucbvi_hoeffding_bonus_is_azar_alg3(path):
     from theorylab.algorithms.online.ucbvi import UCBVIHoeffding
 
     mdp = small_mdp()
-    params = dict(episodes=K, delta=DELTA, bonus_scale=EPS)
-    if path == "python":
-        agent = make(UCBVIHoeffding, mdp, **params)
-        N = counts(play(agent, mdp), per_step=False)[0][:, 0]
-        Q = agent.Q
-    else:
-        Q, nsa, _ = kernel_plan(UCBVIHoeffding, mdp, **params)
-        N = nsa[:, 0]
+    Q, N = planned(UCBVIHoeffding, mdp, path, per_step=False)
+    N = N[:, 0]
     for h in (H - 1,):  # the bonus is the same at every h; the last step has P_hat V = 0
         assert_bonus(Q, N, ucbvi_ch_bonus(N), h, mdp.R)
 
@@ -185,13 +191,7 @@ def test_ucbvi_ajks_bonus_is_ajks_ch7(path):
     from theorylab.algorithms.online.ucbvi import UCBVIAJKS
 
     mdp = small_mdp()
-    params = dict(episodes=K, delta=DELTA, bonus_scale=EPS)
-    if path == "python":
-        agent = make(UCBVIAJKS, mdp, **params)
-        N = counts(play(agent, mdp), per_step=True)[0]
-        Q = agent.Q
-    else:
-        Q, N, _ = kernel_plan(UCBVIAJKS, mdp, **params)
+    Q, N = planned(UCBVIAJKS, mdp, path, per_step=True)
     # AJKS (Agarwal, Jiang, Kakade, Sun 2022), Ch. 7, p. 74: b_h(s, a) = 2 H sqrt(L / N_h(s, a)),
     # L = ln(S A H K / delta)
     L = math.log(S * A * H * K / DELTA)
