@@ -103,3 +103,57 @@ def test_p2r_repeats_are_hoeffding_with_alpha_squared(eps0, delta):
     )
     alpha = 1 / (2 + math.exp(-1) + math.e)
     assert agent.m == math.ceil(math.log(2 * SA / delta) / (2 * alpha**2 * eps0**2))
+
+
+@pytest.mark.parametrize(("threshold", "sigma_r", "nu"), [(0.3, 1.0, 1.0), (0.8, 0.5, 2.0)])
+def test_pr_lsvi_query_rule_and_reward_perturbation(threshold, sigma_r, nu):
+    """pr_lsvi.py [M] (Wu, Sun 2024's text past the abstract was not readable; the rules as the
+    ICLR reviews state them): ask iff ||x||_(Sigma^-1) > epsilon, x = psi(tau_k) - psi(tau_(k-1)),
+    Sigma = nu I + sum over asked x x^T; theta_tilde = theta_hat + sigma_r Sigma^(-1/2) xi with
+    Sigma = L L^T and Sigma^(-1/2) xi = L^(-T) xi (Cov = sigma_r^2 Sigma^-1), one standard
+    normal d-vector per seed and episode (sigma_P = 0 here, so no other draws)."""
+    from theorylab.agent import env_spec
+    from theorylab.algorithms.preference.pr_lsvi import PRLSVI
+    from theorylab.mdps.preference import TrajectoryBTLOracle
+
+    mdp = make("linear-simplex:S=4,A=2,d=3,H=3,seed=1")
+    B = 2
+    oracle = TrajectoryBTLOracle(mdp.R, mdp.horizon, [np.random.default_rng(s) for s in range(B)])
+    agent = PRLSVI(
+        env_spec(mdp, known_rewards=False), B, [np.random.default_rng(10 + s) for s in range(B)],
+        oracle, episodes=10, threshold=threshold, sigma_r=sigma_r, sigma_p=0.0, nu=nu,
+    )  # fmt: skip
+    twins = [np.random.default_rng(10 + s) for s in range(B)]  # the agent's draws, replayed
+    phi = agent.phi  # the known features (data)
+    d = phi.shape[-1]
+    Sigma = np.broadcast_to(nu * np.eye(d), (B, d, d)).copy()
+    asked = np.zeros(B, int)
+    prev = None
+    env_rngs = [np.random.default_rng(100 + s) for s in range(B)]
+    rng = np.random.default_rng(3)
+
+    def check_perturbation():
+        xi = np.stack([g.standard_normal(d) for g in twins])
+        for b in range(B):
+            Lc = np.linalg.cholesky(Sigma[b])
+            z = np.linalg.solve(Lc.T, xi[b])
+            np.testing.assert_allclose(
+                agent.theta_tilde[b] - agent.theta_hat[b], sigma_r * z, rtol=1e-9, atol=1e-12
+            )
+
+    check_perturbation()  # the draw at construction
+    for _ in range(12):
+        traj = mdp.rollout(rng.integers(mdp.A, size=(B, mdp.horizon, mdp.S)), rng=env_rngs)
+        psi = phi[traj.states, traj.actions].sum(axis=1)  # (B, d)
+        if prev is not None:
+            x = psi - prev
+            for b in range(B):
+                if math.sqrt(x[b] @ np.linalg.solve(Sigma[b], x[b])) > threshold:
+                    Sigma[b] += np.outer(x[b], x[b])
+                    asked[b] += 1
+        prev = psi
+        agent.update(traj)
+        check_perturbation()
+    assert asked.sum() > 0 and asked.max() < 11  # both branches of the rule were taken
+    np.testing.assert_array_equal(agent.queries, asked)
+    np.testing.assert_allclose(agent.Sigma, Sigma, rtol=1e-12)

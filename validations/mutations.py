@@ -1279,3 +1279,36 @@ CONSTANT_MUTATIONS_VW = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_VW)
+
+_PR_LSVI_T = (
+    _PREF_T,
+    "test_pr_lsvi_query_rule_and_reward_perturbation",
+    {"threshold": 0.3, "sigma_r": 1.0, "nu": 1.0},
+)
+CONSTANT_MUTATIONS_PR_LSVI = (
+    _constant_mutation(
+        "pr-lsvi-perturbation-halved",
+        "PR-LSVI's reward perturbation sigma_r Sigma^(-1/2) xi / 2 (the exploration halved)",
+        ("pr_lsvi",),
+        (_PR_LSVI_T,),
+        (
+            f"{_PREF}.pr_lsvi:PRLSVI",
+            "_perturb",
+            "self.theta_hat + self.sigma_r * z",
+            "self.theta_hat + 0.5 * self.sigma_r * z",
+        ),
+    ),
+    _constant_mutation(
+        "pr-lsvi-query-width-squared",
+        "PR-LSVI asks iff ||x||^2_(Sigma^-1) > epsilon (the width's square root dropped)",
+        ("pr_lsvi",),
+        (_PR_LSVI_T,),
+        (
+            f"{_PREF}.pr_lsvi:PRLSVI",
+            "update",
+            "ask = width > self.threshold",
+            "ask = width**2 > self.threshold",
+        ),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_PR_LSVI)
