@@ -157,3 +157,24 @@ def test_pr_lsvi_query_rule_and_reward_perturbation(threshold, sigma_r, nu):
     assert asked.sum() > 0 and asked.max() < 11  # both branches of the rule were taken
     np.testing.assert_array_equal(agent.queries, asked)
     np.testing.assert_allclose(agent.Sigma, Sigma, rtol=1e-12)
+
+
+@pytest.mark.parametrize("lam", [1.0, 0.1])
+def test_regime_design_maximises_the_elliptical_width(lam):
+    """REGIME's step 2 as regime.py states it [M] (Zhan et al. 2024's "optimal-design-style"
+    choice): (i, j)_n = argmax ||F_i - F_j||_(Sigma_n^-1), Sigma_1 = lambda I,
+    Sigma_(n+1) = Sigma_n + x x^T with x = F_i - F_j."""
+    from theorylab.algorithms.preference.regime import greedy_design
+
+    F = np.random.default_rng(8).normal(size=(7, 3))
+    Sigma = lam * np.eye(3)
+    expected = []
+    for _ in range(5):
+        D = F[:, None, :] - F[None, :, :]  # (N, N, d)
+        W = np.einsum("ijk,kl,ijl->ij", D, np.linalg.inv(Sigma), D)
+        i, j = np.unravel_index(int(np.argmax(W)), W.shape)
+        expected.append((i, j))
+        Sigma = Sigma + np.outer(D[i, j], D[i, j])
+    # a pair and its mirror tie up to round-off: compare the unordered pairs
+    got = np.sort(greedy_design(F, 5, lam), axis=1)
+    np.testing.assert_array_equal(got, np.sort(np.array(expected), axis=1))
