@@ -44,3 +44,38 @@ def test_reps_solution_and_dual_are_peters2010(seed, epsilon):
     kl = float(np.sum(mu * np.log(mu / q)))
     assert kl == pytest.approx(epsilon, rel=1e-6)  # d g / d eta = epsilon - KL = 0
     assert sol.primal_value == pytest.approx(g, rel=1e-6)  # strong duality
+
+
+def dvl_loss(x, loss, lam, max_clip=7.0):
+    # Sikchi et al. 2024 (Dual RL), f-DVL's value losses as in the authors' code (DVL
+    # offline/critic.py; theory-preference-dual-llm.md 6.3 [V]), x = Q - V, max_clip = 7 [M]:
+    # chi-square lam max(x + x^2/4, 0) - (1 - lam) x; total variation lam max(x, 0) - (1 - lam) x;
+    # reverse KL (XQL's Gumbel loss) z = min(x / lam, max_clip), m = max(max z, -1),
+    # e^(z - m) - z e^(-m) - e^(-m)
+    if loss == "chi-square":
+        return lam * np.maximum(x + x * x / 4, 0) - (1 - lam) * x
+    if loss == "total-variation":
+        return lam * np.maximum(x, 0) - (1 - lam) * x
+    z = np.minimum(x / lam, max_clip)
+    m = max(z.max(), -1.0)
+    return np.exp(z - m) - z * np.exp(-m) - np.exp(-m)
+
+
+@pytest.mark.parametrize("loss", ["chi-square", "total-variation", "reverse-kl"])
+@pytest.mark.parametrize("lam", [0.6, 0.9])
+def test_f_dvl_value_losses_and_v_step(loss, lam):
+    from theorylab.algorithms.dual.f_dvl import value_loss, value_step
+
+    x = np.linspace(-6, 9, 31)
+    np.testing.assert_allclose(value_loss(x, loss, lam), dvl_loss(x, loss, lam), rtol=1e-12)
+    rng = np.random.default_rng(1)
+    Q = rng.uniform(0, 3, size=(4, 3))
+    w = rng.uniform(0.1, 1, size=(4, 3))
+    V = value_step(Q, w, loss, lam)
+    if loss == "reverse-kl":  # the minimiser in closed form: lam log(sum w e^(Q/lam) / sum w)
+        expected = lam * np.log((w * np.exp(Q / lam)).sum(axis=1) / w.sum(axis=1))
+        np.testing.assert_allclose(V, expected, rtol=1e-10)
+    else:  # V(s) minimises sum_a w loss(Q - v): no better v nearby
+        for s in range(4):
+            f = lambda v, s=s: float((w[s] * dvl_loss(Q[s] - v, loss, lam)).sum())  # noqa: E731
+            assert f(V[s]) <= min(f(V[s] - 1e-4), f(V[s] + 1e-4)) + 1e-12

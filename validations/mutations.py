@@ -1312,3 +1312,25 @@ CONSTANT_MUTATIONS_PR_LSVI = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_PR_LSVI)
+
+CONSTANT_MUTATIONS_F_DVL = (
+    _constant_mutation(
+        "f-dvl-temperature-dropped",
+        "f-DVL's reverse-KL V-step log sum d e^(Q / lam) without its temperature lam in front",
+        ("dual_imitation",),
+        (
+            (
+                "test_paper_constants_dual",
+                "test_f_dvl_value_losses_and_v_step",
+                {"loss": "reverse-kl", "lam": 0.6},
+            ),
+        ),
+        (
+            "theorylab.algorithms.dual.f_dvl",
+            "value_step",
+            "V[has] = loss_temp * (np.log(ew) + top[:, 0])",
+            "V[has] = np.log(ew) + top[:, 0]",
+        ),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
