@@ -86,7 +86,9 @@ def test_every_mutation_fails_a_quick_claim():
         assert any(null in VALIDATIONS.controls(n) for n in powered), null
     for mutation in MUTATIONS:
         listing = [n for n in NAMES if mutation.name in VALIDATIONS.controls(n)]
-        assert listing, f"no claim lists {mutation.name}"
+        if not listing:  # caught by pinned-constant tests instead (tests/test_mutation_table.py)
+            assert mutation.tests, f"no claim lists {mutation.name} and no pinned test names it"
+            continue
         if set(listing) & powered:
             continue
         claim = VALIDATIONS.get(listing[0])

@@ -551,9 +551,55 @@ def _burn_in_lines(result, null: float) -> list[str]:
 
 
 # --------------------------------------------------------------------------- validate
+def _validate_mutations(args) -> int:
+    """``validate --mutations``: every registered mutation against every claim of its family and
+    its pinned-constant tests; prints the caught/missed table (theorylab.validations.mutants)."""
+    from theorylab.validations.controls import CONTROLS
+    from theorylab.validations.mutants import format_table, mutation_table, summarise
+
+    if args.name is not None or args.all or args.plot or args.no_controls:
+        raise ValueError(
+            "--mutations takes no validation NAME, --all, --plot or --no-controls "
+            "(choose mutations with --control NAME)"
+        )
+    import theorylab.validations.mutations  # noqa: F401  (registers the mutations)
+
+    known = sorted(n for n, c in CONTROLS.items() if c.kind == "mutation")
+    for name in args.control or ():
+        if name not in known:
+            raise ValueError(f"--control {name!r}: not a registered mutation; known: {known}")
+    rows = mutation_table(
+        args.scale,
+        args.control,
+        claims=not args.no_claims,
+        tests=not args.no_tests,
+        progress=None
+        if args.no_progress
+        else lambda r: print(
+            f"{r['control']:34s} {r['claim']:60s} {r['verdict']}", file=sys.stderr, flush=True
+        ),
+    )
+    print(format_table([{k: r[k] for k in ("control", "check", "claim", "verdict")} for r in rows]))
+    print()
+    summary = summarise(rows)
+    print(format_table(summary))
+    if args.json:
+        from theorylab.store import atomic_write_json
+
+        atomic_write_json(args.json, {"rows": rows, "summary": summary, "scale": args.scale})
+    missed = [s["mutation"] for s in summary if s["caught by"] == "NOTHING"]
+    if missed:
+        print(f"\nMISSED by every claim and test: {', '.join(missed)}")
+    return 1 if missed else 0
+
+
 def cmd_validate(args) -> int:
     from theorylab.validations import list_validations, validate
 
+    if args.mutations:
+        return _validate_mutations(args)
+    if args.control or args.no_tests or args.no_claims:
+        raise ValueError("--control, --no-tests and --no-claims go with --mutations")
     if args.all == (args.name is not None):
         raise ValueError("give one validation NAME or --all (see: theorylab list validations)")
     names = list_validations() if args.all else [args.name]
@@ -1059,6 +1105,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-controls",
         action="store_true",
         help="skip the negative controls (faster; the verdict is then at most PASS before power)",
+    )
+    q.add_argument(
+        "--mutations",
+        action="store_true",
+        help="run every registered mutation against every claim of its family and its "
+        "pinned-constant tests; print the caught/missed table (exit 1 if one is missed)",
+    )
+    q.add_argument(
+        "--control",
+        action="append",
+        metavar="NAME",
+        help="with --mutations: only this mutation (repeatable)",
+    )
+    q.add_argument(
+        "--no-tests",
+        action="store_true",
+        help="with --mutations: claims only, not the pinned-constant tests",
+    )
+    q.add_argument(
+        "--no-claims",
+        action="store_true",
+        help="with --mutations: the pinned-constant tests only, not the claims",
     )
     q.add_argument("--no-progress", action="store_true", help="no progress report on stderr")
     q.set_defaults(func=cmd_validate)

@@ -42,6 +42,12 @@ class Control:
     kind: str  # "null agent" or "mutation"
     description: str
     applied: Callable[[object], contextlib.AbstractContextManager]
+    # the claims modules whose claims a mutation is run against in the mutation table
+    # (``theorylab validate --mutations``); empty: the modules of the claims that list it
+    family: tuple[str, ...] = ()
+    # pinned-constant tests that must FAIL under the mutation: (test module, function, kwargs)
+    # in tests/ (``theorylab.validations.mutants.run_pinned_test``)
+    tests: tuple[tuple[str, str, dict], ...] = ()
 
 
 CONTROLS: dict[str, Control] = {}

@@ -1100,3 +1100,520 @@ if importlib.util.find_spec("torch") is not None:
             )
         ),
     )
+
+
+# ============================================================================ issue 26 (constants)
+# Slips that make a bonus, a radius or an inverse temperature smaller (a bonus halved, a radius
+# constant inverted, a missing 1/alpha, a square outside the expectation, a log without delta,
+# N + 1 for max(N, 1), a bonus subtracted). Each is a one-expression edit of the library's source
+# (``_source_edits``), applied where the constant is computed: in the Python agent and, where the
+# compiled kernel gets it from ``loop_constants``, there too; a slip inside a numba kernel's body
+# cannot be patched, so such a mutation forces the Python loop (``_python_loops``). On benign
+# instances a smaller bonus makes a learner look *better*, so most claims cannot see these: each
+# names the pinned-constant tests (tests/test_paper_constants_*.py) that catch it, and CI checks
+# that they do (tests/test_mutation_table.py).
+@contextlib.contextmanager
+def _source_edits(*edits) -> Iterator[None]:
+    """Patch, for the block, each ``(owner, attribute, old, new)``: the function (or property
+    getter) ``owner.attribute`` recompiled from its source with the text ``old`` (which must
+    occur exactly once) replaced by ``new``. A module-level function is also replaced where other
+    theorylab modules imported it by name."""
+    import ast
+    import inspect
+    import sys
+    import textwrap
+
+    made: list[tuple[str, object, object]] = []  # (attribute, original, mutant) of functions
+    with contextlib.ExitStack() as stack:
+        stack.callback(_unbind_mutants, made)
+        for owner, attribute, old, new in edits:
+            original = vars(owner)[attribute]
+            func = original.fget if isinstance(original, property) else original
+            source = textwrap.dedent(inspect.getsource(func))
+            if source.count(old) != 1:
+                raise ValueError(f"mutation: {old!r} occurs {source.count(old)} times in {func}")
+            tree = ast.parse(source.replace(old, new))
+            tree.body[0].decorator_list = []  # no re-registration
+            namespace = dict(func.__globals__)  # a copy: the module's globals stay untouched
+            if isinstance(owner, type):  # zero-argument super() needs the class cell
+                namespace["__class__"] = owner
+                tree = ast.parse(ast.unparse(tree).replace("super()", "super(__class__, self)"))
+            code = compile(tree, f"<mutant of {func.__qualname__}>", "exec")
+            local: dict = {}
+            exec(code, namespace, local)  # noqa: S102  (the library's own source, one edit)
+            mutant = local[func.__name__]
+            value = property(mutant) if isinstance(original, property) else mutant
+            stack.enter_context(_patched(owner, attribute, value))
+            if not isinstance(owner, type):
+                made.append((attribute, original, value))
+                for mod in list(sys.modules.values()):
+                    name = getattr(mod, "__name__", "") or ""
+                    if mod is not owner and name.startswith("theorylab."):
+                        if vars(mod).get(attribute) is original:
+                            stack.enter_context(_patched(mod, attribute, value))
+        yield
+
+
+def _unbind_mutants(made) -> None:
+    """A module imported while a mutation was active bound the mutant by name: rebind the
+    original there (the patches themselves are undone by their own context managers)."""
+    import sys
+
+    for attribute, original, mutant in made:
+        for mod in list(sys.modules.values()):
+            if vars(mod).get(attribute) is mutant if hasattr(mod, "__dict__") else False:
+                setattr(mod, attribute, original)
+
+
+@contextlib.contextmanager
+def _python_loops() -> Iterator[None]:
+    """The online and offline runners forced onto their Python loops (a slip in Python code does
+    not reach a compiled kernel's body)."""
+    import functools
+
+    import theorylab.runners.offline as offline
+    import theorylab.runners.online as online
+
+    def forced(run):
+        @functools.wraps(run)
+        def python_loop(*args, **kwargs):
+            kwargs["loop"] = "python"
+            return run(*args, **kwargs)
+
+        return python_loop
+
+    with _patched(online, "run", forced(online.run)), _patched(offline, "run", forced(offline.run)):
+        yield
+
+
+def _constant_mutation(name, description, family, tests, *edits, python_loop=False) -> Control:
+    """A registered mutation made of source ``edits`` (owners given as import paths)."""
+    import importlib
+
+    def resolve(path: str):
+        module, _, cls = path.partition(":")
+        mod = importlib.import_module(module)
+        return getattr(mod, cls) if cls else mod
+
+    @contextlib.contextmanager
+    def applied(claim=None) -> Iterator[None]:
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(
+                _source_edits(*((resolve(o), a, old, new) for o, a, old, new in edits))
+            )
+            if python_loop:
+                stack.enter_context(_python_loops())
+            yield
+
+    return register_control(
+        Control(name, "mutation", description, applied, family=family, tests=tests)
+    )
+
+
+_UCBVI = "theorylab.algorithms.online.ucbvi"
+_LOOP = "theorylab.algorithms.online.whole_run"
+_ONLINE_T = "test_paper_constants_online"
+_OFFLINE_T = "test_paper_constants_offline"
+_LINEAR_T = "test_paper_constants_linear"
+
+
+def _both_paths(module: str, function: str, **kwargs) -> tuple:
+    return tuple((module, function, {**kwargs, "path": p}) for p in ("python", "kernel"))
+
+
+CONSTANT_MUTATIONS = (
+    _constant_mutation(
+        "ucbvi-ch-radius-constant-inverted",
+        "UCBVI-CH's bonus (1/7) H L sqrt(1/N) instead of 7 H L sqrt(1/N)",
+        ("tabular_regret",),
+        _both_paths(_ONLINE_T, "test_ucbvi_hoeffding_bonus_is_azar_alg3"),
+        (f"{_UCBVI}:UCBVIHoeffding", "plan", "7.0 * self.H * self.L", "self.H * self.L / 7.0"),
+        (_LOOP, "loop_constants", "7.0 * agent.H * agent.L", "agent.H * agent.L / 7.0"),
+    ),
+    _constant_mutation(
+        "ucbvi-log-without-delta",
+        "UCBVI's L = ln(5 S A T) instead of ln(5 S A T / delta) (CH and BF)",
+        ("tabular_regret",),
+        _both_paths(_ONLINE_T, "test_ucbvi_hoeffding_bonus_is_azar_alg3")
+        + _both_paths(_ONLINE_T, "test_ucbvi_bernstein_bonus_is_azar_alg4"),
+        (_UCBVI, "azar_log_term", "episodes * H / delta)", "episodes * H)"),
+    ),
+    _constant_mutation(
+        "ucbvi-bf-variance-square-outside",
+        "UCBVI-BF's variance E[W]^2 - E[W]^2 (the square outside the expectation): 0",
+        ("tabular_regret",),
+        ((_ONLINE_T, "test_ucbvi_bernstein_bonus_is_azar_alg4", {"path": "python"}),),
+        (f"{_UCBVI}:UCBVIBernstein", "_mean_and_bonus", "PW2 - PW * PW", "PW**2 - PW * PW"),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "ucbvi-ajks-bonus-halved",
+        "AJKS UCBVI's bonus H sqrt(L / N) instead of 2 H sqrt(L / N)",
+        ("tabular_regret",),
+        _both_paths(_ONLINE_T, "test_ucbvi_ajks_bonus_is_ajks_ch7"),
+        (
+            f"{_UCBVI}:UCBVIAJKS",
+            "plan",
+            "2.0 * H * np.sqrt(L / N[:, h])",
+            "H * np.sqrt(L / N[:, h])",
+        ),
+        (_LOOP, "loop_constants", "c_bonus = 2.0 * Hf", "c_bonus = Hf"),
+    ),
+    _constant_mutation(
+        "ucbvi-ajks-count-plus-one",
+        "AJKS UCBVI's bonus with N + 1 where the book has max(N, 1)",
+        ("tabular_regret",),
+        ((_ONLINE_T, "test_ucbvi_ajks_bonus_is_ajks_ch7", {"path": "python"}),),
+        (
+            f"{_UCBVI}:UCBVIAJKS",
+            "plan",
+            "np.maximum(self.model.N_sa, 1.0)",
+            "self.model.N_sa + 1.0",
+        ),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "icvar-bonus-missing-inverse-alpha",
+        "ICVaR-RM's bonus H sqrt(L / n) instead of (H / alpha) sqrt(L / n)",
+        ("risk",),
+        _both_paths(_ONLINE_T, "test_icvar_rm_bonus_is_du2023_alg1", alpha=0.2),
+        (
+            "theorylab.algorithms.online.icvar_rm:ICVaRRM",
+            "bonus",
+            "(self.env.H / self.alpha)",
+            "self.env.H",
+        ),
+        (_LOOP, "loop_constants", "(agent.env.H / agent.alpha)", "agent.env.H"),
+    ),
+    _constant_mutation(
+        "icvar-count-plus-one",
+        "ICVaR-RM's bonus with n + 1 where the paper has n (max(n, 1) on visited pairs)",
+        ("risk",),
+        ((_ONLINE_T, "test_icvar_rm_bonus_is_du2023_alg1", {"path": "python", "alpha": 0.2}),),
+        ("theorylab.algorithms.online.icvar_rm:ICVaRRM", "bonus", "np.maximum(n, 1)", "n + 1"),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "icvar-log-without-delta",
+        "ICVaR-RM's L = log(K H S A) instead of log(K H S A / delta')",
+        ("risk",),
+        _both_paths(_ONLINE_T, "test_icvar_rm_bonus_is_du2023_alg1", alpha=0.5),
+        (
+            "theorylab.algorithms.online.icvar_rm:ICVaRRM",
+            "__init__",
+            "env.A / (delta / 5))",
+            "env.A)",
+        ),
+    ),
+    _constant_mutation(
+        "optimistic-q-bonus-subtracted",
+        "Q-learning with UCB-Hoeffding subtracts its bonus c sqrt(H^3 iota / t)",
+        ("tabular_regret",),
+        (
+            (
+                _ONLINE_T,
+                "test_optimistic_q_bonus_is_jin2018",
+                {"path": "python", "bonus": "hoeffding", "consts": {}},
+            ),
+        ),
+        (
+            "theorylab.algorithms.online.optimistic_q:OptimisticQLearning",
+            "_bonus",
+            "return self.c * hoeffding",
+            "return -self.c * hoeffding",
+        ),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "optimistic-q-variance-square-outside",
+        "UCB-Bernstein's W_t = (mu / t)^2 - (mu / t)^2 (the square outside the expectation)",
+        ("tabular_regret",),
+        (
+            (
+                _ONLINE_T,
+                "test_optimistic_q_bonus_is_jin2018",
+                {"path": "python", "bonus": "bernstein", "consts": {"c1": 1e-4, "c2": 1e6}},
+            ),
+        ),
+        (
+            "theorylab.algorithms.online.optimistic_q:OptimisticQLearning",
+            "_bonus",
+            "self.sigma[idx] / t - ",
+            "(self.mu[idx] / t) ** 2 - ",
+        ),
+        python_loop=True,
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS)
+
+_LINEAR = "theorylab.algorithms.online"
+_OFFLINE = "theorylab.algorithms.offline"
+CONSTANT_MUTATIONS_LINEAR_OFFLINE = (
+    _constant_mutation(
+        "lsvi-ucb-log-without-delta",
+        "LSVI-UCB's iota = log(2 d T) instead of log(2 d T / p)",
+        ("linear",),
+        ((_LINEAR_T, "test_lsvi_ucb_bonus_is_jin2020", {"features": "one-hot", "c": 1.0}),),
+        (f"{_LINEAR}.lsvi_ucb", "jin_iota", "episodes * H / delta)", "episodes * H)"),
+    ),
+    _constant_mutation(
+        "linucb-radius-log-without-delta",
+        "OFUL's radius R sqrt(2 log(det(V)^1/2 det(lambda I)^-1/2)) + sqrt(lambda) S: no delta",
+        ("linear",),
+        _both_paths(_LINEAR_T, "test_linucb_radius_is_oful", lam=1.0, noise=0.5, theta_norm=1.0),
+        (f"{_LINEAR}.linucb", "oful_radius", "math.log(1.0 / delta)", "0.0"),
+        (
+            f"{_LINEAR}.whole_run_linucb:LinUCBLoop",
+            "__init__",
+            "math.log(1.0 / agent.delta)",
+            "0.0",
+        ),
+    ),
+    _constant_mutation(
+        "lmc-lsvi-temperature-square-dropped",
+        "LMC-LSVI's 1 / beta_k = c H sqrt(d) instead of (c H sqrt(d))^2",
+        ("linear",),
+        ((_LINEAR_T, "test_lmc_lsvi_step_size_steps_and_temperature", {"c": 1.0}),),
+        (
+            f"{_LINEAR}.lmc_lsvi:LMCLSVI",
+            "inv_beta",
+            "(self.c * self.H * math.sqrt(self.d)) ** 2",
+            "self.c * self.H * math.sqrt(self.d)",
+        ),
+    ),
+    _constant_mutation(
+        "rep-ucb-bonus-halved",
+        "Rep-UCB's bonus scale alpha = c H sqrt(d iota) / 2",
+        ("linear",),
+        ((_LINEAR_T, "test_rep_ucb_bonus_scale", {"c": 1.0}),),
+        (f"{_LINEAR}.rep_ucb:RepUCB", "alpha", "self.c * self.H", "0.5 * self.c * self.H"),
+    ),
+    _constant_mutation(
+        "vi-lcb-count-plus-one",
+        "VI-LCB's penalty V_max sqrt(L / (m + 1)) where the code has max(m, 1)",
+        ("offline",),
+        ((_OFFLINE_T, "test_vi_lcb_penalty_is_rashidinejad2021", {"c_L": 0.002}),),
+        (f"{_OFFLINE}.vi_lcb", "vi_lcb", "np.maximum(m, 1.0)", "(m + 1.0)"),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "pessimistic-vi-log-without-delta",
+        "finite-horizon pessimistic VI's L = log(N H) instead of log(N H / delta)",
+        ("offline",),
+        (
+            (
+                _OFFLINE_T,
+                "test_pessimistic_vi_penalty_is_li2022",
+                {"penalty": "hoeffding", "consts": {"c_h": 0.05}},
+            ),
+            (
+                _OFFLINE_T,
+                "test_pessimistic_vi_penalty_is_li2022",
+                {"penalty": "bernstein", "consts": {"c_b": 0.02}},
+            ),
+        ),
+        (f"{_OFFLINE}.pessimistic_vi", "pessimistic_vi", "* H / delta)[:, None", "* H)[:, None"),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "pessimistic-vi-variance-square-outside",
+        "Li et al.'s Bernstein penalty with Var = E[y]^2 - E[y]^2 (the square outside): 0",
+        ("offline",),
+        (
+            (
+                _OFFLINE_T,
+                "test_pessimistic_vi_penalty_is_li2022",
+                {"penalty": "bernstein", "consts": {"c_b": 0.02}},
+            ),
+        ),
+        (
+            f"{_OFFLINE}.pessimistic_vi",
+            "pessimistic_vi",
+            "blk.means(y * y, n) - m1 * m1",
+            "blk.means(y, n) ** 2 - m1 * m1",
+        ),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "pevi-beta-sqrt-d",
+        "PEVI's beta = c sqrt(d) H sqrt(zeta) instead of c d H sqrt(zeta)",
+        ("offline",),
+        (
+            (_OFFLINE_T, "test_pevi_penalty_is_jin2021", {"features": "one-hot"}),
+            (_OFFLINE_T, "test_pevi_penalty_is_jin2021", {"features": "random"}),
+            (
+                _OFFLINE_T,
+                "test_compiled_sweep_penalties_are_the_papers",
+                {
+                    "algorithm": "pevi-tabular",
+                    "problem": "random:S=4,A=2,H=3,seed=5",
+                    "consts": {"c_beta": 0.01},
+                    "reference": "pevi",
+                },
+            ),
+        ),
+        (f"{_OFFLINE}.pevi", "pevi_beta", "c_beta * d * H", "c_beta * math.sqrt(d) * H"),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_LINEAR_OFFLINE)
+
+_PREF = "theorylab.algorithms.preference"
+_PREF_T = "test_paper_constants_preference"
+CONSTANT_MUTATIONS_PREFERENCE = (
+    _constant_mutation(
+        "pessimistic-mle-curvature-square-dropped",
+        "Zhu-Jordan-Jiao's radius with (d + log(1/delta)) / (gamma n): gamma's square dropped",
+        ("preference",),
+        (
+            (
+                _PREF_T,
+                "test_pessimistic_mle_radius_is_zjj_lemma31",
+                {"delta": 0.1, "lam": 1e-3, "C": 1.0},
+            ),
+            (_PREF_T, "test_pessimistic_mle_mdp_radius_is_zjj_section5", {}),
+        ),
+        (f"{_PREF}.pessimistic", "mle_radius", "(g * g * n)", "(g * n)"),
+    ),
+    _constant_mutation(
+        "dueling-radius-missing-inverse-kappa",
+        "Dueling RL's GLM radius without its 1 / kappa (kappa = sigma'(H))",
+        ("preference_duels",),
+        (
+            (
+                _PREF_T,
+                "test_dueling_glm_radius_and_l1_width",
+                {"t": 1, "d": 4, "H": 2, "lam": 1.0, "delta": 0.1, "B": 1.0},
+            ),
+        ),
+        (f"{_PREF}.dueling", "glm_radius", "/ (kappa)", "* 1.0"),
+    ),
+    _constant_mutation(
+        "p2r-repeats-alpha-square-dropped",
+        "P2R's repeats m = log(2 N / delta) / (2 alpha eps0^2): alpha's square dropped",
+        ("preference",),
+        (
+            (
+                _PREF_T,
+                "test_p2r_repeats_are_hoeffding_with_alpha_squared",
+                {"eps0": 0.1, "delta": 0.1},
+            ),
+        ),
+        (f"{_PREF}.p2r", "repeats_for", "ALPHA**2", "ALPHA"),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_PREFERENCE)
+
+CONSTANT_MUTATIONS_DUAL = (
+    _constant_mutation(
+        "reps-temperature-inverted",
+        "REPS' tilt q exp(eta delta_V) where q exp(delta_V / eta) belongs",
+        ("dual",),
+        (
+            (
+                "test_paper_constants_dual",
+                "test_reps_solution_and_dual_are_peters2010",
+                {"seed": 0, "epsilon": 0.05},
+            ),
+        ),
+        (
+            "theorylab.algorithms.dual.reps",
+            "_tilt",
+            "u = (r + B @ V) / eta",
+            "u = (r + B @ V) * eta",
+        ),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_DUAL)
+
+CONSTANT_MUTATIONS_CVAR = (
+    _constant_mutation(
+        "cvar-ucbvi-variance-square-outside",
+        "CVaR-UCBVI's Var_{P_hat}(W_lo) = (P_hat W_lo)^2 - mean^2 (the square outside): 0",
+        ("risk",),
+        ((_ONLINE_T, "test_cvar_ucbvi_bonus_as_stated", {"bonus": "bernstein"}),),
+        (
+            f"{_LINEAR}.cvar_ucbvi:CVaRUCBVI",
+            "_bonus",
+            "expect(p_hat, W_lo**2) - mean**2",
+            "expect(p_hat, W_lo) ** 2 - mean**2",
+        ),
+        python_loop=True,
+    ),
+    _constant_mutation(
+        "cvar-ucbvi-log-without-delta",
+        "CVaR-UCBVI's L = log(S A H K J) instead of log(S A H K J / delta)",
+        ("risk",),
+        (
+            (_ONLINE_T, "test_cvar_ucbvi_bonus_as_stated", {"bonus": "bernstein"}),
+            (_ONLINE_T, "test_cvar_ucbvi_bonus_as_stated", {"bonus": "hoeffding"}),
+        ),
+        (f"{_LINEAR}.cvar_ucbvi:CVaRUCBVI", "__init__", "self.K * J / delta)", "self.K * J)"),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_CVAR)
+
+CONSTANT_MUTATIONS_VW = (
+    _constant_mutation(
+        "vw-pevi-beta-without-d",
+        "VW-PEVI's beta = c sqrt(zeta) instead of c sqrt(d zeta)",
+        ("offline",),
+        ((_OFFLINE_T, "test_vw_pevi_weights_and_penalty_are_xiong2023", {}),),
+        (f"{_OFFLINE}.vw_pevi", "vw_beta", "math.sqrt(d * math.log(", "math.sqrt(math.log("),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_VW)
+
+_PR_LSVI_T = (
+    _PREF_T,
+    "test_pr_lsvi_query_rule_and_reward_perturbation",
+    {"threshold": 0.3, "sigma_r": 1.0, "nu": 1.0},
+)
+CONSTANT_MUTATIONS_PR_LSVI = (
+    _constant_mutation(
+        "pr-lsvi-perturbation-halved",
+        "PR-LSVI's reward perturbation sigma_r Sigma^(-1/2) xi / 2 (the exploration halved)",
+        ("pr_lsvi",),
+        (_PR_LSVI_T,),
+        (
+            f"{_PREF}.pr_lsvi:PRLSVI",
+            "_perturb",
+            "self.theta_hat + self.sigma_r * z",
+            "self.theta_hat + 0.5 * self.sigma_r * z",
+        ),
+    ),
+    _constant_mutation(
+        "pr-lsvi-query-width-squared",
+        "PR-LSVI asks iff ||x||^2_(Sigma^-1) > epsilon (the width's square root dropped)",
+        ("pr_lsvi",),
+        (_PR_LSVI_T,),
+        (
+            f"{_PREF}.pr_lsvi:PRLSVI",
+            "update",
+            "ask = width > self.threshold",
+            "ask = width**2 > self.threshold",
+        ),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_PR_LSVI)
+
+CONSTANT_MUTATIONS_F_DVL = (
+    _constant_mutation(
+        "f-dvl-temperature-dropped",
+        "f-DVL's reverse-KL V-step log sum d e^(Q / lam) without its temperature lam in front",
+        ("dual_imitation",),
+        (
+            (
+                "test_paper_constants_dual",
+                "test_f_dvl_value_losses_and_v_step",
+                {"loss": "reverse-kl", "lam": 0.6},
+            ),
+        ),
+        (
+            "theorylab.algorithms.dual.f_dvl",
+            "value_step",
+            "V[has] = loss_temp * (np.log(ew) + top[:, 0])",
+            "V[has] = np.log(ew) + top[:, 0]",
+        ),
+    ),
+)
+MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)

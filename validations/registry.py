@@ -17,6 +17,7 @@ class _ValidationRegistry:
         self._items: dict = {}
         self._controls: dict[str, tuple[str, ...]] = {}
         self._papers: dict[str, tuple[str, ...]] = {}
+        self._modules: dict[str, str] = {}
 
     def add(
         self,
@@ -41,6 +42,7 @@ class _ValidationRegistry:
             object.__setattr__(validation, "control_targets", targets)  # frozen dataclasses
         self._items[validation.name] = validation
         self._controls[validation.name] = controls
+        self._modules[validation.name] = _registering_module()
         self._papers[validation.name] = check_paper_refs(
             papers or getattr(validation, "papers", ()), f"claim {validation.name!r}"
         )
@@ -50,6 +52,12 @@ class _ValidationRegistry:
         """The seed-catalogue rows the named claim checks."""
         self.get(name)
         return self._papers[name]
+
+    def module(self, name: str) -> str:
+        """The short name of the claims module that registered the named claim (``"risk"`` for
+        ``theorylab.validations.claims.risk``): the claim's family in the mutation table."""
+        self.get(name)
+        return self._modules[name]
 
     def controls(self, name: str) -> tuple[str, ...]:
         self.get(name)
@@ -74,6 +82,20 @@ VALIDATIONS = _ValidationRegistry()
 def register_validation(validation, controls=None, targets=None, papers=()):
     """Register a claim (see :meth:`_ValidationRegistry.add`)."""
     return VALIDATIONS.add(validation, controls, targets, papers)
+
+
+def _registering_module() -> str:
+    """The claims module (``theorylab.validations.claims.X`` -> ``X``) on the call stack of a
+    registration; ``"other"`` for a claim registered from elsewhere (a test)."""
+    import sys
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        mod = frame.f_globals.get("__name__", "")
+        if ".validations.claims." in mod:
+            return mod.rsplit(".", 1)[1]
+        frame = frame.f_back
+    return "other"
 
 
 def _load() -> None:
