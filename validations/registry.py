@@ -81,6 +81,7 @@ def _load() -> None:
 
 
 def list_validations() -> list[str]:
+    """The registered claim names (``theorylab list validations``)."""
     return VALIDATIONS.names()
 
 
