@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -207,3 +208,31 @@ def test_demo_help_names_the_algorithms_it_runs():
     sub = next(a for a in build_parser()._actions if a.dest == "command")
     help_text = next(c.help for c in sub._choices_actions if c.dest == "demo")
     assert all(name in help_text for name in DEMO_ALGORITHMS)
+
+
+def test_the_readme_names_the_claims_that_are_smoke_tests_at_quick_scale():
+    from pathlib import Path
+
+    from theorylab.validations import VALIDATIONS, list_validations
+
+    def smoke(scale):
+        return scale.get("smoke") if isinstance(scale, dict) else getattr(scale, "smoke", None)
+
+    smoke_at_quick = {
+        n for n in list_validations() if smoke(VALIDATIONS.get(n).scales.get("quick"))
+    }
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    flat = " ".join(readme.split())
+    start = flat.index("**SMOKE**")
+    sentence = flat[start : flat.index("marks a scale labelled a smoke test", start)]
+    named = set(re.findall(r"`([a-z0-9-]+)`", sentence)) - {"theorylab"}
+    assert named == smoke_at_quick
+
+
+def test_validate_all_explains_the_verdicts_its_table_shows():
+    from theorylab.cli import verdict_legend
+
+    assert verdict_legend(["PASS", "PASS"]) == []
+    lines = verdict_legend(["PASS", "SMOKE", "UNPOWERED"])
+    assert [line.split(":")[0] for line in lines] == ["UNPOWERED", "SMOKE"]
+    assert "proves nothing" in lines[1]

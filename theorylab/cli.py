@@ -539,6 +539,8 @@ def cmd_validate(args) -> int:
         for r in reports
     ]
     print(_table(rows))
+    for line in verdict_legend(r["verdict"] for r in rows):
+        print(line)
     if args.json:
         from theorylab.store import atomic_write_json
 
@@ -546,6 +548,23 @@ def cmd_validate(args) -> int:
         atomic_write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0 if all(_verdict(r) in ("PASS", "SMOKE") for r in reports) else 1
+
+
+VERDICT_MEANINGS = {
+    "VACUOUS": "no tested check could fail at this scale (e.g. the bound is at or above the "
+    "trivial bound K x the largest per-episode regret): the report says from which K it can",
+    "UNPOWERED": "the checks passed, but a negative control passed them too (or none is "
+    "registered): the claim cannot tell a right learner from a wrong one at this scale",
+    "SMOKE": "a scale labelled a smoke test (too short to leave the burn-in) ran and nothing "
+    "failed, which proves nothing; the report's 'smoke test at this scale' line says where the "
+    "real check runs",
+}
+
+
+def verdict_legend(verdicts) -> list[str]:
+    """One line for each verdict in ``verdicts`` that PASS / FAIL do not explain themselves."""
+    present = set(verdicts)
+    return [f"{v}: {text}" for v, text in VERDICT_MEANINGS.items() if v in present]
 
 
 def _verdict(report) -> str:
