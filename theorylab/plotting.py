@@ -322,11 +322,11 @@ def plot_loglog(
     return ax
 
 
-_DEFERRED: list[tuple[Figure, list, int]] | None = None
+_DEFERRED: list[tuple[Figure | Axes, list, int]] | None = None
 
 
 @contextlib.contextmanager
-def deferred_saves() -> Iterator[list[tuple[Figure, list, int]]]:
+def deferred_saves() -> Iterator[list[tuple[Figure | Axes, list, int]]]:
     """Within the block :func:`save_figure` keeps each figure instead of writing it; yields the
     list of ``(figure, paths, dpi)`` it kept, for the caller to complete (:func:`title_note`) and
     write with :func:`save_figure` after the block. ``theorylab.validations.validate`` uses it:
@@ -340,8 +340,9 @@ def deferred_saves() -> Iterator[list[tuple[Figure, list, int]]]:
         _DEFERRED = outer
 
 
-def title_note(fig: Figure, text: str) -> None:
+def title_note(fig: Figure | Axes, text: str) -> None:
     """Append ``": text"`` to the title of a one-axes figure (a suptitle on any other)."""
+    fig = fig.figure if isinstance(fig, Axes) else fig
     titled = [ax for ax in fig.axes if ax.get_title()]
     if len(fig.axes) == 1 and titled:
         titled[0].set_title(f"{titled[0].get_title()}: {text}")
@@ -363,7 +364,7 @@ def save_figure(
         if FORMATS.get(p.suffix.lower()) is None:
             raise ValueError(f"cannot tell the format of {p}; use one of {sorted(FORMATS)}")
     if _DEFERRED is not None:
-        _DEFERRED.append((figure, paths, dpi))
+        _DEFERRED.append((fig, paths, dpi))  # as given: a Figure or its Axes
         return [Path(p) for p in paths]
     out = []
     for p in map(Path, paths):
