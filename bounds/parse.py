@@ -326,12 +326,12 @@ def parse_bound_expression(text: str, allowed_symbols=None) -> sp.Expr:
 
     ``allowed_symbols`` is ``None`` (the whole bound vocabulary, see ``vocabulary.py``), a mapping
     ``name -> sympy.Symbol``, or an iterable of names (vocabulary names map to the vocabulary's
-    symbols, other names to ``Symbol(name)``). Any other name is rejected.
+    symbols, other names to ``Symbol(name)``). Any other name is rejected. Raises
+    ``BoundParseError`` (a ``ValueError``) naming the offending token and position.
 
-    >>> parse_bound_expression("20*H^(3/2)*L*sqrt(S*A*K)", ["H", "L", "S", "A", "K"])
-    20*H**(3/2)*L*sqrt(A*K*S)
-
-    Raises ``BoundParseError`` (a ``ValueError``) naming the offending token and position.
+    Examples:
+        >>> parse_bound_expression("20*H^(3/2)*L*sqrt(S*A*K)", ["H", "L", "S", "A", "K"])
+        20*H**(3/2)*L*sqrt(A*K*S)
     """
     if not isinstance(text, str):
         raise TypeError(f"expected the expression as a string, got {type(text).__name__}")

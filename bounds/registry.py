@@ -10,6 +10,8 @@ plots and for the consistency test "the lower bound does not exceed the upper bo
 
 from __future__ import annotations
 
+import re
+
 from theorylab.registry import Registry
 
 from .bound import Bound
@@ -68,6 +70,15 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", r"\|")
 
 
+def markdown_prose(text: str) -> str:
+    """``text`` as typed on a Markdown page: ``*``, ``_``, brackets, backticks escaped.
+
+    Notes write the optimum as ``V*`` and subscripts as ``C*_clipped``; unescaped, a ``V*`` ...
+    ``pi*`` pair turns the words between them italic and ``[x](y)`` becomes a link.
+    """
+    return re.sub(r"([\\`*_\[\]])", r"\\\1", str(text))
+
+
 def markdown_table() -> str:
     """The table of docs/bounds.md, generated from the registry (tests check it is current)."""
     header = (
@@ -76,7 +87,9 @@ def markdown_table() -> str:
     )
     rows = []
     for b in all_bounds():
-        expr = f"${b.latex(definitions=True)}$"
+        # a bar would be a cell separator: \vert / \Vert (typeset by KaTeX, docs/assets/katex/)
+        latex = b.latex(definitions=True).replace(r"\|", r"\Vert ")
+        expr = "$" + re.sub(r"(?<!\\)\|", r"\\vert ", latex) + "$"
         notes = " ".join(
             [f"Version: {b.version}."]
             + ([f"Regime: {b.regime}."] if b.regime else [])
@@ -96,10 +109,10 @@ def markdown_table() -> str:
                     expr,
                     b.kind,
                     b.quantity.replace("_", " "),
-                    b.probability,
+                    markdown_prose(b.probability),
                     source,
                     f"[{b.provenance}]",
-                    notes,
+                    markdown_prose(notes),
                 )
             )
             + " |"
@@ -124,6 +137,7 @@ __all__ = [
     "all_bounds",
     "get_bound",
     "list_bounds",
+    "markdown_prose",
     "markdown_table",
     "with_current_table",
 ]

@@ -215,6 +215,7 @@ def make_gallery(
 
 def write_gallery_page() -> Path:
     """docs/gallery.md, assembled from the stored entries (no claim is run)."""
+    from theorylab.bounds.registry import markdown_prose
     from theorylab.validations import list_validations
 
     rows, sections, scales = [], [], []
@@ -234,7 +235,7 @@ def write_gallery_page() -> Path:
         text = [
             f"## {name}",
             "",
-            e["statement"],
+            markdown_prose(e["statement"]),
             "",
             f"**{e['verdict']}** at {e['scale']} scale ({e['seconds']:.1f} s, {e['date']})"
             f"{note}. Reproduce: `{command}`",

@@ -45,5 +45,6 @@ def make(spec: str, **overrides):
 
 
 def list_families() -> list[str]:
+    """The registered MDP family names (``theorylab list mdps`` prints them with their keys)."""
     _load_families()
     return MDP_FAMILIES.names()

@@ -110,41 +110,54 @@ def cmd_list(args) -> int:
     if args.json:
         print(json.dumps(rows, indent=2, default=str))
     else:
-        for r in rows:
-            if "parameters" in r:
-                r["parameters"] = ",".join(f"{k}={v}" for k, v in r["parameters"].items())
-        print(_table(_fit_to_terminal(rows, ("bounds", "parameters", "summary"))))  # all: --json
+        print(_listing(rows))
     return 0
 
 
-def _fit_to_terminal(rows: list[dict], flexible: tuple[str, ...]) -> list[dict]:
-    """Shorten the ``flexible`` columns (with "...") so that the table fits the terminal's
-    width (``COLUMNS``, else the terminal, else 100 columns when output is piped)."""
+def _listing(rows: list[dict]) -> str:
+    """``theorylab list``'s plain output: the short columns as a table and, beside them, each
+    entry's summary in full, wrapped to the terminal's width (``COLUMNS``, else the terminal,
+    else 100 when piped); its bounds and parameters follow as labelled lines. When the short
+    columns leave under 40 characters, the text goes under each entry, indented by 4."""
     import shutil
+    import textwrap
 
-    width = max(60, shutil.get_terminal_size((100, 24)).columns)
     if not rows:
-        return rows
-    columns = list(rows[0])
-    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
-    fixed = sum(w for c, w in widths.items() if c not in flexible) + 2 * (len(columns) - 1)
-    room = max(len(flexible) * 12, width - fixed)
-    present = [c for c in flexible if c in widths]
-    # share the room: a column that needs less than its share gives the rest to the others
-    limits: dict[str, int] = {}
-    for i, c in enumerate(sorted(present, key=lambda c: widths[c])):
-        share = room // (len(present) - i)
-        limits[c] = max(len(c), min(widths[c], share))
-        room -= limits[c]
-    out = []
+        return "(empty)"
+    long = ("summary", "bounds", "parameters")
+    short = [c for c in rows[0] if c not in long]
+    width = max(40, shutil.get_terminal_size((100, 24)).columns)
+    widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in short}
+    beside = sum(widths.values()) + 2 * len(short)
+    below = width - beside < 40
+    indent = 4 if below else beside
+    room = width - indent
+
+    def text(r: dict) -> list[str]:
+        parts = [str(r.get("summary") or "")]
+        if r.get("bounds") not in (None, "-", ""):
+            parts.append("bounds: " + str(r["bounds"]).replace(",", ", "))
+        if r.get("parameters"):
+            params = ", ".join(f"{k}={v}" for k, v in r["parameters"].items())
+            parts.append(f"parameters: {params}")
+        wrap = dict(width=room, break_on_hyphens=False, break_long_words=False)
+        return [line for p in parts if p for line in textwrap.wrap(p, **wrap)] or [""]
+
+    head = "  ".join(c.ljust(widths[c]) for c in short)
+    rule = "  ".join("-" * widths[c] for c in short)
+    if not below:
+        head, rule = f"{head}  summary", f"{rule}  {'-' * room}"
+    out = [head.rstrip(), rule]
     for r in rows:
-        r = dict(r)
-        for c, limit in limits.items():
-            text = str(r.get(c, ""))
-            if len(text) > limit:
-                r[c] = text[: limit - 3].rstrip() + "..."
-        out.append(r)
-    return out
+        cells = "  ".join(str(r[c]).ljust(widths[c]) for c in short)
+        lines = text(r)
+        if below:
+            out.append(cells.rstrip())
+            out += [" " * indent + line for line in lines]
+        else:
+            out.append(f"{cells}  {lines[0]}".rstrip())
+            out += [" " * indent + line for line in lines[1:]]
+    return "\n".join(out)
 
 
 # --------------------------------------------------------------------------- solve
@@ -642,6 +655,8 @@ def cmd_validate(args) -> int:
         for r in reports
     ]
     print(_table(rows))
+    for line in verdict_legend(r["verdict"] for r in rows):
+        print(line)
     if args.json:
         from theorylab.store import atomic_write_json
 
@@ -649,6 +664,23 @@ def cmd_validate(args) -> int:
         atomic_write_json(args.json, payload)
         print(f"wrote {args.json}")
     return 0 if all(_verdict(r) in ("PASS", "SMOKE") for r in reports) else 1
+
+
+VERDICT_MEANINGS = {
+    "VACUOUS": "no tested check could fail at this scale (e.g. the bound is at or above the "
+    "trivial bound K x the largest per-episode regret): the report says from which K it can",
+    "UNPOWERED": "the checks passed, but a negative control passed them too (or none is "
+    "registered): the claim cannot tell a right learner from a wrong one at this scale",
+    "SMOKE": "a scale labelled a smoke test (too short to leave the burn-in) ran and nothing "
+    "failed, which proves nothing; the report's 'smoke test at this scale' line says where the "
+    "real check runs",
+}
+
+
+def verdict_legend(verdicts) -> list[str]:
+    """One line for each verdict in ``verdicts`` that PASS / FAIL do not explain themselves."""
+    present = set(verdicts)
+    return [f"{v}: {text}" for v, text in VERDICT_MEANINGS.items() if v in present]
 
 
 def _verdict(report) -> str:
@@ -1228,7 +1260,11 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--no-progress", action="store_true")
     q.set_defaults(func=cmd_train)
 
-    q = sub.add_parser("demo", help="UCBVI against greedy on RiverSwim: table + regret.png")
+    q = sub.add_parser(  # names theorylab.demo.DEMO_ALGORITHMS (a test checks; no import here)
+        "demo",
+        help="ucbvi-bernstein, ucbvi-hoeffding and psrl against greedy on RiverSwim: "
+        "table + regret.png",
+    )
     q.add_argument("--out", default="regret.png", help="figure path (PNG or SVG)")
     q.add_argument("--episodes", type=int, default=None)
     q.add_argument("--seeds", type=int, default=None, help="seeds per algorithm (default 8)")

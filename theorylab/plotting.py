@@ -29,8 +29,9 @@ optional ``ax`` and returns the Axes it drew on (its figure is ``ax.figure``).
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from fractions import Fraction
 from pathlib import Path
 
@@ -321,21 +322,53 @@ def plot_loglog(
     return ax
 
 
+_DEFERRED: list[tuple[Figure | Axes, list, int]] | None = None
+
+
+@contextlib.contextmanager
+def deferred_saves() -> Iterator[list[tuple[Figure | Axes, list, int]]]:
+    """Within the block :func:`save_figure` keeps each figure instead of writing it; yields the
+    list of ``(figure, paths, dpi)`` it kept, for the caller to complete (:func:`title_note`) and
+    write with :func:`save_figure` after the block. ``theorylab.validations.validate`` uses it:
+    a claim draws its figure while it runs, but its verdict is final only after its negative
+    controls have run."""
+    global _DEFERRED
+    outer, _DEFERRED = _DEFERRED, []
+    try:
+        yield _DEFERRED
+    finally:
+        _DEFERRED = outer
+
+
+def title_note(fig: Figure | Axes, text: str) -> None:
+    """Append ``": text"`` to the title of a one-axes figure (a suptitle on any other)."""
+    fig = fig.figure if isinstance(fig, Axes) else fig
+    titled = [ax for ax in fig.axes if ax.get_title()]
+    if len(fig.axes) == 1 and titled:
+        titled[0].set_title(f"{titled[0].get_title()}: {text}")
+    else:
+        fig.suptitle(text)
+
+
 def save_figure(
     fig: Figure | Axes, path: str | os.PathLike | Sequence[str | os.PathLike], *, dpi: int = 150
 ) -> list[Path]:
     """Write ``fig`` to each path, the format taken from the suffix (.png, .svg, .pdf).
 
     Every file is written atomically. SVG output is made reproducible (fixed id salt, no date).
-    Returns the paths written.
+    Returns the paths written (inside :func:`deferred_saves`: the paths it will be written to).
     """
     figure = fig.figure if isinstance(fig, Axes) else fig
     paths = [path] if isinstance(path, (str, os.PathLike)) else list(path)
+    for p in map(Path, paths):
+        if FORMATS.get(p.suffix.lower()) is None:
+            raise ValueError(f"cannot tell the format of {p}; use one of {sorted(FORMATS)}")
+    if _DEFERRED is not None:
+        _DEFERRED.append((fig, paths, dpi))  # as given: a Figure or its Axes
+        return [Path(p) for p in paths]
     out = []
     for p in map(Path, paths):
-        fmt = FORMATS.get(p.suffix.lower())
-        if fmt is None:
-            raise ValueError(f"cannot tell the format of {p}; use one of {sorted(FORMATS)}")
+        fmt = FORMATS[p.suffix.lower()]
         metadata = {"Date": None} if fmt == "svg" else None
         with (
             matplotlib.rc_context({"svg.hashsalt": "theorylab"}),

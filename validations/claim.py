@@ -118,6 +118,7 @@ class Report:
     power: dict[str, Any] | None = None  # {"controls": n, "failing": m, "required": bool}
     controls: list[dict[str, Any]] = field(default_factory=list)
     smoke: str | None = None  # why this scale is only a smoke test (the real check's scale)
+    settings: str | None = None  # what this scale runs (scale_settings), set by validate
 
     def finalize(self) -> Report:
         """Verdict from the checks (before controls): FAIL / PASS / VACUOUS, SMOKE on a smoke
@@ -161,6 +162,7 @@ class Report:
             "power": self.power,
             "controls": self.controls,
             "smoke": self.smoke,
+            "settings": self.settings,
             "slope": self.slope,
             "slope_ci": list(self.slope_ci) if self.slope_ci is not None else None,
             "bound": self.bound,
@@ -179,6 +181,8 @@ class Report:
     def format(self) -> str:
         verdict = self.verdict or claim_verdict(self.checks)
         lines = [f"{verdict}  {self.name} [{self.scale}]", f"      {self.statement}"]
+        if self.settings:  # the statement describes every scale; this is the one that ran
+            lines.append(f"      this run, scale {self.scale}: {self.settings}")
         if self.smoke:
             lines.append(f"      smoke test at this scale: {self.smoke}")
         for c in self.checks:
@@ -186,6 +190,38 @@ class Report:
         lines.append(f"  informative: {self.informative_text()}")
         lines.append(f"  power: {self.power_text()}")
         return "\n".join(lines)
+
+
+def scale_settings(claim, scale: str) -> str:
+    """What ``claim`` runs at ``scale``, one line: its settings that are set (``episodes=2000,
+    seeds=8, mdp=riverswim:S=2,H=2``), from the scale's dataclass or dict."""
+    import dataclasses
+
+    sc = claim.scales[scale]
+    if dataclasses.is_dataclass(sc):
+        items = {
+            f.name: getattr(sc, f.name)
+            for f in dataclasses.fields(sc)
+            if getattr(sc, f.name) != f.default and f.name != "smoke"
+        }
+    elif isinstance(sc, dict):
+        items = dict(sc)
+    else:  # a bare number or tuple, read by the claim's own code
+        return repr(sc)
+
+    def text(value) -> str:
+        if isinstance(value, bool) or not isinstance(value, (int, float, tuple, list)):
+            return str(value)
+        if isinstance(value, (tuple, list)):
+            return "/".join(text(v) for v in value) if value else "none"
+        return f"{value:,}" if isinstance(value, int) else f"{value:g}"
+
+    shown = {
+        k: v
+        for k, v in items.items()
+        if v is not None and not (hasattr(v, "__len__") and not len(v))
+    }
+    return ", ".join(f"{k}={text(v)}" for k, v in shown.items()) or "defaults"
 
 
 @dataclass(frozen=True)
@@ -986,7 +1022,7 @@ def _plot(v: Validation, result, other, bound_curve, rep: Report, path: str) -> 
         curves,
         bound_curves=bounds,
         loglog=True,
-        title=f"{v.name} [{rep.scale}]: {claim_verdict(rep.checks)} (before controls)",
+        title=f"{v.name} [{rep.scale}]",
         **keywords,
     )
     save_figure(fig, path)

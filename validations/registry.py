@@ -103,6 +103,7 @@ def _load() -> None:
 
 
 def list_validations() -> list[str]:
+    """The registered claim names (``theorylab list validations``)."""
     return VALIDATIONS.names()
 
 
@@ -124,15 +125,45 @@ def validate(
     does not (or none is registered). ``controls=False`` skips them (the verdict is then
     at most PASS before controls; ``report.power`` is None)."""
     import theorylab.validations.mutations  # noqa: F401  (registers the known-bug controls)
-    from theorylab.validations.controls import get_control
+    from theorylab.plotting import deferred_saves
+    from theorylab.validations.claim import scale_settings
 
     claim = VALIDATIONS.get(name)
     scales = sorted(getattr(claim, "scales", None) or ("quick", "full"))
     if not isinstance(scale, str) or scale not in scales:  # before anything runs
         raise ValueError(f"validation {name!r} has scales {scales}, not {scale!r}")
-    rep = claim.run(scale, plot=plot, progress=progress, seed=seed).finalize()
-    if not controls:
-        return rep
+    # the figure is drawn during the run, its title gets the verdict once the controls have run
+    with deferred_saves() as figures:
+        rep = claim.run(scale, plot=plot, progress=progress, seed=seed).finalize()
+    rep.settings = scale_settings(claim, scale)
+    if controls:
+        _run_controls(name, claim, scale, seed, rep)
+    _write_figures(figures, rep)
+    return rep
+
+
+def _write_figures(figures, rep) -> None:
+    """Write the claim's figures with its final verdict in the title."""
+    from theorylab.plotting import save_figure, title_note
+
+    power = rep.power
+    if power is None:
+        text = f"{rep.verdict} (checks only; controls not run)"
+    elif not power["controls"]:
+        text = f"{rep.verdict} (no negative control registered)"
+    else:
+        text = f"{rep.verdict} ({power['failing']}/{power['controls']} controls fail it)"
+    for fig, paths, dpi in figures:
+        title_note(fig, text)
+        written = save_figure(fig, paths, dpi=dpi)
+        if rep.figure is None:  # a claim that looks for its file saw none while it was kept
+            rep.figure = str(written[0])
+
+
+def _run_controls(name: str, claim, scale: str, seed: int, rep) -> None:
+    """Run the claim's negative controls at ``scale``; set ``rep.power``, the verdict."""
+    from theorylab.validations.controls import get_control
+
     names = VALIDATIONS.controls(name)
     for cname in names:
         control = get_control(cname)
@@ -149,4 +180,3 @@ def validate(
     rep.power = {"controls": len(names), "failing": failing}
     if rep.verdict == "PASS" and (not names or failing < len(names)):
         rep.verdict, rep.passed = "UNPOWERED", False
-    return rep

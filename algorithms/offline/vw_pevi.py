@@ -27,7 +27,7 @@ D_main, episodes kept whole for trajectory data):
    ``y = r + V_ref_{h+1}(s')`` and of ``y^2`` on phi give ``E_hat[y | s, a] = phi^T w1`` and
    ``E_hat[y^2 | s, a] = phi^T w2``; then
 
-       sigma2_h(s, a) = max{ sigma2_min, [phi^T w2]_{[0, (H-h)^2]} - ([phi^T w1]_{[0, H-h]})^2 }
+       ``sigma2_h(s, a) = max{ sigma2_min, [phi^T w2]_{[0, (H-h)^2]} - ([phi^T w1]_{[0, H-h]})^2 }``
 
    (sigma2_min = 1 [M]: the floor of LinPEVI-ADV+'s max{1, .} as recalled; the paper's
    additional -O~(d H^3 / sqrt(K kappa)) correction of the estimate is not applied).

@@ -52,7 +52,7 @@ Constants and deviations:
 * c (Hoeffding): the paper gives it only as "an absolute constant" (Theorem 1; Lemma 4.3 proves
   (4.4) "for some absolute constant c" and takes b_t with "the same constant c"), with no number
   [V]. The default c = 2 is this library's own derivation, not the paper's value: Azuma-Hoeffding
-  on sum_i alpha_t^i [(P_hat - P) V*](x, a), whose terms lie in [-alpha_t^i H, alpha_t^i H] with
+  on ``sum_i alpha_t^i [(P_hat - P) V*](x, a)``, whose terms lie in [-alpha_t^i H, alpha_t^i H] with
   sum_i (alpha_t^i)^2 <= 2H/t (Lemma 4.1(b)), union-bounded over the S A T indices, gives a
   deviation <= 2 sqrt(H^3 (iota + log 2) / t), and sum_i alpha_t^i b_i >= c sqrt(H^3 iota / t)
   (Lemma 4.1(a)); c = 2 covers it up to the log 2. A secondary source (Yang, Yang & Du 2021,

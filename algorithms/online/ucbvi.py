@@ -51,8 +51,8 @@ Conventions and deviations (each deliberate):
 * Steps are 0-based in code, h = 0..H-1 (papers: 1..H); ``V[:, H] = 0`` is the paper's V_{H+1}.
   Rewards lie in [0, 1], so values lie in [0, H]; Q is capped at H at *every* step, as printed
   (not at the tighter H - h).
-* N'_{k,h+1}(y) (UCBVI-BF) counts x_{k,h+1} = y for h+1 = 1..H+1 (1-based), where x_{k,H+1} is
-  the state reached after the last action; it comes from ``EmpiricalModel.N_hs``.
+* ``N'_{k,h+1}(y)`` (UCBVI-BF) counts ``x_{k,h+1} = y`` for h+1 = 1..H+1 (1-based), where
+  ``x_{k,H+1}`` is the state reached after the last action; it comes from ``EmpiricalModel.N_hs``.
 * Ties in argmax_a Q: the paper allows any maximiser. ``tie_break="first"`` (default) takes the
   smallest action index; ``tie_break="least-visited"`` takes, among the exact maximisers, the
   action with the fewest visits N(x, a) (N_h(s, a) for AJKS), then the smallest index. Early on

@@ -9,7 +9,14 @@ generation. Rows (a) and (b) run theorylab in three batch layouts
 sequence with restarting position ids); TRL runs its padded batch (its DPO ``padding_free`` is
 disabled in TRL 1.16 and needs flash-attention). Row (c) runs theorylab padded and in buckets.
 
-Needs TRL (the ``[bench]`` extra: ``pip install 'theorylab[bench]'``); without it the table says so.
+Needs TRL (the ``[bench]`` extra: ``pip install 'theorylab[bench]'``) for the comparison with TRL.
+Without TRL (but with transformers, the ``[llm]`` extra) rows (a) and (b) run against a
+**plain-PyTorch** peer instead, written out in this module (:func:`plain_dpo_loss`,
+:func:`plain_grpo_loss`: one padded forward, ``log_softmax`` and ``gather``, the loss of the
+paper's equation; no theorylab code): the same 1e-5 loss-and-gradient check, then the same
+alternating timing, with ``peer = "plain PyTorch"`` in every row; row (c) (TRL's generation loop)
+is skipped, and the command says which rows ran and that TRL is missing. Without transformers
+nothing can run and the table says so.
 The model is a random-init GPT-2 from a config (no network) and the text is random tokens of a
 word-level tokenizer built here, so both trainers see identical token ids. Completion lengths vary
 (uniform between a quarter of the maximum and the maximum), so that padding is part of the batch.
@@ -55,6 +62,7 @@ import copy
 import os
 import shutil
 import statistics
+import sys
 import tempfile
 import time
 import warnings
@@ -159,8 +167,10 @@ def _time_alternately(fns: dict[str, Any], warmup: int, repeats: int) -> dict[st
     return times
 
 
-def _rows(case: str, cfg: dict, tokens: int, times: dict, checks: dict, device, dtype):
-    """One row per trainer; ``checks[name] = (loss, TRL's loss, max gradient gap)``."""
+def _rows(case: str, cfg: dict, tokens: int, times: dict, checks: dict, device, dtype,
+          peer: str = "TRL"):  # fmt: skip
+    """One row per trainer; ``times["trl"]`` is the peer's (TRL, or plain PyTorch without TRL);
+    ``checks[name] = (loss, the peer's loss, max gradient gap)``."""
     import torch
 
     out = []
@@ -172,7 +182,8 @@ def _rows(case: str, cfg: dict, tokens: int, times: dict, checks: dict, device, 
         out.append(
             {
                 "step": case,
-                "trainer": f"theorylab {name}" if ours else "TRL",
+                "peer": peer,
+                "trainer": f"theorylab {name}" if ours else peer,
                 "device": str(device),
                 "dtype": str(dtype).replace("torch.", ""),
                 "model": f"gpt2 {cfg['n_layer']}x{cfg['n_embd']}, vocab {cfg['vocab']}",
@@ -181,7 +192,7 @@ def _rows(case: str, cfg: dict, tokens: int, times: dict, checks: dict, device, 
                 "ms_min": 1e3 * min(ts),
                 "ms_max": 1e3 * max(ts),
                 "tokens_per_s": tokens / med[name],
-                "ratio_vs_trl": med["trl"] / med[name],
+                "ratio_vs_peer": med["trl"] / med[name],
                 "loss": loss if ours else trl_loss,
                 "loss_gap": abs(loss - trl_loss) if ours else 0.0,
                 "grad_gap": grad_gap if ours else 0.0,
@@ -459,12 +470,170 @@ def bench_grpo_generation(cfg: dict, *, device: str = "cpu", dtype=None, warmup=
     return _rows("GRPO step with generation", cfg, tokens, times, checks, device, dtype)
 
 
+# ------------------------------------------------------------------ without TRL: plain PyTorch
+def _token_logprobs(model, ids, attention_mask, start: int):
+    """log pi(ids[:, t] | ids[:, <t]) for t >= start, from one padded forward: (B, T - start)."""
+    import torch
+
+    logits = model(input_ids=ids, attention_mask=attention_mask).logits[:, start - 1 : -1]
+    return torch.log_softmax(logits.float(), -1).gather(-1, ids[:, start:, None]).squeeze(-1)
+
+
+def plain_dpo_loss(policy, reference, ids, attention_mask, completion_mask, beta: float = 0.1):
+    """DPO (Rafailov et al. 2023, eq. (7)) in plain PyTorch on ``[chosen; rejected]`` rows (2B, T):
+    ``-mean log sigmoid(beta ((c - c_ref) - (r - r_ref)))`` of the completions' summed log-probs."""
+    import torch
+    import torch.nn.functional as F
+
+    mask = completion_mask[:, 1:].float()
+    seq = (_token_logprobs(policy, ids, attention_mask, 1) * mask).sum(1)  # (2B,)
+    with torch.no_grad():
+        ref = (_token_logprobs(reference, ids, attention_mask, 1) * mask).sum(1)
+    c, r = seq.chunk(2)
+    c_ref, r_ref = ref.chunk(2)
+    return -F.logsigmoid(beta * ((c - c_ref) - (r - r_ref))).mean()
+
+
+def plain_grpo_loss(
+    policy, reference, ids, attention_mask, completion_mask, rewards, group_size: int,
+    prompt_length: int, beta: float = 0.04, clip_eps: float = 0.2, eps: float = 1e-4,
+):  # fmt: skip
+    """GRPO (Shao et al. 2024, eq. (3), on-policy) in plain PyTorch: rows are ``group_size``
+    consecutive completions per prompt; A = (r - mean) / (std + eps) per group (std with n - 1);
+    per token -min(rho A, clip(rho, 1 +- eps) A) + beta k3, k3 = exp(ref - logp) - (ref - logp) -
+    1; mean over each completion's tokens, then over completions."""
+    import torch
+
+    P = prompt_length
+    mask = completion_mask[:, P:].float()  # (B, C)
+    logp = _token_logprobs(policy, ids, attention_mask, P)
+    with torch.no_grad():
+        ref = _token_logprobs(reference, ids, attention_mask, P)
+    r = rewards.float().view(-1, group_size)
+    adv = ((r - r.mean(1, keepdim=True)) / (r.std(1, keepdim=True) + eps)).view(-1, 1)
+    rho = torch.exp(logp - logp.detach())  # 1, with the policy gradient's weight
+    surrogate = torch.min(rho * adv, rho.clamp(1 - clip_eps, 1 + clip_eps) * adv)
+    d = ref - logp
+    per_token = -surrogate + beta * (torch.exp(d) - d - 1)
+    return ((per_token * mask).sum(1) / mask.sum(1)).mean()
+
+
+def _padded_batch(g, rows: list[tuple[int, int]], vocab: int, device):
+    """Right-padded ids, attention and completion masks (B, T) for rows of (prompt length,
+    completion length) random tokens; pad id 0."""
+    import torch
+
+    T = max(p + c for p, c in rows)
+    ids = torch.zeros(len(rows), T, dtype=torch.long)
+    am, cm = torch.zeros_like(ids), torch.zeros_like(ids)
+    for i, (p, c) in enumerate(rows):
+        ids[i, : p + c] = torch.randint(2, vocab, (p + c,), generator=g)
+        am[i, : p + c] = 1
+        cm[i, p : p + c] = 1
+    return ids.to(device), am.to(device), cm.to(device)
+
+
+def _plain_case(case, cfg, policy_loss, ours_loss, tokens, device, dtype, warmup, repeats,
+                layouts) -> list[dict]:  # fmt: skip
+    """Check and time one case against the plain-PyTorch peer (``policy_loss(model)``) and
+    theorylab's step in each layout (``ours_loss(policy, opt, layout, step)``)."""
+    import torch
+
+    from theorylab.algorithms.deep.models import HFCausalLM
+
+    base = _model(cfg, device, dtype)
+    start = _perturbed(base)
+    plain = copy.deepcopy(start)
+    plain_opt = torch.optim.AdamW(plain.parameters(), lr=1e-5, weight_decay=0.0)
+    fns, checks = {}, {}
+    for layout in layouts:
+        policy = HFCausalLM(copy.deepcopy(start))
+        opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
+        ours_t = ours_loss(policy, opt, layout, False)
+        name = f"{case} ({layout}, against plain PyTorch)"
+        checks[layout] = _same_loss(name, ours_t, policy, policy_loss(plain), plain)
+
+        def ours_step(policy=policy, opt=opt, layout=layout):
+            ours_loss(policy, opt, layout, True)
+
+        fns[layout] = ours_step
+
+    def plain_step():
+        policy_loss(plain).backward()
+        torch.nn.utils.clip_grad_norm_(plain.parameters(), 1.0)
+        plain_opt.step()
+        plain.zero_grad(set_to_none=True)
+
+    fns["trl"] = plain_step  # the peer's slot
+    times = _time_alternately(fns, warmup, repeats)
+    return _rows(case, cfg, tokens, times, checks, device, dtype, peer="plain PyTorch")
+
+
+def bench_plain(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
+                layouts=LAYOUTS) -> list[dict]:  # fmt: skip
+    """Rows (a) and (b) against plain PyTorch (no TRL): the same batches' shapes as with TRL."""
+    import torch
+
+    from theorylab.algorithms.deep.models import HFCausalLM
+    from theorylab.algorithms.deep.registry import make_loss
+    from theorylab.algorithms.deep.steps import group_step, preference_step
+
+    dtype = dtype or torch.float32
+    V, P, C, n = cfg["vocab"], cfg["prompt"], cfg["completion"], cfg["batch"]
+    g = torch.Generator().manual_seed(0)
+    lengths = _lengths(g, 2 * n, C)  # chosen and rejected rows share their pair's prompt
+    ids, am, cm = _padded_batch(g, [(P, lengths[i]) for i in range(2 * n)], V, device)
+    ids[n:, :P] = ids[:n, :P]
+    reference = HFCausalLM(_model(cfg, device, dtype)).requires_grad_(False)
+    dpo = make_loss("dpo:beta=0.1")
+    rows = _plain_case(
+        "DPO step", cfg,
+        lambda m: plain_dpo_loss(m, reference.model, ids, am, cm, beta=0.1),
+        lambda pol, opt, layout, step: preference_step(
+            pol, reference, opt, dpo, ids, am, cm, step=step, layout=layout
+        ),
+        int(am.sum()), device, dtype, warmup, repeats, layouts,
+    )  # fmt: skip
+
+    B = max(GROUP_SIZE, n * GROUP_SIZE // 2 - (n * GROUP_SIZE // 2) % GROUP_SIZE)
+    g = torch.Generator().manual_seed(1)
+    gids, gam, gcm = _padded_batch(g, [(P, c) for c in _lengths(g, B, C)], V, device)
+    prompts = gids[::GROUP_SIZE, :P].repeat_interleave(GROUP_SIZE, 0)
+    gids[:, :P] = prompts  # G completions of each prompt
+    rewards = torch.rand(B, generator=g).to(device)
+    group = torch.arange(B // GROUP_SIZE, device=gids.device).repeat_interleave(GROUP_SIZE)
+    grpo = make_loss("grpo:beta=0.04,clip_eps=0.2")
+    rows += _plain_case(
+        "GRPO step (given completions)", cfg,
+        lambda m: plain_grpo_loss(m, reference.model, gids, gam, gcm, rewards, GROUP_SIZE, P),
+        lambda pol, opt, layout, step: group_step(
+            pol, reference, opt, grpo, gids, gam, gcm, rewards, group, prompt_length=P,
+            step=step, layout=layout,
+        ),
+        int(gam.sum()), device, dtype, warmup, repeats, layouts,
+    )  # fmt: skip
+    return rows
+
+
+NO_TRL = (
+    "bench llm: TRL is not installed (pip install 'theorylab[bench]'), so nothing is compared "
+    "with TRL: rows (a) DPO step and (b) GRPO step given completions run against plain PyTorch "
+    "instead (the same loss-and-gradient check to 1e-5); row (c), GRPO with TRL's generation "
+    "loop, is skipped."
+)
+NO_TRANSFORMERS = (
+    "bench llm: transformers is not installed (pip install 'theorylab[llm]'): no model to time, "
+    "no row ran."
+)
+
+
 def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
-    """Rows (a), (b), (c) (module docstring); an empty table with a note without TRL."""
-    try:
-        import trl  # noqa: F401
-    except ModuleNotFoundError:
-        print("bench llm needs TRL: pip install 'theorylab[bench]' (TRL, datasets, transformers)")
+    """Rows (a), (b), (c) against TRL; without TRL rows (a) and (b) against plain PyTorch, with a
+    line on stderr saying so (module docstring); no row without transformers."""
+    import importlib.util
+
+    if importlib.util.find_spec("transformers") is None:
+        print(NO_TRANSFORMERS, file=sys.stderr)
         return []
     import torch
 
@@ -474,6 +643,11 @@ def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
     cfg = CONFIGS["quick" if quick else "default"]
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     reps = dict(warmup=1, repeats=5) if quick else dict(warmup=2, repeats=12)
+    if importlib.util.find_spec("trl") is None:
+        print(NO_TRL, file=sys.stderr)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return bench_plain(cfg, device=device, dtype=dtype, **reps)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return (
@@ -487,8 +661,15 @@ def format_table(rows: list[dict]) -> str:
     from theorylab.table import from_dicts
 
     if not rows:
-        return "(no rows: TRL is not installed)"
-    return from_dicts(
+        return "(no rows: transformers is not installed)"
+    peers = sorted({r.get("peer", "TRL") for r in rows})
+    notes = [f"ratio vs peer: the {' / '.join(peers)} step's median time over this row's."]
+    if "TRL" not in peers:
+        notes.append(
+            "TRL is not installed: the peer is plain PyTorch (one padded forward, log_softmax, "
+            "the paper's loss); row (c), GRPO with TRL's generation loop, did not run."
+        )
+    table = from_dicts(
         [
             {
                 "step": r["step"],
@@ -499,7 +680,7 @@ def format_table(rows: list[dict]) -> str:
                 "ms/step median [min, max]": f"{r['ms_median']:.1f} [{r['ms_min']:.1f}, "
                 f"{r['ms_max']:.1f}]",
                 "tokens/s": f"{r['tokens_per_s']:.0f}",
-                "ratio vs TRL": f"{r['ratio_vs_trl']:.2f}",
+                "ratio vs peer": f"{r['ratio_vs_peer']:.2f}",
                 "loss (same batch)": f"{r['loss']:.7f}",
                 "|loss gap|": f"{r['loss_gap']:.1e}",
                 "max |grad gap|": f"{r['grad_gap']:.1e}",
@@ -507,3 +688,4 @@ def format_table(rows: list[dict]) -> str:
             for r in rows
         ]
     )
+    return "\n".join([table, *notes])

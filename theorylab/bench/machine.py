@@ -32,6 +32,7 @@ import importlib.util
 import os
 import platform
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -143,6 +144,30 @@ def memory_read_bandwidth(nbytes: int = 2**30, repeats: int = 5) -> dict:
     return out
 
 
+def last_level_cache_bytes() -> int | None:
+    """The size of the largest CPU cache in bytes (Linux ``/sys``; None where unknown).
+
+    A working set no larger than this is read from cache, not from memory: comparing its read
+    rate with :func:`memory_read_bandwidth` would give more than 100% (``bench planning``).
+    """
+    sizes = {}
+    for index in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*"):
+        try:
+            level = int((index / "level").read_text())
+            kind = (index / "type").read_text().strip()
+            text = (index / "size").read_text().strip().upper()
+        except (OSError, ValueError):
+            continue
+        if kind == "Instruction" or not text:
+            continue
+        unit = {"K": 2**10, "M": 2**20, "G": 2**30}.get(text[-1], 1)
+        try:
+            sizes[level] = int(text.rstrip("KMG")) * unit
+        except ValueError:
+            continue
+    return sizes[max(sizes)] if sizes else None
+
+
 def machine_info(*, measure_bandwidth: bool = True, nbytes: int = 2**30, repeats: int = 5) -> dict:
     """The machine, as a flat dict (package versions nested under ``"versions"``).
 
@@ -156,6 +181,7 @@ def machine_info(*, measure_bandwidth: bool = True, nbytes: int = 2**30, repeats
         "cores": os.cpu_count(),
         "cores_usable": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None,
         "memory_gib": _memory_gib(),
+        "last_level_cache_mib": (llc / 2**20) if (llc := last_level_cache_bytes()) else None,
         "gpu": _gpu(),
         "numba_threads": numba.config.NUMBA_NUM_THREADS,
         "load_1min": round(os.getloadavg()[0], 2) if hasattr(os, "getloadavg") else None,

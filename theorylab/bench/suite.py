@@ -81,6 +81,8 @@ def run_benchmarks(
                 print(f"\n({name}: times fixed implementations side by side; --backend ignored)")
         if device != "cpu" and _accepts(fn, "device"):
             kwargs["device"] = device
+        if info.get("read_gbs") and _accepts(fn, "read_gbs"):
+            kwargs["read_gbs"] = info["read_gbs"]  # the machine line's figure, not a second one
         t0 = time.perf_counter()
         rows = fn(**kwargs)
         print(f"\n== {name} ({time.perf_counter() - t0:.1f} s) ==")

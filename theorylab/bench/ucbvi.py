@@ -210,6 +210,7 @@ def format_table(rows: list[dict]) -> str:
         *map(right, ("plan", "count", "regret", "roll", "pol", "x rlberry")),
     ]
     body: list[Row] = []
+    starred = False
     for r in rows:
         prefix = [
             r["algorithm"],
@@ -229,6 +230,7 @@ def format_table(rows: list[dict]) -> str:
             None,
         )
         speed = f"{r[key]:.0f}x{'' if key.endswith('measured') else '*'}" if key else ""
+        starred = starred or speed.endswith("*")
         body.append(
             [
                 *prefix,
@@ -238,7 +240,17 @@ def format_table(rows: list[dict]) -> str:
                 speed,
             ]
         )
-    return render(columns, body)
+    notes = [
+        "plan ... pol: each phase's share of an episode's time.",
+        "x rlberry: seed-episodes/s over rlberry-scool's UCBVIAgent episodes/s (one seed).",
+    ]
+    if starred:
+        notes += [
+            "* rlberry-scool is not installed here, so the ratio is not measured in this run: it",
+            "  divides by the episodes/s recorded on a 2-core machine with rlberry-scool 0.7.3",
+            '  (Chain S=10, H=20: 600/s; S=100, H=50: 4/s; docs/benchmarks.md, "UCBVI").',
+        ]
+    return render(columns, body, notes=notes)
 
 
 # --------------------------------------------------------------------------- rlberry, measured

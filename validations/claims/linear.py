@@ -81,7 +81,6 @@ from theorylab.validations.claim import (
     Check,
     Report,
     bound_inputs,
-    claim_verdict,
     regret_report,
 )
 from theorylab.validations.registry import register_validation
@@ -325,7 +324,7 @@ class LinearRegretClaim:
                 {self.algorithm: cum},
                 bound_curve,
                 label,
-                f"{self.name} [{scale}]: {claim_verdict(checks)} (before controls)",
+                f"{self.name} [{scale}]",
             )
             report.figure = plot
         return report
@@ -502,7 +501,7 @@ class StreamedLinearRegretClaim(LinearRegretClaim):
                 },
                 informative_from={label: info} if bound_grid is not None else None,
                 loglog=True,
-                title=f"{self.name} [{scale}]: {claim_verdict(checks)} (before controls)",
+                title=f"{self.name} [{scale}]",
             )
             save_figure(ax, plot)
             report.figure = plot
