@@ -817,3 +817,9 @@ MUTATIONS = (
         )
     ),
 )
+
+# ----------------------------------------------------------------------------- confidence radii
+# (issue 26: the mutations of validations/claims/confidence_sets.py live in their own module)
+from theorylab.validations import confidence_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS)

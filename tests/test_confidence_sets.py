@@ -1,0 +1,59 @@
+"""The two-sided confidence-set claims (validations/claims/confidence_sets.py): a shrunk radius
+fails coverage, an inflated one fails size, and the radius formulas written in the claims agree
+with the library on the paper's own numbers."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from theorylab.validations.controls import get_control
+from theorylab.validations.registry import VALIDATIONS
+
+
+def _statuses(claim_name: str, control: str) -> dict[str, str]:
+    import theorylab.validations.mutations  # noqa: F401  (registers the mutations)
+
+    claim = VALIDATIONS.get(claim_name)
+    with get_control(control).applied(claim):
+        rep = claim.run("quick")
+    out: dict[str, str] = {}
+    for c in rep.checks:  # one status per kind of check: FAIL if any instance fails
+        kind = c.name.split(" (")[0]
+        out[kind] = "FAIL" if c.status == "FAIL" or out.get(kind) == "FAIL" else c.status
+    return out
+
+
+@pytest.mark.parametrize(
+    ("claim", "control", "failing"),
+    [
+        ("zjj-mle-radius-coverage", "zjj-radius-gamma-inverted", "coverage"),
+        ("zjj-mle-radius-coverage", "zjj-radius-log-dropped", "size"),
+        ("oful-ellipsoid-coverage", "oful-radius-halved", "coverage"),
+        ("oful-ellipsoid-coverage", "oful-noise-one", "size"),
+    ],
+)
+def test_shrunk_radius_fails_coverage_inflated_fails_size(claim, control, failing):
+    st = _statuses(claim, control)
+    assert st[failing] == "FAIL", st
+    if failing == "size":  # an inflated set still covers: only its size gives it away
+        assert st["coverage"] == "PASS", st
+
+
+def test_claim_formulas_match_hand_values():
+    from theorylab.validations.claims.confidence_sets import (
+        oful_theorem2_radius,
+        zjj_lemma31_radius,
+    )
+
+    # L B = 1: gamma = 1 / (2 + e^-1 + e) = 0.19661193...; d = 3, delta = 0.1, n = 100
+    g = 0.19661193324148185
+    assert zjj_lemma31_radius(100, 3, 0.1, 0.0, 1.0, 1.0) == pytest.approx(
+        math.sqrt((3 + math.log(10)) / (g * g * 100)), rel=1e-12
+    )
+    # V = 2 I (d = 2, lambda = 1): log det V^(1/2) = log 2; R = 1/2, S = 1
+    V = 2.0 * np.eye(2)[None]
+    want = 0.5 * math.sqrt(2 * (math.log(2.0) + math.log(10.0))) + 1.0
+    assert oful_theorem2_radius(V, 0.5, 0.1, 1.0, 1.0)[0] == pytest.approx(want, rel=1e-12)

@@ -1,0 +1,92 @@
+"""Known-bug mutations of confidence radii (issue 26): each shrinks or inflates one set.
+
+Registered as controls of ``validations/claims/confidence_sets.py`` (and appended to
+``theorylab.validations.mutations.MUTATIONS``, which imports this module at its end). A shrunk
+radius must FAIL the claim's coverage check, an inflated one its size check:
+
+* ``zjj-radius-gamma-inverted``: Zhu-Jordan-Jiao's Lemma 3.1 curvature gamma returned as
+  1/gamma (``pessimistic.curvature``), so the radius f shrinks by about gamma^2;
+* ``zjj-radius-log-dropped``: f with d + 1/delta where d + log(1/delta) belongs (inflated);
+* ``oful-radius-halved``: LinUCB's sqrt(beta_t) halved (``LinUCB.radius``);
+* ``oful-noise-one``: OFUL's radius with R = 1 whatever the noise parameter says (rewards in
+  [0, 1] are 1/2-sub-Gaussian; inflated).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Iterator
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.mutations import _patched
+
+
+@contextlib.contextmanager
+def zjj_radius_gamma_inverted(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import pessimistic
+
+    original = pessimistic.curvature
+
+    def inverted(L, B):
+        return 1.0 / original(L, B)  # the bug: gamma where 1/gamma belongs
+
+    with _patched(pessimistic, "curvature", inverted):
+        yield
+
+
+@contextlib.contextmanager
+def zjj_radius_log_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import pessimistic
+
+    def no_log(n, d, delta, lam, B, L, C=1.0):
+        g = pessimistic.curvature(L, B)
+        return C * math.sqrt((d + 1.0 / delta) / (g * g * n) + lam * B * B)  # the bug
+
+    with _patched(pessimistic, "mle_radius", no_log):
+        yield
+
+
+@contextlib.contextmanager
+def oful_radius_halved(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online.linucb import LinUCB
+
+    original = LinUCB.radius.fget
+    with _patched(LinUCB, "radius", property(lambda self: 0.5 * original(self))):
+        yield
+
+
+@contextlib.contextmanager
+def oful_noise_one(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online import linucb
+
+    original = linucb.oful_radius
+
+    def noise_one(logdet_ratio, *, noise, delta, lam, theta_norm):
+        return original(logdet_ratio, noise=1.0, delta=delta, lam=lam, theta_norm=theta_norm)
+
+    with _patched(linucb, "oful_radius", noise_one):
+        yield
+
+
+MUTATIONS = tuple(
+    register_control(Control(name, "mutation", description, mutation))
+    for name, description, mutation in (
+        (
+            "zjj-radius-gamma-inverted",
+            "Zhu-Jordan-Jiao's MLE radius with gamma inverted (shrinks by ~gamma^2)",
+            zjj_radius_gamma_inverted,
+        ),
+        (
+            "zjj-radius-log-dropped",
+            "Zhu-Jordan-Jiao's MLE radius with d + 1/delta for d + log(1/delta) (inflated)",
+            zjj_radius_log_dropped,
+        ),
+        ("oful-radius-halved", "LinUCB / OFUL's sqrt(beta_t) halved", oful_radius_halved),
+        (
+            "oful-noise-one",
+            "LinUCB / OFUL's radius with R = 1 whatever the noise parameter (inflated)",
+            oful_noise_one,
+        ),
+    )
+)
