@@ -57,3 +57,10 @@ def test_claim_formulas_match_hand_values():
     V = 2.0 * np.eye(2)[None]
     want = 0.5 * math.sqrt(2 * (math.log(2.0) + math.log(10.0))) + 1.0
     assert oful_theorem2_radius(V, 0.5, 0.1, 1.0, 1.0)[0] == pytest.approx(want, rel=1e-12)
+
+
+def test_zjj_claim_evaluates_the_bound_independently():
+    """Before issue 26 the claim read the module's mle_radius on both sides, so an inflated
+    radius passed it; now its bound-formula check fails."""
+    st = _statuses("zjj-greedy-fails-pessimism-bounded", "zjj-radius-log-dropped")
+    assert st["bound-formula"] == "FAIL", st

@@ -818,8 +818,8 @@ MUTATIONS = (
     ),
 )
 
-# ----------------------------------------------------------------------------- confidence radii
-# (issue 26: the mutations of validations/claims/confidence_sets.py live in their own module)
-from theorylab.validations import confidence_mutations  # noqa: E402
+# ----------------------------------------------------------------------------- issue 26 (prefdual)
+# confidence radii (validations/claims/confidence_sets.py) and OptiDICE (claims/dual_exact.py)
+from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
 
-MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS)
+MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)
