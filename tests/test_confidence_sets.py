@@ -33,6 +33,8 @@ def _statuses(claim_name: str, control: str) -> dict[str, str]:
         ("zjj-mle-radius-coverage", "zjj-radius-log-dropped", "size"),
         ("oful-ellipsoid-coverage", "oful-radius-halved", "coverage"),
         ("oful-ellipsoid-coverage", "oful-noise-one", "size"),
+        ("dueling-glm-set-coverage", "dueling-radius-without-kappa", "coverage"),
+        ("dueling-glm-set-coverage", "dueling-kappa-at-h", "size"),
     ],
 )
 def test_shrunk_radius_fails_coverage_inflated_fails_size(claim, control, failing):

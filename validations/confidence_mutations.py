@@ -9,7 +9,11 @@ radius must FAIL the claim's coverage check, an inflated one its size check:
 * ``zjj-radius-log-dropped``: f with d + 1/delta where d + log(1/delta) belongs (inflated);
 * ``oful-radius-halved``: LinUCB's sqrt(beta_t) halved (``LinUCB.radius``);
 * ``oful-noise-one``: OFUL's radius with R = 1 whatever the noise parameter says (rewards in
-  [0, 1] are 1/2-sub-Gaussian; inflated).
+  [0, 1] are 1/2-sub-Gaussian; inflated);
+* ``dueling-kappa-at-h``: Dueling RL's kappa = sigma'(H) (the library's value before issue 26:
+  the slope at the true rewards' range, not over the MLE's set Theta_B; shrinks beta by 2 on
+  random:S=2,A=2,H=2);
+* ``dueling-radius-without-kappa``: Dueling RL's radius without its 1/kappa (kappa = 1).
 """
 
 from __future__ import annotations
@@ -69,6 +73,26 @@ def oful_noise_one(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def dueling_kappa_at_h(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import dueling
+    from theorylab.mdps.preference import sigmoid_slope_min
+
+    def at_h(H, B):
+        return sigmoid_slope_min(float(H))  # the bug: the slope at the true rewards' range
+
+    with _patched(dueling, "glm_kappa", at_h):
+        yield
+
+
+@contextlib.contextmanager
+def dueling_radius_without_kappa(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import dueling
+
+    with _patched(dueling, "glm_kappa", lambda H, B: 1.0):  # the bug: 1/kappa lost
+        yield
+
+
 MUTATIONS = tuple(
     register_control(Control(name, "mutation", description, mutation))
     for name, description, mutation in (
@@ -83,6 +107,16 @@ MUTATIONS = tuple(
             zjj_radius_log_dropped,
         ),
         ("oful-radius-halved", "LinUCB / OFUL's sqrt(beta_t) halved", oful_radius_halved),
+        (
+            "dueling-kappa-at-h",
+            "Dueling RL's kappa = sigma'(H) (the true rewards' range), not over Theta_B",
+            dueling_kappa_at_h,
+        ),
+        (
+            "dueling-radius-without-kappa",
+            "Dueling RL's GLM radius without its 1/kappa factor (kappa taken as 1)",
+            dueling_radius_without_kappa,
+        ),
         (
             "oful-noise-one",
             "LinUCB / OFUL's radius with R = 1 whatever the noise parameter (inflated)",
