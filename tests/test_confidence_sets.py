@@ -35,6 +35,8 @@ def _statuses(claim_name: str, control: str) -> dict[str, str]:
         ("oful-ellipsoid-coverage", "oful-noise-one", "size"),
         ("dueling-glm-set-coverage", "dueling-radius-without-kappa", "coverage"),
         ("dueling-glm-set-coverage", "dueling-kappa-at-h", "size"),
+        ("p2r-version-space-confident", "p2r-no-confident-branch", "confident-branch-fires"),
+        ("p2r-version-space-confident", "p2r-no-confident-branch", "queries-within-class-bound"),
     ],
 )
 def test_shrunk_radius_fails_coverage_inflated_fails_size(claim, control, failing):

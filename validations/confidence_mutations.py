@@ -13,7 +13,9 @@ radius must FAIL the claim's coverage check, an inflated one its size check:
 * ``dueling-kappa-at-h``: Dueling RL's kappa = sigma'(H) (the library's value before issue 26:
   the slope at the true rewards' range, not over the MLE's set Theta_B; shrinks beta by 2 on
   random:S=2,A=2,H=2);
-* ``dueling-radius-without-kappa``: Dueling RL's radius without its 1/kappa (kappa = 1).
+* ``dueling-radius-without-kappa``: Dueling RL's radius without its 1/kappa (kappa = 1);
+* ``p2r-no-confident-branch``: P2R's version space returns an unbounded interval, so every
+  uncached pair is queried (the confident branch never fires).
 """
 
 from __future__ import annotations
@@ -93,6 +95,17 @@ def dueling_radius_without_kappa(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def p2r_no_confident_branch(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference.p2r import VersionSpace
+
+    def unbounded(self, x):
+        return -math.inf, math.inf  # the bug: the version space never certifies a label
+
+    with _patched(VersionSpace, "interval", unbounded):
+        yield
+
+
 MUTATIONS = tuple(
     register_control(Control(name, "mutation", description, mutation))
     for name, description, mutation in (
@@ -107,6 +120,11 @@ MUTATIONS = tuple(
             zjj_radius_log_dropped,
         ),
         ("oful-radius-halved", "LinUCB / OFUL's sqrt(beta_t) halved", oful_radius_halved),
+        (
+            "p2r-no-confident-branch",
+            "P2R's version space never certifies a label (every uncached pair is queried)",
+            p2r_no_confident_branch,
+        ),
         (
             "dueling-kappa-at-h",
             "Dueling RL's kappa = sigma'(H) (the true rewards' range), not over Theta_B",

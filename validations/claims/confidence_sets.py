@@ -39,6 +39,13 @@ registered controls (``validations/confidence_mutations.py``):
    dueling.py step 2 for why not sigma'(H)), written out in ``dueling_glm_radius``. Controls:
    ``dueling-radius-without-kappa`` (1/kappa dropped: fails coverage), ``dueling-kappa-at-h``
    (kappa = sigma'(H), the library's value before issue 26: fails size).
+4. ``p2r-version-space-confident`` (Wang, Liu, Jin 2023, P2R; seed rows 000#24, 001#53): P2R's
+   version space is a confidence set too, and with the default one-hot class it never answers
+   (confident = 0). On an MDP with action-only features (phi = e_a) it must: the confident
+   branch fires on every seed, queries stay within rank(x) m (the linear class's eluder count,
+   here m, against (SA - 1) m for one-hot), and every label, queried or confident, is within
+   eps0 of r*(s, a) - r*(s0, a0) on >= 1 - delta of the seeds. Controls:
+   ``p2r-no-confident-branch`` (fails the first two), ``p2r-no-cache``.
 """
 
 from __future__ import annotations
@@ -319,4 +326,103 @@ register_validation(
     ),
     controls=("dueling-kappa-at-h", "dueling-radius-without-kappa"),
     papers=("000#32",),
+)
+
+
+# ------------------------------------------------------------------ 4. P2R's version space
+def action_feature_mdp(S: int = 3, H: int = 3):
+    """A linear MDP whose reward and transitions depend on the action only: phi(s, a) = e_a
+    (d = A = 2), P(. | s, a) = mu[a], r(s, a) = theta_a. Every pair with action 1 has the same
+    x = phi(s, 1) - phi(0, 0), every pair with action 0 has x = 0: P2R's version space answers
+    all but one of them without a query."""
+    from theorylab.mdps.linear import LinearMDP
+
+    phi = np.zeros((S, 2, 2))
+    phi[:, 0, 0] = phi[:, 1, 1] = 1.0
+    mu = np.full((2, S), 0.1 / (S - 1))
+    mu[0, 0] = mu[1, S - 1] = 0.9
+    return LinearMDP(phi, mu, np.array([0.2, 0.7]), horizon=H, name="action-features:S=3,H=3")
+
+
+class P2RVersionSpace(ScaledClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.agent import env_spec
+        from theorylab.algorithms.objectives import RISK_NEUTRAL
+        from theorylab.algorithms.preference.p2r import repeats_for
+        from theorylab.algorithms.registry import get_algorithm
+        from theorylab.runners.preference import make_oracle
+        from theorylab.stats import fraction_below
+
+        mdp = action_feature_mdp()
+        B, K, eps0, delta = cfg["seeds"], cfg["episodes"], cfg["eps0"], 0.1
+        oracle = make_oracle(mdp, "btl", [np.random.default_rng([seed, b, 1]) for b in range(B)])
+        agent = get_algorithm("p2r-ucbvi").factory(
+            env_spec(mdp, known_rewards=False),
+            B,
+            [np.random.default_rng([seed, b, 2]) for b in range(B)],
+            oracle,
+            episodes=K,
+            delta=delta,
+            eps0=eps0,
+            reward_class="env-features",
+        )
+        env = [np.random.default_rng([seed, b, 3]) for b in range(B)]
+        queries = np.empty((B, K))
+        for k in range(K):
+            agent.update(RISK_NEUTRAL.rollout(mdp, agent.policy(), env))
+            queries[:, k] = agent.queries
+        SA = mdp.S * mdp.A
+        m = repeats_for(eps0, delta, SA)
+        rank = np.linalg.matrix_rank(mdp.phi.reshape(SA, -1) - mdp.phi.reshape(SA, -1)[0])
+        confident = agent.counts["confident"]
+        rep.checks.append(
+            Check(
+                "confident-branch-fires",
+                bool((confident >= 1).all()),
+                f"pairs answered by the version space without a query per seed: min "
+                f"{int(confident.min())}, max {int(confident.max())} (>= 1 on every seed; the "
+                f"one-hot class of p2r-queries-bounded-regret-sublinear gives 0)",
+            )
+        )
+        rep.checks.append(
+            Check(
+                "queries-within-class-bound",
+                bool((queries[:, -1] <= rank * m).all()),
+                f"queries at K = {K}: max {int(queries[:, -1].max())} <= rank(x) m = {rank} x {m} "
+                f"(the linear class's bound; the one-hot bound would be (SA - 1) m = "
+                f"{(SA - 1) * m})",
+            )
+        )
+        r = np.asarray(mdp.R).reshape(-1)
+        truth = r - r[agent.reference]  # (SA,)
+        seen = ~np.isnan(agent.labels)
+        err = np.where(seen, np.abs(agent.labels - truth), 0.0).max(axis=1)  # (B,)
+        fb = fraction_below(err, eps0)
+        rep.checks.append(
+            Check(
+                "labels-eps0-accurate",
+                fb.ci_high >= 1.0 - delta,
+                f"every label (queried or confident) within eps0 = {eps0} of r*(s, a) - r*(s0, a0) "
+                f"on {fb.n_below}/{fb.n} seeds, 95% CI [{fb.ci_low:.3f}, {fb.ci_high:.3f}] reaches "
+                f"1 - delta (largest error {err.max():.3f})",
+            )
+        )
+
+
+register_validation(
+    P2RVersionSpace(
+        name="p2r-version-space-confident",
+        statement=(
+            "P2R (Wang-Liu-Jin 2023) with a linear reward class on an action-feature MDP (phi = "
+            "e_a): its version space answers the pairs it has pinned down without a query "
+            "(confident branch fires on every seed), the queries stay within rank(x) m (below "
+            "the one-hot (SA - 1) m), and every label is eps0-accurate on >= 1 - delta of seeds"
+        ),
+        scales={
+            "quick": {"episodes": 200, "seeds": 20, "eps0": 0.2},
+            "full": {"episodes": 3000, "seeds": 100, "eps0": 0.1},
+        },
+    ),
+    controls=("p2r-no-confident-branch", "p2r-no-cache"),
+    papers=("000#24", "001#53"),
 )
