@@ -68,3 +68,17 @@ def test_zjj_claim_evaluates_the_bound_independently():
     radius passed it; now its bound-formula check fails."""
     st = _statuses("zjj-greedy-fails-pessimism-bounded", "zjj-radius-log-dropped")
     assert st["bound-formula"] == "FAIL", st
+
+
+def test_pr_lsvi_query_rule_replay_catches_a_misplaced_square():
+    """Issue 26: the elliptical count held for any rule that asks less; the replay of eq. (2)
+    does not: 0 mismatches for the registered rule, many under the squared-width mutation."""
+    import theorylab.validations.mutations  # noqa: F401
+    from theorylab.mdps import make
+    from theorylab.validations.claims.pr_lsvi import MDP, query_rule_mismatches
+
+    bad, total, asked = query_rule_mismatches(make(MDP), 100, 2, 0.1778, 0)
+    assert bad == 0 and asked > 0 and total == 2 * 99
+    with get_control("pr-lsvi-threshold-squared").applied(None):
+        bad, _, _ = query_rule_mismatches(make(MDP), 100, 2, 0.1778, 0)
+    assert bad > 10

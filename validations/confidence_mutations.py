@@ -1,4 +1,4 @@
-"""Known-bug mutations of confidence radii (issue 26): each shrinks or inflates one set.
+"""Known-bug mutations of confidence sets and query rules (issue 26).
 
 Registered as controls of ``validations/claims/confidence_sets.py`` (and appended to
 ``theorylab.validations.mutations.MUTATIONS``, which imports this module at its end). A shrunk
@@ -15,7 +15,9 @@ radius must FAIL the claim's coverage check, an inflated one its size check:
   random:S=2,A=2,H=2);
 * ``dueling-radius-without-kappa``: Dueling RL's radius without its 1/kappa (kappa = 1);
 * ``p2r-no-confident-branch``: P2R's version space returns an unbounded interval, so every
-  uncached pair is queried (the confident branch never fires).
+  uncached pair is queried (the confident branch never fires);
+* ``pr-lsvi-threshold-squared``: PR-LSVI's query test on ||x||^2_(Sigma^-1) instead of
+  ||x||_(Sigma^-1) (a control of ``pr-lsvi-regret-and-queries-sublinear``'s query-rule check).
 """
 
 from __future__ import annotations
@@ -106,6 +108,24 @@ def p2r_no_confident_branch(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def pr_lsvi_threshold_squared(claim=None) -> Iterator[None]:
+    import functools
+
+    from theorylab.algorithms.preference.pr_lsvi import PRLSVI
+
+    original = PRLSVI.__init__
+
+    @functools.wraps(original)  # the runner reads the constructor's signature
+    def squared(self, *args, **kwargs):
+        original(self, *args, **kwargs)
+        # the bug: ||x||^2_(Sigma^-1) > eps where ||x||_(Sigma^-1) > eps belongs
+        self.threshold = math.sqrt(self.threshold)
+
+    with _patched(PRLSVI, "__init__", squared):
+        yield
+
+
 MUTATIONS = tuple(
     register_control(Control(name, "mutation", description, mutation))
     for name, description, mutation in (
@@ -120,6 +140,11 @@ MUTATIONS = tuple(
             zjj_radius_log_dropped,
         ),
         ("oful-radius-halved", "LinUCB / OFUL's sqrt(beta_t) halved", oful_radius_halved),
+        (
+            "pr-lsvi-threshold-squared",
+            "PR-LSVI asks iff ||x||^2_(Sigma^-1) > eps (the square misplaced)",
+            pr_lsvi_threshold_squared,
+        ),
         (
             "p2r-no-confident-branch",
             "P2R's version space never certifies a label (every uncached pair is queried)",
