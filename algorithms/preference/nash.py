@@ -166,8 +166,10 @@ def _gaps(P, iterates, pi_ref, tau):
 
 
 def kl_pull_base(pi_t: np.ndarray, logref: np.ndarray, eta: float, tau: float) -> np.ndarray:
-    """The log-prior of both updates: (1 - eta tau) log pi_t + eta tau log pi_ref, ``(.., N)``."""
-    return (1 - eta * tau) * np.log(pi_t) + eta * tau * logref
+    """The log-prior of both updates: (1 - eta tau) log pi_t + eta tau log pi_ref, ``(.., N)``
+    (-inf where pi_t underflowed to 0, which only tau = 0 allows: softmax keeps it at 0)."""
+    with np.errstate(divide="ignore"):
+        return (1 - eta * tau) * np.log(pi_t) + eta * tau * logref
 
 
 def omd_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynamics:
