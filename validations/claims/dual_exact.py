@@ -236,7 +236,7 @@ for _loss_name, _what, _kind, _lams in (
             loss=_loss_name,
             scales={
                 "quick": {"mdps": 1, "seeds": 2, "lams": _lams},
-                "full": {"mdps": 10, "seeds": 5, "lams": [*_lams, 0.7]},
+                "full": {"mdps": 4, "seeds": 3, "lams": [*_lams, 0.7]},
             },
         ),
         controls=("f-dvl-unweighted-value-step",),
