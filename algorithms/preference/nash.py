@@ -172,9 +172,9 @@ def kl_pull_base(pi_t: np.ndarray, logref: np.ndarray, eta: float, tau: float) -
         return (1 - eta * tau) * np.log(pi_t) + eta * tau * logref
 
 
-def omd_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynamics:
-    """T exact OMD steps from ``pi0`` (default pi_ref), gaps exact at every iterate: the
-    reference the INPO loss's iterates are checked against."""
+def _exact_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0, step) -> Dynamics:
+    """T steps ``pi_(t+1) = step(P, pi_t, log pi_ref)`` from ``pi0`` (default pi_ref); exact
+    gaps at every iterate."""
     P = validate_preference_matrix(P)
     N = P.shape[0]
     ref = _check_distribution(pi_ref, N, "pi_ref", full_support=True)
@@ -184,9 +184,19 @@ def omd_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynamic
     it[0] = pi
     logref = np.log(ref)
     for t in range(T):
-        it[t + 1] = softmax(kl_pull_base(it[t], logref, eta, tau) + eta * (P @ it[t]))
+        it[t + 1] = step(P, it[t], logref)
     avg, gap, agap = _gaps(P, it, ref, tau)
     return Dynamics(it, avg, gap, agap)
+
+
+def omd_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynamics:
+    """T exact OMD steps from ``pi0`` (default pi_ref), gaps exact at every iterate: the
+    reference the INPO loss's iterates are checked against."""
+
+    def step(P, pi, logref):
+        return softmax(kl_pull_base(pi, logref, eta, tau) + eta * (P @ pi))
+
+    return _exact_dynamics(P, pi_ref, tau, eta, T, pi0, step)
 
 
 def inpo_step(pi_t: np.ndarray, wins: np.ndarray, logref: np.ndarray, eta: float, tau: float):
@@ -212,18 +222,11 @@ def inpo_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynami
     """T iterations of INPO with exact expectations: each pi_(t+1) minimises the population
     loss L_t (pairs y, y' ~ pi_t x pi_t, the winner drawn by P: weight 2 pi_t(i) pi_t(j) P[i, j]
     on (y_w, y_l) = (i, j)) by :func:`inpo_step`, not by the OMD closed form."""
-    P = validate_preference_matrix(P)
-    N = P.shape[0]
-    ref = _check_distribution(pi_ref, N, "pi_ref", full_support=True)
-    _check_steps(tau, eta, T)
-    pi = ref.copy() if pi0 is None else _check_distribution(pi0, N, "pi0", full_support=True)
-    it = np.empty((T + 1, N))
-    it[0] = pi
-    logref = np.log(ref)
-    for t in range(T):
-        it[t + 1] = inpo_step(it[t], 2.0 * np.outer(it[t], it[t]) * P, logref, eta, tau)
-    avg, gap, agap = _gaps(P, it, ref, tau)
-    return Dynamics(it, avg, gap, agap)
+
+    def step(P, pi, logref):
+        return inpo_step(pi, 2.0 * np.outer(pi, pi) * P, logref, eta, tau)
+
+    return _exact_dynamics(P, pi_ref, tau, eta, T, pi0, step)
 
 
 def sampled_inpo(
