@@ -221,3 +221,14 @@ def test_cli_runs_the_duelling_learners(capsys):
     assert main(["run", "regime", spec, "-K", "8", "-p", "explore=2", "-p", "queries=3"]) == 0
     out = capsys.readouterr().out
     assert "regime" in out and "queries" in out
+
+
+def test_glm_radius_kappa_is_the_least_slope_over_theta_b():
+    """Issue 26: kappa = sigma'(sqrt(2) H B), written out here, not sigma'(H)."""
+    import math
+
+    for t, d, H, B in [(10, 4, 2, 1.0), (1000, 8, 3, math.sqrt(8) / 2)]:
+        m = math.sqrt(2.0) * H * B
+        kappa = 1.0 / (2.0 + math.exp(m) + math.exp(-m))
+        want = math.sqrt(d * math.log(1 + t * 2 * H * H / d) + 2 * math.log(10)) / kappa + B
+        assert glm_radius(t, d, H, 1.0, 0.1, B) == pytest.approx(want, rel=1e-12)

@@ -109,3 +109,48 @@ def test_bad_input():
         omd_dynamics(P, [0.5, 0.5, 0.0, 0.0], 0.1, 0.1, 10)
     with pytest.raises(NashError, match="tau must be > 0"):
         regularised_equilibrium(P, REF, 0.0)
+
+
+def test_inpo_step_minimises_the_empirical_loss_on_sampled_pairs():
+    """INPO's loss on a finite set of labelled pairs, minimised by BFGS over the logits, has the
+    same minimiser as the least-squares solve of ``inpo_step``."""
+    from theorylab.algorithms.preference.nash import inpo_step
+
+    rng = np.random.default_rng(5)
+    pi_t = np.array([0.1, 0.2, 0.3, 0.4])
+    eta, tau = 0.5, 0.2
+    wins = rng.integers(0, 5, size=(4, 4)).astype(float)
+    np.fill_diagonal(wins, 0.0)
+    base = (1 - eta * tau) * np.log(pi_t) + eta * tau * np.log(REF)
+
+    def loss(z):  # written from INPO's h: log pi(y)/pi(y') - the same for the prior
+        h = (z[:, None] - z[None, :]) - (base[:, None] - base[None, :])
+        return float((wins * (h - eta / 2) ** 2).sum())
+
+    res = minimize(loss, np.zeros(4), method="BFGS", options={"gtol": 1e-12})
+    got = inpo_step(pi_t, wins, np.log(REF), eta, tau)
+    np.testing.assert_allclose(got, softmax(res.x), atol=1e-7)
+
+
+def test_registered_inpo_runs_inpos_loss_and_matches_omd():
+    """Issue 26: the registered inpo minimises INPO's loss (nash.inpo_step) at every iteration,
+    and with exact expectations its iterates are exact OMD's."""
+    import theorylab as tl
+    from theorylab.algorithms.preference import nash
+
+    calls = []
+    original = nash.inpo_step
+
+    def counting(*args):
+        calls.append(1)
+        return original(*args)
+
+    nash.inpo_step = counting
+    try:
+        res = tl.run("inpo", "cyclic-preferences", iterations=50, tau=0.2, eta=0.5)
+    finally:
+        nash.inpo_step = original
+    assert len(calls) == 50
+    P = cyclic_preference_matrix()
+    ref = omd_dynamics(P, REF, 0.2, 0.5, 50)
+    np.testing.assert_allclose(res.values[0], ref.gap, atol=1e-13)

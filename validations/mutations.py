@@ -30,9 +30,9 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   its exploration data discarded (``REGIME.design_model``);
 * ``pr-lsvi-mle-frozen``: PR-LSVI's reward MLE left at 0, so the preference labels never reach
   the reward (``theorylab.algorithms.preference.pr_lsvi.btl_ridge_mle``);
-* ``inpo-no-kl-pull``: the OMD / INPO step written without its KL pull toward pi_ref
-  (eta tau dropped from the update; the gap still measured in the tau-regularised game;
-  ``theorylab.algorithms.preference.nash.omd_dynamics``);
+* ``inpo-no-kl-pull``: INPO's loss written without its KL pull toward pi_ref (eta tau dropped
+  from h, so its minimiser is Hedge's step; the gap still measured in the tau-regularised game;
+  ``theorylab.algorithms.preference.nash.inpo_step``);
 * ``sampled-pairs-no-coverage-limit``: the DPO / IPO optimum on a finite dataset of pairs taken to
   be the population minimiser (``theorylab.algorithms.deep.sampled_pairs.empirical_optimum``);
 * ``ppo-exact-objective-under-ref``: PPO-clip's exact expected loss taken over ref's responses
@@ -307,16 +307,14 @@ def regime_no_exploration(claim=None) -> Iterator[None]:
 def inpo_no_kl_pull(claim=None) -> Iterator[None]:
     from theorylab.algorithms.preference import nash
 
-    original = nash.omd_dynamics
+    original = nash.inpo_step
 
-    def no_pull(P, pi_ref, tau, eta, T, pi0=None):
-        # the bug: the step pi_t^(1 - eta tau) pi_ref^(eta tau) exp(eta P pi_t) written as
-        # pi_t exp(eta P pi_t) (Hedge); the gaps are still those of the tau-regularised game
-        plain = original(P, pi_ref, 0.0, eta, T, pi0)
-        avg, gap, agap = nash._gaps(P, plain.iterates, pi_ref, tau)
-        return nash.Dynamics(plain.iterates, avg, gap, agap)
+    def no_pull(pi_t, wins, logref, eta, tau):
+        # the bug: INPO's loss with h = log pi(y)/pi(y') - log pi_t(y)/pi_t(y') (its pi_ref term
+        # dropped): the step becomes Hedge's; the gaps are still the tau-regularised game's
+        return original(pi_t, wins, logref, eta, 0.0)
 
-    with _patched(nash, "omd_dynamics", no_pull):
+    with _patched(nash, "inpo_step", no_pull):
         yield
 
 
@@ -1617,3 +1615,10 @@ CONSTANT_MUTATIONS_F_DVL = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
+
+
+# ----------------------------------------------------------------------------- issue 26 (prefdual)
+# confidence radii (validations/claims/confidence_sets.py) and OptiDICE (claims/dual_exact.py)
+from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)

@@ -36,7 +36,12 @@ only rescales the loss, m being a stop-gradient):
 clip at ``max_clip`` is a gradient-stabiliser of the code and does not move this minimiser while
 ``(Q - V) / lam <= max_clip``, which :func:`f_dvl` reports). As ``lam -> 1`` the TV statistic
 tends to the in-support maximum, and f-DVL to value iteration restricted to the actions
-in the data (tested). Total variation needs ``lam > 1/2`` (below it the V-loss is unbounded).
+in the data (tested). Total variation needs ``lam > 1/2`` (below it the V-loss is unbounded),
+and where the data weight of the actions above a breakpoint Q(s, a) is exactly (1 - lam) / lam
+of the state's weight the V-loss is flat between two breakpoints: the V-step then returns the
+point bisection lands on, and the fixed point is not unique (integer counts make this happen at
+rational temperatures such as 0.6; measured by ``f-dvl-tv-fixed-point``: two valid fixed points
+0.357 apart, which is why that claim uses irrational (1 - lam) / lam).
 
 Policy extraction: the code fits an AWR-style actor; here the policy is greedy in Q among the
 actions with data at each state (action 0 where a state has no data) -- a deviation, stated.

@@ -165,8 +165,16 @@ def _gaps(P, iterates, pi_ref, tau):
     return avg, gap, agap
 
 
-def omd_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynamics:
-    """T exact OMD / INPO steps from ``pi0`` (default pi_ref), gaps exact at every iterate."""
+def kl_pull_base(pi_t: np.ndarray, logref: np.ndarray, eta: float, tau: float) -> np.ndarray:
+    """The log-prior of both updates: (1 - eta tau) log pi_t + eta tau log pi_ref, ``(.., N)``
+    (-inf where pi_t underflowed to 0, which only tau = 0 allows: softmax keeps it at 0)."""
+    with np.errstate(divide="ignore"):
+        return (1 - eta * tau) * np.log(pi_t) + eta * tau * logref
+
+
+def _exact_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0, step) -> Dynamics:
+    """T steps ``pi_(t+1) = step(P, pi_t, log pi_ref)`` from ``pi0`` (default pi_ref); exact
+    gaps at every iterate."""
     P = validate_preference_matrix(P)
     N = P.shape[0]
     ref = _check_distribution(pi_ref, N, "pi_ref", full_support=True)
@@ -176,10 +184,77 @@ def omd_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynamic
     it[0] = pi
     logref = np.log(ref)
     for t in range(T):
-        z = (1 - eta * tau) * np.log(it[t]) + eta * tau * logref + eta * (P @ it[t])
-        it[t + 1] = softmax(z)
+        it[t + 1] = step(P, it[t], logref)
     avg, gap, agap = _gaps(P, it, ref, tau)
     return Dynamics(it, avg, gap, agap)
+
+
+def omd_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynamics:
+    """T exact OMD steps from ``pi0`` (default pi_ref), gaps exact at every iterate: the
+    reference the INPO loss's iterates are checked against."""
+
+    def step(P, pi, logref):
+        return softmax(kl_pull_base(pi, logref, eta, tau) + eta * (P @ pi))
+
+    return _exact_dynamics(P, pi_ref, tau, eta, T, pi0, step)
+
+
+def inpo_step(pi_t: np.ndarray, wins: np.ndarray, logref: np.ndarray, eta: float, tau: float):
+    """argmin over pi of INPO's loss sum_{i,j} wins[i, j] (h(pi, i, j) - eta/2)^2, exactly.
+
+    ``wins (N, N)``: the weight of the pairs won by response i over response j (population
+    probabilities, or counts of sampled comparisons). With pi = softmax(base + u), base =
+    :func:`kl_pull_base`, h(pi, i, j) = u_i - u_j, so the loss is a weighted least-squares
+    problem in u (its minimiser unique up to a shift where the compared responses are
+    connected): solved by ``lstsq`` on the rows sqrt(wins[i, j]) (e_i - e_j). Responses never
+    compared keep u = 0 (the minimum-norm solution): pi_(t+1) ∝ base there."""
+    N = pi_t.shape[0]
+    i, j = np.nonzero((wins > 0) & ~np.eye(N, dtype=bool))  # y = y' pairs carry no signal
+    rows = np.zeros((i.size, N))
+    sw = np.sqrt(wins[i, j])
+    rows[np.arange(i.size), i] = sw
+    rows[np.arange(i.size), j] = -sw
+    u = np.linalg.lstsq(rows, sw * (eta / 2.0), rcond=None)[0] if i.size else np.zeros(N)
+    return softmax(kl_pull_base(pi_t, logref, eta, tau) + u)
+
+
+def inpo_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynamics:
+    """T iterations of INPO with exact expectations: each pi_(t+1) minimises the population
+    loss L_t (pairs y, y' ~ pi_t x pi_t, the winner drawn by P: weight 2 pi_t(i) pi_t(j) P[i, j]
+    on (y_w, y_l) = (i, j)) by :func:`inpo_step`, not by the OMD closed form."""
+
+    def step(P, pi, logref):
+        return inpo_step(pi, 2.0 * np.outer(pi, pi) * P, logref, eta, tau)
+
+    return _exact_dynamics(P, pi_ref, tau, eta, T, pi0, step)
+
+
+def sampled_inpo(
+    oracle: PreferenceMatrixOracle, pi_ref, tau: float, eta: float, T: int, m: int
+) -> Dynamics:
+    """INPO on sampled data: per iteration and seed, N m pairs y, y' ~ pi_t x pi_t, each
+    labelled by one oracle comparison, and pi_(t+1) the exact minimiser of the empirical loss
+    (:func:`inpo_step` on the win counts). Returns ``iterates (B, T+1, N)``."""
+    P = oracle.P
+    N, B = P.shape[0], oracle.n_seeds
+    ref = _check_distribution(pi_ref, N, "pi_ref", full_support=True)
+    _check_steps(tau, eta, T)
+    if isinstance(m, bool) or int(m) != m or m < 1:
+        raise NashError(f"m (comparisons per response and iteration) must be >= 1, got {m!r}")
+    it = np.empty((B, T + 1, N))
+    it[:, 0] = ref
+    logref = np.log(ref)
+    for t in range(T):
+        draws = [rng.choice(N, size=(2, N * m), p=it[b, t]) for b, rng in enumerate(oracle.rngs)]
+        y, y2 = (np.stack([d[k] for d in draws]) for k in (0, 1))  # (B, N m) each
+        first = oracle.compare(y, y2).astype(bool)  # (B, N m): y preferred
+        for b in range(B):
+            w, lo = np.where(first[b], y[b], y2[b]), np.where(first[b], y2[b], y[b])
+            wins = np.zeros((N, N))
+            np.add.at(wins, (w, lo), 1.0)
+            it[b, t + 1] = inpo_step(it[b, t], wins, logref, eta, tau)
+    avg, gap, agap = _gaps(P, it, ref, tau)
+    return Dynamics(it, avg, gap, agap, oracle.queries.copy())
 
 
 def sampled_omd(
@@ -202,7 +277,7 @@ def sampled_omd(
     for t in range(T):
         opp = np.stack([rng.choice(N, size=N * m, p=it[b, t]) for b, rng in enumerate(oracle.rngs)])
         wins = oracle.compare(ys, opp).reshape(B, N, m).mean(axis=-1)  # (B, N) estimates
-        z = (1 - eta * tau) * np.log(it[:, t]) + eta * tau * logref + eta * wins
+        z = kl_pull_base(it[:, t], logref, eta, tau) + eta * wins
         it[:, t + 1] = softmax(z, axis=-1)
     avg, gap, agap = _gaps(P, it, ref, tau)
     return Dynamics(it, avg, gap, agap, oracle.queries.copy())

@@ -37,6 +37,11 @@ The RL algorithm is UCBVI-BF (``ucbvi-bernstein``, Azar et al. 2017) run with un
 affine map of r* - r*0 up to eps0 / 2, so the optimal policy is unchanged when eps0 is small
 against the gaps. Regret is exact on the true MDP (the runner's policy evaluation).
 
+With the default one-hot class the confident branch never fires (every x is a new coordinate
+direction: confident = 0, queries = (SA - 1) m); it fires with ``reward_class="env-features"``
+where pairs share features -- claim ``p2r-version-space-confident`` (action-only features on a
+3-state MDP: 4 of the 5 non-reference pairs answered without a query, queries = m = rank(x) m).
+
 Deviations: comparisons are of single state-action pairs against a reference pair (segments of
 length 1), not whole trajectories, as in the third-party tabular implementation; the reference
 pair is (s0, a0) = (0, 0) unless given. ``cache=False`` disables the cache and confident

@@ -28,6 +28,20 @@ SubOpt(pi_PE) <= J(pi*) - J_hat(pi*) <= 2 f ||u_{pi*}||_{(Sigma_D + lambda I)^{-
 the bound this module evaluates (``bound``) with C given (C = 1 unless told; [M] unspecified).
 
 The greedy contrast plays argmax_a <theta_hat, phi(s, a)> in each context (ties: first action).
+
+Which margin gamma is taken at (issue 26). The margins the MLE's curvature argument meets are
+<theta, x_i> with theta in Theta_B and x_i = phi(s, a1) - phi(s, a0), so they reach max ||x|| B
+(up to 2 L B), where sigma' is smaller than at L B (on the Theorem 3.9 instance: slope 0.046 at
+L B vs 0.0067 at the largest reachable margin). gamma here stays at L B because that is the
+formula as printed: the reference records gamma = 1/(2 + e^{-LB} + e^{LB}) with L = max ||phi||
+as [S] (verbatim in the third-party reproduction) and flags the 2 L B reading as unchecked; the
+paper's text beyond the abstract is not among the stored pages (searched: only the arXiv /
+OpenReview abstracts of 2301.11270), so no sentence of the paper can be quoted either way. What
+was measured instead (claim ``zjj-mle-radius-coverage``): with C = 1 the printed-formula radius
+covers theta* on every seed, 2.5x (B = 0.5) to 8.4x (B = 2) above the 90% quantile of
+||theta_hat - theta*||_{Sigma_D + lambda I}, so the L B reading is not undersized in practice;
+at max ||x|| B the radius would grow by sigma'(LB) / sigma'(max||x|| B) (6.8x on Theorem 3.9).
+The claim pins the library's f to the printed formula to 1e-9, so either change is visible.
 """
 
 from __future__ import annotations

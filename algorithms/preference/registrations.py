@@ -135,21 +135,27 @@ class GameRun:
     config: dict
 
 
-def _self_play(game, oracle, iterations: int, tau: float, eta: float, m: int, output: str):
+def _self_play(
+    game, oracle, iterations: int, tau: float, eta: float, m: int, output: str, loss: bool = False
+):
     """OMD self-play (``nash.omd_dynamics`` with exact win rates when m = 0, else
-    ``nash.sampled_omd`` with m comparisons per response and iteration), batched over seeds."""
+    ``nash.sampled_omd`` with m comparisons per response and iteration), batched over seeds;
+    ``loss=True``: each step minimises INPO's loss instead (``nash.inpo_dynamics`` /
+    ``nash.sampled_inpo``, N m sampled pairs per iteration)."""
     if isinstance(m, bool) or int(m) != m or m < 0:
         raise ValueError(f"m (comparisons per response and iteration) must be >= 0, got {m!r}")
     B, N, T = oracle.n_seeds, game.N, iterations
     if m == 0:  # exact win rates: deterministic, the same on every seed, no queries
-        dyn = nash.omd_dynamics(game.P, game.pi_ref, tau, eta, T)
+        dyn = (nash.inpo_dynamics if loss else nash.omd_dynamics)(game.P, game.pi_ref, tau, eta, T)
         it, last, avg = (
             np.broadcast_to(a, (B, *a.shape)) for a in (dyn.iterates, dyn.gap, dyn.average_gap)
         )
         averages = np.broadcast_to(dyn.average, (B, *dyn.average.shape))
         queries = np.zeros((B, T + 1), np.int64)
     else:
-        dyn = nash.sampled_omd(oracle, game.pi_ref, tau, eta, T, int(m))
+        dyn = (nash.sampled_inpo if loss else nash.sampled_omd)(
+            oracle, game.pi_ref, tau, eta, T, int(m)
+        )
         it, last, avg, averages = dyn.iterates, dyn.gap, dyn.average_gap, dyn.average
         queries = np.broadcast_to(N * int(m) * np.arange(T + 1), (B, T + 1)).copy()
         if not np.array_equal(queries[:, -1], oracle.queries):
@@ -179,11 +185,13 @@ def _self_play(game, oracle, iterations: int, tau: float, eta: float, m: int, ou
     papers=("002-004#E2",),
 )
 def inpo(game, oracle, iterations: int, tau: float = 0.2, eta: float = 0.5, m: int = 0):
-    """INPO / KL-regularised OMD self-play (Zhang et al. 2025): last iterate -> the regularised
-    Nash equilibrium; m comparisons per response and iteration (0: exact win rates)."""
+    """INPO (Zhang et al. 2025): each iterate the exact minimiser of INPO's loss L_t (population
+    expectations when m = 0; N m pairs y, y' ~ pi_t, one comparison each, otherwise); last
+    iterate -> the regularised Nash equilibrium. Exact OMD (``nash.omd_dynamics``) is the
+    reference it is checked against (claim ``nash-dynamics-converge``)."""
     if not tau > 0:
         raise ValueError(f"inpo: tau must be > 0 (tau = 0 is hedge-selfplay), got {tau!r}")
-    return _self_play(game, oracle, iterations, float(tau), float(eta), m, "last")
+    return _self_play(game, oracle, iterations, float(tau), float(eta), m, "last", loss=True)
 
 
 @register(

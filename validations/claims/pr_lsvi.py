@@ -26,7 +26,12 @@ on the true rewards. Checks (exact regret by policy evaluation, queries counted 
   ``theorylab.algorithms.preference.pr_lsvi``; every seed is checked against its own count in
   tests/test_preference_pr_lsvi.py);
 * ``queries-fall-with-threshold``: the mean final queries decrease strictly along the swept
-  thresholds (the trade-off; the figure draws the regret beside them).
+  thresholds (the trade-off; the figure draws the regret beside them);
+* ``query-rule`` (issue 26: the elliptical count holds for any rule that asks at most as often,
+  so a wrong threshold passed it): 2 seeds of the registered pr-lsvi replayed episode by episode
+  against eq. (2) computed in the claim -- ask iff ||x||_(Sigma^-1) > eps with the claim's own
+  Sigma -- and every decision must agree (a threshold too small or too large, a misplaced square,
+  a Sigma not updated all fail it; mutation ``pr-lsvi-threshold-squared``).
 
 Controls: ``threshold = 0`` (ask whenever the two trajectories differ) through
 ``queries-sublinear`` must fail (slope 1); the known-bug mutation ``pr-lsvi-mle-frozen`` (the
@@ -39,6 +44,53 @@ import numpy as np
 
 from theorylab.validations.claim import Check, ScaledClaim, save_claim_figure
 from theorylab.validations.registry import register_validation
+
+
+def query_rule_mismatches(mdp, K: int, B: int, eps: float, seed: int, nu: float = 1.0):
+    """Drive the registered pr-lsvi for K episodes on B seeds and replay its query decisions
+    with eq. (2) computed here: ask iff ||x||_{Sigma^-1} > eps, x = psi(tau_k) - psi(tau_(k-1)),
+    Sigma = nu I + the sum of x x^T over the episodes that asked (the claim's own record).
+    Returns (mismatched decisions, decisions, queries asked): a threshold too small asks where
+    the rule says no, one too large (or a misplaced square) stays silent where it says yes."""
+    from theorylab.agent import env_spec
+    from theorylab.algorithms.objectives import RISK_NEUTRAL
+    from theorylab.algorithms.registry import get_algorithm
+    from theorylab.mdps.preference import TrajectoryBTLOracle
+
+    oracle = TrajectoryBTLOracle(
+        mdp.R, mdp.horizon, [np.random.default_rng([seed, b, 1]) for b in range(B)]
+    )
+    agent = get_algorithm("pr-lsvi").factory(
+        env_spec(mdp, known_rewards=False),
+        B,
+        [np.random.default_rng([seed, b, 2]) for b in range(B)],
+        oracle,
+        episodes=K,
+        threshold=eps,
+        nu=nu,
+    )
+    env = [np.random.default_rng([seed, b, 3]) for b in range(B)]
+    phi = np.asarray(mdp.features)  # (S, A, d)
+    Sigma = np.broadcast_to(nu * np.eye(phi.shape[-1]), (B, *phi.shape[-1:] * 2)).copy()
+    prev, bad, total = None, 0, 0
+    for _ in range(K):
+        before = agent.queries.copy()
+        traj = RISK_NEUTRAL.rollout(mdp, agent.policy(), env)
+        agent.update(traj)
+        psi = phi[np.asarray(traj.states), np.asarray(traj.actions)].sum(axis=1)  # (B, d)
+        asked = agent.queries > before  # (B,)
+        if prev is None:
+            bad += int(asked.sum())  # the first episode has nothing to compare
+        else:
+            x = psi - prev
+            w = np.sqrt(np.einsum("bi,bi->b", x, np.linalg.solve(Sigma, x[..., None])[..., 0]))
+            rule = w > eps
+            near = np.abs(w - eps) <= 1e-9 * max(1.0, eps)  # round-off at the threshold
+            bad += int((asked != rule)[~near].sum())
+            total += B
+            Sigma[asked] += x[asked, :, None] * x[asked, None, :]
+        prev = psi
+    return bad, total, int(agent.queries.sum())
 
 
 class PRLSVISublinear(ScaledClaim):
@@ -118,6 +170,17 @@ class PRLSVISublinear(ScaledClaim):
             )
         )
         ctrl_K = cfg["control_episodes"]
+        bad, total, asked = query_rule_mismatches(mdp, cfg["rule_episodes"], 2, eps, seed)
+        rep.checks.append(
+            Check(
+                "query-rule",
+                bad == 0 and asked > 0,
+                f"{cfg['rule_episodes']} episodes x 2 seeds of pr-lsvi replayed against eq. (2) "
+                f"computed here (ask iff ||x||_(Sigma^-1) > eps = {eps}, the claim's own Sigma): "
+                f"{bad} of {total} decisions differ ({asked} queries asked); the elliptical count "
+                "above holds for any rule that asks less, this check does not",
+            )
+        )
         ctrl = tl.run("pr-lsvi", mdp, episodes=ctrl_K, seeds=2, seed=seed, threshold=0.0)
         cx = np.arange(1, ctrl_K + 1, dtype=float)
         cfit = loglog_slope(cx, np.maximum(ctrl.queries.astype(float), 1.0), fit_range=qr)
@@ -168,6 +231,7 @@ register_validation(
                 "query_slope_max": 0.6,
                 "query_fit_range": (0.8, 1.0),
                 "control_episodes": 200,
+                "rule_episodes": 200,
             },
             "full": {
                 "mdp": MDP,
@@ -179,9 +243,10 @@ register_validation(
                 "query_slope_max": 0.6,
                 "query_fit_range": (0.8, 1.0),
                 "control_episodes": 2000,
+                "rule_episodes": 1000,
             },
         },
     ),
-    controls=("pr-lsvi-mle-frozen",),
+    controls=("pr-lsvi-mle-frozen", "pr-lsvi-threshold-squared"),
     papers=("000#28", "001#54"),
 )

@@ -22,9 +22,12 @@ Cards: docs/algorithms/preference-mle.md, p2r.md, nash-preference.md.
    lies in [-0.55, -0.45]. Note (the reference, lesson 2): at C = 1 pessimism plays the safe a3
    (0.1) until n ~ 2e5 and then the optimal a4, so its own sub-optimality does not follow
    n^(-1/2) on this instance -- the claim tests the bound's rate and the bound, not a rate of
-   pi_PE. Controls: greedy on uniform full-coverage data (comparison-bandit) passes the same
-   failure test? it must not; an optimistic-MLE mutation (+ f ||u|| instead of -) must violate
-   the bound at the largest n.
+   pi_PE. The bound is evaluated in the claim from Lemma 3.1's printed formula and the coverage
+   term written out there (``_theorem32_bound``), and the module's own ``res.bound`` must equal
+   it to 1e-9 (``bound-formula``): a radius mutated in the library fails that check even where
+   SubOpt stays under both. Controls: greedy on uniform full-coverage data (comparison-bandit)
+   passes the same failure test? it must not; an optimistic-MLE mutation (+ f ||u|| instead of
+   -) must violate the bound at the largest n.
 2. ``kwise-mle-beats-pairwise-split`` -- Theorem 4.3 (asymptotic efficiency, [M]): at equal data
    (the same rankings), the true Plackett-Luce MLE_K has lower mean squared error than the
    pairwise-split MLE_2: the paired difference's 95% t interval lies below 0 at every n.
@@ -38,12 +41,16 @@ Cards: docs/algorithms/preference-mle.md, p2r.md, nash-preference.md.
    Azar's constants is linear for the first few thousand episodes -- on the log-second half
    [173, 30000] the full run measured 0.81 [0.81, 0.81]). Control: ``cache=false`` (re-query
    every visit) must fail the query slope test.
-4. ``nash-dynamics-converge`` -- on the intransitive ``cyclic-preferences`` game: KL-regularised
-   OMD (INPO's update, tau = 0.2, eta = 0.5) has its last iterate within 1e-10 of the
+4. ``nash-dynamics-converge`` -- on the intransitive ``cyclic-preferences`` game: the registered
+   ``inpo`` minimises INPO's loss exactly at every iteration (``nash.inpo_step``), and its
+   trajectory (exact gap and distance to pi* at every t) equals exact KL-regularised OMD's, the
+   reference (``nash.omd_dynamics``), to 1e-12 -- a wrong update rule with the same fixed point
+   fails this; its last iterate (tau = 0.2, eta = 0.5) is within 1e-10 of the
    equilibrium computed independently (root solve) and exact duality gap < 1e-10; Hedge self-play
    (tau = 0) has its average iterate's gap below 0.01 and falling (log-log slope <= -0.5 over
-   T in [10^2, 10^3.5]); INPO with sampled comparisons (m per response and iteration) reduces
-   the exact gap of its last iterate to below 5% of the start on every seed, with N m T queries.
+   T in [10^2, 10^3.5]); INPO on sampled comparisons (N m pairs y, y' ~ pi_t per iteration,
+   one comparison each, the empirical loss minimised exactly) reduces the exact gap of its last
+   iterate to below 5% of the start on every seed, with N m T queries.
    Control: Hedge's *last* iterate through the last-iterate test (it cycles: gap >= 0.03).
 """
 
@@ -78,6 +85,20 @@ def _optimistic_suboptimality(bandit, theta_hat, M, radius) -> float:
     return float(bandit.rewards[0].max() - bandit.rewards[0, a])
 
 
+def _theorem32_bound(bandit, data, n: int, delta: float, lam: float) -> np.ndarray:
+    """2 f ||(Sigma_D + lambda I)^{-1/2} u_pi*|| per seed ``(B,)``, written out here (not the
+    module's ``mle_radius`` / ``coverage_term``): f from Lemma 3.1's printed formula with L =
+    max ||phi||, u_pi* = E_rho phi(s, argmax_a r(s, a)) (v = 0)."""
+    from theorylab.validations.claims.confidence_sets import zjj_lemma31_radius
+
+    L = float(np.max(np.sqrt((bandit.phi**2).sum(-1))))
+    f = zjj_lemma31_radius(n, bandit.d, delta, lam, bandit.B, L)
+    best = (bandit.phi @ bandit.theta).argmax(axis=1)  # (S,)
+    u = bandit.rho @ bandit.phi[np.arange(bandit.S), best]  # (d,)
+    M = data.covariance(bandit) + lam * np.eye(bandit.d)  # (B, d, d)
+    return 2.0 * f * np.sqrt(np.einsum("i,bi->b", u, np.linalg.solve(M, u[None, :, None])[..., 0]))
+
+
 class GreedyFailsPessimismBounded(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         from theorylab.algorithms.preference.pessimistic import (
@@ -93,7 +114,8 @@ class GreedyFailsPessimismBounded(ScaledClaim):
         Ns, B, delta = cfg["n"], cfg["seeds"], 0.1
         pess = np.empty((B, len(Ns)))
         greedy = np.empty((B, len(Ns)))
-        bound = np.empty((B, len(Ns)))
+        bound = np.empty((B, len(Ns)))  # Theorem 3.2's bound, evaluated in the claim
+        library_bound = np.empty((B, len(Ns)))  # the module's own evaluation of it
         optimistic = np.empty(B)
         chunk = cfg.get("chunk", B)  # seeds per draw (memory); a seed's data ignores its batch
         for j, n in enumerate(Ns):
@@ -101,11 +123,12 @@ class GreedyFailsPessimismBounded(ScaledClaim):
                 idx = list(range(lo, min(B, lo + chunk)))
                 data = zjj_thm39_dataset(n, seeds=idx, seed=seed + j)
                 res = fit_pessimistic_mle(bandit, data, delta=delta, lam=1e-3, C=1.0)
-                pess[idx, j], greedy[idx, j], bound[idx, j] = (
+                pess[idx, j], greedy[idx, j], library_bound[idx, j] = (
                     res.suboptimality,
                     res.greedy_suboptimality,
                     res.bound,
                 )
+                bound[idx, j] = _theorem32_bound(bandit, data, n, delta, 1e-3)
                 if j == len(Ns) - 1:
                     M = data.covariance(bandit) + 1e-3 * np.eye(3)
                     optimistic[idx] = [
@@ -132,6 +155,15 @@ class GreedyFailsPessimismBounded(ScaledClaim):
                 "exact P[SubOpt(greedy) >= 0.1] by enumeration: "
                 + ", ".join(f"n={e.n}: {e.greedy_failure:.4f}" for e in exact)
                 + " >= sigma(-1) = 0.2689",
+            )
+        )
+        rel = float(np.max(np.abs(library_bound / bound - 1.0)))
+        rep.checks.append(
+            Check(
+                "bound-formula",
+                rel <= 1e-9,
+                "the module's bound 2 f ||u_pi*||_{M^-1} against the claim's (Lemma 3.1's f and "
+                f"the coverage term written out here): max |ratio - 1| = {rel:.2e} <= 1e-9",
             )
         )
         worst = min(fraction_below(pess[:, j], bound[:, j]).fraction for j in range(len(Ns)))
@@ -237,7 +269,7 @@ register_validation(
             },
         },
     ),
-    controls=("pessimistic-mle-bonus-sign",),
+    controls=("pessimistic-mle-bonus-sign", "zjj-radius-log-dropped"),
     papers=("000#48",),
 )
 
@@ -440,12 +472,32 @@ register_validation(
 # ------------------------------------------------------------------ 4. Nash dynamics
 class NashDynamics(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
+        from theorylab.algorithms.preference.nash import omd_dynamics, regularised_equilibrium
         from theorylab.experiment import run
+        from theorylab.mdps import make
         from theorylab.stats import loglog_slope
 
         tau = cfg["tau"]
         reg = run("inpo", cfg["game"], iterations=cfg["T"], tau=tau, eta=cfg["eta"], seed=seed)
         dist, gap_T = float(reg.extra["distance"][0, -1]), float(reg.values[0, -1])
+        game = make(cfg["game"])
+        omd = omd_dynamics(game.P, game.pi_ref, tau, cfg["eta"], cfg["T"])  # the reference
+        star = regularised_equilibrium(game.P, game.pi_ref, tau)
+        d_ref = np.abs(omd.iterates - star).max(axis=-1)  # (T + 1,)
+        path = max(
+            float(np.max(np.abs(reg.values[0] - omd.gap))),
+            float(np.max(np.abs(reg.extra["distance"][0] - d_ref))),
+        )
+        rep.checks.append(
+            Check(
+                "inpo-loss-steps-are-omd-steps",
+                path < 1e-12,
+                f"inpo (each iterate the exact minimiser of INPO's loss L_t) against exact OMD "
+                f"pi_(t+1) ∝ pi_t^(1 - eta tau) pi_ref^(eta tau) exp(eta P pi_t) from pi_ref: "
+                f"max over t of |gap difference| and |distance-to-pi* difference| = {path:.1e} "
+                "(< 1e-12: the same trajectory, not only the same fixed point)",
+            )
+        )
         rep.checks.append(
             Check(
                 "omd-last-iterate",

@@ -9,7 +9,9 @@ Cards: docs/algorithms/dueling-rl.md, docs/algorithms/regime.md; bounds ``psl-du
 own tests as an in-report negative control.
 
 1. ``dueling-rl-regret-under-bound`` -- Dueling RL with known transitions (the GLM radius as
-   stated, ``radius_scale = 1``) on a small random MDP: exact cumulative regret at K is under
+   stated, ``radius_scale = 1``) on a small random MDP (quick: H = 1, full: H = 2; since issue
+   26's kappa = sigma'(sqrt(2) H B) doubled beta at H = 2, the burn-in there outlasts 6000
+   rounds): exact cumulative regret at K is under
    the abstract's S H d log(K/delta) sqrt(K) (C = 1, d = SA) on at least 1 - delta of the seeds;
    that check is VACUOUS where the bound is at or above the trivial K Delta_max (at the quick
    scale: it becomes informative from K ~ 2e4, which the full scale passes). What can fail at
@@ -157,8 +159,9 @@ register_validation(
         ),
         bound="psl-dueling-known",
         scales={
-            "quick": {
-                "mdp": "random:S=2,A=2,H=2,seed=1",
+            "quick": {  # H = 1: at H = 2 the GLM-UCB kappa (issue 26) puts the end of the
+                # burn-in near K = 2e4 (measured: per-round regret 0.67 at 6000, 0.0067 at 24000)
+                "mdp": "random:S=2,A=2,H=1,seed=1",
                 "episodes": 6000,
                 "seeds": 6,
                 "fit_range": (0.8, 1.0),
