@@ -286,6 +286,36 @@ def cmd_solve(args) -> int:
     return 0
 
 
+def _fit_to_terminal(rows: list[dict], flexible: tuple[str, ...]) -> list[dict]:
+    """Shorten the ``flexible`` columns (with "...") so that the table fits the terminal's
+    width (``COLUMNS``, else the terminal, else 100 columns when output is piped)."""
+    import shutil
+
+    width = max(60, shutil.get_terminal_size((100, 24)).columns)
+    if not rows:
+        return rows
+    columns = list(rows[0])
+    widths = {c: max(len(c), *(len(str(r.get(c, ""))) for r in rows)) for c in columns}
+    fixed = sum(w for c, w in widths.items() if c not in flexible) + 2 * (len(columns) - 1)
+    room = max(len(flexible) * 12, width - fixed)
+    present = [c for c in flexible if c in widths]
+    # share the room: a column that needs less than its share gives the rest to the others
+    limits: dict[str, int] = {}
+    for i, c in enumerate(sorted(present, key=lambda c: widths[c])):
+        share = room // (len(present) - i)
+        limits[c] = max(len(c), min(widths[c], share))
+        room -= limits[c]
+    out = []
+    for r in rows:
+        r = dict(r)
+        for c, limit in limits.items():
+            text = str(r.get(c, ""))
+            if len(text) > limit:
+                r[c] = text[: limit - 3].rstrip() + "..."
+        out.append(r)
+    return out
+
+
 def _discounted_if_asked(mdp, method: str):
     """``(model, dropped H)``: a model whose spec gives a discount (``riverswim:S=6,gamma=0.9``,
     the family's H beside it) is solved as the discounted problem, as the discounted algorithms

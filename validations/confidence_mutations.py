@@ -27,7 +27,7 @@ import math
 from collections.abc import Iterator
 
 from theorylab.validations.controls import Control, register_control
-from theorylab.validations.mutations import _patched
+from theorylab.validations.controls import patched as _patched
 
 
 @contextlib.contextmanager

@@ -33,6 +33,22 @@ from dataclasses import dataclass
 import numpy as np
 
 
+@contextlib.contextmanager
+def patched(owner, attribute: str, value) -> Iterator[None]:
+    """Set ``owner.attribute`` to ``value`` for the duration (a mutation's patch), then
+    restore it (or remove it when ``owner`` did not hold it itself)."""
+    had = attribute in vars(owner)
+    old = vars(owner).get(attribute)
+    setattr(owner, attribute, value)
+    try:
+        yield
+    finally:
+        if had:
+            setattr(owner, attribute, old)
+        else:
+            delattr(owner, attribute)
+
+
 @dataclass(frozen=True)
 class Control:
     """A negative control: ``applied(claim)`` is a context manager under which the claim runs

@@ -11,7 +11,7 @@ import contextlib
 from collections.abc import Iterator
 
 from theorylab.validations.controls import Control, register_control
-from theorylab.validations.mutations import _patched
+from theorylab.validations.controls import patched as _patched
 
 
 @contextlib.contextmanager

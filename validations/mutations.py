@@ -103,20 +103,7 @@ import math
 from collections.abc import Iterator
 
 from theorylab.validations.controls import Control, register_control
-
-
-@contextlib.contextmanager
-def _patched(owner, attribute: str, value) -> Iterator[None]:
-    had = attribute in vars(owner)
-    old = vars(owner).get(attribute)
-    setattr(owner, attribute, value)
-    try:
-        yield
-    finally:
-        if had:
-            setattr(owner, attribute, old)
-        else:
-            delattr(owner, attribute)
+from theorylab.validations.controls import patched as _patched
 
 
 @contextlib.contextmanager
