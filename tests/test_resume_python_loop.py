@@ -161,14 +161,6 @@ def test_an_agent_that_cannot_be_pickled_is_refused_before_any_episode(tmp_path,
     assert not ckpt.exists()
 
 
-def test_segment_without_checkpoint_in_the_python_loop_is_refused(capsys):
-    code = main(["run", "ucbvi-hoeffding", "riverswim:S=4,H=4", "-K", "50", "--loop", "python",
-                 "--segment", "10"])  # fmt: skip
-    err = capsys.readouterr().err.strip()
-    assert code == 2 and len(err.splitlines()) == 1
-    assert "--segment" in err and "--checkpoint" in err
-
-
 def test_ctrl_c_with_save_keeps_the_finished_episodes_of_a_resumed_run(tmp_path, monkeypatch):
     ckpt, part = str(tmp_path / "ck"), tmp_path / "part"
     whole = _run("psrl", {})
@@ -184,3 +176,16 @@ def test_ctrl_c_with_save_keeps_the_finished_episodes_of_a_resumed_run(tmp_path,
     assert saved.episodes == 23 and saved.config["interrupted_after"] == 23
     for name in NAMES:
         assert np.array_equal(getattr(saved, name), getattr(whole, name)[:, :23]), name
+
+
+def test_an_array_parameter_enters_the_fingerprint_by_its_bytes(tmp_path):
+    low = tl.make("lowrank-simplex:S=5,A=2,d=2,H=3,n_random=2,n_perturbed=1")
+    kw = dict(episodes=12, seeds=2, seed=1, c=0.1, checkpoint=str(tmp_path / "ck"), segment=5)
+    plain = tl.run("rep-ucb", low, episodes=12, seeds=2, seed=1, c=0.1,
+                   feature_class=low.candidates)  # fmt: skip
+    ck = tl.run("rep-ucb", low, feature_class=low.candidates, **kw)
+    assert np.array_equal(ck.regret, plain.regret) and ck.config["loop"] == "python"
+    other = low.candidates.copy()
+    other[0, 2, 0] = other[0, 2, 0, ::-1]  # one row's features reversed: still a simplex
+    with pytest.raises(ValueError, match="holds a different run .params:"):
+        tl.run("rep-ucb", low, feature_class=other, **kw)

@@ -27,6 +27,7 @@ any episode (:func:`check_picklable`).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import pickle
 from pathlib import Path
@@ -63,6 +64,15 @@ def check_picklable(name: str, agent: Any, checkpoint: str) -> None:
         ) from None
 
 
+def _fingerprint(value: Any) -> str:
+    """A JSON stand-in for a parameter JSON cannot hold: an array by its shape, dtype and a
+    hash of its bytes (its ``str`` elides the middle of a large array), else its ``str``."""
+    if isinstance(value, np.ndarray):
+        digest = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()[:16]
+        return f"array{value.shape} {value.dtype} sha256:{digest}"
+    return str(value)
+
+
 class PythonCheckpoint:
     """The checkpoint directory of one Python-loop run (see the module docstring).
 
@@ -72,7 +82,7 @@ class PythonCheckpoint:
     def __init__(self, directory: str | Path, ident: dict[str, Any], segment: int) -> None:
         self.dir = Path(directory)
         self.segment = int(segment)
-        ident = json.loads(json.dumps(ident, default=str))
+        ident = json.loads(json.dumps(ident, default=_fingerprint))
         ident.update(segment=self.segment, checkpoint_format=CHECKPOINT_FORMAT)
         self.ident = ident
         self.parts = 0  # segment files in order that the state covers
