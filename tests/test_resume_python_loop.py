@@ -121,12 +121,17 @@ def test_uninterrupted_checkpointed_run_equals_the_plain_run(tmp_path):
         assert (tmp_path / algorithm / "segments" / "000000.npz").exists()  # K < 10,000: one
 
 
-def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, capsys):
+def test_a_checkpoint_of_another_run_is_refused_in_one_line(tmp_path, capsys, monkeypatch):
     ckpt = tmp_path / "ck"
     base = ["run", "psrl", SPEC, "-B", "2", "--no-progress", "--checkpoint", str(ckpt)]
     assert main([*base, "-K", "20", "--seed", "1"]) == 0
     state = (ckpt / "state.pkl").read_bytes()
     capsys.readouterr()
+
+    def no_work(*a, **kw):
+        raise AssertionError("an episode ran before the refusal")
+
+    monkeypatch.setattr(online, "_run_python", no_work)
     for extra, key in [(["-K", "20", "--seed", "2"], "seed"), (["-K", "30"], "episodes"),
                        (["-K", "20", "--segment", "5"], "segment")]:  # fmt: skip
         if "--seed" not in extra:

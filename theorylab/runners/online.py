@@ -155,6 +155,7 @@ def run(
                     "score_policy": score_policy,
                 }  # fmt: skip
                 ckpt = PythonCheckpoint(checkpoint, ident, segment_length(segment, episodes))
+                ckpt.open()  # refuses another run's directory before any episode
             regret, returns, estimates, timing = _run_python(
                 entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress,
                 score_policy, ckpt,
@@ -359,7 +360,7 @@ def _run_python(
 
     pending = None  # score_policy="next": the policy of episode k + 1, already asked for
     start = 0  # episodes done when this process started (a resumed checkpoint)
-    if ckpt is not None and ckpt.open():
+    if ckpt is not None and ckpt.resumable:
         state = ckpt.load(curves, episodes)
         start, agent, env_rngs, pending = (
             state["done"], state["agent"], state["env_rngs"], state["pending"]

@@ -86,14 +86,15 @@ class PythonCheckpoint:
         ident.update(segment=self.segment, checkpoint_format=CHECKPOINT_FORMAT)
         self.ident = ident
         self.parts = 0  # segment files in order that the state covers
+        self.resumable = False  # set by open(): the directory holds a state to resume
 
-    def open(self) -> bool:
-        """Check or write the fingerprint. True when the directory holds a state to resume."""
+    def open(self) -> None:
+        """Check the stored fingerprint (a different run: ValueError) or write it."""
         meta = self.dir / "run.json"
         if not meta.exists():
             (self.dir / "segments").mkdir(parents=True, exist_ok=True)
             atomic_write_json(meta, self.ident)
-            return False
+            return
         stored = json.loads(meta.read_text())
         if stored != self.ident:
             keys = sorted(k for k in set(stored) | set(self.ident)
@@ -105,7 +106,7 @@ class PythonCheckpoint:
                 f"checkpoint {self.dir} (--checkpoint) holds a different run ({diff}); "
                 "expected the same run's directory: use another directory or remove it"
             )
-        return (self.dir / "state.pkl").exists()
+        self.resumable = (self.dir / "state.pkl").exists()
 
     def load(self, curves: dict[str, np.ndarray], episodes: int) -> dict[str, Any]:
         """The stored state (``done``, ``agent``, ``env_rngs``, ``pending``); fills
