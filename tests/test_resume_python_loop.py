@@ -22,7 +22,9 @@ RUNS = [
     ("psrl", {}),
     ("ucbvi-bernstein", {"loop": "python", "bonus_scale": 0.05}),  # small bonuses: the
     ("lsvi-ucb", {"loop": "python", "beta": 0.05}),  # policy moves with the data in 40 episodes
+    ("ucbvi-bernstein", {"loop": "python", "bonus_scale": 0.05, "backend": "numba"}),
 ]
+IDS = ["psrl", "ucbvi-bernstein", "lsvi-ucb", "ucbvi-bernstein-numba"]  # (backends pickle by name)
 NAMES = ("regret", "returns", "value_estimates")
 
 
@@ -82,7 +84,7 @@ def _stop(monkeypatch, algorithm: str, options: dict, how: str, at: int) -> None
         monkeypatch.setattr(python_checkpoint, "atomic_write_bytes", state_write_stops)
 
 
-@pytest.mark.parametrize("algorithm, options", RUNS, ids=[a for a, _ in RUNS])
+@pytest.mark.parametrize("algorithm, options", RUNS, ids=IDS)
 def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, algorithm, options):
     whole = _run(algorithm, options)  # no checkpoint, never interrupted
     ckpt = str(tmp_path / "ck")

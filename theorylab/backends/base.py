@@ -96,6 +96,14 @@ class Backend(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(device={self.device!r}, dtype={self.dtype.name!r})"
 
+    def __reduce__(self):
+        """Pickled by name (an agent in a Python-loop checkpoint holds its backend): unpickled,
+        it is the cached backend of this name, device and dtype (numba and torch hold modules,
+        which do not pickle)."""
+        from theorylab.backends import get_backend
+
+        return (get_backend, (self.name, self.device, self.dtype.name))
+
     # ------------------------------------------------------------------ arrays
     def asarray(self, x, dtype=None):
         """``x`` as a native array (float arrays in this backend's dtype unless ``dtype``)."""
