@@ -97,12 +97,10 @@ class Backend(ABC):
         return f"{type(self).__name__}(device={self.device!r}, dtype={self.dtype.name!r})"
 
     def __reduce__(self):
-        """Pickled by name (an agent in a Python-loop checkpoint holds its backend): unpickled,
-        it is the cached backend of this name, device and dtype (numba and torch hold modules,
-        which do not pickle)."""
-        from theorylab.backends import get_backend
-
-        return (get_backend, (self.name, self.device, self.dtype.name))
+        """Pickled as its class, device and dtype (an agent in a Python-loop checkpoint holds
+        its backend; numba's and torch's hold modules, which do not pickle): unpickled, it is
+        that backend built afresh."""
+        return (type(self), (self.device, self.dtype.name))
 
     # ------------------------------------------------------------------ arrays
     def asarray(self, x, dtype=None):
