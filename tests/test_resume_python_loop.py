@@ -7,6 +7,8 @@ run, and an agent that cannot be pickled, are refused in one line before any epi
 
 from __future__ import annotations
 
+import importlib.util
+
 import numpy as np
 import pytest
 
@@ -23,8 +25,13 @@ RUNS = [
     ("ucbvi-bernstein", {"loop": "python", "bonus_scale": 0.05}),  # small bonuses: the
     ("lsvi-ucb", {"loop": "python", "beta": 0.05}),  # policy moves with the data in 40 episodes
     ("ucbvi-bernstein", {"loop": "python", "bonus_scale": 0.05, "backend": "numba"}),
+    pytest.param(
+        "ucbvi-bernstein",
+        {"loop": "python", "bonus_scale": 0.05, "backend": "torch"},
+        marks=pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="no torch"),
+    ),  # fmt: skip
 ]
-IDS = ["psrl", "ucbvi-bernstein", "lsvi-ucb", "ucbvi-bernstein-numba"]  # (backends pickle by name)
+IDS = ["psrl", "ucbvi-bernstein", "lsvi-ucb", "ucbvi-bernstein-numba", "ucbvi-bernstein-torch"]
 NAMES = ("regret", "returns", "value_estimates")
 
 
@@ -114,7 +121,7 @@ def test_interrupted_and_resumed_equals_uninterrupted(tmp_path, monkeypatch, alg
 
 
 def test_uninterrupted_checkpointed_run_equals_the_plain_run(tmp_path):
-    for algorithm, options in RUNS[:2]:
+    for algorithm, options in RUNS[:2]:  # (plain tuples)
         plain = _run(algorithm, options)
         ck = _run(algorithm, options, checkpoint=str(tmp_path / algorithm))  # default segment
         assert ck.config["loop"] == "python"
