@@ -87,9 +87,11 @@ register_kind(
             "loop": "python (the episode loop), compiled (the whole-run kernel of ucbvi-*, greedy, "
             "optimistic-q-*) or auto (default: compiled for runs of 20,000 "
             "seed-episodes and more when there is a kernel)",
-            "segment": "compiled loop: episodes per kernel call (default 100,000)",
-            "checkpoint": "compiled loop: a directory that keeps finished segments; an "
-            "interrupted run given the same directory resumes there",
+            "segment": "compiled loop: episodes per kernel call (default 100,000); python "
+            "loop: episodes between checkpoints (default 10,000, at most K; needs checkpoint)",
+            "checkpoint": "any loop: a directory that keeps finished segments and the state "
+            "(python loop: the agent pickled); an interrupted run given the same directory "
+            "resumes there, bit for bit",
         },
         runner="theorylab.runners.online:run",
         summary="episodic learner; exact regret per episode",

@@ -1,8 +1,9 @@
 """``theorylab run`` interrupted by SIGINT (a real signal to a real process, as Ctrl-C sends),
 then rerun with the same command: the final curves equal the uninterrupted run's, and with
 ``--save`` the interrupted process stores its finished segments. Also: ``--checkpoint`` on an
-algorithm without a whole-run loop, and a run whose curves cannot fit in memory, are refused
-in one line before any work."""
+algorithm without a whole-run loop checkpoints the Python loop (tests/test_resume_python_loop.py),
+``--segment`` without it there, and a run whose curves cannot fit in memory, are refused in one
+line before any work."""
 
 from __future__ import annotations
 
@@ -54,18 +55,20 @@ def test_sigint_then_rerun_equals_the_uninterrupted_run(tmp_path):
     assert 400_000 - a.config["episodes_this_run"] >= done  # the resumed run ran only the rest
 
 
-def test_checkpoint_without_a_whole_run_loop_is_refused_before_any_work(tmp_path, capsys):
-    ckpt = tmp_path / "ck"
-    code = main(["run", "psrl", "riverswim:S=4,H=4", "-K", "50", "--checkpoint", str(ckpt)])
-    err = capsys.readouterr().err.strip()
-    assert code == 2
-    assert len(err.splitlines()) == 1 and "Traceback" not in err
-    assert "--checkpoint" in err and str(ckpt) in err and "psrl has no whole-run loop" in err
-    assert not ckpt.exists()
+def test_checkpoint_without_a_whole_run_loop_runs_the_python_loop_resumably(tmp_path, capsys):
+    ckpt, a, b = tmp_path / "ck", tmp_path / "a", tmp_path / "b"
+    base = ["run", "psrl", "riverswim:S=4,H=4", "-K", "50", "--no-progress"]
+    assert main([*base, "--checkpoint", str(ckpt), "--save", str(a)]) == 0
+    assert (ckpt / "state.pkl").exists() and (ckpt / "segments" / "000000.npz").exists()
+    assert main([*base, "--save", str(b)]) == 0
+    assert np.array_equal(load_result(a).regret, load_result(b).regret)
+    capsys.readouterr()
+    # --segment is the Python loop's checkpoint interval: without --checkpoint it is refused
     code = main(["run", "ucbvi-hoeffding", "riverswim:S=4,H=4", "-K", "50", "--loop", "python",
                  "--segment", "10"])  # fmt: skip
     err = capsys.readouterr().err.strip()
-    assert code == 2 and "--segment" in err and "loop='python'" in err
+    assert code == 2 and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert "--segment" in err and "--checkpoint" in err
 
 
 def test_a_run_that_cannot_fit_is_refused_with_the_largest_k(capsys, monkeypatch):

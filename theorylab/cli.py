@@ -1086,12 +1086,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--segment",
         type=int,
         help="online, compiled and torch loops: episodes per kernel call (compiled 100000, "
-        "torch 2000)",
+        "torch 2000); python loop: episodes between checkpoints (10000; needs --checkpoint)",
     )
     q.add_argument(
         "--checkpoint",
-        help="online, compiled and torch loops: directory keeping finished segments; rerun "
-        "the same command with it to resume an interrupted run",
+        help="online, every loop: directory keeping finished segments and the state; rerun "
+        "the same command with it to resume an interrupted run (bit for bit)",
     )
     q.add_argument("--tau", type=float, help="CVaR level of cvar-ucbvi (same as -p tau=...)")
     q.add_argument("--alpha", type=float, help="risk level of icvar-rm (same as -p alpha=...)")

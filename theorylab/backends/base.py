@@ -96,6 +96,12 @@ class Backend(ABC):
     def __repr__(self) -> str:
         return f"{type(self).__name__}(device={self.device!r}, dtype={self.dtype.name!r})"
 
+    def __reduce__(self):
+        """Pickled as its class, device and dtype (an agent in a Python-loop checkpoint holds
+        its backend; numba's and torch's hold modules, which do not pickle): unpickled, it is
+        that backend built afresh."""
+        return (type(self), (self.device, self.dtype.name))
+
     # ------------------------------------------------------------------ arrays
     def asarray(self, x, dtype=None):
         """``x`` as a native array (float arrays in this backend's dtype unless ``dtype``)."""

@@ -24,6 +24,12 @@ from theorylab.errors import RunInterrupted
 from theorylab.memory import check_curves_fit
 from theorylab.results import RegretResult
 from theorylab.runners.problems import finite_horizon_problem, resolve_mdp
+from theorylab.runners.python_checkpoint import (
+    CURVES,
+    PythonCheckpoint,
+    check_picklable,
+    segment_length,
+)
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
 LOOPS = ("auto", "python", "compiled", "torch")
@@ -68,9 +74,12 @@ def run(
         than the loop). "torch": the same loop as a device-resident torch program on ``device``
         (:mod:`theorylab.algorithms.online.whole_run_torch`; its own random stream, so the same
         law, not the same trajectories); never chosen by "auto".
-    segment, checkpoint: compiled and torch loops only: episodes per kernel call (progress is
-        reported between segments), and a directory where finished segments and the state are
-        stored and from which an interrupted run resumes.
+    segment, checkpoint: a directory where finished segments and the state are stored and
+        from which an interrupted run resumes, exactly, and the episodes per segment. Compiled
+        and torch loops: episodes per kernel call (progress is reported between segments;
+        default 100,000, torch 2,000). Python loop: episodes between checkpoints (default
+        :data:`theorylab.runners.python_checkpoint.DEFAULT_SEGMENT`, 10,000, at most K; only
+        with a checkpoint), the agent pickled (:mod:`theorylab.runners.python_checkpoint`).
     score_policy: "played" (always, except in a test): episode k's regret is that of the policy
         played in episode k. "next" is a known bug kept as a negative control (the mutation
         ``score-next-policy`` of theorylab.validations.mutations): episode k is scored with the
@@ -108,7 +117,6 @@ def run(
     if "backend" in accepted:
         agent_params.setdefault("backend", bk)
     agent = entry.factory(env, B, agent_rngs, **agent_params)
-    _check_whole_run_options(entry, agent, loop, segment, checkpoint)
 
     # What regret measures: the registration's objective at these parameters (e.g. CVaR at tau),
     # built without the agent (it never grades itself), else expected return.
@@ -117,7 +125,8 @@ def run(
     scored_by = objective
     if score_policy != "played":  # the known-bug control lives in the reference loop only
         loop = "python"
-    if loop == "auto" and B * episodes >= CLOSED_FORM_MIN and hasattr(agent, "closed_form_run"):
+    closed_form = loop == "auto" and B * episodes >= CLOSED_FORM_MIN and checkpoint is None
+    if closed_form and segment is None and hasattr(agent, "closed_form_run"):
         scorer = BackendRiskNeutral(bk) if objective is RISK_NEUTRAL else objective
         t0 = time.perf_counter()
         arrays = agent.closed_form_run(mdp, scorer, float(v_star), episodes)
@@ -126,6 +135,8 @@ def run(
             wall = time.perf_counter() - t0
             return RegretResult(*arrays, float(v_star), wall, config)
     loop = _choose_loop(loop, agent, bk, B * episodes, segment, checkpoint)
+    if loop == "python":
+        _check_python_checkpoint(entry, agent, segment, checkpoint)
     if objective is RISK_NEUTRAL:
         scored_by = BackendRiskNeutral(bk)
     try:
@@ -135,9 +146,19 @@ def run(
                 segment, checkpoint, torch_dev,
             )  # fmt: skip
         else:
+            ckpt = None
+            if checkpoint is not None:
+                ident = {
+                    "algorithm": entry.name, "mdp": mdp.name, "params": params,
+                    "seeds": list(seeds), "seed": seed, "episodes": episodes, "loop": "python",
+                    "backend": bk.name, "known_rewards": known_rewards,
+                    "score_policy": score_policy,
+                }  # fmt: skip
+                ckpt = PythonCheckpoint(checkpoint, ident, segment_length(segment, episodes))
+                ckpt.open()  # refuses another run's directory before any episode
             regret, returns, estimates, timing = _run_python(
                 entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress,
-                score_policy,
+                score_policy, ckpt,
             )  # fmt: skip
     except _Stopped as stop:  # Ctrl-C after some episodes: they travel with the exception
         partial = RegretResult(
@@ -189,27 +210,18 @@ class _Stopped(Exception):
         self.arrays, self.done, self.timing = arrays, done, timing
 
 
-def _check_whole_run_options(entry, agent, loop, segment, checkpoint) -> None:
-    """``segment`` and ``checkpoint`` belong to the whole-run loops: refused, before any
-    episode, for an algorithm without one and for ``loop="python"`` (never ignored)."""
-    from theorylab.algorithms.online.whole_run import compiled_variant
-
-    for name, value in (("checkpoint", checkpoint), ("segment", segment)):
-        if value is None:
-            continue
-        if compiled_variant(agent) is None:
-            raise ValueError(
-                f"{name}={value!r} (--{name}): {entry.name} has no whole-run loop, so its run "
-                "cannot be segmented or resumed; expected no --checkpoint/--segment for it "
-                "(whole-run loops: ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
-                "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb, lsvi-ucb, "
-                "cvar-ucbvi)"
-            )
-        if loop == "python":
-            raise ValueError(
-                f"{name}={value!r} (--{name}) applies to the whole-run loops; expected "
-                "loop='compiled' or 'torch' (or 'auto'), got loop='python'"
-            )
+def _check_python_checkpoint(entry, agent, segment, checkpoint) -> None:
+    """``checkpoint`` and ``segment`` with the Python loop, checked before any episode:
+    ``segment`` (how often the checkpoint is written) needs a checkpoint, and the agent must
+    pickle (:func:`theorylab.runners.python_checkpoint.check_picklable`)."""
+    if segment is not None and checkpoint is None:
+        raise ValueError(
+            f"segment={segment!r} (--segment): the Python loop of {entry.name} uses it only as "
+            "the episodes between checkpoints; expected --checkpoint DIR with it, or no "
+            "--segment"
+        )
+    if checkpoint is not None:
+        check_picklable(entry.name, agent, checkpoint)
 
 
 def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
@@ -330,27 +342,39 @@ def _run_compiled(
 
 
 def _run_python(
-    entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress, score_policy="played"
-):
-    """The episode-by-episode loop (the reference)."""
+    entry, agent, mdp, objective, v_star, env_rngs, bk, episodes, progress,
+    score_policy="played", ckpt: PythonCheckpoint | None = None,
+):  # fmt: skip
+    """The episode-by-episode loop (the reference). With ``ckpt``, a checkpoint is written
+    after every ``ckpt.segment`` episodes and a stored one is resumed first (the agent and the
+    environment's streams replaced by the stored ones). Ctrl-C raises :class:`_Stopped` with the
+    finished episodes (those of a resumed checkpoint included)."""
     B = len(env_rngs)
     if objective is RISK_NEUTRAL:  # exact regret and rollouts through the backend's kernels
         objective = BackendRiskNeutral(bk)
-    regret = np.empty((B, episodes))
-    returns = np.empty((B, episodes))
-    estimates = np.empty((B, episodes))  # (np.empty: pages are taken as episodes fill them)
+    # (B, K) each; np.empty: pages are taken as episodes fill them
+    curves = {name: np.empty((B, episodes)) for name in CURVES}
+    regret, returns, estimates = (curves[name] for name in CURVES)
     has_estimate = hasattr(agent, "value_estimate")
     from theorylab.progress import progress_bar
 
+    pending = None  # score_policy="next": the policy of episode k + 1, already asked for
+    start = 0  # episodes done when this process started (a resumed checkpoint)
+    if ckpt is not None and ckpt.resumable:
+        state = ckpt.load(curves, episodes)
+        start, agent, env_rngs, pending = (
+            state["done"], state["agent"], state["env_rngs"], state["pending"]
+        )  # fmt: skip
     bar = progress_bar(
         episodes, f"{entry.name} on {mdp.name}", "ep", enabled=progress, leave=False,
         scale=B, rate_unit="seed-ep",
     )  # fmt: skip
+    bar.restart(start)
     t0 = time.perf_counter()
-    done = 0  # episodes every seed has finished
-    pending = None  # score_policy="next": the policy of episode k + 1, already asked for
+    done = start  # episodes every seed has finished
+    stored = start  # episodes on disk
     try:
-        for k in range(episodes):
+        for k in range(start, episodes):
             pi = agent.policy() if pending is None else pending
             estimates[:, k] = agent.value_estimate() if has_estimate else np.nan
             if score_policy == "played":
@@ -363,13 +387,16 @@ def _run_python(
                 regret[:, k] = v_star - objective.policy_values(mdp, pending)
             done = k + 1
             bar.update(1)
+            if ckpt is not None and (done - stored == ckpt.segment or done == episodes):
+                ckpt.write(curves, stored, done, agent, env_rngs, pending)
+                stored = done
     except KeyboardInterrupt as exc:
         bar.close()
         if done == 0:
             raise
         arrays = (regret[:, :done], returns[:, :done], estimates[:, :done])
-        timing = {"wall": time.perf_counter() - t0, "episodes_this_run": done}
+        timing = {"wall": time.perf_counter() - t0, "episodes_this_run": done - start}
         raise _Stopped(arrays, done, timing) from exc
     wall = time.perf_counter() - t0
     bar.close()
-    return regret, returns, estimates, {"wall": wall, "episodes_this_run": episodes}
+    return regret, returns, estimates, {"wall": wall, "episodes_this_run": episodes - start}
