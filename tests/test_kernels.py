@@ -176,11 +176,12 @@ def test_dense_fused_sweep_matches_gemv_reference(S, A, seed):
 # --------------------------------------------------------------------------------- drivers
 
 
+@pytest.mark.parametrize("stopping", ["sup", "span"])
 @pytest.mark.parametrize("seed", [0, 1])
-def test_value_iteration_csr_matches_the_planner(seed):
+def test_value_iteration_csr_matches_the_planner(seed, stopping):
     mdp = make(f"random-sparse:S=300,A=3,b=5,gamma=0.95,seed={seed}")
-    ref = value_iteration(mdp, tol=1e-8)
-    got = kb.value_iteration_csr(mdp.P, mdp.R, 0.95, tol=1e-8)
+    ref = value_iteration(mdp, tol=1e-8, stopping=stopping)
+    got = kb.value_iteration_csr(mdp.P, mdp.R, 0.95, tol=1e-8, stopping=stopping)
     assert got.converged and got.iterations == ref.info["iterations"]
     # the planner returns T(V_k) = max_a Q(V_k): the same sweeps, the same arithmetic
     T = kb.csr_max_sweep_reference(mdp.P, mdp.R, got.V, 0.95)

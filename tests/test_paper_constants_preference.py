@@ -69,11 +69,14 @@ def test_pessimistic_mle_mdp_radius_is_zjj_section5():
 def test_dueling_glm_radius_and_l1_width(t, d, H, lam, delta, B):
     """dueling.py step 2 [M] (the standard GLM-UCB ellipsoid, Li, Lu, Zhou 2017 / Filippi et
     al. 2010 shape): beta_t = (1 / kappa) sqrt(d log(1 + t L^2 / (d lambda)) + 2 log(1/delta))
-    + sqrt(lambda) B, kappa = sigma'(H) = 1 / (2 + e^{-H} + e^{H}), L = sqrt(2) H; Weissman et
-    al. 2003's L1 deviation: xi = min(2, sqrt(2 (S log 2 + log(2 S A T / delta)) / n))."""
+    + sqrt(lambda) B, kappa = sigma'(L B) = 1 / (2 + e^{-L B} + e^{L B}), L = sqrt(2) H (the
+    smallest logistic slope over margins <w, x> with ||w|| <= B, ||x|| <= L: issue 26 found the
+    former sigma'(H) optimistic for this parameter set); Weissman et al. 2003's L1 deviation:
+    xi = min(2, sqrt(2 (S log 2 + log(2 S A T / delta)) / n))."""
     from theorylab.algorithms.preference.dueling import glm_radius, l1_width
 
-    kappa = 1 / (2 + math.exp(-H) + math.exp(H))
+    LB = math.sqrt(2) * H * B
+    kappa = 1 / (2 + math.exp(-LB) + math.exp(LB))
     L2 = 2 * H**2
     beta = math.sqrt(d * math.log(1 + t * L2 / (d * lam)) + 2 * math.log(1 / delta)) / kappa
     beta += math.sqrt(lam) * B

@@ -1461,7 +1461,7 @@ CONSTANT_MUTATIONS_PREFERENCE = (
     ),
     _constant_mutation(
         "dueling-radius-missing-inverse-kappa",
-        "Dueling RL's GLM radius without its 1 / kappa (kappa = sigma'(H))",
+        "Dueling RL's GLM radius without its 1 / kappa (kappa = sigma'(sqrt(2) H B))",
         ("preference_duels",),
         (
             (

@@ -478,15 +478,16 @@ def value_iteration_csr(
     tol: float = 1e-10,
     max_iter: int = 1_000_000,
     V0: np.ndarray | None = None,
-    stopping: Literal["sup", "span"] = "sup",
+    stopping: Literal["sup", "span"] = "span",
 ) -> ValueIterationResult:
     """Discounted value iteration over CSR transitions with the fused kernel.
 
-    stopping="sup" is the planners' rule (algorithms/planning/value_iteration.py): stop at the
+    stopping="sup", the contraction rule: stop at the
     first k with ``||V_k - V_{k-1}||_inf <= tol * (1 - gamma) / gamma``, which certifies
     ``||V_k - V*||_inf <= gamma / (1 - gamma) ||V_k - V_{k-1}||_inf <= tol``; V = V_k.
 
-    stopping="span" uses MacQueen's bounds (Puterman 1994, Theorem 6.6.3): with
+    stopping="span" (the default, as in the planners, algorithms/planning/value_iteration.py)
+    uses MacQueen's bounds (Puterman 1994, Theorem 6.6.3): with
     ``D = V_k - V_{k-1}``, ``V_k + c min(D) <= V* <= V_k + c max(D)``, ``c = gamma / (1 - gamma)``.
     It returns the midpoint ``V = V_k + c (max D + min D) / 2`` and stops at the first k with
     ``c (max D - min D) / 2 <= tol``, again certifying ``||V - V*||_inf <= tol``. The span of D
