@@ -195,7 +195,7 @@ def test_value_iteration_csr_matches_the_planner(seed, stopping):
 def test_span_stopping_is_certified_and_needs_fewer_sweeps(gamma):
     mdp = make(f"random-sparse:S=400,A=3,b=4,seed=2,gamma={max(gamma, 0.5)}")
     exact = kb.value_iteration_csr(mdp.P, mdp.R, gamma, tol=1e-13)  # V* to ~1e-13
-    sup = kb.value_iteration_csr(mdp.P, mdp.R, gamma, tol=1e-6)
+    sup = kb.value_iteration_csr(mdp.P, mdp.R, gamma, tol=1e-6, stopping="sup")
     span = kb.value_iteration_csr(mdp.P, mdp.R, gamma, tol=1e-6, stopping="span")
     assert span.converged and span.error_bound <= 1e-6
     assert np.max(np.abs(span.V - exact.V)) <= span.error_bound + 1e-12
