@@ -229,12 +229,9 @@ def inpo_dynamics(P, pi_ref, tau: float, eta: float, T: int, pi0=None) -> Dynami
     return _exact_dynamics(P, pi_ref, tau, eta, T, pi0, step)
 
 
-def sampled_inpo(
-    oracle: PreferenceMatrixOracle, pi_ref, tau: float, eta: float, T: int, m: int
-) -> Dynamics:
-    """INPO on sampled data: per iteration and seed, N m pairs y, y' ~ pi_t x pi_t, each
-    labelled by one oracle comparison, and pi_(t+1) the exact minimiser of the empirical loss
-    (:func:`inpo_step` on the win counts). Returns ``iterates (B, T+1, N)``."""
+def _sampled_start(oracle: PreferenceMatrixOracle, pi_ref, tau: float, eta: float, T: int, m):
+    """The checked inputs of a sampled dynamics and its iterate array started at pi_ref:
+    ``(P, N, B, ref, it (B, T+1, N), log ref)``."""
     P = oracle.P
     N, B = P.shape[0], oracle.n_seeds
     ref = _check_distribution(pi_ref, N, "pi_ref", full_support=True)
@@ -243,7 +240,16 @@ def sampled_inpo(
         raise NashError(f"m (comparisons per response and iteration) must be >= 1, got {m!r}")
     it = np.empty((B, T + 1, N))
     it[:, 0] = ref
-    logref = np.log(ref)
+    return P, N, B, ref, it, np.log(ref)
+
+
+def sampled_inpo(
+    oracle: PreferenceMatrixOracle, pi_ref, tau: float, eta: float, T: int, m: int
+) -> Dynamics:
+    """INPO on sampled data: per iteration and seed, N m pairs y, y' ~ pi_t x pi_t, each
+    labelled by one oracle comparison, and pi_(t+1) the exact minimiser of the empirical loss
+    (:func:`inpo_step` on the win counts). Returns ``iterates (B, T+1, N)``."""
+    P, N, B, ref, it, logref = _sampled_start(oracle, pi_ref, tau, eta, T, m)
     for t in range(T):
         draws = [rng.choice(N, size=(2, N * m), p=it[b, t]) for b, rng in enumerate(oracle.rngs)]
         y, y2 = (np.stack([d[k] for d in draws]) for k in (0, 1))  # (B, N m) each
@@ -264,15 +270,7 @@ def sampled_omd(
     y' ~ pi_t (drawn from the oracle's generator of that seed); exact gaps per iterate.
 
     Per iteration and seed: N * m queries. Returns ``iterates (B, T+1, N)``."""
-    P = oracle.P
-    N, B = P.shape[0], oracle.n_seeds
-    ref = _check_distribution(pi_ref, N, "pi_ref", full_support=True)
-    _check_steps(tau, eta, T)
-    if isinstance(m, bool) or int(m) != m or m < 1:
-        raise NashError(f"m (comparisons per response and iteration) must be >= 1, got {m!r}")
-    it = np.empty((B, T + 1, N))
-    it[:, 0] = ref
-    logref = np.log(ref)
+    P, N, B, ref, it, logref = _sampled_start(oracle, pi_ref, tau, eta, T, m)
     ys = np.tile(np.repeat(np.arange(N), m), (B, 1))  # (B, N m): each response m times
     for t in range(T):
         opp = np.stack([rng.choice(N, size=N * m, p=it[b, t]) for b, rng in enumerate(oracle.rngs)])
