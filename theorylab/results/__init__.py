@@ -4,8 +4,9 @@
 (deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
 step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``ConstrainedResult``
 (KL-constrained solves), ``PolicyOptimizationResult`` (exact policy-optimisation iterations),
-``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts). A new kind
-of result adds a module here and one import line below (``docs/architecture.md``).
+``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts),
+``PromptTrainingResult`` (LMs trained on prompt datasets: held-out accuracy, sampled rewards).
+A new kind of result adds a module here and one import line below (``docs/architecture.md``).
 """
 
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
@@ -15,6 +16,7 @@ from theorylab.results.dual import DualResult
 from theorylab.results.ope import OPEResult
 from theorylab.results.policy_optimization import PolicyOptimizationResult
 from theorylab.results.preference import PreferenceResult
+from theorylab.results.prompt_training import PromptTrainingResult
 from theorylab.results.regret import RegretResult, RunResult
 from theorylab.results.suboptimality import SuboptimalityResult
 from theorylab.results.training import TrainingResult
@@ -27,6 +29,7 @@ __all__ = [
     "OPEResult",
     "PolicyOptimizationResult",
     "PreferenceResult",
+    "PromptTrainingResult",
     "RegretResult",
     "Result",
     "RunResult",
