@@ -47,6 +47,19 @@ def _positive_float(text: str) -> float:
     return value
 
 
+def _nonnegative_float(text: str) -> float:
+    """argparse type: a finite number >= 0."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+    return value
+
+
 def _integer_at_least(minimum: int):
     """argparse type: an integer >= ``minimum`` (the error names the flag, the value and this)."""
 
@@ -844,37 +857,67 @@ def cmd_bench(args) -> int:
 
 # --------------------------------------------------------------------------- train
 def cmd_train(args) -> int:
-    """Train a transformer on a token-tree task with a registered loss; exact metrics per step."""
+    """Train a transformer with a registered loss: on a token-tree task (exact metrics per step)
+    or on a prompt dataset with a reward (``arithmetic``, JSONL, Parquet, a datasets folder)."""
     try:
+        from theorylab.algorithms.deep.prompt_data import is_prompt_spec
         from theorylab.algorithms.deep.trainer import train
     except ModuleNotFoundError as exc:
         raise ValueError(f"theorylab train needs torch: {exc}") from None
-    _check_output_paths(args, files=("plot", "json", "csv"), folders=("save",))
+    if args.task and args.task_flag and args.task != args.task_flag:
+        raise ValueError(f"the task is given twice: {args.task!r} and --task {args.task_flag!r}")
+    task = args.task or args.task_flag
+    if not task:
+        raise ValueError("no task: give one, e.g. tokentree:V=4,L=3 or --task arithmetic")
+    prompts = is_prompt_spec(task)
+    only = PROMPT_ONLY if not prompts else TREE_ONLY
+    used = [flag for flag, dest in only if getattr(args, dest) is not None]
+    if used:
+        where = "prompt datasets" if not prompts else "token-tree tasks"
+        raise ValueError(f"{used[0]} applies to {where}, not to {task!r}")
+    _check_output_paths(args, files=("plot", "json", "csv"),
+                        folders=("save", "checkpoint", "tensorboard"))  # fmt: skip
+    scale = dict(
+        precision=args.precision, micro_batches=args.micro_batches,
+        warmup_steps=args.warmup_steps, schedule=args.schedule, lora=args.lora,
+        checkpoint=args.checkpoint, checkpoint_every=args.checkpoint_every,
+        stop_after=args.stop_after, tensorboard=args.tensorboard, seeds=args.seeds,
+        seed=args.seed, device=args.device, progress=not args.no_progress,
+        max_grad_norm=args.max_grad_norm, steps=args.steps, eval_every=args.eval_every,
+    )  # fmt: skip
     try:
-        res = train(
-            args.model,
-            args.task,
-            args.loss,
-            steps=args.steps,
-            lr=args.lr,
-            group_size=args.group_size,
-            eval_every=args.eval_every,
-            pass_k=args.pass_k,
-            target_beta=args.target_beta,
-            preference=args.preference,
-            pairs_per_prompt=args.pairs_per_prompt,
-            seeds=args.seeds,
-            seed=args.seed,
-            device=args.device,
-            progress=not args.no_progress,
-        )
+        if prompts:
+            from theorylab.algorithms.deep.prompt_trainer import train_prompts
+
+            res = train_prompts(
+                args.model if args.model != "tiny" else PROMPT_MODEL, task, args.loss,
+                tokenizer=args.tokenizer, reward=args.reward or "exact-match",
+                lr=1e-4 if args.lr is None else args.lr,
+                group_size=8 if args.group_size is None else args.group_size,
+                prompts_per_step=args.prompts_per_step or 8,
+                max_new_tokens=args.max_new_tokens, eval_prompts=args.eval_prompts or 64,
+                temperature=1.0 if args.temperature is None else args.temperature,
+                gradient_checkpointing=bool(args.gradient_checkpointing),
+                prompt_key=args.prompt_key or "prompt", answer_key=args.answer_key or "answer",
+                **scale,
+            )  # fmt: skip
+        else:
+            res = train(
+                args.model, task, args.loss,
+                lr=1e-3 if args.lr is None else args.lr,
+                group_size=8 if args.group_size is None else args.group_size,
+                pass_k=args.pass_k or 4, target_beta=args.target_beta,
+                preference=args.preference or "exact",
+                pairs_per_prompt=args.pairs_per_prompt or 16, **scale,
+            )  # fmt: skip
     except ModuleNotFoundError as exc:  # e.g. a gpt2-config model without transformers
         raise ValueError(str(exc)) from None
     print(_table([res.table_row()]))
     if args.plot:
         from theorylab.plotting import plot_training_panels, save_figure
 
-        save_figure(plot_training_panels(res), args.plot)
+        fig = plot_training_panels(res) if not prompts else res.plot().figure
+        save_figure(fig, args.plot)
         print(f"wrote {args.plot}")
     if args.json:
         from theorylab.store import atomic_write_json
@@ -888,6 +931,19 @@ def cmd_train(args) -> int:
         res.save(args.save)
         print(f"saved {args.save}")
     return 0
+
+
+# the model of ``theorylab train LOSS arithmetic`` when --model is left at its default (tiny has
+# no KV cache, which the prompt trainer's sampler uses)
+PROMPT_MODEL = "gpt2-config:n_layer=2,n_embd=64"
+PROMPT_ONLY = (("--tokenizer", "tokenizer"), ("--reward", "reward"),
+               ("--prompts-per-step", "prompts_per_step"), ("--max-new-tokens", "max_new_tokens"),
+               ("--eval-prompts", "eval_prompts"), ("--temperature", "temperature"),
+               ("--gradient-checkpointing", "gradient_checkpointing"),
+               ("--prompt-key", "prompt_key"), ("--answer-key", "answer_key"))  # fmt: skip
+TREE_ONLY = (("--pass-k", "pass_k"), ("--target-beta", "target_beta"),
+             ("--preference", "preference"),
+             ("--pairs-per-prompt", "pairs_per_prompt"))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- demo
@@ -1259,31 +1315,73 @@ def build_parser() -> argparse.ArgumentParser:
         help="train a transformer on a token-tree task with a registered loss (exact metrics)",
     )
     q.add_argument("loss", help="loss spec, e.g. grpo, dpo:beta=0.1 (theorylab list losses)")
-    q.add_argument("task", help="token-tree task, e.g. tokentree:V=4,L=3")
+    q.add_argument(
+        "task",
+        nargs="?",
+        help="token-tree task (tokentree:V=4,L=3) or prompt dataset: arithmetic[:n=..,digits=..], "
+        "FILE.jsonl, FILE.parquet, a datasets folder, hf-dataset:NAME",
+    )
+    q.add_argument("--task", dest="task_flag", help="the task, as a flag (same as the positional)")
     q.add_argument(
         "--model",
         default="tiny",
-        help="tiny[:d_model=..], gpt2-config:n_layer=2,n_embd=64, llama-config:..., hf:PATH",
+        help="tiny[:d_model=..], gpt2-config:n_layer=2,n_embd=64, llama-config:..., hf:PATH "
+        f"(prompt datasets: default {PROMPT_MODEL})",
     )
-    q.add_argument("--steps", type=int, default=300)
-    q.add_argument("--lr", type=float, default=1e-3, help="Adam learning rate")
-    q.add_argument("--group-size", "-G", type=int, default=8, help="online: responses per prompt")
-    q.add_argument("--eval-every", type=int, default=10, help="exact evaluation period (steps)")
-    q.add_argument("--pass-k", type=int, default=4, help="k of the exact pass@k")
+    q.add_argument("--steps", type=_integer_at_least(1), default=300)
+    q.add_argument("--lr", type=_nonnegative_float, help="Adam learning rate (1e-3; prompts 1e-4)")
     q.add_argument(
-        "--target-beta", type=float, help="beta of pi*_beta (default: the loss's beta or tau)"
+        "--group-size", "-G", type=_integer_at_least(2), help="online: responses per prompt (8)"
     )
     q.add_argument(
+        "--eval-every", type=_integer_at_least(1), default=10, help="evaluation period (steps)"
+    )
+    q.add_argument("--max-grad-norm", type=_nonnegative_float, default=1.0, help="0: no clipping")
+    g = q.add_argument_group("scale (both kinds of task; docs/tutorials/llm-training.md)")
+    g.add_argument("--precision", choices=["fp32", "bf16", "fp16"], default="fp32",
+                   help="autocast precision (fp16: CUDA only)")  # fmt: skip
+    g.add_argument("--micro-batches", type=_integer_at_least(1), default=1,
+                   help="gradient accumulation: micro-batches per optimiser step")  # fmt: skip
+    g.add_argument("--warmup-steps", type=_integer_at_least(0), default=0,
+                   help="linear learning-rate warm-up")  # fmt: skip
+    g.add_argument("--schedule", choices=["constant", "linear", "cosine"], default="constant",
+                   help="learning-rate schedule after the warm-up")  # fmt: skip
+    g.add_argument("--lora", help="LoRA adapters through peft, e.g. r=8,alpha=16")
+    g.add_argument("--checkpoint", help="folder: save the training state; resume from it")
+    g.add_argument("--checkpoint-every", type=_integer_at_least(1), default=10,
+                   help="steps between checkpoints")  # fmt: skip
+    g.add_argument("--stop-after", type=_integer_at_least(1),
+                   help="stop after this many steps of this call (needs --checkpoint)")  # fmt: skip
+    g.add_argument("--tensorboard", help="folder for TensorBoard event files")
+    g = q.add_argument_group("prompt datasets")
+    g.add_argument("--tokenizer", help="char (default: built from the data) or a saved folder")
+    g.add_argument("--reward", help="exact-match (default) or reward-model:PATH.json")
+    g.add_argument("--prompts-per-step", type=_integer_at_least(1), help="prompts per step (8)")
+    g.add_argument("--max-new-tokens", type=_integer_at_least(1),
+                   help="completion length limit (default: longest answer + 1)")  # fmt: skip
+    g.add_argument("--eval-prompts", type=_integer_at_least(1), help="held-out prompts (64)")
+    g.add_argument("--temperature", type=_positive_float, help="sampling temperature (1)")
+    g.add_argument("--gradient-checkpointing", action="store_const", const=True,
+                   help="recompute activations in the backward pass")  # fmt: skip
+    g.add_argument("--prompt-key", help="prompt column (prompt)")
+    g.add_argument("--answer-key", help="answer column (answer)")
+    g = q.add_argument_group("token-tree tasks")
+    g.add_argument("--pass-k", type=_integer_at_least(1), help="k of the exact pass@k (4)")
+    g.add_argument(
+        "--target-beta", type=_positive_float, help="beta of pi*_beta (default: the loss's)"
+    )
+    g.add_argument(
         "--preference",
         choices=["exact", "sampled"],
-        default="exact",
-        help="preference losses: exact expected loss over all pairs, or sampled pairs",
+        help="preference losses: exact expected loss over all pairs (default), or sampled pairs",
     )
-    q.add_argument("--pairs-per-prompt", type=int, default=16, help="sampled preference pairs")
-    q.add_argument("--seeds", "-B", type=int, default=1)
+    g.add_argument(
+        "--pairs-per-prompt", type=_integer_at_least(1), help="sampled preference pairs (16)"
+    )
+    q.add_argument("--seeds", "-B", type=_integer_at_least(1), default=1)
     q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")
     q.add_argument("--device", default="cpu", help="cpu (default) or cuda")
-    q.add_argument("--plot", help="write accuracy and KL(pi||pi*) curves (PNG or SVG)")
+    q.add_argument("--plot", help="write the training curves (PNG or SVG)")
     q.add_argument("--json", help="write a JSON summary")
     q.add_argument("--csv", help="write the long table (one row per seed x evaluation)")
     q.add_argument("--save", help="save the full result to this directory")

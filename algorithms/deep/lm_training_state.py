@@ -41,6 +41,7 @@ global torch RNG state is saved too.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import math
 import os
 import random
@@ -118,6 +119,38 @@ def make_scheduler(optimizer, schedule: str, warmup_steps: int, total_steps: int
     return torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: lr_factor(s, schedule, warmup_steps, total_steps)
     )
+
+
+# --------------------------------------------------------------------------- the options
+@dataclass(frozen=True)
+class ScaleOptions:
+    """How a run is scaled (precision, accumulation, schedule, LoRA, checkpoints): options that
+    must not change what is optimised (tests/test_lm_training.py checks on token trees)."""
+
+    precision: str = "fp32"
+    micro_batches: int = 1
+    warmup_steps: int = 0
+    schedule: str = "constant"
+    lora: str | None = None
+    checkpoint_every: int = 10
+    stop_after: int | None = None
+
+    def check(self, device: torch.device, steps: int, checkpoint) -> None:
+        """One-line errors, before any work."""
+        check_precision(self.precision, device)
+        check_schedule(self.schedule, self.warmup_steps, steps)
+        for name, v in (("micro_batches", self.micro_batches),
+                        ("checkpoint_every", self.checkpoint_every),
+                        ("stop_after", self.stop_after)):  # fmt: skip
+            if v is not None and (not isinstance(v, (int, np.integer)) or v < 1):
+                raise TrainingConfigError(f"{name} must be an integer >= 1, got {v!r}")
+        if self.stop_after is not None and checkpoint is None:
+            raise TrainingConfigError("stop_after needs a checkpoint folder to resume from")
+
+    def key(self) -> dict[str, Any]:
+        """The options a resumed run must share (stop_after, checkpoint_every may differ)."""
+        return {k: getattr(self, k) for k in ("precision", "micro_batches", "warmup_steps",
+                                               "schedule", "lora")}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the state
@@ -252,3 +285,32 @@ def load_checkpoint(state: LMTrainingState, folder: str | os.PathLike, fingerpri
     random.setstate(payload["python"])
     state.step = int(payload["step"])
     state.metrics = payload["metrics"]
+
+
+def per_seed_folder(folder: str | None, index: int, n_seeds: int) -> str | None:
+    """``folder`` for a one-seed run, ``folder/seed-{index}`` for each seed of several."""
+    if folder is None:
+        return None
+    return folder if n_seeds == 1 else f"{folder}/seed-{index}"
+
+
+# --------------------------------------------------------------------------- TensorBoard
+def check_tensorboard() -> None:
+    """One line when ``torch.utils.tensorboard`` cannot be used (the tensorboard package)."""
+    try:
+        importlib.import_module("torch.utils.tensorboard")
+    except ModuleNotFoundError:
+        raise TrainingConfigError(
+            "tensorboard logging needs the tensorboard package: pip install 'theorylab[lora]' "
+            "or pip install tensorboard"
+        ) from None
+
+
+def open_writer(folder: str | None, purge_step: int | None):
+    """A ``SummaryWriter`` on ``folder`` (None: no logging); a resumed run passes its step as
+    ``purge_step`` so that events logged after the checkpoint by the killed run are dropped."""
+    if folder is None:
+        return None
+    from torch.utils.tensorboard import SummaryWriter
+
+    return SummaryWriter(folder, purge_step=purge_step)

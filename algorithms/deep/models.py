@@ -254,11 +254,13 @@ def make_model(
     """The model of ``spec`` (module docstring) with at least ``vocab_size`` tokens, initialised
     from ``seed`` (the global torch RNG is left as it was), on ``device``.
 
-    ``spec`` may also be an ``nn.Module`` with ``vocab_size`` (used as it is, moved to device).
+    ``spec`` may also be an ``nn.Module`` with ``vocab_size`` (used as it is, moved to device) or
+    an unwrapped ``transformers`` causal LM (``GPT2LMHeadModel``, ``LlamaForCausalLM``,
+    ``Qwen2ForCausalLM``, ...), which is wrapped in :class:`HFCausalLM`.
     """
     dev = resolve_device(device)
     if isinstance(spec, nn.Module):
-        model = spec
+        model = wrap_transformers_model(spec)
     else:
         if isinstance(spec, str) and (spec.startswith("hf:") or os.path.isdir(spec)):
             path = spec[3:] if spec.startswith("hf:") else spec
@@ -287,6 +289,26 @@ def make_model(
                     )
     check_vocab(model, vocab_size, what)
     return model.to(dev)
+
+
+def wrap_transformers_model(model: nn.Module) -> nn.Module:
+    """An unwrapped ``transformers`` model -> :class:`HFCausalLM` (its forward returns an output
+    object, not logits); any other module is returned as it is."""
+    if isinstance(model, (HFCausalLM, TinyTransformer)):
+        return model
+    try:
+        from transformers import PreTrainedModel
+    except ModuleNotFoundError:
+        return model
+    if not isinstance(model, PreTrainedModel):
+        return model
+    head = model.get_output_embeddings()
+    if head is None or not hasattr(head, "weight"):
+        raise ModelSpecError(
+            f"{type(model).__name__} has no language-model head; pass a *ForCausalLM model "
+            "(e.g. LlamaForCausalLM, not LlamaModel)"
+        )
+    return HFCausalLM(model)
 
 
 def check_vocab(model: nn.Module, needed: int, what: str = "the task") -> None:

@@ -43,7 +43,6 @@ Every dropout probability is set to 0 (the trained policy is the sampled and eva
 from __future__ import annotations
 
 import copy
-import importlib
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -58,22 +57,24 @@ from theorylab.algorithms.deep.lm_training_state import (
     autocast,
     check_precision,
     check_schedule,
+    check_tensorboard,
     has_checkpoint,
     load_checkpoint,
+    open_writer,
     optimizer_step,
+    per_seed_folder,
     save_checkpoint,
 )
+from theorylab.algorithms.deep.lora import apply_lora, parse_lora, zero_dropout
 from theorylab.algorithms.deep.models import ModelSpecError, make_model, resolve_device
 from theorylab.algorithms.deep.prompt_data import PromptDataset, load_prompts
 from theorylab.algorithms.deep.prompt_tokenizers import load_tokenizer
 from theorylab.algorithms.deep.registry import make_loss
 from theorylab.algorithms.deep.sampling import sample_groups
 from theorylab.algorithms.deep.steps import group_step, preference_step
-from theorylab.algorithms.deep.verifiable_rewards import REWARDS, exact_match
-from theorylab.registry import _convert, parse_spec
+from theorylab.algorithms.deep.verifiable_rewards import REWARDS, exact_match_scores
+from theorylab.registry import parse_spec
 from theorylab.results.prompt_training import PromptTrainingResult
-
-LORA_DEFAULTS = {"r": 8, "alpha": 16}
 
 
 # --------------------------------------------------------------------------- options
@@ -127,53 +128,6 @@ class PromptTrainingOptions:
             parse_lora(self.lora)
 
 
-def parse_lora(spec: str) -> dict[str, Any]:
-    """``"r=8,alpha=16"`` (or ``"lora:r=8"``; ``"default"``) -> LoRA keywords, checked."""
-    if spec in ("", "default", "lora"):
-        return dict(LORA_DEFAULTS)
-    name, raw = parse_spec(spec if ":" in spec or "=" not in spec else f"lora:{spec}")
-    if name != "lora":
-        raise TrainingConfigError(f"lora must look like 'r=8,alpha=16', got {spec!r}")
-    out = dict(LORA_DEFAULTS)
-    for key, text in raw.items():
-        if key not in LORA_DEFAULTS:
-            raise TrainingConfigError(
-                f"lora has no parameter {key!r}; parameters: r=8, alpha=16 (got {spec!r})"
-            )
-        out[key] = _convert(text, LORA_DEFAULTS[key], key, "lora")
-    if int(out["r"]) != out["r"] or out["r"] < 1 or not out["alpha"] > 0:
-        raise TrainingConfigError(f"lora needs an integer r >= 1 and alpha > 0, got {spec!r}")
-    return out
-
-
-def apply_lora(model: torch.nn.Module, spec: str) -> torch.nn.Module:
-    """Wrap an ``HFCausalLM``'s transformers model in ``peft`` LoRA adapters (in place)."""
-    kw = parse_lora(spec)
-    try:
-        import peft
-    except ModuleNotFoundError:
-        raise TrainingConfigError("lora needs peft: pip install 'theorylab[lora]'") from None
-    inner = getattr(model, "model", None)
-    if inner is None or not hasattr(inner, "config"):
-        raise TrainingConfigError(
-            f"lora applies to Hugging Face models (gpt2-config, llama-config, hf:PATH), got "
-            f"{type(model).__name__}"
-        )
-    config = peft.LoraConfig(r=int(kw["r"]), lora_alpha=kw["alpha"], lora_dropout=0.0,
-                             task_type="CAUSAL_LM")  # fmt: skip
-    try:
-        model.model = peft.get_peft_model(inner, config)
-    except ValueError as exc:
-        raise TrainingConfigError(f"lora {spec!r}: {str(exc).splitlines()[0]}") from None
-    return model
-
-
-def zero_dropout(model: torch.nn.Module) -> None:
-    for m in model.modules():
-        if isinstance(m, torch.nn.Dropout):
-            m.p = 0.0
-
-
 # --------------------------------------------------------------------------- rewards
 def resolve_reward(reward, dataset: PromptDataset):
     """``"exact-match"`` or a reward model -> ``f(prompts, completions, answers) -> (N,)``."""
@@ -184,7 +138,7 @@ def resolve_reward(reward, dataset: PromptDataset):
                     f"reward 'exact-match' needs an answer column; dataset {dataset.name!r} "
                     "has none (name it with answer_key, or use a reward model)"
                 )
-            return lambda p, c, a: np.array([exact_match(ci, ai) for ci, ai in zip(c, a, strict=True)])
+            return lambda p, c, a: exact_match_scores(c, a)
         if reward.startswith("reward-model:"):
             from theorylab.algorithms.deep.reward_model import RewardModel
 
@@ -397,27 +351,15 @@ def train_prompts(
             dataset.answers is not None) else 15  # fmt: skip
         opts = PromptTrainingOptions(**{**opts.__dict__, "max_new_tokens": longest + 1})
     if tensorboard is not None:
-        try:
-            importlib.import_module("torch.utils.tensorboard")
-        except ModuleNotFoundError:
-            raise TrainingConfigError(
-                "tensorboard logging needs the tensorboard package: pip install tensorboard"
-            ) from None
+        check_tensorboard()
     indices = seed_indices(seeds)
     records: dict[str, list] = {k: [] for k in ("accuracy", "train_reward", "loss", "lr", "gn")}
     states, eval_steps = [], None
     t0 = time.perf_counter()
     model_name = model if isinstance(model, str) else type(model).__name__
     for i in indices:
-        sub = None if len(indices) == 1 else f"seed-{i}"
-        folder = (
-            None if checkpoint is None else (checkpoint if sub is None else f"{checkpoint}/{sub}")
-        )
-        tb = (
-            None
-            if tensorboard is None
-            else (tensorboard if sub is None else f"{tensorboard}/{sub}")
-        )
+        folder = per_seed_folder(checkpoint, i, len(indices))
+        tb = per_seed_folder(tensorboard, i, len(indices))
         fingerprint = {**opts.__dict__, "model": model_name, "data": dataset.name, "loss": loss,
                        "reward": str(reward), "seed": seed, "seed_index": i,
                        "tokenizer": str(tokenizer)}  # fmt: skip
@@ -511,11 +453,7 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
         load_checkpoint(state, folder, fingerprint)
     else:
         state.metrics = {"accuracy": [], "train_reward": [], "loss": [], "lr": [], "gn": []}
-    writer = None
-    if tensorboard is not None:
-        from torch.utils.tensorboard import SummaryWriter
-
-        writer = SummaryWriter(tensorboard, purge_step=state.step if resumed else None)
+    writer = open_writer(tensorboard, state.step if resumed else None)
     train_mode = bool(gradient_checkpointing)
     if family == "online":
         loss_of_batch = group_loss(reference, loss_fn, opts.group_size, train_mode)
@@ -525,7 +463,7 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
     def evaluate() -> None:
         texts = greedy_completions(state, tok, list(held_out.prompts), opts.max_new_tokens)
         if held_out.answers is not None:
-            acc = float(np.mean([exact_match(t, a) for t, a in zip(texts, held_out.answers, strict=True)]))
+            acc = float(np.mean(exact_match_scores(texts, held_out.answers)))
         else:
             acc = float(np.mean(reward_fn(list(held_out.prompts), texts, None)))
         state.metrics["accuracy"].append(acc)

@@ -50,7 +50,22 @@ import numpy as np
 import torch
 
 from theorylab.algorithms.deep.groups import group_advantages
+from theorylab.algorithms.deep.lm_training_state import (
+    LMTrainingState,
+    ScaleOptions,
+    TrainingConfigError,
+    accumulate,
+    autocast,
+    check_tensorboard,
+    has_checkpoint,
+    load_checkpoint,
+    open_writer,
+    optimizer_step,
+    per_seed_folder,
+    save_checkpoint,
+)
 from theorylab.algorithms.deep.logprobs import token_logprobs
+from theorylab.algorithms.deep.lora import apply_lora, parse_lora
 from theorylab.algorithms.deep.masking import InvalidBatchError
 from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_device
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
@@ -83,7 +98,8 @@ def sequence_table(
     inputs: :func:`prefix_inputs`. Position t of the row of prefix y_{<L} gives pi(. | x, y_{<t+1});
     response y reads its L conditionals from the row of its own length L-1 prefix (index y // V).
     """
-    P, Y, L, V = task.n_prompts, task.n_responses, task.L, task.V
+    Y, L, V = task.n_responses, task.L, task.V
+    P = inputs.shape[0] // (Y // V)  # the prompts whose prefixes ``inputs`` holds
     logits = model(inputs)[..., :V].to(dtype)  # (P R, L, V)
     cond = torch.log_softmax(logits, dim=-1).reshape(P, Y // V, L, V)
     tokens = torch.as_tensor(task.tokens, device=inputs.device)  # (Y, L)
@@ -136,6 +152,10 @@ def preference_pairs(task: TokenTreeTask, ref_seq: np.ndarray):
 def with_reference(task: TokenTreeTask, ref_seq: np.ndarray) -> TokenTreeTask:
     """The task with its reference policy replaced by the table ``ref_seq`` (P, Y)."""
     return dataclasses.replace(task, ref_cond=np.exp(task.conditional_from_sequence(ref_seq)))
+
+
+EXACT_NAMES = {"acc": "accuracy", "rew": "expected_reward", "klo": "kl_optimum",
+               "klr": "kl_ref", "pk": "pass_at_k"}  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the loss
@@ -208,11 +228,31 @@ def train(
     seed: int = 0,
     device: str = "cpu",
     progress: bool = False,
+    precision: str = "fp32",
+    micro_batches: int = 1,
+    warmup_steps: int = 0,
+    schedule: str = "constant",
+    lora: str | None = None,
+    checkpoint: str | None = None,
+    checkpoint_every: int = 10,
+    stop_after: int | None = None,
+    tensorboard: str | None = None,
+    return_states: bool = False,
 ) -> TrainingResult:
     """Train ``model`` on ``task`` with ``loss`` for ``steps`` steps per seed (module docstring).
 
-    Returns a :class:`TrainingResult` with the exact metrics at steps 0, eval_every, ..., steps.
+    Returns a :class:`TrainingResult` with the exact metrics at steps 0, eval_every, ..., steps
+    (with ``stop_after``: the steps done; with ``return_states``: and the final
+    :class:`~theorylab.algorithms.deep.lm_training_state.LMTrainingState` of every seed).
     A model given as an ``nn.Module`` is deep-copied per seed (its initialisation is shared).
+
+    Scaling options (:mod:`theorylab.algorithms.deep.lm_training_state`): ``precision`` (fp32,
+    bf16, fp16 on CUDA), ``micro_batches`` (gradient accumulation over prompt chunks: online and
+    exact-preference losses; at most the task's number of prompts), ``warmup_steps`` and
+    ``schedule``, ``lora`` (``"r=8,alpha=16"``, Hugging Face models), ``checkpoint`` (a folder:
+    save every ``checkpoint_every`` steps and resume from it), ``stop_after`` (stop after that
+    many steps of this call, checkpoint written), ``tensorboard`` (a folder: the loss per step
+    and the exact metrics per evaluation as TensorBoard scalars).
     """
     if isinstance(task, str):
         from theorylab.mdps.registry import make as make_task
@@ -237,26 +277,54 @@ def train(
     loss_fn = make_loss(loss)
     beta = target_beta_of(loss, target_beta)
     dev = resolve_device(device)
+    scale = ScaleOptions(precision, micro_batches, warmup_steps, schedule, lora, checkpoint_every,
+                         stop_after)  # fmt: skip
+    scale.check(dev, steps, checkpoint)
+    if tensorboard is not None:
+        check_tensorboard()
+    if lora is not None:
+        parse_lora(lora)
+    if micro_batches > task.n_prompts:
+        raise TrainingConfigError(
+            f"micro_batches = {micro_batches} exceeds the task's {task.n_prompts} prompts "
+            "(a micro-batch holds whole prompts)"
+        )
+    if micro_batches > 1 and family == "preference" and preference == "sampled":
+        raise TrainingConfigError(
+            "micro_batches > 1 applies to online losses and preference='exact'; sampled "
+            "preference pairs are drawn in one batch"
+        )
     indices = seed_indices(seeds)
     eval_steps = np.unique(np.r_[np.arange(0, steps + 1, eval_every), steps])
     records: dict[str, list] = {
         k: [] for k in ("acc", "rew", "klo", "klr", "pk", "loss", "oa", "or")
     }
     t0 = time.perf_counter()
+    model_name = model if isinstance(model, str) else type(model).__name__
+    states = []
     for i in indices:
         ss = np.random.SeedSequence(seed, spawn_key=(i,))
         torch_seed, sample_seed = (int(s) for s in ss.generate_state(2))
         rng = np.random.default_rng(ss.spawn(1)[0])
+        folder = per_seed_folder(checkpoint, i, len(indices))
+        fingerprint = {
+            **scale.key(), "model": model_name, "task": task.name, "loss": loss, "steps": steps,
+            "lr": lr, "group_size": group_size, "target_beta": beta, "preference": preference,
+            "pairs_per_prompt": pairs_per_prompt, "max_grad_norm": max_grad_norm, "seed": seed,
+            "seed_index": i,
+        }  # fmt: skip
         out = _train_one_seed(
             model, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed,
             steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
             preference=preference, pairs_per_prompt=pairs_per_prompt,
-            max_grad_norm=max_grad_norm, progress=progress,
+            max_grad_norm=max_grad_norm, progress=progress, scale=scale, folder=folder,
+            fingerprint=fingerprint, tensorboard=per_seed_folder(tensorboard, i, len(indices)),
         )  # fmt: skip
+        states.append(out.pop("state"))
         for k, v in out.items():
             records[k].append(v)
-    model_name = model if isinstance(model, str) else type(model).__name__
-    return TrainingResult(
+    eval_steps = eval_steps[eval_steps <= states[0].step]  # stop_after: the steps done
+    result = TrainingResult(
         steps=eval_steps,
         accuracy=np.array(records["acc"]),
         expected_reward=np.array(records["rew"]),
@@ -285,18 +353,20 @@ def train(
                 "pairs_per_prompt": pairs_per_prompt,
                 "max_grad_norm": max_grad_norm,
                 "device": str(dev),
+                **scale.key(),
             },  # fmt: skip
             "seeds": indices,
             "seed": seed,
             "versions": {"torch": torch.__version__},
         },
     )
+    return (result, states) if return_states else result
 
 
 def _train_one_seed(
     model_spec, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed, *,
     steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, max_grad_norm,
-    progress,
+    progress, scale, folder, fingerprint, tensorboard,
 ) -> dict[str, Any]:  # fmt: skip
     P, V = task.n_prompts, task.V
     what = f"the task ({V} symbol tokens + {P} prompt tokens)"
@@ -307,21 +377,43 @@ def _train_one_seed(
                             what=what)  # fmt: skip
     policy.eval()  # no dropout: the evaluated policy is the trained one
     reference = copy.deepcopy(policy).requires_grad_(False)
+    if scale.lora is not None:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(torch_seed)
+            apply_lora(policy, scale.lora)
+        policy.eval()
     inputs = prefix_inputs(task, dev)
     with torch.no_grad():
         ref_seq_t = sequence_table(reference, task, inputs, torch.float64)
     ref_seq = ref_seq_t.cpu().numpy()
     exact_task = with_reference(task, ref_seq)
     optimum = exact_task.optimum_by_enumeration(beta)
-    opt = torch.optim.Adam(policy.parameters(), lr=lr)
-    gen = torch.Generator(device=dev).manual_seed(sample_seed)
+    state = LMTrainingState.create(
+        policy, lr=lr, device=dev, precision=scale.precision, schedule=scale.schedule,
+        warmup_steps=scale.warmup_steps, total_steps=steps, sample_seed=sample_seed, rng=rng,
+    )  # fmt: skip
+    k = scale.micro_batches
+    chunks = np.array_split(np.arange(P), k)  # prompts of each micro-batch
     if family == "preference" and preference == "exact":
-        pairs = [torch.as_tensor(a, device=dev) for a in preference_pairs(task, ref_seq)]
+        pairs = preference_pairs(task, ref_seq)
         ref_seq_f = ref_seq_t.to(torch.float32)
-    metrics: dict[str, list] = {k: [] for k in ("acc", "rew", "klo", "klr", "pk")}
-    losses = []
+        R = task.V ** (task.L - 1)
+        exact_batches = []
+        for c in chunks:
+            keep = (pairs[0] >= c[0]) & (pairs[0] <= c[-1])
+            local = [torch.as_tensor(a[keep], device=dev) for a in pairs]
+            local[0] = local[0] - int(c[0])
+            exact_batches.append((inputs[c[0] * R : (c[-1] + 1) * R], local,
+                                  ref_seq_f[c[0] : c[-1] + 1]))  # fmt: skip
+    resumed = has_checkpoint(folder)
+    if resumed:
+        load_checkpoint(state, folder, fingerprint)
+    else:
+        state.metrics = {k: [] for k in ("acc", "rew", "klo", "klr", "pk", "loss")}
+    metrics = state.metrics
+    writer = open_writer(tensorboard, state.step if resumed else None)
 
-    def evaluate() -> None:
+    def evaluate() -> None:  # the fp32 model's exact table (also after bf16 training)
         with torch.no_grad():
             seq = sequence_table(policy, task, inputs, torch.float64).cpu().numpy()
         metrics["acc"].append(exact_task.accuracy(seq).mean())
@@ -329,45 +421,77 @@ def _train_one_seed(
         metrics["klo"].append(exact_task.kl(seq, optimum).mean())
         metrics["klr"].append(exact_task.kl(seq, ref_seq).mean())
         metrics["pk"].append(exact_task.pass_at_k(seq, pass_k).mean())
+        if writer is not None:
+            for name in ("acc", "rew", "klo", "klr", "pk"):
+                writer.add_scalar(f"exact/{EXACT_NAMES[name]}", metrics[name][-1], state.step)
 
-    evaluate()
-    for step in range(1, steps + 1):
+    def online_loss(model, batch) -> torch.Tensor:
+        ids, rewards, group = batch
+        logp = response_logp(model, ids, V)  # (n, L)
+        with torch.no_grad():
+            ref_logp = response_logp(reference, ids, V)
+        available = {
+            "logp": logp, "old_logp": None, "ref_logp": ref_logp,
+            "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
+            "advantages": group_advantages(rewards, group, "std"),
+        }  # fmt: skip
+        return call_loss(loss_fn, available)
+
+    def exact_loss(model, batch) -> torch.Tensor:
+        chunk_inputs, chunk_pairs, chunk_ref = batch
+        return call_loss(loss_fn, _exact_pairs(model, task, chunk_inputs, chunk_pairs, chunk_ref))
+
+    def sampled_loss(model, _batch) -> torch.Tensor:
+        return call_loss(
+            loss_fn, _sampled_pairs(model, reference, task, ref_seq, pairs_per_prompt, rng, dev)
+        )
+
+    if not resumed:
+        evaluate()
+    done_this_call = 0
+    while state.step < steps:
+        if scale.stop_after is not None and done_this_call >= scale.stop_after:
+            break
+        total = 0.0
         if family == "online":
             prompts = torch.arange(P, device=dev).repeat_interleave(group_size)  # (P G,)
-            ids = sample_responses(policy, task, prompts, gen)  # (P G, L + 1)
+            with autocast(dev, scale.precision):
+                ids = sample_responses(policy, task, prompts, state.generator)  # (P G, L + 1)
             x = prompts.cpu().numpy()
             r = draw_rewards(task, x, response_index(task, ids[:, 1:]), rng)
             rewards = torch.as_tensor(r, dtype=torch.float32, device=dev)
-            logp = response_logp(policy, ids, V)  # (P G, L)
-            with torch.no_grad():
-                ref_logp = response_logp(reference, ids, V)
-            group = prompts
-            available = {
-                "logp": logp, "old_logp": None, "ref_logp": ref_logp,
-                "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
-                "advantages": group_advantages(rewards, group, "std"),
-            }  # fmt: skip
-        elif preference == "exact":
-            available = _exact_pairs(policy, task, inputs, pairs, ref_seq_f)
+            for c in chunks:
+                rows = slice(int(c[0]) * group_size, (int(c[-1]) + 1) * group_size)
+                batch = (ids[rows], rewards[rows], prompts[rows] - int(c[0]))
+                total += accumulate(state, online_loss, batch, len(c) / P) * len(c) / P
+        elif preference == "exact":  # pair weights carry the normalisation: chunk weights 1
+            for batch in exact_batches:
+                total += accumulate(state, exact_loss, batch, 1.0)
         else:
-            available = _sampled_pairs(policy, reference, task, ref_seq, pairs_per_prompt, rng, dev)
-        loss = call_loss(loss_fn, available)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        if max_grad_norm > 0:
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm)
-        opt.step()
-        losses.append(float(loss.detach()))
-        if step in eval_steps:
+            total = accumulate(state, sampled_loss, None, 1.0)
+        optimizer_step(state, max_grad_norm)
+        done_this_call += 1
+        metrics["loss"].append(total)
+        if writer is not None:
+            writer.add_scalar("train/loss", total, state.step)
+            writer.add_scalar("train/lr", state.lr, state.step)
+        if state.step in eval_steps:
             evaluate()
             if progress:
-                print(f"step {step}: accuracy {metrics['acc'][-1]:.4f} "
+                print(f"step {state.step}: accuracy {metrics['acc'][-1]:.4f} "
                       f"KL(pi||pi*) {metrics['klo'][-1]:.4g}")  # fmt: skip
+        if folder is not None and (state.step % scale.checkpoint_every == 0 or state.step == steps):
+            save_checkpoint(state, folder, fingerprint)
+    if folder is not None and scale.stop_after is not None:
+        save_checkpoint(state, folder, fingerprint)
+    if writer is not None:
+        writer.close()
     return {
-        **{k: np.array(v) for k, v in metrics.items()},
-        "loss": np.array(losses),
+        **{k: np.array(v) for k, v in metrics.items() if k != "loss"},
+        "loss": np.array(metrics["loss"]),
         "oa": exact_task.accuracy(optimum).mean(),
         "or": exact_task.expected_reward(optimum).mean(),
+        "state": state,
     }
 
 
@@ -377,7 +501,7 @@ def _exact_pairs(policy, task, inputs, pairs, ref_seq_f) -> dict[str, torch.Tens
     responses (Liu et al. 2024, Remark 5.4), VPO's calibration and XPO's reference samples =
     every response weighted by pi_ref(y|x) / P."""
     x, yw, yl, w = pairs
-    seq = sequence_table(policy, task, inputs)  # (P, Y) with gradient
+    seq = sequence_table(policy, task, inputs)  # (p, Y) with gradient: p prompts of a chunk
     flat_w = (torch.exp(ref_seq_f) / task.n_prompts).reshape(-1)
     return {
         "policy_chosen": seq[x, yw], "policy_rejected": seq[x, yl],

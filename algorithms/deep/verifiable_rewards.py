@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import torch
+import numpy as np
 
 REWARDS = ("exact-match",)
 
@@ -21,9 +21,6 @@ def exact_match(completion: str, answer: str) -> float:
     return float(completion.strip() == answer.strip())
 
 
-def exact_match_rewards(
-    tokenizer, completion_ids: torch.Tensor, answers: Sequence[str]
-) -> torch.Tensor:
-    """Rewards (N,) of completions (N, C) (decoded up to EOS) against answers (N,)."""
-    texts = [tokenizer.decode(row) for row in completion_ids.tolist()]
-    return torch.tensor([exact_match(t, a) for t, a in zip(texts, answers, strict=True)])
+def exact_match_scores(completions: Sequence[str], answers: Sequence[str]) -> np.ndarray:
+    """Exact-match rewards (N,) of decoded completions (N,) against their answers (N,)."""
+    return np.array([exact_match(c, a) for c, a in zip(completions, answers, strict=True)])

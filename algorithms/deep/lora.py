@@ -1,0 +1,66 @@
+"""LoRA adapters (Hu et al. 2021, arXiv 2106.09685) on a Hugging Face model through ``peft``.
+
+``lora="r=8,alpha=16"``: ``peft.LoraConfig(r, lora_alpha, lora_dropout=0, task_type="CAUSAL_LM")``
+on the model's default target modules (GPT-2: ``c_attn``; Llama/Qwen2: ``q_proj``, ``v_proj``);
+the base weights are frozen, B is initialised to 0 so the adapted model starts as the base model
+(the reference of a KL-regularised loss is unchanged). ``peft`` is the ``[lora]`` extra.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from theorylab.algorithms.deep.lm_training_state import TrainingConfigError
+from theorylab.registry import _convert, parse_spec
+
+LORA_DEFAULTS = {"r": 8, "alpha": 16}
+
+
+def parse_lora(spec: str) -> dict[str, Any]:
+    """``"r=8,alpha=16"`` (or ``"lora:r=8"``; ``"default"``) -> LoRA keywords, checked."""
+    if spec in ("", "default", "lora"):
+        return dict(LORA_DEFAULTS)
+    name, raw = parse_spec(spec if ":" in spec or "=" not in spec else f"lora:{spec}")
+    if name != "lora":
+        raise TrainingConfigError(f"lora must look like 'r=8,alpha=16', got {spec!r}")
+    out = dict(LORA_DEFAULTS)
+    for key, text in raw.items():
+        if key not in LORA_DEFAULTS:
+            raise TrainingConfigError(
+                f"lora has no parameter {key!r}; parameters: r=8, alpha=16 (got {spec!r})"
+            )
+        out[key] = _convert(text, LORA_DEFAULTS[key], key, "lora")
+    if int(out["r"]) != out["r"] or out["r"] < 1 or not out["alpha"] > 0:
+        raise TrainingConfigError(f"lora needs an integer r >= 1 and alpha > 0, got {spec!r}")
+    return out
+
+
+def apply_lora(model: torch.nn.Module, spec: str) -> torch.nn.Module:
+    """Wrap an ``HFCausalLM``'s transformers model in ``peft`` LoRA adapters (in place)."""
+    kw = parse_lora(spec)
+    try:
+        import peft
+    except ModuleNotFoundError:
+        raise TrainingConfigError("lora needs peft: pip install 'theorylab[lora]'") from None
+    inner = getattr(model, "model", None)
+    if inner is None or not hasattr(inner, "config"):
+        raise TrainingConfigError(
+            f"lora applies to Hugging Face models (gpt2-config, llama-config, hf:PATH), got "
+            f"{type(model).__name__}"
+        )
+    config = peft.LoraConfig(r=int(kw["r"]), lora_alpha=kw["alpha"], lora_dropout=0.0,
+                             task_type="CAUSAL_LM")  # fmt: skip
+    try:
+        model.model = peft.get_peft_model(inner, config)
+    except ValueError as exc:
+        raise TrainingConfigError(f"lora {spec!r}: {str(exc).splitlines()[0]}") from None
+    return model
+
+
+def zero_dropout(model: torch.nn.Module) -> None:
+    """Every ``nn.Dropout`` to p = 0 (the trained policy is the sampled and evaluated one)."""
+    for m in model.modules():
+        if isinstance(m, torch.nn.Dropout):
+            m.p = 0.0
