@@ -933,9 +933,8 @@ def cmd_train(args) -> int:
     return 0
 
 
-# the model of ``theorylab train LOSS arithmetic`` when --model is left at its default (tiny has
-# no KV cache, which the prompt trainer's sampler uses)
-PROMPT_MODEL = "gpt2-config:n_layer=2,n_embd=64"
+# the model of ``theorylab train LOSS arithmetic`` when --model is left at its default
+PROMPT_MODEL = "gpt2-config:n_layer=2,n_embd=64"  # = prompt_data.DEFAULT_PROMPT_MODEL (no torch)
 PROMPT_ONLY = (("--tokenizer", "tokenizer"), ("--reward", "reward"),
                ("--prompts-per-step", "prompts_per_step"), ("--max-new-tokens", "max_new_tokens"),
                ("--eval-prompts", "eval_prompts"), ("--temperature", "temperature"),

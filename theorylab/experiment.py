@@ -134,6 +134,10 @@ def check_problem(problem) -> None:
     if isinstance(problem, str):
         if problem.lower().endswith(".npz") or os.sep in problem:
             return  # a file holding a model: resolve_mdp reads it
+        from theorylab.algorithms.deep.prompt_data import is_prompt_spec
+
+        if is_prompt_spec(problem):
+            return  # a prompt dataset (kind transformer): the prompt trainer reads it
         from theorylab.mdps import MDP_FAMILIES, list_families
 
         name, raw = parse_spec(problem)

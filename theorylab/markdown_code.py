@@ -293,9 +293,15 @@ def _check_names(args) -> None:
     if args.command == "validate" and args.name is not None and args.name not in list_validations():
         raise LookupError(f"no claim named {args.name!r} (theorylab list validations)")
     spec = getattr(args, "mdp", None) or getattr(args, "task", None)
+    spec = spec or getattr(args, "task_flag", None)
     # a file (``my_mdp.npz``, written by TabularMDP.save on the page) is read when run, not here
     if args.command in ("run", "solve", "train") and spec is not None:
-        if not spec.lower().endswith(".npz"):
+        from theorylab.algorithms.deep.prompt_data import is_prompt_spec, load_prompts
+
+        if args.command == "train" and is_prompt_spec(spec):
+            if spec.startswith("arithmetic"):
+                load_prompts(spec)  # the generated task's parameters exist
+        elif not spec.lower().endswith(".npz"):
             make(spec)
 
 

@@ -301,8 +301,7 @@ def check_tensorboard() -> None:
         importlib.import_module("torch.utils.tensorboard")
     except ModuleNotFoundError:
         raise TrainingConfigError(
-            "tensorboard logging needs the tensorboard package: pip install 'theorylab[lora]' "
-            "or pip install tensorboard"
+            "tensorboard logging needs the tensorboard package: pip install 'theorylab[tensorboard]'"
         ) from None
 
 

@@ -31,6 +31,10 @@ import numpy as np
 from theorylab.errors import TheorylabError
 from theorylab.registry import _convert, parse_spec
 
+# the model of a prompt-dataset run given the token trees' default "tiny" (which has no KV cache,
+# which the prompt trainer's sampler uses)
+DEFAULT_PROMPT_MODEL = "gpt2-config:n_layer=2,n_embd=64"
+
 
 class PromptDataError(TheorylabError, ValueError):
     """A prompt dataset that cannot be read or has the wrong columns."""
@@ -130,7 +134,7 @@ def _datasets():
         import datasets
     except ModuleNotFoundError:
         raise PromptDataError(
-            "a datasets folder or hub dataset needs the datasets package: pip install datasets"
+            "a datasets folder or hub dataset needs the datasets package: pip install 'theorylab[datasets]'"
         ) from None
     return datasets
 
@@ -169,7 +173,7 @@ def load_prompts(
                 import pyarrow.parquet as pq
             except ModuleNotFoundError:
                 raise PromptDataError(
-                    "a Parquet dataset needs pyarrow: pip install pyarrow"
+                    "a Parquet dataset needs pyarrow: pip install 'theorylab[datasets]'"
                 ) from None
             rows = pq.read_table(path).to_pylist()
         return _from_records(rows, spec, prompt_key, answer_key)

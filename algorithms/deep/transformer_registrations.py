@@ -30,32 +30,62 @@ class TransformerRun:
     train_params: dict[str, Any] = field(default_factory=dict)
 
 
+# the scaling options of both trainers and the options of one trainer only (None: its default)
+SCALE_OPTIONS = ("precision", "micro_batches", "warmup_steps", "schedule", "lora", "checkpoint",
+                 "checkpoint_every", "stop_after", "tensorboard", "lr", "group_size",
+                 "max_grad_norm")  # fmt: skip
+TREE_OPTIONS = ("pass_k", "target_beta", "preference", "pairs_per_prompt")
+PROMPT_OPTIONS = ("tokenizer", "reward", "prompts_per_step", "max_new_tokens", "eval_prompts",
+                  "temperature", "gradient_checkpointing", "prompt_key", "answer_key")  # fmt: skip
+
+
 def _factory(loss: str, family: str):
     def factory(
         task,
         model: str = "tiny",
-        lr: float = 1e-3,
-        group_size: int = 8,
-        pass_k: int = 4,
+        lr: float | None = None,
+        group_size: int | None = None,
+        pass_k: int | None = None,
         target_beta: float | None = None,
-        preference: str = "exact",
-        pairs_per_prompt: int = 16,
-        max_grad_norm: float = 1.0,
+        preference: str | None = None,
+        pairs_per_prompt: int | None = None,
+        max_grad_norm: float | None = None,
         beta: float | None = None,
         tau: float | None = None,
         alpha: float | None = None,
+        precision: str | None = None,
+        micro_batches: int | None = None,
+        warmup_steps: int | None = None,
+        schedule: str | None = None,
+        lora: str | None = None,
+        checkpoint: str | None = None,
+        checkpoint_every: int | None = None,
+        stop_after: int | None = None,
+        tensorboard: str | None = None,
+        tokenizer: str | None = None,
+        reward: str | None = None,
+        prompts_per_step: int | None = None,
+        max_new_tokens: int | None = None,
+        eval_prompts: int | None = None,
+        temperature: float | None = None,
+        gradient_checkpointing: bool | None = None,
+        prompt_key: str | None = None,
+        answer_key: str | None = None,
     ) -> TransformerRun:
         hyper = {k: v for k, v in (("beta", beta), ("tau", tau), ("alpha", alpha)) if v is not None}
         spec = loss + (":" + ",".join(f"{k}={v}" for k, v in hyper.items()) if hyper else "")
-        params = dict(lr=lr, group_size=group_size, pass_k=pass_k, target_beta=target_beta,
-                      preference=preference, pairs_per_prompt=pairs_per_prompt,
-                      max_grad_norm=max_grad_norm)  # fmt: skip
+        given = locals()
+        params = {k: given[k] for k in (*SCALE_OPTIONS, *TREE_OPTIONS, *PROMPT_OPTIONS)
+                  if given[k] is not None}  # fmt: skip
         return TransformerRun(spec, model, task, params)
 
     what = "G sampled responses per prompt" if family == "online" else "preference pairs"
     factory.__doc__ = (
-        f"{loss} on a causal LM (tiny, gpt2-config:..., hf:PATH) over {what}; exact metrics; "
-        "beta/tau/alpha: the loss's hyper-parameters."
+        f"{loss} on a causal LM (tiny, gpt2-config:..., hf:PATH) over {what} on a token tree "
+        "(exact metrics) or a prompt dataset (arithmetic, JSONL, Parquet, datasets folder; "
+        "held-out accuracy); beta/tau/alpha: the loss's hyper-parameters; precision, "
+        "micro_batches, warmup_steps, schedule, lora, checkpoint, tensorboard: the scaling "
+        "options (docs/tutorials/llm-training.md)."
     )
     factory.__name__ = f"{loss.replace('-', '_')}_transformer"
     return factory
