@@ -25,6 +25,7 @@ from theorylab.mdps.registry import make  # noqa: E402
 
 TREE = "tokentree:V=2,L=2"
 GPT2 = "gpt2-config:n_layer=1,n_embd=32,n_head=2"
+GPT2_64 = "gpt2-config:n_layer=1,n_embd=64,n_head=2"
 
 
 def params_of(state) -> list[torch.Tensor]:
@@ -97,14 +98,16 @@ def test_bf16_reaches_the_exact_optimum_within_5e_5():
     assert kl[-1] < 5e-5 and kl[0] > 0.4
 
 
-def test_lora_trains_only_adapters_towards_the_exact_optimum():
+def test_lora_trains_only_adapters_to_the_exact_optimum():
+    """Exact DPO (beta 1) through LoRA r=8 on every linear layer of a 1-layer GPT-2 of width 64:
+    KL(pi||pi*) 0.12 -> 4.2e-4 in 40 steps (measured; 7.1e-5 at 60), the base weights fixed."""
     pytest.importorskip("peft")
-    res, (state,) = train(GPT2, TREE, "dpo:beta=0.5", steps=40, eval_every=40, lr=1e-2,
+    res, (state,) = train(GPT2_64, TREE, "dpo:beta=1", steps=40, eval_every=40, lr=3e-3,
                           lora="r=8,alpha=16", return_states=True)  # fmt: skip
     names = [n for n, p in state.model.named_parameters() if p.requires_grad]
     assert names and all("lora_" in n for n in names)
     kl = res.kl_optimum[0]
-    assert kl[-1] < 0.2 * kl[0], kl
+    assert kl[-1] < 0.01 * kl[0], kl
 
 
 def test_learned_reward_model_recovers_the_exact_optimum_and_drives_dpo():
@@ -153,8 +156,15 @@ def test_text_reward_model_fits_pairs_saves_and_drives_grpo(tmp_path):
 @pytest.mark.parametrize("name", ["LlamaConfig", "Qwen2Config"])
 def test_unwrapped_llama_and_qwen2_modules_train(name):
     transformers = pytest.importorskip("transformers")
-    sizes = dict(vocab_size=8, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-                 num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=16)
+    sizes = dict(
+        vocab_size=8,
+        hidden_size=32,
+        intermediate_size=64,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=16,
+    )
     cfg = getattr(transformers, name)(**sizes)
     torch.manual_seed(0)
     module = transformers.AutoModelForCausalLM.from_config(cfg)

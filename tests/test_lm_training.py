@@ -135,9 +135,11 @@ def test_a_saved_model_tokenizer_and_dataset_train_like_hub_ones(tmp_path):
     _save_char_tokenizer(tmp_path / "tok")
     tok = load_tokenizer(str(tmp_path / "tok"))
     assert tok.decode([*tok.encode("12+7="), tok.eos_token_id, 5]) == "12+7="
-    cfg = transformers.GPT2Config(vocab_size=14, n_layer=1, n_embd=32, n_head=2, n_positions=32)
+    cfg = transformers.GPT2Config(vocab_size=14, n_layer=1, n_embd=32, n_head=2, n_positions=32,
+                                  bos_token_id=None, eos_token_id=None)  # fmt: skip
     transformers.GPT2LMHeadModel(cfg).save_pretrained(str(tmp_path / "model"))
-    rows = [{"prompt": p, "answer": a} for p, a in zip(*arithmetic_dataset(30, 1)[:2], strict=True)]
+    ds = arithmetic_dataset(30, 1)
+    rows = [{"prompt": p, "answer": a} for p, a in zip(ds.prompts, ds.answers, strict=True)]
     (tmp_path / "d.jsonl").write_text("\n".join(json.dumps(r) for r in rows))
     res = train_prompts(f"hf:{tmp_path / 'model'}", str(tmp_path / "d.jsonl"), "grpo",
                         tokenizer=str(tmp_path / "tok"), steps=2, **SMALL)  # fmt: skip

@@ -301,7 +301,8 @@ def check_tensorboard() -> None:
         importlib.import_module("torch.utils.tensorboard")
     except ModuleNotFoundError:
         raise TrainingConfigError(
-            "tensorboard logging needs the tensorboard package: pip install 'theorylab[tensorboard]'"
+            "tensorboard logging needs the tensorboard package: "
+            "pip install 'theorylab[tensorboard]'"
         ) from None
 
 

@@ -134,7 +134,8 @@ def _datasets():
         import datasets
     except ModuleNotFoundError:
         raise PromptDataError(
-            "a datasets folder or hub dataset needs the datasets package: pip install 'theorylab[datasets]'"
+            "a datasets folder or hub dataset needs the datasets package: "
+            "pip install 'theorylab[datasets]'"
         ) from None
     return datasets
 
