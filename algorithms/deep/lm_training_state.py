@@ -146,6 +146,10 @@ class ScaleOptions:
                 raise TrainingConfigError(f"{name} must be an integer >= 1, got {v!r}")
         if self.stop_after is not None and checkpoint is None:
             raise TrainingConfigError("stop_after needs a checkpoint folder to resume from")
+        if self.lora is not None:
+            from theorylab.algorithms.deep.lora import parse_lora
+
+            parse_lora(self.lora)
 
     def key(self) -> dict[str, Any]:
         """The options a resumed run must share (stop_after, checkpoint_every may differ)."""

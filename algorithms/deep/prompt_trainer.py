@@ -52,11 +52,10 @@ import torch
 
 from theorylab.algorithms.deep.lm_training_state import (
     LMTrainingState,
+    ScaleOptions,
     TrainingConfigError,
     accumulate,
     autocast,
-    check_precision,
-    check_schedule,
     check_tensorboard,
     has_checkpoint,
     load_checkpoint,
@@ -65,7 +64,7 @@ from theorylab.algorithms.deep.lm_training_state import (
     per_seed_folder,
     save_checkpoint,
 )
-from theorylab.algorithms.deep.lora import apply_lora, parse_lora, zero_dropout
+from theorylab.algorithms.deep.lora import apply_lora, zero_dropout
 from theorylab.algorithms.deep.models import ModelSpecError, make_model, resolve_device
 from theorylab.algorithms.deep.prompt_data import PromptDataset, load_prompts
 from theorylab.algorithms.deep.prompt_tokenizers import load_tokenizer
@@ -97,8 +96,8 @@ class PromptTrainingOptions:
     eval_prompts: int = 64
     temperature: float = 1.0
 
-    def check(self, device: torch.device) -> None:
-        """One-line errors for every bad option, before any work."""
+    def check(self) -> None:
+        """One-line errors for the options of prompts (the scaling options: ScaleOptions)."""
         ints = (("steps", self.steps, 1), ("prompts_per_step", self.prompts_per_step, 1),
                 ("group_size", self.group_size, 2), ("micro_batches", self.micro_batches, 1),
                 ("eval_every", self.eval_every, 1),
@@ -122,10 +121,6 @@ class PromptTrainingOptions:
                 raise TrainingConfigError(f"{name} must be a finite number >= 0, got {v!r}")
         if not (np.isfinite(self.temperature) and self.temperature > 0):
             raise TrainingConfigError(f"temperature must be > 0, got {self.temperature!r}")
-        check_schedule(self.schedule, self.warmup_steps, self.steps)
-        check_precision(self.precision, device)
-        if self.lora is not None:
-            parse_lora(self.lora)
 
 
 # --------------------------------------------------------------------------- rewards
@@ -327,12 +322,9 @@ def train_prompts(
         schedule=schedule, precision=precision, lora=lora, max_grad_norm=max_grad_norm,
         eval_every=eval_every, eval_prompts=eval_prompts, temperature=temperature,
     )  # fmt: skip
-    opts.check(dev)
-    for name, v in (("checkpoint_every", checkpoint_every), ("stop_after", stop_after)):
-        if v is not None and (int(v) != v or v < 1):
-            raise TrainingConfigError(f"{name} must be an integer >= 1, got {v!r}")
-    if stop_after is not None and checkpoint is None:
-        raise TrainingConfigError("stop_after needs a checkpoint folder to resume from")
+    opts.check()
+    ScaleOptions(precision, micro_batches, warmup_steps, schedule, lora, checkpoint_every,
+                 stop_after).check(dev, steps, checkpoint)  # fmt: skip
     loss_name, _ = parse_spec(loss)
     family = loss_family(loss_name)
     if family == "preference" and group_size != 2:

@@ -65,7 +65,7 @@ from theorylab.algorithms.deep.lm_training_state import (
     save_checkpoint,
 )
 from theorylab.algorithms.deep.logprobs import token_logprobs
-from theorylab.algorithms.deep.lora import apply_lora, parse_lora
+from theorylab.algorithms.deep.lora import apply_lora
 from theorylab.algorithms.deep.masking import InvalidBatchError
 from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_device
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
@@ -282,8 +282,6 @@ def train(
     scale.check(dev, steps, checkpoint)
     if tensorboard is not None:
         check_tensorboard()
-    if lora is not None:
-        parse_lora(lora)
     if micro_batches > task.n_prompts:
         raise TrainingConfigError(
             f"micro_batches = {micro_batches} exceeds the task's {task.n_prompts} prompts "
