@@ -96,7 +96,7 @@ def test_jsonl_parquet_and_a_saved_datasets_folder_give_the_same_prompts(tmp_pat
             "line 1 is not JSON",
         ),  # fmt: skip
         (lambda d: "arithmetic:digits=9", "digits must be an integer in 1..6"),
-        (lambda d: "arithmetic:size=3", "arithmetic has no parameter 'size'"),
+        (lambda d: "arithmetic:size=3", "'arithmetic' has no parameter 'size'"),
         (lambda d: "nosuch", "unknown prompt dataset 'nosuch'"),
     ],
 )
@@ -206,6 +206,25 @@ def test_micro_batches_give_the_big_batch_gradient_on_prompts(monkeypatch):
     assert relative_gap(grads[1], grads[4]) < 1e-5
 
 
+def test_gradient_checkpointing_gives_the_same_gradient(monkeypatch):
+    """Recomputing activations in the backward pass changes memory, not the gradient."""
+    grads = [
+        _first_step_gradients(monkeypatch, prompt_trainer, lambda gc=gc: train_prompts(
+            MODEL, DATA, "grpo", steps=1, gradient_checkpointing=gc, **SMALL))
+        for gc in (False, True)
+    ]  # fmt: skip
+    assert relative_gap(*grads) < 1e-6
+
+
+def test_tl_run_dispatches_prompt_datasets_and_refuses_token_tree_options():
+    import theorylab as tl
+
+    with pytest.raises(ValueError, match="pass_k applies to token-tree tasks"):
+        tl.run("grpo-transformer", DATA, steps=1, pass_k=2)
+    with pytest.raises(ValueError, match="prompts_per_step applies to prompt datasets"):
+        tl.run("grpo-transformer", "tokentree:V=2,L=2", steps=1, prompts_per_step=2)
+
+
 # --------------------------------------------------------------------------- resume
 def test_stopped_and_resumed_prompt_run_is_bit_identical(tmp_path):
     kw = dict(steps=4, micro_batches=2, warmup_steps=2, schedule="cosine", **SMALL)
@@ -280,7 +299,7 @@ def test_sigint_then_rerun_continues_bit_identically(tmp_path):
         (["--precision", "fp16"], "precision 'fp16' needs a CUDA device"),
         (["--stop-after", "2"], "stop_after needs a checkpoint folder"),
         (["--warmup-steps", "9"], "warmup_steps must be an integer in 0..steps = 0..2"),
-        (["--lora", "rank=4"], "lora has no parameter 'rank'"),
+        (["--lora", "rank=4"], "'lora' has no parameter 'rank'"),
         (["--reward", "nosuch"], "unknown reward 'nosuch'"),
         (["--pass-k", "2"], "--pass-k applies to token-tree tasks"),
         (["--model", "tiny:d_model=32"], "samples with a Hugging Face model's KV cache"),

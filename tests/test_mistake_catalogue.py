@@ -340,6 +340,49 @@ CLI_CASES = [
         ["--json", "is a directory"],
         "late",
     ),
+    # the scaling flags of theorylab train (issue 32): all new, checked before any work
+    (
+        "train-micro-batches-zero",
+        ["train", "grpo", "tokentree:V=4,L=3", "--micro-batches", "0"],
+        ["--micro-batches", "0"],
+        "ok",
+    ),
+    (
+        "train-fp16-on-cpu",
+        ["train", "grpo", "tokentree:V=4,L=3", "--precision", "fp16"],
+        ["fp16", "CUDA"],
+        "ok",
+    ),
+    (
+        "train-stop-after-without-checkpoint",
+        ["train", "grpo", "tokentree:V=4,L=3", "--stop-after", "3"],
+        ["stop_after", "checkpoint"],
+        "ok",
+    ),
+    (
+        "train-warmup-longer-than-the-run",
+        ["train", "grpo", "tokentree:V=4,L=3", "--steps", "5", "--warmup-steps", "9"],
+        ["warmup_steps", "9"],
+        "ok",
+    ),
+    (
+        "train-checkpoint-is-a-file",
+        ["train", "grpo", "tokentree:V=4,L=3", "--checkpoint", "{file}"],
+        ["--checkpoint", "is a file"],
+        "ok",
+    ),
+    (
+        "train-prompt-flag-on-a-token-tree",
+        ["train", "grpo", "tokentree:V=4,L=3", "--reward", "exact-match"],
+        ["--reward", "prompt datasets"],
+        "ok",
+    ),
+    (
+        "train-arithmetic-key-unknown",
+        ["train", "grpo", "--task", "arithmetic:size=3"],
+        ["arithmetic", "'size'"],
+        "ok",
+    ),
     ("list-unknown", ["list", "everything"], ["everything"], "ok"),
     ("demo-episodes-zero", ["demo", "--episodes", "0"], ["--episodes", "0"], "ok"),
     # ---------------------------------------------------------------- sweep flags

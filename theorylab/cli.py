@@ -56,7 +56,7 @@ def _nonnegative_float(text: str) -> float:
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
     if not math.isfinite(value) or value < 0:
-        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {text}")
+        raise argparse.ArgumentTypeError(f"must be a finite number >= 0, got {value}")
     return value
 
 

@@ -172,6 +172,7 @@ class LMTrainingState:
     scaler: Any = None
     step: int = 0
     metrics: dict[str, list] = field(default_factory=dict)
+    steps_this_call: int = 0  # optimiser steps since this process built the state (not saved)
 
     @classmethod
     def create(
@@ -227,6 +228,7 @@ def optimizer_step(state: LMTrainingState, max_grad_norm: float = 1.0) -> float:
     state.scheduler.step()
     state.optimizer.zero_grad(set_to_none=True)
     state.step += 1
+    state.steps_this_call += 1
     return norm
 
 
@@ -289,6 +291,33 @@ def load_checkpoint(state: LMTrainingState, folder: str | os.PathLike, fingerpri
     random.setstate(payload["python"])
     state.step = int(payload["step"])
     state.metrics = payload["metrics"]
+
+
+def resume_or_start(state: LMTrainingState, folder, fingerprint: dict, names) -> bool:
+    """Restore ``folder``'s checkpoint into ``state`` when it holds one (True), else start empty
+    metric lists ``names`` (False)."""
+    if has_checkpoint(folder):
+        load_checkpoint(state, folder, fingerprint)
+        return True
+    state.metrics = {k: [] for k in names}
+    return False
+
+
+def steps_of_this_call(state: LMTrainingState, total: int, stop_after: int | None):
+    """The training loop: yields while ``state.step < total`` and, with ``stop_after``, until
+    that many steps were taken in this call (the body must advance ``state.step``)."""
+    while state.step < total and (stop_after is None or state.steps_this_call < stop_after):
+        yield state.step
+
+
+def checkpoint_after_step(state: LMTrainingState, folder, fingerprint: dict, every: int,
+                          total: int, stop_after: int | None) -> None:  # fmt: skip
+    """Save every ``every`` steps, at the last step, and where ``stop_after`` ends this call."""
+    if folder is None:
+        return
+    stopping = stop_after is not None and state.steps_this_call >= stop_after
+    if state.step % every == 0 or state.step == total or stopping:
+        save_checkpoint(state, folder, fingerprint)
 
 
 def per_seed_folder(folder: str | None, index: int, n_seeds: int) -> str | None:

@@ -21,7 +21,7 @@ from typing import Any
 import torch
 
 from theorylab.algorithms.deep.lm_training_state import TrainingConfigError
-from theorylab.registry import _convert, parse_spec
+from theorylab.registry import convert_parameters, parse_spec
 
 LORA_DEFAULTS = {"r": 8, "alpha": 16, "targets": "all-linear"}
 
@@ -33,14 +33,10 @@ def parse_lora(spec: str) -> dict[str, Any]:
     name, raw = parse_spec(spec if ":" in spec or "=" not in spec else f"lora:{spec}")
     if name != "lora":
         raise TrainingConfigError(f"lora must look like 'r=8,alpha=16', got {spec!r}")
-    out = dict(LORA_DEFAULTS)
-    for key, text in raw.items():
-        if key not in LORA_DEFAULTS:
-            raise TrainingConfigError(
-                f"lora has no parameter {key!r}; parameters: r=8, alpha=16, targets=all-linear "
-                f"(got {spec!r})"
-            )
-        out[key] = _convert(text, LORA_DEFAULTS[key], key, "lora")
+    try:
+        out = {**LORA_DEFAULTS, **convert_parameters(name, "LoRA spec", raw, LORA_DEFAULTS)}
+    except ValueError as exc:
+        raise TrainingConfigError(str(exc)) from None
     if out["targets"] not in ("all-linear", "default"):
         raise TrainingConfigError(
             f"lora targets must be all-linear or default, got {out['targets']!r}"

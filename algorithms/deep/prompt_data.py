@@ -29,7 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from theorylab.errors import TheorylabError
-from theorylab.registry import _convert, parse_spec
+from theorylab.registry import convert_parameters, parse_spec
 
 # the model of a prompt-dataset run given the token trees' default "tiny" (which has no KV cache,
 # which the prompt trainer's sampler uses)
@@ -180,14 +180,10 @@ def load_prompts(
         return _from_records(rows, spec, prompt_key, answer_key)
     name, raw = parse_spec(spec)
     if name == "arithmetic":
-        kw = {}
-        for key, text in raw.items():
-            if key not in ARITHMETIC_DEFAULTS:
-                raise PromptDataError(
-                    f"arithmetic has no parameter {key!r}; parameters: "
-                    + ", ".join(f"{k}={v}" for k, v in ARITHMETIC_DEFAULTS.items())
-                )
-            kw[key] = _convert(text, ARITHMETIC_DEFAULTS[key], key, "arithmetic")
+        try:
+            kw = convert_parameters(name, "prompt dataset", raw, ARITHMETIC_DEFAULTS)
+        except ValueError as exc:
+            raise PromptDataError(str(exc)) from None
         return arithmetic_dataset(**kw)
     raise PromptDataError(
         f"unknown prompt dataset {spec!r}; expected arithmetic[:n=..,digits=..,ops=..,seed=..], "

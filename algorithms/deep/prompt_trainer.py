@@ -57,12 +57,12 @@ from theorylab.algorithms.deep.lm_training_state import (
     accumulate,
     autocast,
     check_tensorboard,
-    has_checkpoint,
-    load_checkpoint,
+    checkpoint_after_step,
     open_writer,
     optimizer_step,
     per_seed_folder,
-    save_checkpoint,
+    resume_or_start,
+    steps_of_this_call,
 )
 from theorylab.algorithms.deep.lora import apply_lora, zero_dropout
 from theorylab.algorithms.deep.models import ModelSpecError, make_model, resolve_device
@@ -440,11 +440,8 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
         rng=np.random.default_rng(ss.spawn(1)[0]),
     )  # fmt: skip
     eval_steps = np.unique(np.r_[np.arange(0, opts.steps + 1, opts.eval_every), opts.steps])
-    resumed = has_checkpoint(folder)
-    if resumed:
-        load_checkpoint(state, folder, fingerprint)
-    else:
-        state.metrics = {"accuracy": [], "train_reward": [], "loss": [], "lr": [], "gn": []}
+    resumed = resume_or_start(state, folder, fingerprint,
+                              ("accuracy", "train_reward", "loss", "lr", "gn"))  # fmt: skip
     writer = open_writer(tensorboard, state.step if resumed else None)
     train_mode = bool(gradient_checkpointing)
     if family == "online":
@@ -468,11 +465,8 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
         evaluate()
     n = opts.prompts_per_step
     chunk = n // opts.micro_batches
-    done_this_call = 0
     try:
-        while state.step < opts.steps:
-            if stop_after is not None and done_this_call >= stop_after:
-                break
+        for _ in steps_of_this_call(state, opts.steps, stop_after):
             idx = state.rng.choice(len(train_set), n, replace=False)
             runs = runs_of_equal_length([len(encoded[i]) for i in idx])
             position = {}  # each chosen prompt -> (its run's batch, row within the run)
@@ -503,7 +497,6 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
                     losses.append(accumulate(state, loss_of_batch, sub, len(ks) / n) * len(ks))
             lr_now = state.lr
             gn = optimizer_step(state, opts.max_grad_norm)
-            done_this_call += 1
             reward_mean = float(torch.cat([b.rewards for b in batches]).mean())
             for k, v in (("train_reward", reward_mean), ("loss", sum(losses) / n),
                          ("lr", lr_now), ("gn", gn)):  # fmt: skip
@@ -512,12 +505,8 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
                     writer.add_scalar(f"train/{k if k != 'gn' else 'grad_norm'}", v, state.step)
             if state.step in eval_steps:
                 evaluate()
-            if folder is not None and (
-                state.step % checkpoint_every == 0 or state.step == opts.steps
-            ):
-                save_checkpoint(state, folder, fingerprint)
-        if folder is not None and stop_after is not None:
-            save_checkpoint(state, folder, fingerprint)
+            checkpoint_after_step(state, folder, fingerprint, checkpoint_every, opts.steps,
+                                  stop_after)  # fmt: skip
     finally:
         if writer is not None:
             writer.close()

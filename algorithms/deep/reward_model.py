@@ -36,7 +36,7 @@ import numpy as np
 
 from theorylab.algorithms.preference.mle import btl_mle
 from theorylab.errors import TheorylabError
-from theorylab.registry import _convert, parse_spec
+from theorylab.registry import convert_parameters, parse_spec
 
 NGRAM_DEFAULTS = {"n": 3, "d": 512}
 END = "\x03"
@@ -63,11 +63,10 @@ def parse_features(spec: str) -> tuple[str, dict[str, int]]:
         return name, {}
     if name != "ngram":
         raise RewardModelError(f"unknown features {spec!r}; expected 'tree' or 'ngram:n=3,d=512'")
-    kw = dict(NGRAM_DEFAULTS)
-    for key, text in raw.items():
-        if key not in NGRAM_DEFAULTS:
-            raise RewardModelError(f"ngram features have no parameter {key!r}; n=3, d=512")
-        kw[key] = _convert(text, NGRAM_DEFAULTS[key], key, "ngram")
+    try:
+        kw = {**NGRAM_DEFAULTS, **convert_parameters(name, "features", raw, NGRAM_DEFAULTS)}
+    except ValueError as exc:
+        raise RewardModelError(str(exc)) from None
     if kw["n"] < 1 or kw["d"] < 2:
         raise RewardModelError(f"ngram features need n >= 1 and d >= 2, got {spec!r}")
     return name, kw

@@ -57,12 +57,12 @@ from theorylab.algorithms.deep.lm_training_state import (
     accumulate,
     autocast,
     check_tensorboard,
-    has_checkpoint,
-    load_checkpoint,
+    checkpoint_after_step,
     open_writer,
     optimizer_step,
     per_seed_folder,
-    save_checkpoint,
+    resume_or_start,
+    steps_of_this_call,
 )
 from theorylab.algorithms.deep.logprobs import token_logprobs
 from theorylab.algorithms.deep.lora import apply_lora
@@ -403,11 +403,9 @@ def _train_one_seed(
             local[0] = local[0] - int(c[0])
             exact_batches.append((inputs[c[0] * R : (c[-1] + 1) * R], local,
                                   ref_seq_f[c[0] : c[-1] + 1]))  # fmt: skip
-    resumed = has_checkpoint(folder)
-    if resumed:
-        load_checkpoint(state, folder, fingerprint)
-    else:
-        state.metrics = {k: [] for k in ("acc", "rew", "klo", "klr", "pk", "loss")}
+    resumed = resume_or_start(
+        state, folder, fingerprint, ("acc", "rew", "klo", "klr", "pk", "loss")
+    )
     metrics = state.metrics
     writer = open_writer(tensorboard, state.step if resumed else None)
 
@@ -446,10 +444,7 @@ def _train_one_seed(
 
     if not resumed:
         evaluate()
-    done_this_call = 0
-    while state.step < steps:
-        if scale.stop_after is not None and done_this_call >= scale.stop_after:
-            break
+    for _ in steps_of_this_call(state, steps, scale.stop_after):
         total = 0.0
         if family == "online":
             prompts = torch.arange(P, device=dev).repeat_interleave(group_size)  # (P G,)
@@ -468,7 +463,6 @@ def _train_one_seed(
         else:
             total = accumulate(state, sampled_loss, None, 1.0)
         optimizer_step(state, max_grad_norm)
-        done_this_call += 1
         metrics["loss"].append(total)
         if writer is not None:
             writer.add_scalar("train/loss", total, state.step)
@@ -478,10 +472,8 @@ def _train_one_seed(
             if progress:
                 print(f"step {state.step}: accuracy {metrics['acc'][-1]:.4f} "
                       f"KL(pi||pi*) {metrics['klo'][-1]:.4g}")  # fmt: skip
-        if folder is not None and (state.step % scale.checkpoint_every == 0 or state.step == steps):
-            save_checkpoint(state, folder, fingerprint)
-    if folder is not None and scale.stop_after is not None:
-        save_checkpoint(state, folder, fingerprint)
+        checkpoint_after_step(state, folder, fingerprint, scale.checkpoint_every, steps,
+                              scale.stop_after)  # fmt: skip
     if writer is not None:
         writer.close()
     return {
