@@ -41,6 +41,12 @@ DATA = "arithmetic:n=60,digits=1"
 SMALL = dict(eval_prompts=8, prompts_per_step=4, group_size=2, eval_every=2, lr=1e-3)
 
 
+def length_reward(prompts, completions, answers):
+    """A dense reward (the completion's length): a random model's exact-match rewards are all 0,
+    so its GRPO advantages and first gradient would be 0."""
+    return np.array([len(c) for c in completions], dtype=float)
+
+
 def params_of(state) -> list[torch.Tensor]:
     return [p.detach().clone() for p in state.model.parameters()]
 
@@ -199,6 +205,7 @@ def test_micro_batches_give_the_big_batch_gradient_on_prompts(monkeypatch):
     grads = {}
     for k in (1, 2, 4):
         run = lambda k=k: train_prompts(MODEL, DATA, "grpo", steps=1, micro_batches=k,  # noqa: E731
+                                        reward=length_reward,
                                         **{**SMALL, "group_size": 4})  # fmt: skip
         grads[k] = _first_step_gradients(monkeypatch, prompt_trainer, run)
     assert max(float(g.abs().max()) for g in grads[1]) > 0
@@ -210,7 +217,8 @@ def test_gradient_checkpointing_gives_the_same_gradient(monkeypatch):
     """Recomputing activations in the backward pass changes memory, not the gradient."""
     grads = [
         _first_step_gradients(monkeypatch, prompt_trainer, lambda gc=gc: train_prompts(
-            MODEL, DATA, "grpo", steps=1, gradient_checkpointing=gc, **SMALL))
+            MODEL, DATA, "grpo", steps=1, gradient_checkpointing=gc, reward=length_reward,
+            **{**SMALL, "group_size": 4}))
         for gc in (False, True)
     ]  # fmt: skip
     assert relative_gap(*grads) < 1e-6
