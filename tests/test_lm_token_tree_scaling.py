@@ -112,9 +112,10 @@ def test_lora_trains_only_adapters_to_the_exact_optimum():
 
 def test_learned_reward_model_recovers_the_exact_optimum_and_drives_dpo():
     """BTL MLE (one-hot per prompt) on 2000 Bradley-Terry pairs per prompt: pi*_beta of the
-    learned rewards is within KL 1e-2 of the true pi*_beta (measured ~1e-3); labels that ignore
-    the reward (coin flips: the negative control) leave it far (KL > 0.05). Exact DPO on the
-    learned rewards then heads to the learned optimum (measured KL 0.56 -> 0.055 in 50 steps)."""
+    learned rewards is within KL 2e-2 of the true pi*_beta (measured 8.8e-3); labels that ignore
+    the reward (coin flips: the negative control) leave it far (measured 0.49, asserted > 0.2).
+    Exact DPO on the learned rewards then heads to the learned optimum (measured KL 0.56 -> 0.055
+    in 50 steps)."""
     task = make(TREE)
     beta = 0.5
     truth = task.optimum_by_enumeration(beta)  # log pi*(y|x): (P, Y)
@@ -124,12 +125,12 @@ def test_learned_reward_model_recovers_the_exact_optimum_and_drives_dpo():
     learned = tree_task_with_rewards(task, rm)
     got = learned.optimum_by_enumeration(beta)
     kl = float((np.exp(got) * (got - truth)).sum(axis=1).mean())
-    assert kl < 1e-2, kl
+    assert kl < 2e-2, kl
     flip = rng.random(len(x)) < 0.5
     noise = fit_tree_reward_model(task.n_prompts, task.n_responses, x, np.where(flip, won, lost),
                                   np.where(flip, lost, won))  # fmt: skip
     bad = tree_task_with_rewards(task, noise).optimum_by_enumeration(beta)
-    assert float((np.exp(bad) * (bad - truth)).sum(axis=1).mean()) > 0.05
+    assert float((np.exp(bad) * (bad - truth)).sum(axis=1).mean()) > 0.2
     res = train("tiny", learned, "dpo:beta=0.5", steps=50, eval_every=50, lr=3e-3)
     assert res.kl_optimum[0, -1] < 0.2 * res.kl_optimum[0, 0]
 
