@@ -20,5 +20,6 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     alignment_asymptotics,
     kl_bayesian_inference,
     policy_cliff,
+    rpg,
     trpo,
 )

@@ -1,0 +1,57 @@
+r"""Exact maximisers of ``E_pi r - beta D(pi, ref)`` over the simplex, per prompt, for the two KL
+directions (categorical tables of sequence log-probabilities, (P, Y)).
+
+* reverse KL, ``D = KL(pi || ref)``: ``pi* = ref e^(r/beta) / Z`` (the Gibbs tilt; Rafailov et al.
+  2023, eq. (4));
+* forward KL, ``D = KL(ref || pi)``: the Lagrangian stationarity ``r(y) + beta ref(y) / pi(y) =
+  lambda`` gives ``pi*(y) = beta ref(y) / (lambda - r(y))`` with ``lambda`` in
+  ``(max r, max r + beta]`` the root of ``sum_y beta ref(y) / (lambda - r(y)) = 1`` (derived here
+  [A]; the left side falls from +inf to at most 1 on that interval, so the root is unique).
+  Its floor ``pi*(y) >= beta ref(y) / (max r - min r + beta)`` (from ``lambda <= max r + beta``)
+  is the mass-covering property: no response of ref loses more than that factor, whatever the
+  rewards, while the reverse tilt keeps only ``e^((r(y) - max r) / beta)``-sized ratios.
+
+Both are checked against cvxpy's solutions of the convex programmes (tests, claims).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import logsumexp
+
+
+def reverse_kl_optimum(ref_logp: np.ndarray, reward: np.ndarray, beta: float) -> np.ndarray:
+    """(P, Y) log pi* of ``E r - beta KL(pi || ref)``: ``log ref + r / beta - log Z``."""
+    _check(ref_logp, reward, beta)
+    logits = np.asarray(ref_logp, dtype=np.float64) + np.asarray(reward) / beta
+    return logits - logsumexp(logits, axis=1, keepdims=True)
+
+
+def forward_kl_optimum(ref_logp: np.ndarray, reward: np.ndarray, beta: float) -> np.ndarray:
+    """(P, Y) log pi* of ``E r - beta KL(ref || pi)``: ``beta ref / (lambda - r)`` (module
+    docstring); responses outside supp(ref) get probability 0."""
+    _check(ref_logp, reward, beta)
+    ref = np.exp(np.asarray(ref_logp, dtype=np.float64))  # (P, Y)
+    r = np.asarray(reward, dtype=np.float64)
+    out = np.full(ref.shape, -np.inf)
+    for x in range(ref.shape[0]):
+        on = ref[x] > 0
+        rx, qx = r[x, on], ref[x, on]
+        top = rx.max()
+        excess = lambda lam: float(np.sum(beta * qx / (lam - rx)) - 1.0)  # noqa: E731
+        lo = top + beta * qx[rx >= top].sum() * 0.5  # excess(lo) >= 1 > 0
+        lam = brentq(excess, lo, top + beta, xtol=1e-15, rtol=4 * np.finfo(float).eps)
+        p = beta * qx / (lam - rx)
+        out[x, on] = np.log(p / p.sum())
+    return out
+
+
+def _check(ref_logp, reward, beta) -> None:
+    if not (isinstance(beta, (int, float)) and np.isfinite(beta) and beta > 0):
+        raise ValueError(f"beta must be a finite number > 0, got {beta!r}")
+    if np.shape(ref_logp) != np.shape(reward) or np.ndim(ref_logp) != 2:
+        raise ValueError(
+            f"ref_logp and reward must be (P, Y) tables of one shape, got {np.shape(ref_logp)} "
+            f"and {np.shape(reward)}"
+        )
