@@ -1609,3 +1609,8 @@ MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
 from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 27 (klpoB)
+from theorylab.validations import surrogate_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *surrogate_mutations.MUTATIONS)

@@ -39,12 +39,17 @@ def forward_kl_optimum(ref_logp: np.ndarray, reward: np.ndarray, beta: float) ->
         on = ref[x] > 0
         rx, qx = r[x, on], ref[x, on]
         top = rx.max()
-        excess = lambda lam: float(np.sum(beta * qx / (lam - rx)) - 1.0)  # noqa: E731
         lo = top + beta * qx[rx >= top].sum() * 0.5  # excess(lo) >= 1 > 0
-        lam = brentq(excess, lo, top + beta, xtol=1e-15, rtol=4 * np.finfo(float).eps)
+        lam = brentq(
+            _excess, lo, top + beta, args=(rx, qx, beta), xtol=1e-15, rtol=4 * np.finfo(float).eps
+        )
         p = beta * qx / (lam - rx)
         out[x, on] = np.log(p / p.sum())
     return out
+
+
+def _excess(lam: float, r: np.ndarray, ref: np.ndarray, beta: float) -> float:
+    return float(np.sum(beta * ref / (lam - r)) - 1.0)
 
 
 def _check(ref_logp, reward, beta) -> None:

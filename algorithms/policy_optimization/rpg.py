@@ -47,6 +47,7 @@ off-policy; the runs converge to their closed-form optima (KL below 1e-10 after 
 from __future__ import annotations
 
 import numpy as np
+
 from theorylab.algorithms.planning.divergence_optima import (
     forward_kl_optimum,
     reverse_kl_optimum,
