@@ -5,7 +5,11 @@ claims in the klpoB block of ``validations/claims/policy_optimization.py``); app
 * ``rpg-urkl-grpo-k3``: RPG's unnormalised reverse-KL surrogate with GRPO's form of the k3 term,
   ``beta k3(pi_theta, ref)`` averaged over pi_old samples without the importance weight (the
   mismatch Zhang et al. 2025 identify): on-policy its gradient is the forward KL's
-  (``theorylab.algorithms.policy_optimization.rpg.surrogate_coefficients``).
+  (``theorylab.algorithms.policy_optimization.rpg.surrogate_coefficients``);
+* ``max-at-k-plugin-weights``: the max@k estimator's order weights taken from the empirical
+  distribution, ``(i/n)^k - ((i-1)/n)^k`` (the best of k draws with replacement from the n
+  samples: the plug-in estimator) instead of ``C(i-1, k-1) / C(n, k)``
+  (``theorylab.algorithms.policy_optimization.max_at_k.order_weights``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,18 @@ def rpg_urkl_grpo_k3(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def max_at_k_plugin_weights(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import max_at_k
+
+    def plugin(n, k):
+        i = np.arange(1, n + 1)
+        return (i / n) ** k - ((i - 1) / n) ** k  # the bug: draws with replacement
+
+    with _patched(max_at_k, "order_weights", plugin):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -43,6 +59,14 @@ MUTATIONS = (
             "mutation",
             "RPG's k3 (unnormalised reverse KL) term without its importance weight (GRPO's form)",
             rpg_urkl_grpo_k3,
+        )
+    ),
+    register_control(
+        Control(
+            "max-at-k-plugin-weights",
+            "mutation",
+            "the max@k estimator with plug-in weights (best of k draws with replacement)",
+            max_at_k_plugin_weights,
         )
     ),
 )
