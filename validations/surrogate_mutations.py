@@ -9,7 +9,10 @@ claims in the klpoB block of ``validations/claims/policy_optimization.py``); app
 * ``max-at-k-plugin-weights``: the max@k estimator's order weights taken from the empirical
   distribution, ``(i/n)^k - ((i-1)/n)^k`` (the best of k draws with replacement from the n
   samples: the plug-in estimator) instead of ``C(i-1, k-1) / C(n, k)``
-  (``theorylab.algorithms.policy_optimization.max_at_k.order_weights``).
+  (``theorylab.algorithms.policy_optimization.max_at_k.order_weights``);
+* ``rlvr-exploration-mass``: the RLVR mirror-descent step mixes 1e-3 of the uniform distribution
+  over all responses into every iterate (an exploration floor the analysed update does not have;
+  ``theorylab.algorithms.policy_optimization.rlvr_support.md_step``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,20 @@ def max_at_k_plugin_weights(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def rlvr_exploration_mass(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import rlvr_support
+
+    original = rlvr_support.md_step
+
+    def exploring(logp, base, reward, eta, beta):
+        p = np.exp(original(logp, base, reward, eta, beta))
+        return np.log(0.999 * p + 1e-3 / p.shape[1])  # the bug: mass outside supp(pi_0)
+
+    with _patched(rlvr_support, "md_step", exploring):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -67,6 +84,14 @@ MUTATIONS = (
             "mutation",
             "the max@k estimator with plug-in weights (best of k draws with replacement)",
             max_at_k_plugin_weights,
+        )
+    ),
+    register_control(
+        Control(
+            "rlvr-exploration-mass",
+            "mutation",
+            "the RLVR mirror-descent step mixes 1e-3 uniform mass into every iterate",
+            rlvr_exploration_mass,
         )
     ),
 )

@@ -66,7 +66,7 @@ def regularised_gradient(task: TokenTreeTask, logits: np.ndarray, beta: float) -
 def sequence_entropy(seq_logp: np.ndarray) -> np.ndarray:
     """H(pi(.|x)) per prompt (P,) from a (P, Y) table of sequence log-probabilities (nats)."""
     p = np.exp(seq_logp)
-    return -np.where(p > 0, p * seq_logp, 0.0).sum(axis=1)
+    return -np.where(p > 0, p * np.where(p > 0, seq_logp, 0.0), 0.0).sum(axis=1)
 
 
 def weighted_score(task: TokenTreeTask, logits: np.ndarray, weights: np.ndarray) -> np.ndarray:

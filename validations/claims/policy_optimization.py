@@ -861,3 +861,106 @@ class MaxAtKUnbiased(ScaledClaim):
 
 
 register_validation(MaxAtKUnbiased(), controls=("max-at-k-plugin-weights",), papers=("000#27",))
+
+
+@dataclass(frozen=True)
+class RLVRSupportLeash(ScaledClaim):
+    name: str = "rlvr-support-leash"
+    statement: str = (
+        "The invisible leash (Wu et al. 2025) on a token tree (V = 3, L = 3, binary verifier, "
+        "random reference; the base model pi_0 never writes token 2, so some prompts have no "
+        "correct response in its support): RLVR by exact mirror-descent steps (rlvr-md, "
+        "tl.run, beta in {0, 0.1, 1}, eta = 1): (i) every iterate puts probability exactly 0 "
+        "outside supp(pi_0) and > 0 inside; (ii) pass@k(pi_t) <= pass@infinity(pi_0) on every "
+        "prompt for k in {1, 16, 256, 4096} and every t, and is exactly 0 on the prompts pi_0 "
+        "cannot solve; (iii) with beta > 0 the iterates converge to pi_0 e^(r/beta) / Z "
+        "(enumerated here; KL <= 1e-10); (iv) the entropy-reward trade-off: at beta = 0 the "
+        "accuracy reaches the support-limited maximum (mean pass@infinity of pi_0) within 1e-6 "
+        "while the sequence entropy falls, and the final entropy increases strictly with beta. "
+        "Quick: 6 prompts, K = 200; full: 24 prompts, K = 400."
+    )
+    scales: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "quick": {"prompts": 6, "K": 200},
+            "full": {"prompts": 24, "K": 400},
+        }
+    )
+
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
+        import theorylab as tl
+        from theorylab.algorithms.policy_optimization import rlvr_support as rs
+        from theorylab.mdps import make
+
+        task = make(
+            f"tokentree:V=3,L=3,prompts={cfg['prompts']},reward=binary,ref=random,seed={seed}"
+        )
+        base = rs.base_model(task, 2)
+        inside = np.isfinite(base)  # (P, Y)
+        cover = (task.correct & inside).any(axis=1).astype(float)  # pass@infinity of pi_0
+        leaks, holes, over, unsolved = 0, 0, 0.0, 0.0
+        runs, fixed_gap = {}, 0.0
+        for beta in (0.0, 0.1, 1.0):
+            res = tl.run("rlvr-md", task, iterations=cfg["K"], beta=beta, banned_token=2)
+            runs[beta] = res
+            p = np.exp(res.policies)  # (K+1, P, Y)
+            leaks += int((p[:, ~inside] != 0.0).sum())
+            holes += int((p[:, inside] <= 0.0).sum())
+            for k in (1, 16, 256, 4096):
+                pk = 1.0 - (1.0 - (p * task.correct).sum(-1)) ** k  # (K+1, P)
+                over = max(over, float((pk - cover).max()))
+                unsolved = max(unsolved, float(pk[:, cover == 0].max(initial=0.0)))
+            if beta > 0:  # the fixed point, written out by enumeration (log domain)
+                logits = np.where(
+                    inside, np.where(inside, base, 0.0) + task.mean_reward / beta, -np.inf
+                )
+                log_star = logits - logsumexp(logits, axis=1, keepdims=True)
+                last, on = res.policies[-1], p[-1] > 0
+                diff = np.where(on, last - np.where(on, log_star, 0.0), 0.0)
+                fixed_gap = max(fixed_gap, float((p[-1] * diff).sum(1).max()))
+        plain = runs[0.0]
+        acc_gap = float(cover.mean() - plain.objective[-1])
+        H = [float(runs[b].entropy[-1]) for b in (0.0, 0.1, 1.0)]
+        checks = [
+            Check(
+                "supp(pi_t) = supp(pi_0)",
+                leaks == 0 and holes == 0,
+                f"nonzero probabilities outside supp(pi_0): {leaks}; zeros inside: {holes} "
+                f"(3 betas x {cfg['K'] + 1} iterates; {int((~inside).sum())} (prompt, response) "
+                "pairs outside)",
+                {"leaks": leaks, "holes": holes},
+            ),
+            Check(
+                "pass@k never exceeds the base model's coverage",
+                over <= 0.0 and unsolved == 0.0,
+                f"max pass@k(pi_t) - pass@inf(pi_0) = {over:.3g} (k up to 4096); max pass@k on the "
+                f"{int((cover == 0).sum())} prompts pi_0 cannot solve: {unsolved:.3g}",
+                {"max_excess": over, "unsolved": unsolved},
+            ),
+            Check(
+                "beta > 0 converges to pi_0 e^(r/beta) / Z",
+                fixed_gap <= 1e-10,
+                f"max KL(pi_K || pi_0 e^(r/beta)/Z) = {fixed_gap:.1e} (tolerance 1e-10)",
+                {"kl": fixed_gap},
+            ),
+            Check(
+                "the entropy-reward trade-off",
+                abs(acc_gap) <= 1e-6 and H[0] < float(plain.entropy[0]) and H[0] < H[1] < H[2],
+                f"beta = 0: accuracy {float(plain.objective[-1]):.6f} vs the support-limited "
+                f"maximum {cover.mean():.6f}; entropy {float(plain.entropy[0]):.3f} -> {H[0]:.3f}; "
+                f"final entropy for beta = 0, 0.1, 1: {np.round(H, 3).tolist()}",
+                {"accuracy_gap": acc_gap, "entropy": H},
+            ),
+        ]
+        if plot:
+            from theorylab.plotting import plot_policy_path
+
+            curves = {f"accuracy, beta = {b:g}": r.objective for b, r in runs.items()}
+            curves["pass@inf of pi_0 (the ceiling)"] = np.full(cfg["K"] + 1, cover.mean())
+            ax = plot_policy_path(
+                curves, ylabel="mean accuracy", title=f"RLVR from a base model, {task.name}"
+            )
+            save_claim_figure(ax, plot)
+        rep.checks.extend(checks)
+
+
+register_validation(RLVRSupportLeash(), controls=("rlvr-exploration-mass",), papers=("000#60",))
