@@ -12,7 +12,10 @@ claims in the klpoB block of ``validations/claims/policy_optimization.py``); app
   (``theorylab.algorithms.policy_optimization.max_at_k.order_weights``);
 * ``rlvr-exploration-mass``: the RLVR mirror-descent step mixes 1e-3 of the uniform distribution
   over all responses into every iterate (an exploration floor the analysed update does not have;
-  ``theorylab.algorithms.policy_optimization.rlvr_support.md_step``).
+  ``theorylab.algorithms.policy_optimization.rlvr_support.md_step``);
+* ``boundary-tabular-features``: the reasoning-boundary testbed's shared answer features
+  replaced by tabular ones (one parameter per (prompt, answer): no interference to measure;
+  ``theorylab.algorithms.policy_optimization.reasoning_boundary.features``).
 """
 
 from __future__ import annotations
@@ -69,6 +72,19 @@ def rlvr_exploration_mass(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def boundary_tabular_features(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import reasoning_boundary
+
+    original = reasoning_boundary.features
+
+    def tabular(P, A, shared):
+        return original(P, A, False)  # the bug: the sharing dropped
+
+    with _patched(reasoning_boundary, "features", tabular):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -92,6 +108,14 @@ MUTATIONS = (
             "mutation",
             "the RLVR mirror-descent step mixes 1e-3 uniform mass into every iterate",
             rlvr_exploration_mass,
+        )
+    ),
+    register_control(
+        Control(
+            "boundary-tabular-features",
+            "mutation",
+            "the answer bandit's shared features replaced by tabular ones (no interference)",
+            boundary_tabular_features,
         )
     ),
 )

@@ -21,6 +21,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     kl_bayesian_inference,
     max_at_k,
     policy_cliff,
+    reasoning_boundary,
     rlvr_support,
     rpg,
     trpo,
