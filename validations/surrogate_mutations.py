@@ -15,7 +15,10 @@ claims in the klpoB block of ``validations/claims/policy_optimization.py``); app
   ``theorylab.algorithms.policy_optimization.rlvr_support.md_step``);
 * ``boundary-tabular-features``: the reasoning-boundary testbed's shared answer features
   replaced by tabular ones (one parameter per (prompt, answer): no interference to measure;
-  ``theorylab.algorithms.policy_optimization.reasoning_boundary.features``).
+  ``theorylab.algorithms.policy_optimization.reasoning_boundary.features``);
+* ``forward-kl-direction-swapped``: the forward-KL optimum computed for KL(pi || ref) (the
+  direction swapped: the reverse tilt returned;
+  ``theorylab.algorithms.planning.divergence_optima.forward_kl_optimum``).
 """
 
 from __future__ import annotations
@@ -85,6 +88,14 @@ def boundary_tabular_features(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def forward_kl_direction_swapped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.planning import divergence_optima
+
+    with _patched(divergence_optima, "forward_kl_optimum", divergence_optima.reverse_kl_optimum):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -116,6 +127,14 @@ MUTATIONS = (
             "mutation",
             "the answer bandit's shared features replaced by tabular ones (no interference)",
             boundary_tabular_features,
+        )
+    ),
+    register_control(
+        Control(
+            "forward-kl-direction-swapped",
+            "mutation",
+            "the forward-KL optimum solved for KL(pi || ref) (the reverse tilt)",
+            forward_kl_direction_swapped,
         )
     ),
 )

@@ -60,3 +60,37 @@ def _check(ref_logp, reward, beta) -> None:
             f"ref_logp and reward must be (P, Y) tables of one shape, got {np.shape(ref_logp)} "
             f"and {np.shape(reward)}"
         )
+
+
+def js_optimum(ref_logp: np.ndarray, reward: np.ndarray, beta: float) -> np.ndarray:
+    """(P, Y) log pi* of ``E r - beta JS(pi, ref)``: the stationarity ``r(y) - (beta/2)
+    log(2 pi(y) / (pi(y) + ref(y))) = lambda`` gives ``pi = ref u / (2 - u)``, ``u = e^(2 (r -
+    lambda) / beta)``, with lambda > max r - (beta/2) log 2 the root of ``sum pi = 1`` (derived
+    here [A]; the sum falls strictly in lambda, from +inf to 0)."""
+    _check(ref_logp, reward, beta)
+    ref = np.exp(np.asarray(ref_logp, dtype=np.float64))
+    r = np.asarray(reward, dtype=np.float64)
+    out = np.full(ref.shape, -np.inf)
+    for x in range(ref.shape[0]):
+        on = ref[x] > 0
+        rx, qx = r[x, on], ref[x, on]
+        lo = rx.max() - 0.5 * beta * np.log(2.0)  # u -> 2 at the top: the sum -> +inf
+        hi = rx.max() + beta * 50.0  # u <= e^(-100): the sum ~ 0
+        lam = brentq(
+            _js_excess,
+            lo + 1e-15 * max(1.0, abs(lo)),
+            hi,
+            args=(rx, qx, beta),
+            xtol=1e-15,
+            rtol=4 * np.finfo(float).eps,
+        )
+        log_u = 2.0 * (rx - lam) / beta
+        logp = np.log(qx) + log_u - np.log(2.0 - np.exp(log_u))
+        out[x, on] = logp - logsumexp(logp)
+    return out
+
+
+def _js_excess(lam: float, r: np.ndarray, ref: np.ndarray, beta: float) -> float:
+    u = np.exp(2.0 * (r - lam) / beta)
+    with np.errstate(divide="ignore"):
+        return float(np.sum(ref * u / np.maximum(2.0 - u, 1e-300)) - 1.0)

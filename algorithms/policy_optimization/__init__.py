@@ -18,6 +18,7 @@ records it. Registered:
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
     alignment_asymptotics,
+    divergence_choice,
     kl_bayesian_inference,
     max_at_k,
     policy_cliff,

@@ -14,7 +14,7 @@ proposed testbed; the paper's model and constants were not read):
 * a log-linear policy over (prompt, answer) pairs, ``pi(y|x) = softmax_y(b[x, y] + phi(x, y) .
   theta)``, with fixed base logits b (the base model, theta_0 = 0) and either *shared* features
   ``phi(x, y) = e_y`` (one parameter per answer, shared by every prompt: the interference) or
-  *tabular* ones ``phi(x, y) = e_(x, y)`` (none); one correct answer per prompt;
+  *tabular* ones ``phi(x, y) = e_(x, y)`` (none); one correct answer per prompt (``correct=1``);
 * exact on-policy policy gradient on the (weighted) mean accuracy,
   ``grad = sum_x w_x sum_y pi(y|x) (c(x, y) - acc_x) phi(x, y)``, step eta, K steps;
   ``w_x = 1/P`` (standard RLVR) or ``w_x ∝ 1/acc_0(x)`` (the re-weighting toward
@@ -50,9 +50,8 @@ def features(P: int, A: int, shared: bool) -> np.ndarray:
 
 
 def accuracy(inst: AnswerBandit, theta: np.ndarray, phi: np.ndarray) -> np.ndarray:
-    """(P,) pi(correct answer | x)."""
-    logp = _log_softmax(inst.base_logits + phi @ theta, axis=1)
-    return np.exp(logp[np.arange(logp.shape[0]), inst.correct])
+    """(P,) pi(correct | x)."""
+    return inst.accuracy(_log_softmax(inst.base_logits + phi @ theta, axis=1))
 
 
 def shared_pg(
@@ -74,7 +73,7 @@ def shared_pg(
         raise ValueError(f"rlvr-shared-pg: step must be a finite number > 0, got {step!r}")
     P, A = inst.base_logits.shape
     phi = features(P, A, shared)  # (P, A, d)
-    onehot = np.eye(A)[inst.correct]  # (P, A)
+    onehot = inst.correct.astype(np.float64)  # (P, A)
     theta = np.zeros(phi.shape[-1])
     acc0 = accuracy(inst, theta, phi)
     w = (1.0 / acc0) / (1.0 / acc0).sum() if reweight else np.full(P, 1.0 / P)
@@ -88,7 +87,7 @@ def shared_pg(
         acc = (pi * onehot).sum(1)
         theta = theta + step * np.einsum("x,xa,xad->d", w, pi * (onehot - acc[:, None]), phi)
     logps = np.stack(logps)  # (K+1, P, A)
-    acc = np.exp(logps[:, np.arange(P), inst.correct])  # (K+1, P)
+    acc = inst.accuracy(logps)  # (K+1, P)
     K1 = logps.shape[0]
     return PolicyPath(
         objective=acc.mean(-1),
