@@ -18,7 +18,10 @@ claims in the klpoB block of ``validations/claims/policy_optimization.py``); app
   ``theorylab.algorithms.policy_optimization.reasoning_boundary.features``);
 * ``forward-kl-direction-swapped``: the forward-KL optimum computed for KL(pi || ref) (the
   direction swapped: the reverse tilt returned;
-  ``theorylab.algorithms.planning.divergence_optima.forward_kl_optimum``).
+  ``theorylab.algorithms.planning.divergence_optima.forward_kl_optimum``);
+* ``mirror-drift-sign-flipped``: mirror learning's KL drift added with the wrong sign (a bonus
+  for moving away from pi_k: negative, so not a drift;
+  ``theorylab.algorithms.policy_optimization.mirror_learning.DRIFTS["kl"]``).
 """
 
 from __future__ import annotations
@@ -96,6 +99,18 @@ def forward_kl_direction_swapped(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def mirror_drift_sign_flipped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import mirror_learning
+
+    original = mirror_learning.DRIFTS["kl"]
+    mirror_learning.DRIFTS["kl"] = lambda r, A: -original(r, A)  # the bug: the sign
+    try:
+        yield
+    finally:
+        mirror_learning.DRIFTS["kl"] = original
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -135,6 +150,14 @@ MUTATIONS = (
             "mutation",
             "the forward-KL optimum solved for KL(pi || ref) (the reverse tilt)",
             forward_kl_direction_swapped,
+        )
+    ),
+    register_control(
+        Control(
+            "mirror-drift-sign-flipped",
+            "mutation",
+            "mirror learning's KL drift with its sign flipped (a bonus, not a penalty)",
+            mirror_drift_sign_flipped,
         )
     ),
 )

@@ -21,6 +21,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     divergence_choice,
     kl_bayesian_inference,
     max_at_k,
+    mirror_learning,
     policy_cliff,
     reasoning_boundary,
     rlvr_support,
