@@ -65,7 +65,9 @@ def shared_pg(
 ) -> PolicyPath:
     """K exact on-policy gradient steps on the (re)weighted mean accuracy (module docstring)."""
     if not isinstance(inst, AnswerBandit):
-        raise ValueError(f"rlvr-shared-pg runs on a AnswerBandit, got {type(inst).__name__}")
+        raise ValueError(
+            f"rlvr-shared-pg runs on an answer-bandit (e.g. answer-bandit:P=8,A=6), got {type(inst).__name__}"
+        )
     for name, v in (("iterations", iterations), ("k", k)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
             raise ValueError(f"rlvr-shared-pg: {name} must be a positive integer, got {v!r}")
