@@ -46,7 +46,11 @@ from scipy.special import log_softmax
 
 from theorylab.algorithms.planning import divergence_optima
 from theorylab.algorithms.planning.kl_policy_gradient import sequence_entropy
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_number,
+)
 from theorylab.algorithms.registry import register
 from theorylab.mdps.answer_bandit import AnswerBandit
 
@@ -147,23 +151,14 @@ def divergence_pg(
     if not isinstance(inst, AnswerBandit):
         raise ValueError(f"divergence-pg runs on an answer-bandit, got {type(inst).__name__}")
     _check_divergence(divergence)
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
-        raise ValueError(
-            f"divergence-pg: iterations must be a positive integer, got {iterations!r}"
-        )
-    if iterations < 1:
-        raise ValueError(
-            f"divergence-pg: iterations must be a positive integer, got {iterations!r}"
-        )
-    if step is None and isinstance(beta, (int, float)) and beta > 0:
-        step = 1.0 if divergence == "forward" else 1.0 / beta
-    for name, v in (("beta", beta), ("step", step)):
-        if not (isinstance(v, (int, float)) and np.isfinite(v) and v > 0):
-            raise ValueError(f"divergence-pg: {name} must be a finite number > 0, got {v!r}")
+    K = check_iterations("divergence-pg", iterations)
+    beta = check_number("divergence-pg", "beta", beta)
+    default = 1.0 if divergence == "forward" else 1.0 / beta
+    step = check_number("divergence-pg", "step", default if step is None else step)
     base = inst.base_logp
     theta = base.copy()
     logps = [base]
-    for _ in range(int(iterations)):
+    for _ in range(K):
         theta = theta + step * divergence_gradient(inst, theta, divergence, beta)
         logps.append(log_softmax(theta, axis=1))
     logps = np.stack(logps)  # (K+1, P, A)

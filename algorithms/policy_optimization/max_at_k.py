@@ -50,7 +50,11 @@ from theorylab.algorithms.planning.kl_policy_gradient import (
     sequence_entropy,
     weighted_score,
 )
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_number,
+)
 from theorylab.algorithms.registry import register
 from theorylab.mdps.token_tree import TokenTreeTask
 
@@ -147,14 +151,13 @@ def max_at_k_ascent(
             f"max-at-k-pg runs on a token-tree task (e.g. tokentree:V=4,L=1), got "
             f"{type(task).__name__}"
         )
-    for name, v in (("iterations", iterations), ("k", k)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"max-at-k-pg: {name} must be a positive integer, got {v!r}")
-    if not (isinstance(step, (int, float)) and np.isfinite(step) and step > 0):
-        raise ValueError(f"max-at-k-pg: step must be a finite number > 0, got {step!r}")
+    K = check_iterations("max-at-k-pg", iterations)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"max-at-k-pg: k must be a positive integer, got {k!r}")
+    step = check_number("max-at-k-pg", "step", step)
     theta = np.log(task.ref_cond)
     iterates = [log_softmax(theta)]
-    for _ in range(int(iterations)):
+    for _ in range(K):
         theta = theta + step * max_at_k_gradient(task, theta, int(k))
         iterates.append(log_softmax(theta))
     policies = np.stack(iterates)  # (K+1, P, N, V)

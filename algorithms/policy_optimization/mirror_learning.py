@@ -48,7 +48,7 @@ from itertools import combinations
 import numpy as np
 
 from theorylab.algorithms.planning.advantage import policy_advantage
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import PolicyPath, check_iterations
 from theorylab.algorithms.registry import register
 
 
@@ -120,14 +120,7 @@ def mirror_step(policy: np.ndarray, adv: np.ndarray, f, grid: np.ndarray) -> np.
 
 def mirror_learning_iterates(mdp, iterations: int, *, drift_name: str = "dpo", grid: int = 40):
     """K mirror-learning updates from the uniform policy (module docstring)."""
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
-        raise ValueError(
-            f"mirror-learning: iterations must be a positive integer, got {iterations!r}"
-        )
-    if iterations < 1:
-        raise ValueError(
-            f"mirror-learning: iterations must be a positive integer, got {iterations!r}"
-        )
+    K = check_iterations("mirror-learning", iterations)
     f = drift(drift_name)
     if isinstance(grid, bool) or not isinstance(grid, (int, np.integer)) or grid < 2:
         raise ValueError(f"mirror-learning: grid must be an integer >= 2, got {grid!r}")
@@ -141,7 +134,7 @@ def mirror_learning_iterates(mdp, iterations: int, *, drift_name: str = "dpo", g
     points = simplex_grid(mdp.A, int(grid))
     pi = np.full((mdp.S, mdp.A), 1.0 / mdp.A)
     pis, etas = [pi], []
-    for _ in range(int(iterations)):
+    for _ in range(K):
         adv = policy_advantage(mdp, pi)
         etas.append(adv.eta)
         if f is _kl:  # the exact argmax: pi_k e^A / Z (the KL-drift step is NPG / PMD)

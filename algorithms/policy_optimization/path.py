@@ -34,3 +34,21 @@ class PolicyPath:
     target_value: float
     policies: np.ndarray
     config: dict[str, Any] = field(default_factory=dict)
+
+
+def check_iterations(who: str, iterations) -> int:
+    """K as an int, or a one-line error naming the algorithm (``who``) and the value."""
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
+        raise ValueError(f"{who}: iterations must be a positive integer, got {iterations!r}")
+    if iterations < 1:
+        raise ValueError(f"{who}: iterations must be a positive integer, got {iterations!r}")
+    return int(iterations)
+
+
+def check_number(who: str, name: str, value, *, positive: bool = True) -> float:
+    """A finite number > 0 (``positive``) or >= 0, or a one-line error naming it."""
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
+    if not ok or (value <= 0 if positive else value < 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{who}: {name} must be a finite number {bound}, got {value!r}")
+    return float(value)

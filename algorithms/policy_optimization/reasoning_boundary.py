@@ -37,7 +37,11 @@ import numpy as np
 from scipy.special import log_softmax as _log_softmax
 
 from theorylab.algorithms.planning.kl_policy_gradient import sequence_entropy
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_number,
+)
 from theorylab.algorithms.registry import register
 from theorylab.mdps.answer_bandit import AnswerBandit
 
@@ -66,13 +70,13 @@ def shared_pg(
     """K exact on-policy gradient steps on the (re)weighted mean accuracy (module docstring)."""
     if not isinstance(inst, AnswerBandit):
         raise ValueError(
-            f"rlvr-shared-pg runs on an answer-bandit (e.g. answer-bandit:P=8,A=6), got {type(inst).__name__}"
+            "rlvr-shared-pg runs on an answer-bandit (e.g. answer-bandit:P=8,A=6), got "
+            f"{type(inst).__name__}"
         )
-    for name, v in (("iterations", iterations), ("k", k)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"rlvr-shared-pg: {name} must be a positive integer, got {v!r}")
-    if not (isinstance(step, (int, float)) and np.isfinite(step) and step > 0):
-        raise ValueError(f"rlvr-shared-pg: step must be a finite number > 0, got {step!r}")
+    iterations = check_iterations("rlvr-shared-pg", iterations)
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise ValueError(f"rlvr-shared-pg: k must be a positive integer, got {k!r}")
+    step = check_number("rlvr-shared-pg", "step", step)
     P, A = inst.base_logits.shape
     phi = features(P, A, shared)  # (P, A, d)
     onehot = inst.correct.astype(np.float64)  # (P, A)

@@ -34,7 +34,11 @@ from scipy.special import logsumexp
 
 from theorylab.algorithms.planning.divergence_optima import reverse_kl_optimum
 from theorylab.algorithms.planning.kl_policy_gradient import sequence_entropy
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_number,
+)
 from theorylab.algorithms.registry import register
 from theorylab.mdps.token_tree import TokenTreeTask
 
@@ -80,19 +84,14 @@ def rlvr_mirror_descent(
     """K mirror-descent steps from the base model (module docstring)."""
     if not isinstance(task, TokenTreeTask):
         raise ValueError(f"rlvr-md runs on a token-tree task, got {type(task).__name__}")
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
-        raise ValueError(f"rlvr-md: iterations must be a positive integer, got {iterations!r}")
-    if iterations < 1:
-        raise ValueError(f"rlvr-md: iterations must be a positive integer, got {iterations!r}")
-    if not (isinstance(beta, (int, float)) and np.isfinite(beta) and beta >= 0):
-        raise ValueError(f"rlvr-md: beta must be a finite number >= 0, got {beta!r}")
-    if not (isinstance(step, (int, float)) and np.isfinite(step) and step > 0):
-        raise ValueError(f"rlvr-md: step must be a finite number > 0, got {step!r}")
+    K = check_iterations("rlvr-md", iterations)
+    beta = check_number("rlvr-md", "beta", beta, positive=False)
+    step = check_number("rlvr-md", "step", step)
     base = base_model(task, task.V - 1 if banned_token is None else banned_token)
     r = task.mean_reward
     logp = base
     seqs = [base]
-    for _ in range(int(iterations)):
+    for _ in range(K):
         logp = md_step(logp, base, r, step, beta)
         seqs.append(logp)
     seqs = np.stack(seqs)  # (K+1, P, Y)

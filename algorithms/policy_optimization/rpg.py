@@ -58,7 +58,11 @@ from theorylab.algorithms.planning.kl_policy_gradient import (
     weighted_score,
 )
 from theorylab.algorithms.policy_optimization.kl_bayesian_inference import default_step
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_number,
+)
 from theorylab.algorithms.registry import register
 from theorylab.mdps.token_tree import TokenTreeTask
 
@@ -154,18 +158,12 @@ def rpg_ascent(
             f"rpg runs on a token-tree task (e.g. tokentree:V=3,L=2), got {type(task).__name__}"
         )
     _check_surrogate(surrogate)
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
-        raise ValueError(f"rpg: iterations must be a positive integer, got {iterations!r}")
-    if iterations < 1:
-        raise ValueError(f"rpg: iterations must be a positive integer, got {iterations!r}")
-    if not (isinstance(beta, (int, float)) and np.isfinite(beta) and beta > 0):
-        raise ValueError(f"rpg: beta must be a finite number > 0, got {beta!r}")
-    step = default_step(beta) if step is None else step
-    if not (isinstance(step, (int, float)) and np.isfinite(step) and step > 0):
-        raise ValueError(f"rpg: step must be a finite number > 0, got {step!r}")
+    K = check_iterations("rpg", iterations)
+    beta = check_number("rpg", "beta", beta)
+    step = check_number("rpg", "step", default_step(beta) if step is None else step)
     theta = np.log(task.ref_cond)  # (P, N, V)
     iterates = [log_softmax(theta)]
-    for _ in range(int(iterations)):
+    for _ in range(K):
         old = task.sequence_logprobs(log_softmax(theta))
         theta = theta - step * expected_surrogate_gradient(task, theta, old, surrogate, beta)
         iterates.append(log_softmax(theta))
