@@ -177,6 +177,19 @@ register_kind(
 )
 register_kind(
     Kind(
+        "average-reward",
+        constructor_args=("mdp", "steps", "rngs"),
+        budget={
+            "steps": "T, the number of steps of one non-episodic trajectory per seed (required; "
+            "CLI --steps)",
+        },
+        runner="theorylab.runners.average_reward:run",
+        summary="one trajectory of T steps per seed, no resets; exact regret T g* - sum of the "
+        "mean rewards played, against the optimal gain g*",
+    )
+)
+register_kind(
+    Kind(
         "imitation",
         constructor_args=("expert", "dataset"),
         budget={
@@ -380,6 +393,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.dual.registrations",
     "theorylab.algorithms.preference.registrations",
     "theorylab.algorithms.policy_optimization",
+    "theorylab.algorithms.average_reward",
 )
 
 

@@ -1609,3 +1609,10 @@ MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
 from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)
+
+
+# ----------------------------------------------------------------------------- issue 30 (avgrew)
+# UCRL2 (validations/claims/average_reward.py)
+from theorylab.validations import average_reward_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *average_reward_mutations.MUTATIONS)
