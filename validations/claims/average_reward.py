@@ -207,11 +207,16 @@ class UCRL2Regret(ScaledClaim):
             regrets.append(max(float(res.final().mean()), 1.0))
             rows.append(f"S={S}: D={D:.2f}, sp(h*)={res.span:.2f}, regret={regrets[-1]:.0f}")
         slope = float(np.polyfit(np.log(Ds), np.log(regrets), 1)[0])
+        # along RiverSwim D grows with S, so Theorem 2's D S grows faster than D
+        ds = np.asarray(Ds) * np.asarray(cfg["sweep"], dtype=float)
+        bound_slope = float(np.polyfit(np.log(Ds), np.log(ds), 1)[0])
         return Check(
             "regret at T = 1e7 against the diameter (information)",
             True,
-            "; ".join(rows) + f"; log-log slope in D {slope:.2f} (Theorem 2: at most 1)",
-            {"diameter": Ds, "regret": regrets, "slope_in_D": slope},
+            "; ".join(rows)
+            + f"; log-log slope in D {slope:.2f} (Theorem 2's D S along this family: "
+            f"{bound_slope:.2f}; at T = 1e7 the larger chains are still in their burn-in)",
+            {"diameter": Ds, "regret": regrets, "slope_in_D": slope, "bound_slope": bound_slope},
             status="INFO",
         )
 
