@@ -190,6 +190,19 @@ register_kind(
 )
 register_kind(
     Kind(
+        "average-reward-generative",
+        constructor_args=("mdp", "samples", "rngs"),
+        budget={
+            "samples": "n generative-model draws per state-action pair, or an increasing list "
+            "of n (required; CLI -p samples=...)",
+        },
+        runner="theorylab.runners.average_reward:run_generative",
+        summary="estimate a gain-optimal policy from n draws per pair; exact gain gap "
+        "g* - g(pi_hat) per n",
+    )
+)
+register_kind(
+    Kind(
         "imitation",
         constructor_args=("expert", "dataset"),
         budget={

@@ -306,3 +306,19 @@ def mixing_time(mdp, policy=None) -> int:
     for pi in itertools.product(range(A), repeat=S):
         worst = max(worst, policy_mixing_time(P[np.arange(S), np.array(pi)]))
     return worst
+
+
+def lazy(mdp, stay: float):
+    """The lazy version ``stay I + (1 - stay) P`` of a model: the same gains and optimal
+    policies, biases and mixing times scaled by ``1 / (1 - stay)`` (the t_mix knob of the
+    sample-complexity claims). Returns a :class:`~theorylab.mdps.tabular.TabularMDP` (its
+    horizon, 20, is only a label: average reward ignores it)."""
+    from theorylab.mdps.tabular import TabularMDP
+
+    if not 0.0 <= float(stay) < 1.0:
+        raise ValueError(f"stay must be in [0, 1), got {stay!r}")
+    P, R = model_arrays(mdp)
+    S = P.shape[0]
+    name = getattr(mdp, "name", "model")
+    lazy_P = stay * np.eye(S)[:, None, :] + (1.0 - stay) * P
+    return TabularMDP(lazy_P, R, horizon=20, name=f"lazy({name},stay={stay:g})")

@@ -4,12 +4,13 @@
 (deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
 step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``ConstrainedResult``
 (KL-constrained solves), ``AverageRewardResult`` (non-episodic regret in steps),
-``PolicyOptimizationResult`` (exact policy-optimisation iterations),
-``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts). A new kind
-of result adds a module here and one import line below (``docs/architecture.md``).
+``GenerativeGainResult`` (gain gap from a generative model), ``PolicyOptimizationResult``
+(exact policy-optimisation iterations), ``PreferenceResult`` (preference feedback: regret or
+sub-optimality with query counts). A new kind of result adds a module here and one import line
+below (``docs/architecture.md``).
 """
 
-from theorylab.results.average_reward import AverageRewardResult
+from theorylab.results.average_reward import AverageRewardResult, GenerativeGainResult
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
 from theorylab.results.constrained import ConstrainedResult
 from theorylab.results.deep import DeepResult
@@ -27,6 +28,7 @@ __all__ = [
     "RESULT_TYPES",
     "DeepResult",
     "DualResult",
+    "GenerativeGainResult",
     "OPEResult",
     "PolicyOptimizationResult",
     "PreferenceResult",

@@ -109,3 +109,86 @@ class AverageRewardResult(Result):
             **kwargs,
         )
         return self._finish_plot(ax, path)
+
+
+@register_result("average-reward-generative")
+@dataclass
+class GenerativeGainResult(Result):
+    """samples: ``(N,)`` draws per pair; gain_gap: ``(B, N)`` exact ``g* - g(pi_hat)`` of the
+    policy returned at each n; gain_estimate: ``(B, N)`` the estimator's own gain estimate (NaN
+    where it gives none); gain_star: g*."""
+
+    samples: np.ndarray
+    gain_gap: np.ndarray
+    gain_estimate: np.ndarray
+    gain_star: float
+    wall_seconds: float
+    config: dict[str, Any] = field(default_factory=dict)
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        return {
+            "samples": np.asarray(self.samples),
+            "gain_gap": np.asarray(self.gain_gap),
+            "gain_estimate": np.asarray(self.gain_estimate),
+        }
+
+    def metadata(self) -> dict[str, Any]:
+        return {"gain_star": self.gain_star}
+
+    @classmethod
+    def from_stored(cls, meta: dict[str, Any], arrays: dict[str, np.ndarray]):
+        return cls(
+            samples=arrays["samples"],
+            gain_gap=arrays["gain_gap"],
+            gain_estimate=arrays["gain_estimate"],
+            gain_star=float(meta["gain_star"]),
+            wall_seconds=float(meta["wall_seconds"]),
+            config=meta["config"],
+        )
+
+    def samples_to(self, eps: float, level: float = 0.9) -> float:
+        """The least n of the ladder from which (at it and every larger n) at least ``level`` of
+        the seeds have a gain gap <= eps; inf when there is none."""
+        ok = (self.gain_gap <= eps).mean(axis=0) >= level  # (N,)
+        tail = np.flip(np.logical_and.accumulate(np.flip(ok)))
+        return float(self.samples[np.argmax(tail)]) if tail.any() else float("inf")
+
+    def summary(self, confidence: float = 0.95) -> dict[str, Any]:
+        """At the largest n: mean gain gap and the fraction of seeds with an optimal policy."""
+        last = self.gain_gap[:, -1]
+        return {
+            "algorithm": self.config.get("algorithm"),
+            "problem": self.config.get("problem"),
+            "samples": int(self.samples[-1]),
+            "seeds": int(last.size),
+            "gain_star": self.gain_star,
+            "gain_gap": float(last.mean()),
+            "optimal_fraction": float(np.mean(last <= 1e-12)),
+            "wall_seconds": self.wall_seconds,
+        }
+
+    def frame_columns(self, resolution: str = "full") -> dict[str, np.ndarray]:
+        B = self.gain_gap.shape[0]
+        return {
+            **self.long_index(B, self.samples, "samples"),
+            "gain_gap": self.gain_gap.ravel(),
+            "gain_estimate": self.gain_estimate.ravel(),
+        }
+
+    def plot(self, path=None, *, ax=None, **kwargs):
+        """Mean gain gap against n (log-log) with a bootstrap band over seeds."""
+        from theorylab.plotting import plot_regret
+
+        title = kwargs.pop(
+            "title", f"{self.config.get('algorithm')} on {self.config.get('problem')}"
+        )
+        ax = plot_regret(
+            {str(self.config.get("algorithm")): self.gain_gap},
+            x=self.samples,
+            xlabel="draws per pair n",
+            ylabel="gain gap g* - g(pi_hat)",
+            title=title,
+            ax=ax,
+            **kwargs,
+        )
+        return self._finish_plot(ax, path)
