@@ -46,6 +46,7 @@ NO_THEOREM = {
     "best-of-n",
     # issue 30 (helper avgrew): the uniform agent is the null baseline of the average-reward kind
     "uniform-average",
+    "null-generative",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -83,6 +84,7 @@ MAIN_THEOREM = {
     "dueling-rl": "psl-dueling-known",
     "regime": "zhan2024-regime-queries",
     "ucrl2": "jaksch2010-ucrl2-thm2",
+    "plugin-average": "wang2023-avg-sample-complexity",
 }
 
 

@@ -291,3 +291,68 @@ def test_ucrl2_claim_passes_and_its_controls_fail():
     assert rep.verdict == "PASS", [c.detail for c in rep.checks]
     verdicts = {c["control"]: c["verdict"] for c in rep.controls}
     assert verdicts == {"ucrl2-uniform-null": "FAIL", "ucrl2-radius-over-n": "FAIL"}
+
+
+# ------------------------------------------------------------------- 001#1: generative model
+def test_reduction_discount_is_one_minus_eps_over_tmix():
+    """The reduction's discount, written out: gamma = 1 - eps / (c_gamma t_mix) [A]."""
+    from theorylab.algorithms.average_reward.generative import discount_for
+
+    for eps, t_mix, c in [(0.01, 45.0, 1.0), (0.1, 3.0, 1.0), (0.05, 10.0, 2.0)]:
+        assert discount_for(eps, t_mix, c) == pytest.approx(1.0 - eps / (c * t_mix), abs=1e-15)
+
+
+def test_lazy_models_keep_gains_and_scale_bias_and_mixing():
+    from theorylab.validations.claims.average_reward import hub_mdp
+
+    hub = hub_mdp()
+    base = ar.optimal_gain_bias_lp(hub)
+    for stay in (0.5, 0.75, 0.9):
+        m = ar.lazy(hub, stay)
+        gb = ar.optimal_gain_bias_rvi(m)
+        assert abs(gb.gain - base.gain) <= 1e-10
+        assert np.abs(gb.bias - base.bias / (1 - stay)).max() <= 1e-8
+    with pytest.raises(ValueError, match="stay must be in"):
+        ar.lazy(hub, 1.0)
+
+
+def test_plugin_estimator_counts_and_its_limit():
+    from theorylab.algorithms.average_reward.generative import draw_counts, plugin_policy
+    from theorylab.validations.claims.average_reward import hub_mdp
+
+    hub = hub_mdp()
+    P, R = ar.model_arrays(hub)
+    counts = draw_counts(P, 1000, np.random.default_rng(0))
+    assert counts.shape == P.shape and np.all(counts.sum(axis=2) == 1000)
+    pi, g_hat = plugin_policy(P, R, 1 - 0.01 / 2, 0.0, np.random.default_rng(0))
+    assert pi.tolist() == ar.optimal_gain_bias_lp(hub).policy.tolist()
+    assert abs(g_hat - ar.optimal_gain_bias_lp(hub).gain) < 0.01
+
+
+def test_generative_kind_scores_gain_gaps_and_refuses_bad_input(tmp_path):
+    from theorylab.validations.claims.average_reward import hub_mdp
+
+    hub = hub_mdp()
+    res = tl.run("plugin-average", hub, samples=[10, 100_000], seeds=3, eps=0.01)
+    assert res.result_kind == "average-reward-generative" and res.gain_gap.shape == (3, 2)
+    assert np.all(res.gain_gap[:, -1] <= 1e-12) and np.all(res.gain_gap >= -1e-12)
+    back = tl.load_result(res.save(tmp_path / "g"))
+    assert np.array_equal(back.gain_gap, res.gain_gap)
+    null = tl.run("null-generative", hub, samples=[100_000], seeds=2)
+    assert np.all(null.gain_gap > 0.01)  # state 1 plays the 0.9 action: gap 0.5 * 0.1 / 1.1
+    with pytest.raises(ValueError, match="samples must be increasing"):
+        tl.run("plugin-average", hub, samples=[100, 10])
+    with pytest.raises(ValueError, match="eps must be in"):
+        tl.run("plugin-average", hub, samples=10, eps=1.5)
+
+
+def test_plugin_claim_passes_and_its_controls_fail():
+    from theorylab.validations.registry import validate
+
+    rep = validate("plugin-average-tmix-linear", "quick")
+    assert rep.verdict == "PASS", [c.detail for c in rep.checks]
+    verdicts = {c["control"]: c["verdict"] for c in rep.controls}
+    assert verdicts == {
+        "plugin-average-null": "FAIL",
+        "plugin-average-no-tmix-discount": "FAIL",
+    }

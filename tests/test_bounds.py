@@ -79,6 +79,8 @@ EXPECTED_NAMES = {
     "psl-dueling-unknown",
     "zhan2024-regime-queries",
     "jaksch2010-ucrl2-thm2",
+    "wang2023-avg-sample-complexity",
+    "wang2023-avg-earlier-upper",
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))
@@ -262,6 +264,8 @@ def test_rates_of_the_registered_bounds():
     assert get_bound("oful-abbasi2011").exponent("T") == HALF
     ucrl2 = get_bound("jaksch2010-ucrl2-thm2")  # average reward: T steps, no episodes
     assert ucrl2.exponent("T") == HALF and ucrl2.exponent("D") == 1 and ucrl2.exponent("S") == 1
+    assert get_bound("wang2023-avg-sample-complexity").exponent("t_mix") == 1
+    assert get_bound("wang2023-avg-earlier-upper").exponent("t_mix") == 2
     for b in all_bounds():
         if b.quantity == "sample_complexity":
             assert b.exponent("eps") == -2, b.name

@@ -85,6 +85,7 @@ def plugin_runs(mdp, samples: list[int], rngs, *, eps, t_mix, c_gamma, perturb):
     "plugin-average",
     kind="average-reward-generative",
     problem="tabular",
+    bounds=("wang2023-avg-sample-complexity",),
     papers=PAPERS,
     summary="generative model: perturbed plug-in on the discounted reduction, gamma = 1 - "
     "eps / t_mix (Wang, Blanchet & Glynn 2023, reconstructed)",
