@@ -111,6 +111,14 @@ class AverageRewardResult(Result):
         return self._finish_plot(ax, path)
 
 
+def samples_to_eps(gaps: np.ndarray, samples: np.ndarray, eps: float, level: float) -> float:
+    """The least n of the ladder ``samples (N,)`` from which (at it and every larger n) at least
+    ``level`` of the rows of ``gaps (B, N)`` are <= eps; inf when there is none."""
+    ok = (np.asarray(gaps) <= eps).mean(axis=0) >= level  # (N,)
+    tail = np.flip(np.logical_and.accumulate(np.flip(ok)))
+    return float(np.asarray(samples)[np.argmax(tail)]) if tail.any() else float("inf")
+
+
 @register_result("average-reward-generative")
 @dataclass
 class GenerativeGainResult(Result):
@@ -147,11 +155,8 @@ class GenerativeGainResult(Result):
         )
 
     def samples_to(self, eps: float, level: float = 0.9) -> float:
-        """The least n of the ladder from which (at it and every larger n) at least ``level`` of
-        the seeds have a gain gap <= eps; inf when there is none."""
-        ok = (self.gain_gap <= eps).mean(axis=0) >= level  # (N,)
-        tail = np.flip(np.logical_and.accumulate(np.flip(ok)))
-        return float(self.samples[np.argmax(tail)]) if tail.any() else float("inf")
+        """:func:`samples_to_eps` of this run's gain gaps."""
+        return samples_to_eps(self.gain_gap, self.samples, eps, level)
 
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
         """At the largest n: mean gain gap and the fraction of seeds with an optimal policy."""

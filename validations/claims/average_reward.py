@@ -34,20 +34,12 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.results.average_reward import samples_to_eps
 from theorylab.validations.claim import Check, ScaledClaim, save_claim_figure
+from theorylab.validations.reference import informative_from
 from theorylab.validations.registry import register_validation
 
 UCRL2_BOUND = "jaksch2010-ucrl2-thm2"
-
-
-def informative_from_T(bound, D: float, S: int, A: int, gain: float, delta: float) -> float:
-    """The least T (to 1%) at which the bound card falls below the trivial bound T g*."""
-    T = 2.0
-    while bound.evaluate(D=D, S=S, A=A, T=T, delta=delta) >= T * gain:
-        T *= 1.01
-        if T > 1e30:
-            return float("inf")
-    return T
 
 
 def seeds_all(diag: dict[str, np.ndarray], name: str, test) -> np.ndarray:
@@ -122,7 +114,10 @@ class UCRL2Regret(ScaledClaim):
         unif = T * (g_star - g_unif)
         card = get_bound(self.bound)
         bound_T = float(card.evaluate(D=D, S=S, A=A, T=T, delta=delta))
-        t_inf = informative_from_T(card, D, S, A, g_star, delta)
+        t_inf = informative_from(  # the least T with bound(T) < T g* (the trivial bound)
+            lambda t: card.evaluate(D=D, S=S, A=A, T=np.maximum(t, 2.0), delta=delta), g_star
+        )
+        t_inf = float("inf") if t_inf is None else float(t_inf)
         viol = float(np.mean(final > bound_T))
         epochs = int(np.isfinite(diag.get("epoch_start", np.zeros((1, 0)))).sum(axis=1).max())
         checks = [
@@ -249,13 +244,6 @@ def hub_mdp():
     P[0, 0], P[0, 1], P[1, 0], P[1, 1] = [0.4, 0.6], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]
     R = np.array([[0.05, 0.1], [1.0, 0.9]])  # (S, A)
     return TabularMDP(P, R, horizon=20, name="hub")
-
-
-def samples_to_eps(gaps: np.ndarray, samples: np.ndarray, eps: float, level: float) -> float:
-    """The least n from which (at it and every larger n) >= level of the rows have gap <= eps."""
-    ok = (gaps <= eps).mean(axis=0) >= level
-    tail = np.flip(np.logical_and.accumulate(np.flip(ok)))
-    return float(samples[np.argmax(tail)]) if tail.any() else float("inf")
 
 
 @dataclass(frozen=True)
