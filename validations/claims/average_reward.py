@@ -7,8 +7,9 @@
    max_s(u_(i+1) - u_i) >= g* at every epoch on at least 1 - delta of the seeds (g* by the
    average-reward LP, the independent answer); (iii) sublinear: the log-log slope of the mean
    regret over the last two decades [T/100, T] is at most 0.75 (the mean regret clipped at 1:
-   a regret that stopped growing is sublinear); (iv) UCRL2's mean regret at T plus two standard
-   errors is below the uniform agent's exact regret rate ``T (g* - g_uniform)``; (v) the bound
+   a regret that stopped growing is sublinear); (iv) at most S A log2(8 T / (S A)) epochs
+   (Proposition 18: the doubling rule); (v) UCRL2's mean regret at T plus two standard
+   errors is below the uniform agent's exact regret rate ``T (g* - g_uniform)``; (vi) the bound
    card ``jaksch2010-ucrl2-thm2`` (34 D S sqrt(A T log(T/delta))) on at least 1 - delta of the
    seeds: VACUOUS while it is at or above the trivial bound T g* (it is informative from
    T ~ 5e7 on S = 3), a real check at full scale (T = 1e8). Full scale adds, for information, the
@@ -70,7 +71,8 @@ class UCRL2Regret(ScaledClaim):
         "UCRL2 (Jaksch, Ortner & Auer 2010) on RiverSwim, one trajectory of T steps per seed "
         "(delta = 0.05): the true model lies in every epoch's L1/reward confidence set and EVI's "
         "upper gain estimate is >= g* (LP) at every epoch, each on >= 1 - delta of the seeds; "
-        "the log-log slope of the mean regret over [T/100, T] is <= 0.75; the mean regret at T "
+        "the log-log slope of the mean regret over [T/100, T] is <= 0.75; at most "
+        "S A log2(8T/(SA)) epochs (Proposition 18); the mean regret at T "
         "(+ 2 s.e.) is below the uniform agent's exact T (g* - g_unif); regret <= 34 D S "
         "sqrt(A T log(T/delta)) (Theorem 2) on >= 1 - delta of the seeds, VACUOUS while that is "
         ">= T g* (informative from T ~ 5e7 on S = 3). Quick: S = 3, T = 1e6, 6 seeds (bound "
@@ -120,6 +122,7 @@ class UCRL2Regret(ScaledClaim):
         t_inf = float("inf") if t_inf is None else float(t_inf)
         viol = float(np.mean(final > bound_T))
         epochs = int(np.isfinite(diag.get("epoch_start", np.zeros((1, 0)))).sum(axis=1).max())
+        epoch_cap = S * A * np.log2(8 * T / (S * A))  # Proposition 18 [M]: m <= S A log2(8T/SA)
         checks = [
             Check(
                 "the true model lies in every epoch's confidence set",
@@ -140,6 +143,12 @@ class UCRL2Regret(ScaledClaim):
                 slope <= self.max_slope,
                 f"slope {slope:.3f} (mean regret {mean:.1f} at T = {T:.3g})",
                 {"slope": slope},
+            ),
+            Check(
+                "doubling epochs: at most S A log2(8 T / (S A)) of them",
+                0 < epochs <= epoch_cap,
+                f"{epochs} epochs at most over the seeds (cap {epoch_cap:.0f}; T = {T:.3g})",
+                {"epochs": epochs, "cap": float(epoch_cap)},
             ),
             Check(
                 "UCRL2 beats the uniform agent",
