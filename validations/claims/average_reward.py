@@ -384,16 +384,25 @@ class PluginTmixLinear(ScaledClaim):
             rep.slope, rep.slope_ci = slope, (float(lo), float(hi))
         rep.checks.extend(checks)
         if plot and finite:
-            from theorylab.plotting import plot_loglog
+            from theorylab.plotting import plot_lines
 
-            ax = plot_loglog(
-                np.asarray(t_mixes),
-                {"samples per pair to eps-optimal (90% of seeds)": np.asarray(need)},
-                bound_exponent=2.0,
-                x_name="t_mix",
+            t = np.asarray(t_mixes)
+            fit = np.polyfit(np.log(t), np.log(need), 1)
+            ax = plot_lines(
+                t,
+                {
+                    "samples per pair to eps-optimal (90% of seeds)": np.asarray(need),
+                    f"fit: slope {slope:.2f}, bootstrap 95% [{lo:.2f}, {hi:.2f}]": np.exp(
+                        np.polyval(fit, np.log(t))
+                    ),
+                    "earlier bound's rate t_mix^2 (from the first point)": need[0]
+                    * (t / t[0]) ** 2,
+                },
                 xlabel="t_mix (enumerated)",
                 ylabel="n per (s, a)",
                 title="plug-in on the discounted reduction, lazy hub MDP (eps = 0.01)",
+                logx=True,
+                logy=True,
             )
             save_claim_figure(ax, plot)
 
