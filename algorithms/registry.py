@@ -177,6 +177,32 @@ register_kind(
 )
 register_kind(
     Kind(
+        "average-reward",
+        constructor_args=("mdp", "steps", "rngs"),
+        budget={
+            "steps": "T, the number of steps of one non-episodic trajectory per seed (required; "
+            "CLI --steps)",
+        },
+        runner="theorylab.runners.average_reward:run",
+        summary="one trajectory of T steps per seed, no resets; exact regret T g* - sum of the "
+        "mean rewards played, against the optimal gain g*",
+    )
+)
+register_kind(
+    Kind(
+        "average-reward-generative",
+        constructor_args=("mdp", "samples", "rngs"),
+        budget={
+            "samples": "n generative-model draws per state-action pair, or an increasing list "
+            "of n (required; CLI -p samples=...)",
+        },
+        runner="theorylab.runners.average_reward:run_generative",
+        summary="estimate a gain-optimal policy from n draws per pair; exact gain gap "
+        "g* - g(pi_hat) per n",
+    )
+)
+register_kind(
+    Kind(
         "imitation",
         constructor_args=("expert", "dataset"),
         budget={
@@ -380,6 +406,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.dual.registrations",
     "theorylab.algorithms.preference.registrations",
     "theorylab.algorithms.policy_optimization",
+    "theorylab.algorithms.average_reward",
 )
 
 

@@ -112,6 +112,20 @@ _ENTRIES = [
         low_closed=True,
         latex=r"\sum_{(s,a)} \frac{1}{v_{\min}(s,a)\, p_{\min}(s,a)}",
     ),
+    # average reward (non-episodic): diameter and mixing time of a communicating MDP
+    Variable(
+        "D",
+        "diameter: max over s != s' of the least expected number of steps from s to s'",
+        low=1.0,
+        low_closed=True,
+    ),
+    Variable(
+        "t_mix",
+        "mixing time max_pi t_mix(pi) (TV threshold 1/4)",
+        low=1.0,
+        low_closed=True,
+        latex=r"t_{\mathrm{mix}}",
+    ),
     # preference-based RL (Zhu, Jordan, Jiao 2023)
     Variable(
         "lam",

@@ -44,6 +44,9 @@ NO_THEOREM = {
     "soft-vi",
     "trpo-penalty",
     "best-of-n",
+    # issue 30 (helper avgrew): the uniform agent is the null baseline of the average-reward kind
+    "uniform-average",
+    "null-generative",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -80,6 +83,8 @@ MAIN_THEOREM = {
     "pessimistic-mle": "zjj-thm3.2",
     "dueling-rl": "psl-dueling-known",
     "regime": "zhan2024-regime-queries",
+    "ucrl2": "jaksch2010-ucrl2-thm2",
+    "plugin-average": "wang2023-avg-sample-complexity",
 }
 
 

@@ -1025,7 +1025,9 @@ def build_parser() -> argparse.ArgumentParser:
         "mdp", help="MDP spec, e.g. riverswim:S=6,H=20, or a file of TabularMDP.save (my_mdp.npz)"
     )
     q.add_argument("--episodes", "-K", type=int, help="online: episodes K per seed")
-    q.add_argument("--steps", type=int, help="deep: gradient steps of a tabular twin")
+    q.add_argument(
+        "--steps", type=int, help="deep: gradient steps of a tabular twin; average-reward: steps T"
+    )
     q.add_argument(
         "--mode", choices=["exact", "sampled"], help="deep: exact expected loss or sampled batches"
     )

@@ -1614,3 +1614,9 @@ MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATI
 from theorylab.validations import surrogate_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *surrogate_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 30 (avgrew)
+# UCRL2 (validations/claims/average_reward.py)
+from theorylab.validations import average_reward_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *average_reward_mutations.MUTATIONS)
