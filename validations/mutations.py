@@ -53,6 +53,9 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   (``theorylab.algorithms.policy_optimization.policy_cliff.soft_optimum_of_reward``);
 * ``trpo-penalty-zero``: TRPO's penalty constant C = 4 eps gamma / (1 - gamma)^2 replaced by 0
   (``theorylab.algorithms.policy_optimization.trpo.penalty_constant``);
+* ``md-vi-last-q-only``: MD-VI's policy built from the last q alone, pi_{k+1} ∝ exp(q_k / lambda)
+  (no sum of the past q's: no averaging;
+  ``theorylab.algorithms.policy_optimization.leverage_average.md_vi_policy``);
 * ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
   direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
@@ -450,6 +453,24 @@ def trpo_penalty_zero(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def md_vi_last_q_only(claim=None) -> Iterator[None]:
+    from scipy.special import logsumexp
+
+    from theorylab.algorithms.policy_optimization import leverage_average as la
+
+    original = la.md_vi_policy
+
+    def last_only(log_pi, q, lam, tau):  # the bug: pi_k's logits dropped, only q_k kept
+        if lam + tau == 0:
+            return original(log_pi, q, lam, tau)
+        logits = q / (lam + tau)
+        return logits - logsumexp(logits, axis=1, keepdims=True)
+
+    with _patched(la, "md_vi_policy", last_only):
+        yield
+
+
+@contextlib.contextmanager
 def tilted_frontier_reverse_kl(claim=None) -> Iterator[None]:
     from theorylab.algorithms.policy_optimization import alignment_asymptotics as aa
 
@@ -778,6 +799,14 @@ MUTATIONS = (
             "mutation",
             "the tilted frontier's budget measured as KL(p || q_lambda), the reverse direction",
             tilted_frontier_reverse_kl,
+        )
+    ),
+    register_control(
+        Control(
+            "md-vi-last-q-only",
+            "mutation",
+            "MD-VI's policy from the last q alone (no sum of past q's: no averaging)",
+            md_vi_last_q_only,
         )
     ),
     register_control(

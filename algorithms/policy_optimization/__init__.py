@@ -19,6 +19,7 @@ records it. Registered:
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
     alignment_asymptotics,
     kl_bayesian_inference,
+    leverage_average,
     policy_cliff,
     trpo,
 )
