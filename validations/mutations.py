@@ -56,6 +56,8 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``md-vi-last-q-only``: MD-VI's policy built from the last q alone, pi_{k+1} ∝ exp(q_k / lambda)
   (no sum of the past q's: no averaging;
   ``theorylab.algorithms.policy_optimization.leverage_average.md_vi_policy``);
+* ``staq-weights-without-decay``: StaQ's weights alpha beta^i on the last M Q-functions written
+  without the decay beta^i (``theorylab.algorithms.policy_optimization.staq.memory_weights``);
 * ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
   direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
@@ -471,6 +473,19 @@ def md_vi_last_q_only(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def staq_weights_without_decay(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import staq
+
+    def flat(eta, tau, n):  # the bug: alpha for every table, beta^i forgotten
+        return np.full(n, eta / (1.0 + eta * tau))
+
+    with _patched(staq, "memory_weights", flat):
+        yield
+
+
+@contextlib.contextmanager
 def tilted_frontier_reverse_kl(claim=None) -> Iterator[None]:
     from theorylab.algorithms.policy_optimization import alignment_asymptotics as aa
 
@@ -807,6 +822,14 @@ MUTATIONS = (
             "mutation",
             "MD-VI's policy from the last q alone (no sum of past q's: no averaging)",
             md_vi_last_q_only,
+        )
+    ),
+    register_control(
+        Control(
+            "staq-weights-without-decay",
+            "mutation",
+            "StaQ's weights on the last M Q-functions without their decay beta^i",
+            staq_weights_without_decay,
         )
     ),
     register_control(

@@ -110,3 +110,13 @@ def policy_entropy(policy: np.ndarray) -> np.ndarray:
     p = np.asarray(policy, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return -np.where(p > 0, p * np.log(p), 0.0).sum(axis=-1)
+
+
+def regularised_q(
+    mdp, policy: np.ndarray, tau: float, *, reference=None, gamma: float | None = None
+) -> np.ndarray:
+    """Q^pi_tau (S, A) = r + gamma P V^pi_tau, exactly (V^pi_tau by :func:`regularised_value`):
+    the regularised Q-function that policy mirror descent steps on."""
+    g = mdp.gamma if gamma is None else gamma
+    V = regularised_value(mdp, policy, tau, reference=reference, gamma=g)
+    return mdp.reward(0) + g * mdp.expected_next(V)

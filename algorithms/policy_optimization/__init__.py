@@ -21,5 +21,6 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     kl_bayesian_inference,
     leverage_average,
     policy_cliff,
+    staq,
     trpo,
 )
