@@ -58,6 +58,8 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   ``theorylab.algorithms.policy_optimization.leverage_average.md_vi_policy``);
 * ``staq-weights-without-decay``: StaQ's weights alpha beta^i on the last M Q-functions written
   without the decay beta^i (``theorylab.algorithms.policy_optimization.staq.memory_weights``);
+* ``bc-ignores-demonstrations``: behaviour cloning returns the uniform policy whatever the
+  demonstrations (``theorylab.algorithms.policy_optimization.demonstration_regularised``);
 * ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
   direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
@@ -486,6 +488,19 @@ def staq_weights_without_decay(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def bc_ignores_demonstrations(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import demonstration_regularised as dr
+
+    def uniform(states, actions, S, A, H, smoothing):  # the bug: the counts never added
+        return np.full((H, S, A), 1.0 / A)
+
+    with _patched(dr, "behaviour_cloning", uniform):
+        yield
+
+
+@contextlib.contextmanager
 def tilted_frontier_reverse_kl(claim=None) -> Iterator[None]:
     from theorylab.algorithms.policy_optimization import alignment_asymptotics as aa
 
@@ -830,6 +845,14 @@ MUTATIONS = (
             "mutation",
             "StaQ's weights on the last M Q-functions without their decay beta^i",
             staq_weights_without_decay,
+        )
+    ),
+    register_control(
+        Control(
+            "bc-ignores-demonstrations",
+            "mutation",
+            "behaviour cloning returns the uniform policy (the demonstrations never counted)",
+            bc_ignores_demonstrations,
         )
     ),
     register_control(

@@ -18,6 +18,7 @@ records it. Registered:
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
     alignment_asymptotics,
+    demonstration_regularised,
     kl_bayesian_inference,
     leverage_average,
     policy_cliff,
