@@ -266,3 +266,73 @@ def test_bc_mutation_ignores_the_demonstrations():
 def test_demo_regularised_vi_bad_input(problem, kwargs, message):
     with pytest.raises(ValueError, match=message):
         tl.run("demo-regularised-vi", problem, **kwargs)
+
+
+# ------------------------------------------------------------------ MDPO
+def test_mdpo_exact_step_is_the_argmax_of_the_proximal_objective():
+    """Per state, pi_k exp(eta Q) / Z maximises <p, Q> - (1/eta) KL(p || pi_k): no random p
+    does better (the objective written out here)."""
+    from theorylab.algorithms.policy_optimization import mdpo
+
+    rng = np.random.default_rng(0)
+    log_pi = np.log(rng.dirichlet(np.ones(3), size=4))
+    Q, eta = rng.standard_normal((4, 3)), 0.7
+
+    def objective(p):
+        return (p * Q).sum(1) - (p * (np.log(p) - log_pi)).sum(1) / eta
+
+    best = objective(np.exp(mdpo.md_step(log_pi, Q, eta)))
+    for _ in range(200):
+        assert np.all(objective(rng.dirichlet(np.ones(3), size=4)) <= best + 1e-12)
+    # and the gradient vanishes there
+    z = mdpo.md_step(log_pi, Q, eta)
+    np.testing.assert_allclose(mdpo.proximal_gradient(z, log_pi, Q, eta), 0.0, atol=1e-12)
+
+
+def test_mdpo_gradient_matches_finite_differences():
+    from theorylab.algorithms.policy_optimization import mdpo
+
+    rng = np.random.default_rng(1)
+    log_pi = np.log(rng.dirichlet(np.ones(3), size=2))
+    Q, eta = rng.standard_normal((2, 3)), 0.5
+    z = rng.standard_normal((2, 3))
+
+    def objective(z):
+        lp = z - logsumexp(z, axis=1, keepdims=True)
+        p = np.exp(lp)
+        return ((p * Q).sum(1) - (p * (lp - log_pi)).sum(1) / eta).sum()
+
+    grad = mdpo.proximal_gradient(z, log_pi, Q, eta)
+    for idx in [(0, 0), (1, 2), (0, 1)]:
+        e = np.zeros_like(z)
+        e[idx] = 1e-6
+        fd = (objective(z + e) - objective(z - e)) / 2e-6
+        assert grad[idx] == pytest.approx(fd, abs=1e-8)
+
+
+def test_mdpo_through_tl_run_improves_and_m_steps_approach_the_exact_step():
+    res = tl.run("mdpo", DISC, iterations=30, eta=2.0)
+    assert np.all(np.diff(res.objective) >= -1e-12)
+    e4 = max(tl.run("mdpo", DISC, iterations=3, m=4).config["step_error"])
+    e64 = max(tl.run("mdpo", DISC, iterations=3, m=64).config["step_error"])
+    assert e64 < e4
+
+
+def test_mdpo_mutation_breaks_the_m_step_limit():
+    from theorylab.validations.mutations import mdpo_gradient_without_kl
+
+    with mdpo_gradient_without_kl():
+        bad = tl.run("mdpo", DISC, iterations=3, m=256)
+    assert max(bad.config["step_error"]) > 1e-2
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"iterations": 3, "eta": 0.0}, "eta must be a finite number > 0"),
+        ({"iterations": 3, "m": 0}, "m must be a positive integer"),
+    ],
+)
+def test_mdpo_bad_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        tl.run("mdpo", DISC, **kwargs)

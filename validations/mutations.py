@@ -60,6 +60,8 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   without the decay beta^i (``theorylab.algorithms.policy_optimization.staq.memory_weights``);
 * ``bc-ignores-demonstrations``: behaviour cloning returns the uniform policy whatever the
   demonstrations (``theorylab.algorithms.policy_optimization.demonstration_regularised``);
+* ``mdpo-gradient-without-kl``: MDPO's m-step approximation ascends <p, Q> alone (the proximity
+  term's gradient dropped; ``theorylab.algorithms.policy_optimization.mdpo.proximal_gradient``);
 * ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
   direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
@@ -501,6 +503,21 @@ def bc_ignores_demonstrations(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def mdpo_gradient_without_kl(claim=None) -> Iterator[None]:
+    import numpy as np
+    from scipy.special import logsumexp
+
+    from theorylab.algorithms.policy_optimization import mdpo
+
+    def linear_only(z, log_pi, Q, eta):  # the bug: the KL term's gradient dropped
+        p = np.exp(z - logsumexp(z, axis=1, keepdims=True))
+        return p * (Q - (p * Q).sum(axis=1, keepdims=True))
+
+    with _patched(mdpo, "proximal_gradient", linear_only):
+        yield
+
+
+@contextlib.contextmanager
 def tilted_frontier_reverse_kl(claim=None) -> Iterator[None]:
     from theorylab.algorithms.policy_optimization import alignment_asymptotics as aa
 
@@ -853,6 +870,14 @@ MUTATIONS = (
             "mutation",
             "behaviour cloning returns the uniform policy (the demonstrations never counted)",
             bc_ignores_demonstrations,
+        )
+    ),
+    register_control(
+        Control(
+            "mdpo-gradient-without-kl",
+            "mutation",
+            "MDPO's m gradient steps on <p, Q> alone (the KL proximity term dropped)",
+            mdpo_gradient_without_kl,
         )
     ),
     register_control(

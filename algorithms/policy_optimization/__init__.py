@@ -21,6 +21,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     demonstration_regularised,
     kl_bayesian_inference,
     leverage_average,
+    mdpo,
     policy_cliff,
     staq,
     trpo,
