@@ -44,6 +44,12 @@ NO_THEOREM = {
     "soft-vi",
     "trpo-penalty",
     "best-of-n",
+    # issue 27 (helper klpoA): StaQ's and MDPO's papers state no rate the claims could hold them
+    # to (their claims are limits and identities); demonstration-regularised RL's rate belongs to
+    # its exploration phase, which is not built (docs/algorithms/demo-regularised-vi.md)
+    "staq",
+    "mdpo",
+    "demo-regularised-vi",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -80,6 +86,7 @@ MAIN_THEOREM = {
     "pessimistic-mle": "zjj-thm3.2",
     "dueling-rl": "psl-dueling-known",
     "regime": "zhan2024-regime-queries",
+    "md-vi": "md-vi-thm1",
 }
 
 

@@ -152,7 +152,13 @@ def md_vi_iterates(
     )
 
 
-@register("md-vi", kind="policy-optimization", problem="tabular-discounted", papers=PAPERS)
+@register(
+    "md-vi",
+    kind="policy-optimization",
+    problem="tabular-discounted",
+    bounds=("md-vi-thm1",),
+    papers=PAPERS,
+)
 def md_vi(
     problem, iterations, lam: float = 1.0, tau: float = 0.0, noise: float = 0.0, seed: int = 0
 ):
