@@ -41,7 +41,11 @@ from theorylab.algorithms.planning.soft_value_iteration import (
     policy_entropy,
     soft_backward_induction,
 )
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_positive,
+)
 from theorylab.algorithms.registry import register
 
 PAPERS = ("001#24", "002-004#A2")
@@ -79,14 +83,6 @@ def regularised_return(mdp, policy: np.ndarray, lam: float, reference: np.ndarra
     return float(V @ mdp.mu0)
 
 
-def _check_positive(name: str, value) -> float:
-    if isinstance(value, bool) or not (
-        isinstance(value, (int, float, np.floating)) and np.isfinite(value) and value > 0
-    ):
-        raise ValueError(f"demo-regularised-vi: {name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
-
 def demo_regularised_iterates(
     mdp,
     iterations: int,
@@ -99,14 +95,7 @@ def demo_regularised_iterates(
 ) -> PolicyPath:
     """BC from ``demonstrations`` expert episodes (drawn from ``seed``), then KL-regularised
     backward induction toward pi_BC at lam_k = lam decay^k, k = 0..K (module docstring)."""
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
-        raise ValueError(
-            f"demo-regularised-vi: iterations must be a positive integer, got {iterations!r}"
-        )
-    if iterations < 1:
-        raise ValueError(
-            f"demo-regularised-vi: iterations must be a positive integer, got {iterations!r}"
-        )
+    iterations = check_iterations("demo-regularised-vi", iterations)
     if (
         isinstance(demonstrations, bool)
         or not isinstance(demonstrations, (int, np.integer))
@@ -115,8 +104,7 @@ def demo_regularised_iterates(
         raise ValueError(
             f"demo-regularised-vi: demonstrations must be an integer >= 0, got {demonstrations!r}"
         )
-    lam, smoothing = _check_positive("lam", lam), _check_positive("smoothing", smoothing)
-    decay = _check_positive("decay", decay)
+    check_positive("demo-regularised-vi", lam=lam, smoothing=smoothing, decay=decay)
     if decay >= 1:
         raise ValueError(f"demo-regularised-vi: decay must be in (0, 1), got {decay!r}")
     if getattr(mdp, "horizon", None) is None or getattr(mdp, "gamma", None) is not None:
@@ -127,7 +115,7 @@ def demo_regularised_iterates(
     H, S, A = mdp.horizon, mdp.S, mdp.A
     states, actions = expert_demonstrations(mdp, demonstrations, np.random.default_rng(seed))
     ref = behaviour_cloning(states, actions, S, A, H, smoothing)
-    lams = lam * decay ** np.arange(int(iterations) + 1)
+    lams = lam * decay ** np.arange(iterations + 1)
     solved = [soft_backward_induction(mdp, float(lk), ref) for lk in lams]
     pis = np.stack([pi for _, _, pi in solved])  # (K+1, H, S, A)
     values = evaluate_policies(mdp, pis, batched=True)[:, 0] @ mdp.mu0  # (K+1,)
@@ -141,7 +129,7 @@ def demo_regularised_iterates(
         config={
             "demonstrations": int(demonstrations),
             "lam": [float(x) for x in lams],
-            "smoothing": smoothing,
+            "smoothing": float(smoothing),
             "seed": int(seed),
             "bc_policy": ref,
         },

@@ -45,7 +45,7 @@ from scipy.special import logsumexp
 from theorylab.algorithms.planning.evaluation import evaluate_discounted
 from theorylab.algorithms.planning.soft_value_iteration import policy_entropy
 from theorylab.algorithms.planning.value_iteration import value_iteration
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import PolicyPath, check_iterations
 from theorylab.algorithms.registry import register
 
 PAPERS = ("000#30",)
@@ -101,10 +101,7 @@ def md_vi_iterates(
     mdp, iterations: int, *, lam: float, tau: float = 0.0, noise: float = 0.0, seed: int = 0
 ) -> PolicyPath:
     """K MD-VI iterations (module docstring) with i.i.d. N(0, noise^2) evaluation errors."""
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
-        raise ValueError(f"md-vi: iterations must be a positive integer, got {iterations!r}")
-    if iterations < 1:
-        raise ValueError(f"md-vi: iterations must be a positive integer, got {iterations!r}")
+    iterations = check_iterations("md-vi", iterations)
     lam, tau = _check("lam", lam), _check("tau", tau)
     noise = _check("noise", noise)
     if getattr(mdp, "gamma", None) is None or getattr(mdp, "horizon", None) is not None:

@@ -38,7 +38,11 @@ from scipy.special import logsumexp
 from theorylab.algorithms.planning.advantage import policy_advantage
 from theorylab.algorithms.planning.soft_value_iteration import policy_entropy
 from theorylab.algorithms.planning.value_iteration import value_iteration
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_positive,
+)
 from theorylab.algorithms.registry import register
 
 PAPERS = ("000#29", "002-004#F2")
@@ -70,15 +74,8 @@ def mdpo_iterates(
     mdp, iterations: int, *, eta: float, m: int | None = None, lr: float = 1.0
 ) -> PolicyPath:
     """K MDPO steps from the uniform policy (module docstring); m None: the exact step."""
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
-        raise ValueError(f"mdpo: iterations must be a positive integer, got {iterations!r}")
-    if iterations < 1:
-        raise ValueError(f"mdpo: iterations must be a positive integer, got {iterations!r}")
-    for name, value in (("eta", eta), ("lr", lr)):
-        if isinstance(value, bool) or not (
-            isinstance(value, (int, float)) and np.isfinite(value) and value > 0
-        ):
-            raise ValueError(f"mdpo: {name} must be a finite number > 0, got {value!r}")
+    iterations = check_iterations("mdpo", iterations)
+    check_positive("mdpo", eta=eta, lr=lr)
     if m is not None and (isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1):
         raise ValueError(f"mdpo: m must be a positive integer (or None: the exact step), got {m!r}")
     if getattr(mdp, "gamma", None) is None or getattr(mdp, "horizon", None) is not None:
@@ -88,7 +85,7 @@ def mdpo_iterates(
         )
     log_pi = np.full((mdp.S, mdp.A), -np.log(mdp.A))
     policies, values, step_error = [np.exp(log_pi)], [], [0.0]
-    for _ in range(int(iterations)):
+    for _ in range(iterations):
         adv = policy_advantage(mdp, np.exp(log_pi))
         values.append(adv.eta)
         Q = adv.A + adv.V[:, None]

@@ -34,3 +34,45 @@ class PolicyPath:
     target_value: float
     policies: np.ndarray
     config: dict[str, Any] = field(default_factory=dict)
+
+
+def check_iterations(algorithm: str, iterations) -> int:
+    """K as an int, or a one-line error naming the algorithm and the value."""
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
+        raise ValueError(f"{algorithm}: iterations must be a positive integer, got {iterations!r}")
+    if iterations < 1:
+        raise ValueError(f"{algorithm}: iterations must be a positive integer, got {iterations!r}")
+    return int(iterations)
+
+
+def check_positive(algorithm: str, **values) -> None:
+    """Each value a finite number > 0, or a one-line error naming it."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not (
+            isinstance(value, (int, float, np.floating)) and np.isfinite(value) and value > 0
+        ):
+            raise ValueError(f"{algorithm}: {name} must be a finite number > 0, got {value!r}")
+
+
+def soft_scored_path(mdp, pis: np.ndarray, star, tau: float, config: dict) -> PolicyPath:
+    """The exact metrics of stationary iterates pis (K+1, S, A) on a discounted model against
+    the entropy-regularised optimum ``star`` (a SoftSolution at temperature tau, uniform
+    reference): J, J_tau, entropy, KL(pi_k || pi*_tau) (means over states)."""
+    from theorylab.algorithms.planning.evaluation import evaluate_discounted
+    from theorylab.algorithms.planning.soft_value_iteration import (
+        policy_entropy,
+        regularised_value,
+    )
+
+    mu = mdp.mu0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = np.where(pis > 0, pis * (np.log(pis) - np.log(star.policy)[None]), 0.0).sum(-1)
+    return PolicyPath(
+        objective=np.array([evaluate_discounted(mdp, p) @ mu for p in pis]),
+        regularised=np.array([regularised_value(mdp, p, tau) @ mu for p in pis]),
+        entropy=policy_entropy(pis).mean(axis=-1),
+        target_gap=kl.mean(axis=-1),
+        target_value=float(star.V @ mu),
+        policies=pis,
+        config=config,
+    )

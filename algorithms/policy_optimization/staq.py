@@ -37,14 +37,13 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
-from theorylab.algorithms.planning.evaluation import evaluate_discounted
-from theorylab.algorithms.planning.soft_value_iteration import (
-    policy_entropy,
-    regularised_q,
-    regularised_value,
-    soft_value_iteration,
+from theorylab.algorithms.planning.soft_value_iteration import regularised_q, soft_value_iteration
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_positive,
+    soft_scored_path,
 )
-from theorylab.algorithms.policy_optimization.path import PolicyPath
 from theorylab.algorithms.registry import register
 
 PAPERS = ("000#33",)
@@ -69,15 +68,8 @@ def staq_iterates(
     mdp, iterations: int, *, tau: float, eta: float, memory: int | None = None
 ) -> PolicyPath:
     """K finite-memory PMD iterations (module docstring) from the uniform policy."""
-    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
-        raise ValueError(f"staq: iterations must be a positive integer, got {iterations!r}")
-    if iterations < 1:
-        raise ValueError(f"staq: iterations must be a positive integer, got {iterations!r}")
-    for name, value in (("tau", tau), ("eta", eta)):
-        if isinstance(value, bool) or not (
-            isinstance(value, (int, float)) and np.isfinite(value) and value > 0
-        ):
-            raise ValueError(f"staq: {name} must be a finite number > 0, got {value!r}")
+    iterations = check_iterations("staq", iterations)
+    check_positive("staq", tau=tau, eta=eta)
     if memory is not None and (
         isinstance(memory, bool) or not isinstance(memory, (int, np.integer)) or memory < 1
     ):
@@ -92,30 +84,21 @@ def staq_iterates(
     star = soft_value_iteration(mdp, tau, tol=1e-13)
     pi = np.full((mdp.S, mdp.A), 1.0 / mdp.A)
     history, policies = [], [pi]
-    for _ in range(int(iterations)):
+    for _ in range(iterations):
         history.append(regularised_q(mdp, pi, tau))
         if memory is not None and len(history) > memory:
             history.pop(0)
         pi = np.exp(staq_logits(history, eta, tau, memory))
         policies.append(pi)
     pis = np.stack(policies)  # (K+1, S, A)
-    mu = mdp.mu0
-    kl = (pis * (np.log(pis) - np.log(star.policy)[None])).sum(-1)  # full support: finite
-    return PolicyPath(
-        objective=np.array([evaluate_discounted(mdp, p) @ mu for p in pis]),
-        regularised=np.array([regularised_value(mdp, p, tau) @ mu for p in pis]),
-        entropy=policy_entropy(pis).mean(axis=-1),
-        target_gap=kl.mean(axis=-1),
-        target_value=float(star.V @ mu),
-        policies=pis,
-        config={
-            "tau": float(tau),
-            "eta": float(eta),
-            "memory": None if memory is None else int(memory),
-            "beta": 1.0 / (1.0 + eta * tau),
-            "gamma": float(mdp.gamma),
-        },
-    )
+    config = {
+        "tau": float(tau),
+        "eta": float(eta),
+        "memory": None if memory is None else int(memory),
+        "beta": 1.0 / (1.0 + eta * tau),
+        "gamma": float(mdp.gamma),
+    }
+    return soft_scored_path(mdp, pis, star, tau, config)
 
 
 @register("staq", kind="policy-optimization", problem="tabular-discounted", papers=PAPERS)
