@@ -38,7 +38,8 @@ from __future__ import annotations
 import numpy as np
 
 from theorylab.algorithms.planning.greedy import greedy_actions
-from theorylab.algorithms.planning.soft_value_iteration import (
+from theorylab.algorithms.planning.soft_value_iteration import (  # noqa: F401 (policy_entropy:
+    policy_entropy,  # read as pc.policy_entropy by the policy-cliff claim)
     soft_backup,
     soft_policy,
     soft_value_iteration,

@@ -195,7 +195,6 @@ class PolicyCliff(ScaledClaim):
     def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
         import theorylab as tl
         from theorylab.algorithms.dual.behaviour_kl import solve_behaviour_kl
-        from theorylab.algorithms.planning.soft_value_iteration import policy_entropy
         from theorylab.algorithms.policy_optimization import policy_cliff as pc
 
         g = self.gamma
@@ -226,7 +225,7 @@ class PolicyCliff(ScaledClaim):
             L, H = [], []
             for tau in taus:
                 pi0 = pc.soft_optimum_of_reward(mdp, R, tau)
-                H.append(float(policy_entropy(pi0).mean()))
+                H.append(float(pc.policy_entropy(pi0).mean()))
                 worst = 0.0
                 for d in directions:
                     pi1 = pc.soft_optimum_of_reward(mdp, R + eps * d, tau)
