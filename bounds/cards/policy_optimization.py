@@ -8,7 +8,8 @@ CARDS = (
     Bound(
         name="md-vi-thm1",
         printed=(
-            "2/(1 - gamma)*noise_avg + 4/(1 - gamma)^2*(r_max/(1 - gamma) + gamma*lam_kl*log(A))/K"
+            "2*noise_avg/(1 - gamma) + 4*r_max/(K*(1 - gamma)^3) "
+            "+ 4*gamma*lam_kl*log(A)/(K*(1 - gamma)^2)"
         ),
         order_printed="noise_avg/(1 - gamma) + 1/((1 - gamma)^3*K)",
         kind="upper",
