@@ -47,6 +47,12 @@ NO_THEOREM = {
     # issue 30 (helper avgrew): the uniform agent is the null baseline of the average-reward kind
     "uniform-average",
     "null-generative",
+    # issue 27 (helper klpoA): StaQ's and MDPO's papers state no rate the claims could hold them
+    # to (their claims are limits and identities); demonstration-regularised RL's rate belongs to
+    # its exploration phase, which is not built (docs/algorithms/demo-regularised-vi.md)
+    "staq",
+    "mdpo",
+    "demo-regularised-vi",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -85,6 +91,7 @@ MAIN_THEOREM = {
     "regime": "zhan2024-regime-queries",
     "ucrl2": "jaksch2010-ucrl2-thm2",
     "plugin-average": "wang2023-avg-sample-complexity",
+    "md-vi": "md-vi-thm1",
 }
 
 

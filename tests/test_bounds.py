@@ -81,6 +81,7 @@ EXPECTED_NAMES = {
     "jaksch2010-ucrl2-thm2",
     "wang2023-avg-sample-complexity",
     "wang2023-avg-earlier-upper",
+    "md-vi-thm1",
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))

@@ -53,6 +53,15 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   (``theorylab.algorithms.policy_optimization.policy_cliff.soft_optimum_of_reward``);
 * ``trpo-penalty-zero``: TRPO's penalty constant C = 4 eps gamma / (1 - gamma)^2 replaced by 0
   (``theorylab.algorithms.policy_optimization.trpo.penalty_constant``);
+* ``md-vi-last-q-only``: MD-VI's policy built from the last q alone, pi_{k+1} ∝ exp(q_k / lambda)
+  (no sum of the past q's: no averaging;
+  ``theorylab.algorithms.policy_optimization.leverage_average.md_vi_policy``);
+* ``staq-weights-without-decay``: StaQ's weights alpha beta^i on the last M Q-functions written
+  without the decay beta^i (``theorylab.algorithms.policy_optimization.staq.memory_weights``);
+* ``bc-ignores-demonstrations``: behaviour cloning returns the uniform policy whatever the
+  demonstrations (``theorylab.algorithms.policy_optimization.demonstration_regularised``);
+* ``mdpo-gradient-without-kl``: MDPO's m-step approximation ascends <p, Q> alone (the proximity
+  term's gradient dropped; ``theorylab.algorithms.policy_optimization.mdpo.proximal_gradient``);
 * ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
   direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
@@ -450,6 +459,65 @@ def trpo_penalty_zero(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def md_vi_last_q_only(claim=None) -> Iterator[None]:
+    from scipy.special import logsumexp
+
+    from theorylab.algorithms.policy_optimization import leverage_average as la
+
+    original = la.md_vi_policy
+
+    def last_only(log_pi, q, lam, tau):  # the bug: pi_k's logits dropped, only q_k kept
+        if lam + tau == 0:
+            return original(log_pi, q, lam, tau)
+        logits = q / (lam + tau)
+        return logits - logsumexp(logits, axis=1, keepdims=True)
+
+    with _patched(la, "md_vi_policy", last_only):
+        yield
+
+
+@contextlib.contextmanager
+def staq_weights_without_decay(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import staq
+
+    def flat(eta, tau, n):  # the bug: alpha for every table, beta^i forgotten
+        return np.full(n, eta / (1.0 + eta * tau))
+
+    with _patched(staq, "memory_weights", flat):
+        yield
+
+
+@contextlib.contextmanager
+def bc_ignores_demonstrations(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import demonstration_regularised as dr
+
+    def uniform(states, actions, S, A, H, smoothing):  # the bug: the counts never added
+        return np.full((H, S, A), 1.0 / A)
+
+    with _patched(dr, "behaviour_cloning", uniform):
+        yield
+
+
+@contextlib.contextmanager
+def mdpo_gradient_without_kl(claim=None) -> Iterator[None]:
+    import numpy as np
+    from scipy.special import logsumexp
+
+    from theorylab.algorithms.policy_optimization import mdpo
+
+    def linear_only(z, log_pi, Q, eta):  # the bug: the KL term's gradient dropped
+        p = np.exp(z - logsumexp(z, axis=1, keepdims=True))
+        return p * (Q - (p * Q).sum(axis=1, keepdims=True))
+
+    with _patched(mdpo, "proximal_gradient", linear_only):
+        yield
+
+
+@contextlib.contextmanager
 def tilted_frontier_reverse_kl(claim=None) -> Iterator[None]:
     from theorylab.algorithms.policy_optimization import alignment_asymptotics as aa
 
@@ -778,6 +846,38 @@ MUTATIONS = (
             "mutation",
             "the tilted frontier's budget measured as KL(p || q_lambda), the reverse direction",
             tilted_frontier_reverse_kl,
+        )
+    ),
+    register_control(
+        Control(
+            "md-vi-last-q-only",
+            "mutation",
+            "MD-VI's policy from the last q alone (no sum of past q's: no averaging)",
+            md_vi_last_q_only,
+        )
+    ),
+    register_control(
+        Control(
+            "staq-weights-without-decay",
+            "mutation",
+            "StaQ's weights on the last M Q-functions without their decay beta^i",
+            staq_weights_without_decay,
+        )
+    ),
+    register_control(
+        Control(
+            "bc-ignores-demonstrations",
+            "mutation",
+            "behaviour cloning returns the uniform policy (the demonstrations never counted)",
+            bc_ignores_demonstrations,
+        )
+    ),
+    register_control(
+        Control(
+            "mdpo-gradient-without-kl",
+            "mutation",
+            "MDPO's m gradient steps on <p, Q> alone (the KL proximity term dropped)",
+            mdpo_gradient_without_kl,
         )
     ),
     register_control(
