@@ -380,6 +380,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.dual.registrations",
     "theorylab.algorithms.preference.registrations",
     "theorylab.algorithms.policy_optimization",
+    "theorylab.algorithms.robust",
 )
 
 

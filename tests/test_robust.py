@@ -48,10 +48,7 @@ def cvxpy_inner(p: np.ndarray, V: np.ndarray, rho: float, divergence: str) -> fl
     prob = cp.Problem(cp.Minimize(Vs @ q), [ball, cp.sum(q) == 1])
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        try:
-            prob.solve(solver="SCS", eps=1e-12, max_iters=500_000)
-        except Exception:  # noqa: BLE001 - SCS missing: Clarabel at tight tolerances
-            prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+        prob.solve(solver="CLARABEL", tol_gap_abs=1e-13, tol_gap_rel=1e-13, tol_feas=1e-13)
     return float(prob.value)
 
 

@@ -1609,3 +1609,9 @@ MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
 from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)
+
+
+# ----------------------------------------------------------------------------- issue 30 (robust)
+from theorylab.validations import robust_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *robust_mutations.MUTATIONS)

@@ -17,8 +17,8 @@ checks every one against an independent inner minimum: an LP for tv, cvxpy for k
   2022, Lemma 4 [M]) has the same value; :func:`tv_dual_value` evaluates it at its breakpoints.
 * kl (Hu & Hong 2013; Nilim & El Ghaoui 2005 [M]):
   ``sigma = sup_{lambda >= 0} -lambda log E_p exp(-V / lambda) - lambda rho``, concave in
-  lambda, maximised by bounded Brent on (0, (E_p V - min V) / rho] and polished by Newton on
-  its derivative KL(q_lambda || p) - rho; the limit lambda -> 0 (the
+  lambda, maximised where its derivative KL(q_lambda || p) - rho (decreasing) vanishes, by
+  Brent's root finder on (0, (E_p V - min V) / rho]; the limit lambda -> 0 (the
   minimum of V on supp p) is exact when p puts mass >= e^{-rho} on its minimisers. Worst
   q proportional to p e^{-V/lambda*}.
 * chi2 (Duchi & Namkoong 2019, the Cressie-Read dual for f(t) = (t - 1)^2 [M]):
@@ -40,8 +40,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import minimize_scalar
-from scipy.special import logsumexp
+from scipy.optimize import brentq
 
 DIVERGENCES = ("tv", "kl", "chi2")
 
@@ -55,6 +54,12 @@ def check_uncertainty(divergence, rho) -> tuple[str, float]:
     if not (np.isfinite(rho) and rho >= 0):
         raise ValueError(f"rho (the radius) must be a finite number >= 0, got {rho!r}")
     return str(divergence), float(rho)
+
+
+def _lse(x: np.ndarray) -> float:
+    """log sum exp x (1-D; scipy's logsumexp costs a millisecond a call here)."""
+    m = float(x.max())
+    return m + float(np.log(np.exp(x - m).sum()))
 
 
 def _rows(p) -> np.ndarray:
@@ -92,42 +97,32 @@ def tv_dual_value(p, V, rho: float) -> np.ndarray:
 def kl_dual(lam: float, p: np.ndarray, V: np.ndarray, rho: float) -> float:
     """-lambda log E_p exp(-V / lambda) - lambda rho for one row on supp p (lambda > 0)."""
     v0 = V.min()
-    return v0 - lam * logsumexp(-(V - v0) / lam, b=p) - lam * rho
+    return v0 - lam * _lse(np.log(p) - (V - v0) / lam) - lam * rho
 
 
 def _kl_row(p: np.ndarray, V: np.ndarray, rho: float) -> tuple[float, np.ndarray]:
     supp = p > 0
     ps, Vs = p[supp], V[supp]
     vmin = Vs.min()
-    at_min = Vs <= vmin
+    at_min = Vs <= vmin + 1e-13 * max(1.0, float(np.abs(Vs).max()))  # ties up to round-off
     q = np.zeros_like(p)
     if np.log(ps[at_min].sum()) >= -rho or np.all(at_min):  # sup at lambda -> 0
         w = np.where(at_min, ps, 0.0)
         q[supp] = w / w.sum()
-        return float(vmin), q
+        return float(q[supp] @ Vs), q
     upper = (ps @ Vs - vmin) / rho
-    res = minimize_scalar(
-        lambda lam: -kl_dual(lam, ps, Vs, rho),
-        bounds=(upper * 1e-12, upper),
-        method="bounded",
-        options={"xatol": upper * 1e-14, "maxiter": 500},
-    )
-    lam = float(res.x)
-    for _ in range(30):  # Newton on g' = KL(q_lambda || p) - rho, g'' = -Var_q V / lambda^3
+
+    def slope(lam: float) -> float:  # g'(lambda) = KL(q_lambda || p) - rho, decreasing
         logw = np.log(ps) - (Vs - vmin) / lam
-        qs = np.exp(logw - logsumexp(logw))
-        mean = qs @ Vs
-        var = qs @ (Vs - mean) ** 2
-        slope = qs @ (logw - logsumexp(logw) - np.log(ps)) - rho
-        if var <= 0 or not np.isfinite(slope):
-            break
-        step = slope * lam**3 / var
-        new = lam + step
-        if not (0 < new <= upper) or abs(step) <= 1e-15 * lam:
-            break
-        lam = new
+        logq = logw - _lse(logw)
+        return float(np.exp(logq) @ (logq - np.log(ps))) - rho
+
+    lo = upper * 1e-9
+    while slope(lo) <= 0 and lo > upper * 1e-300:  # the bracket's left end: KL > rho there
+        lo *= 1e-9
+    lam = brentq(slope, lo, upper, xtol=upper * 1e-16, rtol=4 * np.finfo(float).eps, maxiter=500)
     logw = np.log(ps) - (Vs - vmin) / lam
-    q[supp] = np.exp(logw - logsumexp(logw))
+    q[supp] = np.exp(logw - _lse(logw))
     return float(kl_dual(lam, ps, Vs, rho)), q
 
 

@@ -1,0 +1,12 @@
+"""Robust MDPs on models solved exactly (seed-coverage family 4).
+
+The robust Bellman operators for (s, a)-rectangular tv / kl / chi-square sets live on the
+planning floor (:mod:`theorylab.algorithms.planning.robust`); this family holds the papers built
+on them. Registered (kind ``"policy-optimization"``: ``factory(problem, iterations, **params) ->
+PolicyPath``, scored exactly at every iterate):
+
+* ``iwocs`` (:mod:`.iwocs`): robust MDPs as a sequence of static problems on a finite set of
+  kernels (Zouitine, Geist & Rachelson 2024; seed row 002-004#D1).
+"""
+
+from theorylab.algorithms.robust import iwocs  # noqa: F401

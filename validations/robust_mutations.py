@@ -1,0 +1,43 @@
+"""Known-bug mutations of the robust-MDP family (issue 30), the controls of the claims in
+``validations/claims/robust.py``; appended to ``mutations.MUTATIONS``:
+
+* ``iwocs-adds-best-case-model``: IWOCS's worst-case search returns the model on which the
+  current policy does *best* (argmax for argmin), so it stops as soon as that model is already
+  in the working set (``theorylab.algorithms.robust.iwocs.worst_model``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def iwocs_adds_best_case_model(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import iwocs
+    from theorylab.algorithms.robust.finite_sets import static_values
+
+    def best(mdp, models, policy):  # the bug: argmax where argmin belongs
+        v = static_values(mdp, models, policy[None])[0]
+        i = int(np.argmax(v))
+        return i, float(v[i])
+
+    with _patched(iwocs, "worst_model", best):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "iwocs-adds-best-case-model",
+            "mutation",
+            "IWOCS's worst-case search returns the best-case model (argmax for argmin)",
+            iwocs_adds_best_case_model,
+        )
+    ),
+)
