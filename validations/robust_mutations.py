@@ -3,7 +3,9 @@
 
 * ``iwocs-adds-best-case-model``: IWOCS's worst-case search returns the model on which the
   current policy does *best* (argmax for argmin), so it stops as soon as that model is already
-  in the working set (``theorylab.algorithms.robust.iwocs.worst_model``).
+  in the working set (``theorylab.algorithms.robust.iwocs.worst_model``);
+* ``dr-rpo-nominal-q``: DR-RPO's mirror step driven by the nominal (rho = 0) regularised
+  Q-function (``theorylab.algorithms.robust.drrpo.robust_regularised_evaluation``).
 """
 
 from __future__ import annotations
@@ -38,6 +40,32 @@ MUTATIONS = (
             "mutation",
             "IWOCS's worst-case search returns the best-case model (argmax for argmin)",
             iwocs_adds_best_case_model,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def dr_rpo_nominal_q(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import drrpo
+
+    original = drrpo.robust_regularised_evaluation
+
+    def nominal(model, pi, beta, ref, rho, V0=None, tol=1e-12):  # the bug: rho dropped
+        return original(model, pi, beta, ref, 0.0, V0=V0, tol=tol)
+
+    with _patched(drrpo, "robust_regularised_evaluation", nominal):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "dr-rpo-nominal-q",
+            "mutation",
+            "DR-RPO's update uses the nominal (rho = 0) Q-function instead of the robust one",
+            dr_rpo_nominal_q,
         )
     ),
 )

@@ -31,7 +31,8 @@ all states once rho >= 1 - p(s_min); kl and chi2: min V over supp p).
 
 On top: robust value iteration (discounted: ``V <- max_a r + gamma sigma(P(.|s,a), V)``, a
 gamma-contraction; finite horizon: the backward recursion), robust policy evaluation (the same
-with a policy's average over actions) and the worst kernel each returns, the argmin rows, so that
+with a policy's average over actions), the d-rectangular (factored) robust expectation of a
+linear kernel, and the worst kernel each returns, the argmin rows, so that
 a policy's value under it is an exact linear solve. s-rectangular sets are not implemented.
 """
 
@@ -181,6 +182,17 @@ def robust_expectation(P: np.ndarray, V: np.ndarray, divergence: str, rho: float
     return vals.reshape(S, A), q.reshape(S, A, -1)
 
 
+def factored_robust_expectation(phi: np.ndarray, mu: np.ndarray, V, divergence: str, rho: float):
+    """The d-rectangular robust expectation of a linear kernel P(.|s,a) = sum_i phi_i(s,a) mu_i
+    (phi (S, A, d) >= 0 with rows summing to 1, factors mu (d, S)) whose factors range over
+    balls U(mu_i): inf = sum_i phi_i(s, a) sigma(mu_i, V) (the infimum of a nonnegative
+    combination over a product set splits by factor; Ma et al. 2022, d-rectangular [M]).
+    Returns (S, A) values and the worst kernel (S, A, S) = sum_i phi_i q_i. One-hot phi
+    (d = S A, mu the rows of P) is the (s, a)-rectangular set."""
+    vals, q = inner(mu, V, divergence, rho)  # (d,), (d, S)
+    return phi @ vals, np.einsum("sad,dt->sat", phi, q)
+
+
 @dataclass(frozen=True)
 class RobustSolution:
     """Robust optimal values and policy. Discounted: V (S,), Q (S, A), policy (S,), worst
@@ -211,6 +223,7 @@ def robust_value_iteration(
     rho: float,
     *,
     policy=None,
+    reward=None,
     tol: float = 1e-11,
     max_iter: int = 100_000,
 ) -> RobustSolution:
@@ -218,7 +231,9 @@ def robust_value_iteration(
     (H, S) / (H, S, A) on a finite horizon) on ``mdp``'s nominal kernel.
 
     Discounted: iterate to a sup-norm step below tol (1 - gamma) / gamma (then |V - V*| <= tol).
-    Finite horizon (``mdp.horizon`` set): H backward backups, exactly."""
+    Finite horizon (``mdp.horizon`` set): H backward backups, exactly. ``reward`` (S, A), with a
+    policy on a discounted model: replaces the mean rewards (a regularised reward such as
+    r - beta log(pi / ref))."""
     divergence, rho = check_uncertainty(divergence, rho)
     pi = None if policy is None else _policy_matrix(mdp, policy)
     if mdp.horizon is not None:
@@ -234,7 +249,8 @@ def robust_value_iteration(
             V[h] = Q[h].max(axis=1) if pi is None else (pi[h] * Q[h]).sum(axis=1)
         return RobustSolution(V, Q, Q.argmax(axis=2), worst, H, divergence, rho)
     g = mdp.gamma
-    P, R = mdp.dense_P(), mdp.reward(0)
+    P = mdp.dense_P()
+    R = mdp.reward(0) if reward is None else np.asarray(reward, dtype=np.float64)
     V = np.zeros(mdp.S)
     stop = tol * (1 - g) / max(g, 1e-300)
     for it in range(1, max_iter + 1):
@@ -250,10 +266,11 @@ def robust_value_iteration(
     return RobustSolution(V, Q, Q.argmax(axis=1), worst, it, divergence, rho)
 
 
-def kernel_value(mdp, P: np.ndarray, policy) -> np.ndarray:
+def kernel_value(mdp, P: np.ndarray, policy, reward=None) -> np.ndarray:
     """Exact discounted value (S,) of a stationary policy under kernel P (S, A, S) with mdp's
-    rewards and discount: (I - gamma P_pi)^-1 r_pi."""
+    rewards (or ``reward`` (S, A)) and discount: (I - gamma P_pi)^-1 r_pi."""
     pi = _policy_matrix(mdp, policy)
     P_pi = np.einsum("sa,sat->st", pi, P)
-    r_pi = (pi * mdp.reward(0)).sum(axis=1)
+    R = mdp.reward(0) if reward is None else np.asarray(reward, dtype=np.float64)
+    r_pi = np.where(pi > 0, pi * R, 0.0).sum(axis=1)
     return np.linalg.solve(np.eye(mdp.S) - mdp.gamma * P_pi, r_pi)
