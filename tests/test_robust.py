@@ -204,3 +204,131 @@ def test_finite_horizon_robust_vi_against_enumeration():
         ends = [np.stack([x, 1 - x], -1) @ V[h + 1] for x in (lo, hi)]
         V[h] = (mdp.reward(h) + np.minimum(*ends)).max(axis=1)
     assert np.max(np.abs(V - sol.V)) <= 1e-12
+
+
+# ------------------------------------------------------------------ IWOCS (002-004#D1)
+def _discounted(spec):
+    mdp = make(spec)
+    return mdp.with_objective(gamma=mdp.gamma, horizon=None)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_iwocs_terminates_and_equals_the_brute_force_maxmin(seed):
+    from theorylab.algorithms.robust import finite_sets as F
+    from theorylab.algorithms.robust import iwocs as I
+
+    mdp = _discounted(f"random:S=4,A=2,gamma=0.9,seed={seed}")
+    models = F.perturbed_models(mdp, 8, 0.9, seed)
+    run = I.iwocs(mdp, models, 8)
+    assert run.terminated and run.worst_case.size <= 8
+    # brute force written out here: every deterministic policy against every kernel
+    best = -np.inf
+    for pol in F.all_deterministic_policies(mdp.S, mdp.A):
+        vals = [R.kernel_value(mdp, P, pol) @ mdp.mu0 for P in models]
+        best = max(best, min(vals))
+    final = min(R.kernel_value(mdp, P, run.policies[-1]) @ mdp.mu0 for P in models)
+    assert abs(final - best) <= 1e-10
+    V_dyn, _ = F.dynamic_robust_vi(mdp, models)
+    assert best >= V_dyn @ mdp.mu0 - 1e-10
+
+
+def test_static_equals_dynamic_on_a_rectangular_product():
+    from theorylab.algorithms.robust import finite_sets as F
+
+    mdp = _discounted("random:S=3,A=2,gamma=0.9,seed=2")
+    rect = F.rectangular_product(F.perturbed_models(mdp, 2, 0.7, 2))
+    assert rect.shape[0] == 2**6
+    static, _ = F.brute_force_maxmin(mdp, rect)
+    V, _ = F.dynamic_robust_vi(mdp, rect)
+    assert abs(static - V @ mdp.mu0) <= 1e-9
+
+
+def test_iwocs_best_case_mutation_misses_the_maxmin():
+    from theorylab.algorithms.robust import finite_sets as F
+    from theorylab.algorithms.robust import iwocs as I
+    from theorylab.validations.robust_mutations import iwocs_adds_best_case_model
+
+    misses = 0
+    for seed in range(8):
+        mdp = _discounted(f"random:S=4,A=2,gamma=0.9,seed={seed}")
+        models = F.perturbed_models(mdp, 8, 0.6, seed)
+        best, _ = F.brute_force_maxmin(mdp, models)
+        with iwocs_adds_best_case_model():
+            run = I.iwocs(mdp, models, 8)
+        final = F.static_values(mdp, models, run.policies[-1][None])[0].min()
+        misses += best - final > 1e-6
+    assert misses >= 1
+
+
+def test_iwocs_through_tl_run_and_its_input_errors():
+    import theorylab as tl
+
+    res = tl.run("iwocs", "random:S=3,A=2,gamma=0.9,seed=1", iterations=4, models=4)
+    assert res.config["terminated"] and abs(res.target_gap[-1]) <= 1e-10
+    res = tl.run(
+        "iwocs", "random:S=2,A=2,gamma=0.9,seed=1", iterations=20, uncertainty="rectangular"
+    )
+    assert res.config["models"] == 16 and abs(res.target_gap[-1]) <= 1e-10
+    with pytest.raises(ValueError, match="iwocs: models must be a positive integer, got 0"):
+        tl.run("iwocs", "random:S=3,A=2,gamma=0.9", iterations=3, models=0)
+    with pytest.raises(ValueError, match="iwocs: spread must be a number in"):
+        tl.run("iwocs", "random:S=3,A=2,gamma=0.9", iterations=3, spread=2.0)
+    with pytest.raises(ValueError, match="policy_step must be maxmin or qmin"):
+        tl.run("iwocs", "random:S=3,A=2,gamma=0.9", iterations=3, policy_step="x")
+
+
+# ------------------------------------------------------------------ DR-RPO (000#22)
+def test_factored_expectation_one_hot_is_the_rectangular_one():
+    mdp = _discounted("random:S=4,A=3,gamma=0.9,seed=3")
+    P = mdp.dense_P()
+    V = np.random.default_rng(0).uniform(0, 5, 4)
+    phi = np.eye(12).reshape(4, 3, 12)
+    a, qa = R.factored_robust_expectation(phi, P.reshape(12, 4), V, "tv", 0.2)
+    b, qb = R.robust_expectation(P, V, "tv", 0.2)
+    assert np.array_equal(a, b) and np.array_equal(qa, qb)
+
+
+def test_factored_expectation_against_an_lp_over_the_factors():
+    """d = 2 factors on S = 3: the joint LP over (q_1, q_2) in their tv balls."""
+    rng = np.random.default_rng(1)
+    mu = rng.dirichlet(np.ones(3), size=2)
+    phi = rng.dirichlet(np.ones(2), size=(2, 2))  # (S=2, A=2, d=2); rows of phi on the simplex
+    V, rho = np.array([0.3, 2.0, 1.1]), 0.25
+    vals, _ = R.factored_robust_expectation(phi, mu, V, "tv", rho)
+    for s in range(2):
+        for a in range(2):
+            w = phi[s, a]
+            lp = sum(w[i] * lp_tv(mu[i], V, rho) for i in range(2))
+            assert abs(vals[s, a] - lp) <= 1e-10
+
+
+@pytest.mark.parametrize("features", ["tabular", 4])
+def test_drrpo_reaches_the_soft_optima(features):
+    from theorylab.algorithms.planning.soft_value_iteration import soft_value_iteration
+    from theorylab.algorithms.robust import drrpo as D
+    from theorylab.mdps import TabularMDP
+
+    mdp = _discounted("random:S=4,A=3,gamma=0.9,seed=5")
+    model = D.d_rectangular(mdp, features, 1)
+    nominal = TabularMDP(model.kernel(), model.R, model.mu0, gamma=0.9)
+    run0 = D.drrpo(model, 12, beta=0.1, eta=100.0, rho=0.0)
+    soft = soft_value_iteration(nominal, 0.1)
+    assert D.state_kl(run0.policies[-1], soft.policy).max() <= 1e-10
+    run = D.drrpo(model, 12, beta=0.1, eta=100.0, rho=0.2)
+    assert abs(run.J[-1] - run.J_star) <= 1e-9 and run.J_star < run0.J_star - 1e-3
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"rho": -1.0}, "dr-rpo: rho must be a finite number >= 0, got -1.0"),
+        ({"beta": 0.0}, "dr-rpo: beta must be a finite number > 0, got 0.0"),
+        ({"features": "x"}, "dr-rpo: features must be 'tabular' or a positive int d, got 'x'"),
+    ],
+)
+def test_drrpo_input_errors(kwargs, message):
+    import theorylab as tl
+
+    with pytest.raises(ValueError) as err:
+        tl.run("dr-rpo", "random:S=3,A=2,gamma=0.9", iterations=2, **kwargs)
+    assert message in str(err.value)
