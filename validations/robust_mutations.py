@@ -5,7 +5,10 @@
   current policy does *best* (argmax for argmin), so it stops as soon as that model is already
   in the working set (``theorylab.algorithms.robust.iwocs.worst_model``);
 * ``dr-rpo-nominal-q``: DR-RPO's mirror step driven by the nominal (rho = 0) regularised
-  Q-function (``theorylab.algorithms.robust.drrpo.robust_regularised_evaluation``).
+  Q-function (``theorylab.algorithms.robust.drrpo.robust_regularised_evaluation``);
+* ``substate-safe-breaks-by-best``: the safe policy breaks ties among optimal actions by the
+  best substate's value Q^+ instead of the worst one's Q^-
+  (``theorylab.algorithms.robust.substates.tie_break_key``).
 """
 
 from __future__ import annotations
@@ -66,6 +69,30 @@ MUTATIONS = (
             "mutation",
             "DR-RPO's update uses the nominal (rho = 0) Q-function instead of the robust one",
             dr_rpo_nominal_q,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def substate_safe_breaks_by_best(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import substates
+
+    def by_best(Qm, Qp, mode):  # the bug: the best substate breaks the safe policy's ties too
+        return Qp
+
+    with _patched(substates, "tie_break_key", by_best):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "substate-safe-breaks-by-best",
+            "mutation",
+            "the safe policy breaks ties among optimal actions by the best substate's value",
+            substate_safe_breaks_by_best,
         )
     ),
 )

@@ -8,7 +8,9 @@ PolicyPath``, scored exactly at every iterate):
 * ``iwocs`` (:mod:`.iwocs`): robust MDPs as a sequence of static problems on a finite set of
   kernels (Zouitine, Geist & Rachelson 2024; seed row 002-004#D1);
 * ``dr-rpo`` (:mod:`.drrpo`): KL-regularised robust policy mirror ascent on a d-rectangular TV
-  set, the exact-model core of DR-RPO (Gu, He, Liu & Xu 2025; seed rows 000#22, 001#49).
+  set, the exact-model core of DR-RPO (Gu, He, Liu & Xu 2025; seed rows 000#22, 001#49);
+* ``substate-dp`` (:mod:`.substates`): distributional DP with worst/best substates and safe /
+  risky tie-breaking among optimal actions (Achab & Neu; seed row 000#73).
 """
 
-from theorylab.algorithms.robust import drrpo, iwocs  # noqa: F401
+from theorylab.algorithms.robust import drrpo, iwocs, substates  # noqa: F401

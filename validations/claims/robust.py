@@ -13,6 +13,10 @@
    regularised PO (the soft-VI optimum); rho > 0 reaches the robust soft optimum (scored by the
    planning floor); the robust policy beats the nominal one under the nominal's worst kernel;
    regret / sqrt(K) non-increasing. Negative control: ``dr-rpo-nominal-q``.
+3. ``substate-dp-safe-tie-breaking`` -- Achab & Neu (seed row 000#73), a reconstructed
+   worst/best-substate operator: worst <= mean <= best with the mean exact, the worst substate
+   an LP robust minimum, coincidence on deterministic MDPs, and safe tie-breaking choosing the
+   zero-variance optimal action on gamble MDPs. Negative control: ``substate-safe-breaks-by-best``.
 """
 
 from __future__ import annotations
@@ -271,4 +275,140 @@ register_validation(
     DRRPORobustRegularisedOptimum(),
     controls=("dr-rpo-nominal-q",),
     papers=("000#22", "001#49"),
+)
+
+
+def gamble_mdp(p: float, gamma: float = 0.9):
+    """State 0: action 0 moves to state 3 (reward p forever), action 1 to state 1 (reward 1
+    forever) with probability p, else to state 2 (reward 0): tied means gamma p / (1 - gamma),
+    return variance 0 against p (1 - p) (gamma / (1 - gamma))^2."""
+    from theorylab.mdps import TabularMDP
+
+    P = np.zeros((4, 2, 4))
+    P[0, 0, 3] = 1.0
+    P[0, 1, 1], P[0, 1, 2] = p, 1.0 - p
+    for s in (1, 2, 3):
+        P[s, :, s] = 1.0
+    R = np.zeros((4, 2))
+    R[1], R[3] = 1.0, p
+    return TabularMDP(P, R, np.array([1.0, 0, 0, 0]), gamma=gamma, name=f"gamble:p={p}")
+
+
+def return_variance(mdp, policy: np.ndarray) -> np.ndarray:
+    """Var of the discounted return (S,) of a deterministic policy (S,), deterministic rewards:
+    the second moment M = r^2 + 2 gamma r P V + gamma^2 P M (Sobel 1982), written out here."""
+    S, g = mdp.S, mdp.gamma
+    P = mdp.dense_P()[np.arange(S), policy]  # (S, S)
+    r = mdp.reward(0)[np.arange(S), policy]
+    V = np.linalg.solve(np.eye(S) - g * P, r)
+    M = np.linalg.solve(np.eye(S) - g**2 * P, r**2 + 2 * g * r * (P @ V))
+    return M - V**2
+
+
+@dataclass(frozen=True)
+class SubstateSafeTieBreaking(ScaledClaim):
+    name: str = "substate-dp-safe-tie-breaking"
+    statement: str = (
+        "Distributional DP with worst/best substates (Achab & Neu; substate-dp, alpha = 0.25, "
+        "reconstructed operator: each state's return law split at its alpha-quantile): for "
+        "random policies on random discounted MDPs (S = 5, A = 3, gamma = 0.9), worst <= mean "
+        "<= best and alpha V^- + (1 - alpha) V^+ = V^pi (exact linear solve) to 1e-9; V^- is the "
+        "LP minimum over the CVaR reweightings q <= w / alpha of the next law (1e-9); on "
+        "deterministic MDPs V^- = V^+ = V^pi (1e-9); on gamble MDPs with two tied optimal "
+        "actions (a sure p forever against 1 forever with probability p), the safe policy "
+        "(substate-dp through tl.run) and the risky one are both optimal (1e-9) and the safe "
+        "one's return variance (second-moment equation) is 0 < the risky one's. Quick: 5 MDPs x "
+        "5 policies, p in {0.2, 0.5}; full: 30 MDPs x 20 policies, p in {0.1, 0.3, 0.5, 0.7, 0.9}."
+    )
+    scales: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "quick": {"mdps": 5, "policies": 5, "ps": (0.2, 0.5)},
+            "full": {"mdps": 30, "policies": 20, "ps": (0.1, 0.3, 0.5, 0.7, 0.9)},
+        }
+    )
+    alpha: float = 0.25
+
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
+        from scipy.optimize import linprog
+
+        import theorylab as tl
+        from theorylab.algorithms.planning.evaluation import evaluate_discounted
+        from theorylab.algorithms.planning.value_iteration import value_iteration
+        from theorylab.algorithms.robust import substates as Z
+        from theorylab.mdps import TabularMDP
+
+        a = self.alpha
+        rng = np.random.default_rng(seed + 73)
+        mean_err, order_ok, lp_err, det_gap, spread = 0.0, True, 0.0, 0.0, 0.0
+        for i in range(cfg["mdps"]):
+            mdp = _discounted(f"random:S=5,A=3,gamma=0.9,seed={seed + i}")
+            for _ in range(cfg["policies"]):
+                pi = rng.dirichlet(np.ones(mdp.A) * rng.choice([0.2, 1.0]), size=mdp.S)
+                sol = Z.evaluate_substates(mdp, pi, a)
+                V = evaluate_discounted(mdp, pi)
+                mean_err = max(mean_err, float(np.abs(a * sol.Vm + (1 - a) * sol.Vp - V).max()))
+                order_ok &= bool(np.all(sol.Vm <= V + 1e-9) and np.all(V <= sol.Vp + 1e-9))
+                spread = max(spread, float((sol.Vp - sol.Vm).max()))
+            atoms, w = Z._action_laws(mdp, sol.Vm, sol.Vp, a, mdp.gamma)
+            for s in range(mdp.S):  # the robust reading: an LP over the CVaR reweightings
+                x, ws = atoms[s].ravel(), (pi[s][:, None] * w[s]).ravel()
+                res = linprog(
+                    x, A_eq=np.ones((1, x.size)), b_eq=[1.0],
+                    bounds=list(zip(np.zeros(x.size), ws / a, strict=True)), method="highs",
+                )  # fmt: skip
+                lp_err = max(lp_err, abs(float(res.fun) - float(sol.Vm[s])))
+            P = np.zeros((mdp.S, mdp.A, mdp.S))
+            nxt = rng.integers(0, mdp.S, size=(mdp.S, mdp.A))
+            P[np.arange(mdp.S)[:, None], np.arange(mdp.A)[None, :], nxt] = 1.0
+            det = TabularMDP(P, mdp.reward(0), mdp.mu0, gamma=mdp.gamma)
+            pol = rng.integers(0, mdp.A, size=mdp.S)
+            dsol = Z.evaluate_substates(det, pol, a)
+            dV = evaluate_discounted(det, pol)
+            det_gap = max(det_gap, float(np.abs(dsol.Vp - dsol.Vm).max()),
+                          float(np.abs(dsol.Vm - dV).max()))  # fmt: skip
+        tie_rows, ties_ok, optimal_err = [], True, 0.0
+        for p in cfg["ps"]:
+            g = gamble_mdp(p)
+            V_star = float(value_iteration(g, tol=1e-13).V @ g.mu0)
+            out = {}
+            for mode in ("safe", "risky"):
+                res = tl.run("substate-dp", g, iterations=400, alpha=a, mode=mode)
+                pol = np.asarray(res.policies[-1]).argmax(axis=1)
+                optimal_err = max(optimal_err, abs(float(res.objective[-1]) - V_star))
+                out[mode] = float(return_variance(g, pol) @ g.mu0)
+            ties_ok &= out["safe"] <= 1e-12 < out["risky"]
+            tie_rows.append(f"p={p:g}: var safe {out['safe']:.3g}, risky {out['risky']:.3g}")
+        rep.checks.extend(
+            [
+                Check(
+                    "worst <= mean <= best; alpha V^- + (1 - alpha) V^+ = V^pi",
+                    order_ok and mean_err <= 1e-9 and spread > 0,
+                    f"max |alpha V^- + (1 - alpha) V^+ - V^pi| = {mean_err:.2e}; ordered: "
+                    f"{order_ok}; max V^+ - V^- = {spread:.3f}",
+                    {"max_mean_error": mean_err},
+                ),
+                Check(
+                    "V^- is the CVaR-set robust minimum (LP)",
+                    lp_err <= 1e-9,
+                    f"max |LP - V^-| = {lp_err:.2e} over {cfg['mdps'] * 5} states",
+                    {"max_lp_error": lp_err},
+                ),
+                Check(
+                    "deterministic MDPs: V^- = V^pi = V^+",
+                    det_gap <= 1e-9,
+                    f"max gap {det_gap:.2e} over {cfg['mdps']} deterministic MDPs",
+                    {"max_det_gap": det_gap},
+                ),
+                Check(
+                    "safe tie-breaking picks the lower-dispersion optimal action",
+                    ties_ok and optimal_err <= 1e-9,
+                    "; ".join(tie_rows) + f"; max |mean - V*| = {optimal_err:.1e}",
+                    {"max_optimality_error": optimal_err},
+                ),
+            ]
+        )
+
+
+register_validation(
+    SubstateSafeTieBreaking(), controls=("substate-safe-breaks-by-best",), papers=("000#73",)
 )
