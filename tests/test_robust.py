@@ -332,3 +332,53 @@ def test_drrpo_input_errors(kwargs, message):
     with pytest.raises(ValueError) as err:
         tl.run("dr-rpo", "random:S=3,A=2,gamma=0.9", iterations=2, **kwargs)
     assert message in str(err.value)
+
+
+# ------------------------------------------------------------------ substates (000#73)
+def test_split_at_alpha_by_hand():
+    from theorylab.algorithms.robust.substates import split_at_alpha
+
+    atoms = np.array([[0.0, 1.0, 3.0]])
+    w = np.array([[0.5, 0.25, 0.25]])
+    lo, hi = split_at_alpha(atoms, w, 0.25)
+    assert lo[0] == 0.0 and abs(hi[0] - (0.25 * 0 + 0.25 * 1 + 0.25 * 3) / 0.75) <= 1e-15
+    lo, hi = split_at_alpha(atoms, w, 0.75)  # all of 0 (0.5) and 0.25 of 1
+    assert abs(lo[0] - 0.25 / 0.75) <= 1e-15 and hi[0] == 3.0
+
+
+def test_substates_bracket_the_mean_and_are_its_split():
+    from theorylab.algorithms.planning.evaluation import evaluate_discounted
+    from theorylab.algorithms.robust import substates as Z
+
+    mdp = _discounted("random:S=5,A=3,gamma=0.9,seed=9")
+    pi = np.random.default_rng(2).dirichlet(np.ones(3), size=5)
+    for alpha in (0.1, 0.5, 0.9):
+        sol = Z.evaluate_substates(mdp, pi, alpha)
+        V = evaluate_discounted(mdp, pi)
+        assert np.max(np.abs(alpha * sol.Vm + (1 - alpha) * sol.Vp - V)) <= 1e-9
+        assert np.all(sol.Vm < V) and np.all(V < sol.Vp)
+
+
+def test_safe_and_risky_on_a_gamble():
+    import theorylab as tl
+    from theorylab.validations.claims.robust import gamble_mdp, return_variance
+
+    g = gamble_mdp(0.3)
+    safe = tl.run("substate-dp", g, iterations=300, mode="safe")
+    risky = tl.run("substate-dp", g, iterations=300, mode="risky")
+    a_safe = int(np.asarray(safe.policies[-1])[0].argmax())
+    a_risky = int(np.asarray(risky.policies[-1])[0].argmax())
+    assert (a_safe, a_risky) == (0, 1)
+    # closed form of the risky variance: p (1 - p) (gamma / (1 - gamma))^2
+    var = return_variance(g, np.array([a_risky, 0, 0, 0]))[0]
+    assert abs(var - 0.3 * 0.7 * 81.0) <= 1e-9
+    assert abs(safe.objective[-1] - safe.target_value) <= 1e-9
+
+
+def test_substate_input_errors():
+    import theorylab as tl
+
+    with pytest.raises(ValueError, match=r"alpha \(the worst substate's mass\) must lie in"):
+        tl.run("substate-dp", "random:S=3,A=2,gamma=0.9", iterations=3, alpha=1.0)
+    with pytest.raises(ValueError, match="substate-dp: mode must be safe or risky, got 'bold'"):
+        tl.run("substate-dp", "random:S=3,A=2,gamma=0.9", iterations=3, mode="bold")
