@@ -366,13 +366,17 @@ class SubstateSafeTieBreaking(ScaledClaim):
             dV = evaluate_discounted(det, pol)
             det_gap = max(det_gap, float(np.abs(dsol.Vp - dsol.Vm).max()),
                           float(np.abs(dsol.Vm - dV).max()))  # fmt: skip
-        tie_rows, ties_ok, optimal_err = [], True, 0.0
+        tie_rows, ties_ok, optimal_err, curves = [], True, 0.0, {}
         for p in cfg["ps"]:
             g = gamble_mdp(p)
             V_star = float(value_iteration(g, tol=1e-13).V @ g.mu0)
             out = {}
             for mode in ("safe", "risky"):
                 res = tl.run("substate-dp", g, iterations=400, alpha=a, mode=mode)
+                if p == cfg["ps"][-1]:
+                    tag = "V^- (safe)" if mode == "safe" else "V^+ (risky)"
+                    curves[f"p = {p:g}: {tag}"] = np.asarray(res.regularised)
+                    curves[f"p = {p:g}: mean ({mode})"] = np.asarray(res.objective)
                 pol = np.asarray(res.policies[-1]).argmax(axis=1)
                 optimal_err = max(optimal_err, abs(float(res.objective[-1]) - V_star))
                 out[mode] = float(return_variance(g, pol) @ g.mu0)
@@ -407,6 +411,16 @@ class SubstateSafeTieBreaking(ScaledClaim):
                 ),
             ]
         )
+        if plot:
+            from theorylab.plotting import plot_policy_path
+
+            ax = plot_policy_path(
+                curves,
+                ylabel="value at the start state",
+                title=f"substate DP on a gamble MDP (alpha = {a:g}): safe vs risky",
+                logy=False,
+            )
+            save_claim_figure(ax, plot)
 
 
 register_validation(
