@@ -382,3 +382,30 @@ def test_substate_input_errors():
         tl.run("substate-dp", "random:S=3,A=2,gamma=0.9", iterations=3, alpha=1.0)
     with pytest.raises(ValueError, match="substate-dp: mode must be safe or risky, got 'bold'"):
         tl.run("substate-dp", "random:S=3,A=2,gamma=0.9", iterations=3, mode="bold")
+
+
+# ------------------------------------------------------------------ time-constrained (000#50)
+def test_tc_rmdp_limits_and_ordering():
+    from theorylab.algorithms.planning.value_iteration import value_iteration
+    from theorylab.algorithms.robust import finite_sets as F
+    from theorylab.algorithms.robust import time_constrained as T
+
+    mdp = _discounted("random:S=4,A=2,gamma=0.9,seed=6")
+    fam = T.parameter_family(mdp, 5, 6)
+    assert np.array_equal(fam[2], mdp.dense_P())  # the nominal kernel in the middle
+    tcs = [float(T.tc_robust_vi(mdp, fam, L)[1] @ mdp.mu0) for L in range(5)]
+    rect = float(F.dynamic_robust_vi(mdp, fam)[0] @ mdp.mu0)
+    static = min(float(value_iteration(mdp._replace(P=P), tol=1e-13).V @ mdp.mu0) for P in fam)
+    nominal = float(value_iteration(mdp, tol=1e-13).V @ mdp.mu0)
+    assert abs(tcs[-1] - rect) <= 1e-9 and abs(tcs[0] - static) <= 1e-9
+    assert all(b <= a + 1e-12 for a, b in zip(tcs, tcs[1:], strict=False))
+    assert rect <= tcs[0] <= nominal + 1e-12
+
+
+def test_tc_rmdp_input_errors():
+    import theorylab as tl
+
+    with pytest.raises(ValueError, match="tc-rmdp: levels must be an odd integer >= 3, got 4"):
+        tl.run("tc-rmdp", "random:S=3,A=2,gamma=0.9", iterations=3, levels=4)
+    with pytest.raises(ValueError, match=r"tc-rmdp: step \(L, in grid steps\) must be an integer"):
+        tl.run("tc-rmdp", "random:S=3,A=2,gamma=0.9", iterations=3, step=-1)

@@ -8,7 +8,9 @@
   Q-function (``theorylab.algorithms.robust.drrpo.robust_regularised_evaluation``);
 * ``substate-safe-breaks-by-best``: the safe policy breaks ties among optimal actions by the
   best substate's value Q^+ instead of the worst one's Q^-
-  (``theorylab.algorithms.robust.substates.tie_break_key``).
+  (``theorylab.algorithms.robust.substates.tie_break_key``);
+* ``tc-adversary-unconstrained``: the time-constrained adversary's step bound ignored
+  (``theorylab.algorithms.robust.time_constrained.tc_backup``).
 """
 
 from __future__ import annotations
@@ -93,6 +95,32 @@ MUTATIONS = (
             "mutation",
             "the safe policy breaks ties among optimal actions by the best substate's value",
             substate_safe_breaks_by_best,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def tc_adversary_unconstrained(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import time_constrained as T
+
+    original = T.tc_backup
+
+    def unconstrained(R, family, V, L, gamma):  # the bug: the step bound L ignored
+        return original(R, family, V, family.shape[0], gamma)
+
+    with _patched(T, "tc_backup", unconstrained):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "tc-adversary-unconstrained",
+            "mutation",
+            "the time-constrained adversary's step bound L ignored (any psi every step)",
+            tc_adversary_unconstrained,
         )
     ),
 )

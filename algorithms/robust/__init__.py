@@ -10,7 +10,9 @@ PolicyPath``, scored exactly at every iterate):
 * ``dr-rpo`` (:mod:`.drrpo`): KL-regularised robust policy mirror ascent on a d-rectangular TV
   set, the exact-model core of DR-RPO (Gu, He, Liu & Xu 2025; seed rows 000#22, 001#49);
 * ``substate-dp`` (:mod:`.substates`): distributional DP with worst/best substates and safe /
-  risky tie-breaking among optimal actions (Achab & Neu; seed row 000#73).
+  risky tie-breaking among optimal actions (Achab & Neu; seed row 000#73);
+* ``tc-rmdp`` (:mod:`.time_constrained`): time-constrained robust DP on (s, psi_prev) (seed row
+  000#50, tier B).
 """
 
-from theorylab.algorithms.robust import drrpo, iwocs, substates  # noqa: F401
+from theorylab.algorithms.robust import drrpo, iwocs, substates, time_constrained  # noqa: F401
