@@ -208,6 +208,21 @@ class RobustSolution:
     rho: float
 
 
+def iterate_to_fixed_point(backup, V0, gamma: float, tol: float, max_iter: int = 1_000_000):
+    """Iterate a gamma-contraction ``V <- backup(V)`` from V0 until the sup-norm step is below
+    tol (1 - gamma) / gamma (then |V - V*| <= tol), or exactly ``max_iter`` times when tol < 0.
+    Returns (V, iterations). The one loop every robust planner here runs."""
+    stop = tol * (1 - gamma) / max(gamma, 1e-300)
+    V, it = np.asarray(V0, dtype=np.float64), 0
+    for it in range(1, int(max_iter) + 1):
+        V_new = backup(V)
+        step = float(np.max(np.abs(V_new - V)))
+        V = V_new
+        if step <= stop:
+            break
+    return V, it
+
+
 def _policy_matrix(mdp, policy) -> np.ndarray:
     pol = np.asarray(policy)
     if np.issubdtype(pol.dtype, np.integer):
@@ -251,16 +266,12 @@ def robust_value_iteration(
     g = mdp.gamma
     P = mdp.dense_P()
     R = mdp.reward(0) if reward is None else np.asarray(reward, dtype=np.float64)
-    V = np.zeros(mdp.S)
-    stop = tol * (1 - g) / max(g, 1e-300)
-    for it in range(1, max_iter + 1):
-        sig, worst = robust_expectation(P, V, divergence, rho)
-        Q = R + g * sig
-        V_new = Q.max(axis=1) if pi is None else (pi * Q).sum(axis=1)
-        step = float(np.max(np.abs(V_new - V)))
-        V = V_new
-        if step <= stop:
-            break
+
+    def backup(V):
+        Q = R + g * robust_expectation(P, V, divergence, rho)[0]
+        return Q.max(axis=1) if pi is None else (pi * Q).sum(axis=1)
+
+    V, it = iterate_to_fixed_point(backup, np.zeros(mdp.S), g, tol, max_iter)
     sig, worst = robust_expectation(P, V, divergence, rho)
     Q = R + g * sig
     return RobustSolution(V, Q, Q.argmax(axis=1), worst, it, divergence, rho)

@@ -40,7 +40,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theorylab.algorithms.planning.robust import factored_robust_expectation
+from theorylab.algorithms.planning.robust import (
+    factored_robust_expectation,
+    iterate_to_fixed_point,
+)
 from theorylab.algorithms.policy_optimization.path import PolicyPath
 from theorylab.algorithms.registry import register
 
@@ -103,15 +106,13 @@ def robust_regularised_evaluation(
     step below tol (1 - gamma) / gamma."""
     g = model.gamma
     r_pi = (pi * (model.R - beta * _log_ratio(pi, ref))).sum(axis=1)
-    V = np.zeros(model.S) if V0 is None else np.asarray(V0, dtype=np.float64)
-    stop = tol * (1 - g) / max(g, 1e-300)
-    for _ in range(1_000_000):
-        sig, worst = factored_robust_expectation(model.phi, model.mu, V, "tv", rho)
-        V_new = r_pi + g * (pi * sig).sum(axis=1)
-        step = float(np.max(np.abs(V_new - V)))
-        V = V_new
-        if step <= stop:
-            break
+    V0 = np.zeros(model.S) if V0 is None else V0
+
+    def backup(V):
+        sig, _ = factored_robust_expectation(model.phi, model.mu, V, "tv", rho)
+        return r_pi + g * (pi * sig).sum(axis=1)
+
+    V, _ = iterate_to_fixed_point(backup, V0, g, tol)
     sig, worst = factored_robust_expectation(model.phi, model.mu, V, "tv", rho)
     return V, model.R + g * sig, worst
 
@@ -127,17 +128,14 @@ def robust_soft_optimum(model: DRectangularMDP, beta: float, ref, rho: float, to
     docstring): the independent answer DR-RPO's iterates are held against."""
     g = model.gamma
     log_ref = np.log(ref)
-    V = np.zeros(model.S)
-    stop = tol * (1 - g) / max(g, 1e-300)
-    for _ in range(1_000_000):
+
+    def backup(V):
         sig, _ = factored_robust_expectation(model.phi, model.mu, V, "tv", rho)
         z = log_ref + (model.R + g * sig) / beta
         m = z.max(axis=1)
-        V_new = beta * (m + np.log(np.exp(z - m[:, None]).sum(axis=1)))
-        step = float(np.max(np.abs(V_new - V)))
-        V = V_new
-        if step <= stop:
-            break
+        return beta * (m + np.log(np.exp(z - m[:, None]).sum(axis=1)))
+
+    V, _ = iterate_to_fixed_point(backup, np.zeros(model.S), g, tol)
     sig, _ = factored_robust_expectation(model.phi, model.mu, V, "tv", rho)
     return V, _softmax_rows(log_ref + (model.R + g * sig) / beta)
 

@@ -21,6 +21,8 @@ import itertools
 
 import numpy as np
 
+from theorylab.algorithms.planning.robust import iterate_to_fixed_point
+
 MAX_POLICIES = 1 << 14  # brute force over A^S deterministic policies up to this many
 
 
@@ -84,14 +86,10 @@ def dynamic_robust_vi(mdp, models: np.ndarray, tol: float = 1e-13, max_iter: int
     """The dynamic robust value of the rectangular hull: (V (S,), policy (S,)), iterated until
     the sup-norm step is below tol (1 - gamma) / gamma."""
     g, R = mdp.gamma, mdp.reward(0)
-    V = np.zeros(mdp.S)
-    stop = tol * (1 - g) / max(g, 1e-300)
-    for _ in range(max_iter):
-        Q = R + g * (models @ V).min(axis=0)  # (S, A)
-        V_new = Q.max(axis=1)
-        step = float(np.max(np.abs(V_new - V)))
-        V = V_new
-        if step <= stop:
-            break
+
+    def backup(V):
+        return (R + g * (models @ V).min(axis=0)).max(axis=1)
+
+    V, _ = iterate_to_fixed_point(backup, np.zeros(mdp.S), g, tol, max_iter)
     Q = R + g * (models @ V).min(axis=0)
     return Q.max(axis=1), Q.argmax(axis=1)

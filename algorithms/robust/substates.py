@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from theorylab.algorithms.planning.evaluation import evaluate_discounted
+from theorylab.algorithms.planning.robust import iterate_to_fixed_point
 from theorylab.algorithms.planning.value_iteration import value_iteration
 from theorylab.algorithms.policy_optimization.path import PolicyPath
 from theorylab.algorithms.registry import register
@@ -110,24 +111,23 @@ def evaluate_substates(mdp, policy, alpha: float, tol: float = 1e-12) -> Substat
 
 
 def _iterate(mdp, alpha: float, choose, tol: float, sweeps: int | None = None, record=None):
+    """Iterate the substate backup on (V^-, V^+) (2, S), the policy re-chosen from the current
+    (Q^-, Q^+) before every sweep; exactly ``sweeps`` sweeps when given."""
     g = mdp.gamma
-    Vm = np.zeros(mdp.S)
-    Vp = np.zeros(mdp.S)
-    atoms, weights = _action_laws(mdp, Vm, Vp, alpha, g)
-    Qm, Qp = (np.zeros((mdp.S, mdp.A)),) * 2
-    stop = tol * (1 - g) / max(g, 1e-300)
-    it = 0
-    for it in range(1, (sweeps or 1_000_000) + 1):
-        pi = choose(Qm, Qp)
-        Vm_new, Vp_new, Qm, Qp = substate_backup(mdp, Vm, Vp, alpha, pi, g)
-        step = max(float(np.max(np.abs(Vm_new - Vm))), float(np.max(np.abs(Vp_new - Vp))))
-        Vm, Vp = Vm_new, Vp_new
+    Q = {"m": np.zeros((mdp.S, mdp.A)), "p": np.zeros((mdp.S, mdp.A))}
+
+    def backup(V):
+        Vm, Vp, Q["m"], Q["p"] = substate_backup(mdp, V[0], V[1], alpha, choose(Q["m"], Q["p"]), g)
         if record is not None:
-            record(choose(Qm, Qp), Vm, Vp)
-        if sweeps is None and step <= stop:
-            break
-    pi = choose(Qm, Qp)
-    return SubstateSolution(Vm, Vp, Qm, Qp, pi, it)
+            record(choose(Q["m"], Q["p"]), Vm, Vp)
+        return np.stack([Vm, Vp])
+
+    V0 = np.zeros((2, mdp.S))
+    if sweeps is None:
+        V, it = iterate_to_fixed_point(backup, V0, g, tol)
+    else:
+        V, it = iterate_to_fixed_point(backup, V0, g, -1.0, int(sweeps))
+    return SubstateSolution(V[0], V[1], Q["m"], Q["p"], choose(Q["m"], Q["p"]), it)
 
 
 def tied_optimal_actions(mdp, tie_tol: float = 1e-9) -> np.ndarray:

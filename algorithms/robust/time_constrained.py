@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from theorylab.algorithms.planning.robust import iterate_to_fixed_point
 from theorylab.algorithms.policy_optimization.path import PolicyPath
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.robust.finite_sets import dynamic_robust_vi, perturbed_models
@@ -63,16 +64,18 @@ def tc_backup(R: np.ndarray, family: np.ndarray, V: np.ndarray, L: int, gamma: f
 def tc_robust_vi(mdp, family: np.ndarray, L: int, tol: float = 1e-12, sweeps=None, record=None):
     """V (S, n) on the augmented state, V_TC (S,) = min over psi_prev, and the policy (S, n)."""
     g, R = mdp.gamma, mdp.reward(0)
-    V = np.zeros((mdp.S, family.shape[0]))
-    stop = tol * (1 - g) / max(g, 1e-300)
-    for _ in range(sweeps or 1_000_000):
+
+    def backup(V):
         V_new, Q = tc_backup(R, family, V, int(L), g)
-        step = float(np.max(np.abs(V_new - V)))
-        V = V_new
         if record is not None:
-            record(V.min(axis=1), Q.argmax(axis=2))
-        if sweeps is None and step <= stop:
-            break
+            record(V_new.min(axis=1), Q.argmax(axis=2))
+        return V_new
+
+    V0 = np.zeros((mdp.S, family.shape[0]))
+    if sweeps is None:
+        V, _ = iterate_to_fixed_point(backup, V0, g, tol)
+    else:  # exactly `sweeps` backups
+        V, _ = iterate_to_fixed_point(backup, V0, g, -1.0, int(sweeps))
     V, Q = tc_backup(R, family, V, int(L), g)
     return V, V.min(axis=1), Q.argmax(axis=2)
 
