@@ -407,6 +407,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.preference.registrations",
     "theorylab.algorithms.policy_optimization",
     "theorylab.algorithms.average_reward",
+    "theorylab.algorithms.robust",
 )
 
 

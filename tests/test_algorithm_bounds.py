@@ -53,6 +53,11 @@ NO_THEOREM = {
     "staq",
     "mdpo",
     "demo-regularised-vi",
+    # robust MDPs (issue 30): exact planners; their claims are validations
+    "iwocs",
+    "dr-rpo",
+    "substate-dp",
+    "tc-rmdp",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

@@ -1720,3 +1720,8 @@ MUTATIONS = (*MUTATIONS, *surrogate_mutations.MUTATIONS)
 from theorylab.validations import average_reward_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *average_reward_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 30 (robust)
+from theorylab.validations import robust_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *robust_mutations.MUTATIONS)
