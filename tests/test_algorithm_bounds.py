@@ -47,6 +47,14 @@ NO_THEOREM = {
     # issue 30 (helper avgrew): the uniform agent is the null baseline of the average-reward kind
     "uniform-average",
     "null-generative",
+    # issue 27 tier B (helper klpoB): identity and behaviour claims; none of these papers states a
+    # rate the claims could hold them to
+    "rpg",
+    "max-at-k-pg",
+    "rlvr-md",
+    "rlvr-shared-pg",
+    "divergence-pg",
+    "mirror-learning",
     # issue 27 (helper klpoA): StaQ's and MDPO's papers state no rate the claims could hold them
     # to (their claims are limits and identities); demonstration-regularised RL's rate belongs to
     # its exploration phase, which is not built (docs/algorithms/demo-regularised-vi.md)
