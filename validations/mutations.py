@@ -1606,6 +1606,11 @@ MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
 
 # ----------------------------------------------------------------------------- issue 26 (prefdual)
 # confidence radii (validations/claims/confidence_sets.py) and OptiDICE (claims/dual_exact.py)
-from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
+from theorylab.validations import confidence_mutations, dual_mutations, llm_mutations  # noqa: E402
 
-MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)
+MUTATIONS = (
+    *MUTATIONS,
+    *confidence_mutations.MUTATIONS,
+    *dual_mutations.MUTATIONS,
+    *llm_mutations.MUTATIONS,
+)
