@@ -169,19 +169,21 @@ def objective(task, method: str, pol: LogitTable, sampler: np.ndarray, step: flo
     return fns[method](task, pol, sampler, step)
 
 
-def minimise(task, method: str, sampler: np.ndarray, step: float, iters: int = 200,
-             start: np.ndarray | None = None) -> tuple[np.ndarray, float, float]:  # fmt: skip
+def minimise(
+    task, method: str, sampler: np.ndarray, step: float, iters: int = 200,
+    start: np.ndarray | None = None,
+) -> tuple[np.ndarray, float, float, np.ndarray]:  # fmt: skip
     """L-BFGS on the exact expected loss from ``start`` (default: the sampler's table). Returns
     (the minimiser's (P, Y) sequence log-probabilities, the final loss, the final gradient's
-    max-norm)."""
+    max-norm, the minimiser's (P, N, V) logit table)."""
     pol = LogitTable(task, (sampler if start is None else start).copy())
     opt = torch.optim.LBFGS([pol.theta], lr=1.0, max_iter=iters, tolerance_grad=1e-13,
                             tolerance_change=1e-16, history_size=50,
                             line_search_fn="strong_wolfe")  # fmt: skip
 
-    def closure():
+    def closure():  # scaled up: L-BFGS's stopping tolerances are absolute, the optimum's loss ~0
         opt.zero_grad()
-        loss = objective(task, method, pol, sampler, step)
+        loss = 1e8 * objective(task, method, pol, sampler, step)
         loss.backward()
         return loss
 
@@ -189,7 +191,8 @@ def minimise(task, method: str, sampler: np.ndarray, step: float, iters: int = 2
         opt.step(closure)
     loss = objective(task, method, pol, sampler, step)
     (g,) = torch.autograd.grad(loss, pol.theta)
-    return pol.numpy_seq_logp(), float(loss.detach()), float(g.abs().max())
+    theta = pol.theta.detach().numpy().copy()
+    return pol.numpy_seq_logp(), float(loss.detach()), float(g.abs().max()), theta
 
 
 # --------------------------------------------------------------------------- predictions
