@@ -141,6 +141,20 @@ class TreeTask:
                     q[:, h, a] = soft * logsumexp(cond_logp[:, c] + q[:, c] / soft, axis=-1)
         return q
 
+    def continuations(self, cond_logp: np.ndarray) -> np.ndarray:
+        """(P, N, V, Y) the probability that the response ends as y after symbol a at node h when
+        the policy ``cond_logp`` (P, N, V) completes it: pi(y) / pi(prefix h a) over the responses
+        through (h, a), by enumeration (0 where y does not pass through (h, a))."""
+        seq = np.exp(self.sequence_logprobs(cond_logp))  # (P, Y)
+        out = np.zeros((self.n_prompts, self.n_nodes, self.V, self.n_responses))
+        lengths = self.token_mask.sum(axis=1).astype(np.int64)
+        for y in range(self.n_responses):
+            for t in range(lengths[y]):
+                out[:, self.token_nodes[y, t], self.tokens[y, t], y] = seq[:, y]
+        total = out.sum(axis=-1, keepdims=True)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(total > 0, out / total, 0.0)
+
     def soft_q(self, beta: float) -> tuple[np.ndarray, SoftOptimum]:
         """(Q* (P, N, V), pi*_beta) by soft value iteration over the tree, children first:
         Q*(h, a) = beta log E_ref[exp(r / beta) | h, a], V*(h) = beta log sum_a ref(a|h)

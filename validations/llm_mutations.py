@@ -8,7 +8,11 @@
   tree whose responses have one length it would change only the scale);
 * ``astar-po-v-star-mean-reward``: A*-PO's stage-1 V* taken as the mean reward of the reference
   samples (the authors' code's ``beta1 = 0`` option) instead of beta log-mean-exp(r / beta);
-* ``tbrm-without-root-value``: TBRM's residual without V_theta(s_1) (the root value set to 0).
+* ``tbrm-without-root-value``: TBRM's residual without V_theta(s_1) (the root value set to 0);
+* ``qsharp-mean-return``: Q#'s certainty equivalent beta log E exp(Z/beta) computed as the mean
+  return E Z (the unregularised Q of the reference);
+* ``rto-implicit-reward-length-normalised``: RTO's token rewards averaged over a response's
+  tokens instead of summed.
 """
 
 from __future__ import annotations
@@ -57,6 +61,32 @@ def tbrm_without_root_value(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def qsharp_mean_return(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.deep import qsharp
+
+    def mean(atoms, probs, beta):
+        return (np.broadcast_to(atoms, probs.shape) * probs).sum(axis=(-2, -1))  # the bug
+
+    with _patched(qsharp, "certainty_equivalent", mean):
+        yield
+
+
+@contextlib.contextmanager
+def rto_implicit_reward_length_normalised(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import rto
+
+    original = rto.implicit_return
+
+    def token_mean(task, tok_reward):
+        return original(task, tok_reward) / task.token_mask.sum(1)[None]  # the bug: / |y|
+
+    with _patched(rto, "implicit_return", token_mean):
+        yield
+
+
 MUTATIONS = ()
 if importlib.util.find_spec("torch") is not None:
     MUTATIONS = tuple(
@@ -76,6 +106,16 @@ if importlib.util.find_spec("torch") is not None:
                 "tbrm-without-root-value",
                 "TBRM's trajectory residual without the root value V_theta(s_1)",
                 tbrm_without_root_value,
+            ),
+            (
+                "qsharp-mean-return",
+                "Q#'s certainty equivalent beta log E exp(Z/beta) taken as the mean return",
+                qsharp_mean_return,
+            ),
+            (
+                "rto-implicit-reward-length-normalised",
+                "RTO's token rewards averaged over a response's tokens instead of summed",
+                rto_implicit_reward_length_normalised,
             ),
         )
     )

@@ -197,17 +197,9 @@ def minimise(
 
 # --------------------------------------------------------------------------- predictions
 def rollout_q(task, cond_logp: np.ndarray) -> np.ndarray:
-    """(P, N, V) E_pi[r | h, a] by enumerating the rollouts: the responses through h whose token
-    at h is a, weighted by their probabilities (NaN where no response passes)."""
-    seq = np.exp(task.sequence_logprobs(cond_logp))  # (P, Y)
-    q = np.full((task.n_prompts, task.n_nodes, task.V), np.nan)
-    for h, t, ys in node_paths(task):
-        for a in range(task.V):
-            sel = ys[task.tokens[ys, t] == a]
-            if len(sel):
-                w = seq[:, sel]
-                q[:, h, a] = (w * task.mean_reward[:, sel]).sum(1) / w.sum(1)
-    return q
+    """(P, N, V) E_pi[r | h, a] by enumerating the rollouts after (h, a)
+    (:meth:`~theorylab.mdps.token_tree.TreeTask.continuations`)."""
+    return np.einsum("xhay,xy->xha", task.continuations(cond_logp), task.mean_reward)
 
 
 def predicted_minimiser(task, method: str, sampler: np.ndarray, step: float) -> np.ndarray:
