@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from theorylab.mdps.token_tree import SoftOptimum, TreeTask, _check_simplex
+from theorylab.mdps.token_tree import SoftOptimum, TreeTask
 
 
 @dataclass
@@ -58,10 +58,7 @@ class EosTokenTree(TreeTask):
         ):
             if arr.shape != shape:
                 raise ValueError(f"{name} has shape {arr.shape}, expected {shape}")
-        _check_simplex("reward_probs", self.reward_probs)
-        _check_simplex("ref_cond", self.ref_cond)
-        if (self.ref_cond <= 0).any():
-            raise ValueError("ref_cond must be > 0 everywhere")
+        self._check_distributions()
 
     @property
     def n_nodes(self) -> int:
@@ -70,16 +67,6 @@ class EosTokenTree(TreeTask):
     @property
     def n_responses(self) -> int:
         return int(self._tokens.shape[0])
-
-    @property
-    def tokens(self) -> np.ndarray:
-        """(Y, L) response tokens, padded with 0 after the response's end."""
-        return self._tokens
-
-    @property
-    def token_nodes(self) -> np.ndarray:
-        """(Y, L) the node at which each token is chosen (padding: the root)."""
-        return self._nodes
 
     @property
     def token_mask(self) -> np.ndarray:

@@ -73,6 +73,23 @@ class TreeTask:
         return int(self.reward_values.shape[0])
 
     @property
+    def tokens(self) -> np.ndarray:
+        """(Y, L) the tokens of every response (padded with 0 after a shorter one's end)."""
+        return self._tokens
+
+    @property
+    def token_nodes(self) -> np.ndarray:
+        """(Y, L) the node (prefix) at which each token of each response is chosen (padding:
+        the root)."""
+        return self._nodes
+
+    def _check_distributions(self) -> None:
+        _check_simplex("reward_probs", self.reward_probs)
+        _check_simplex("ref_cond", self.ref_cond)
+        if (self.ref_cond <= 0).any():
+            raise ValueError("ref_cond must be > 0 everywhere (pi* is defined relative to it)")
+
+    @property
     def mean_reward(self) -> np.ndarray:
         """(P, Y) r(x, y) = E[reward | x, y]."""
         return (self.reward_values * self.reward_probs).sum(axis=-1)
@@ -257,10 +274,7 @@ class TokenTreeTask(TreeTask):
             raise ValueError(
                 f"reward_values has {self.reward_values.shape[1]} responses, expected {Y}"
             )
-        _check_simplex("reward_probs", self.reward_probs)
-        _check_simplex("ref_cond", self.ref_cond)
-        if (self.ref_cond <= 0).any():
-            raise ValueError("ref_cond must be > 0 everywhere (pi* is defined relative to it)")
+        self._check_distributions()
         t = np.arange(self.L)
         idx = np.arange(Y)
         self._tokens = (idx[:, None] // self.V ** (self.L - 1 - t)[None, :]) % self.V  # (Y, L)
@@ -279,16 +293,6 @@ class TokenTreeTask(TreeTask):
     def level_offset(self, t):
         """Node index of the first length-t prefix: (V^t - 1)/(V - 1)."""
         return (self.V ** np.asarray(t) - 1) // (self.V - 1)
-
-    @property
-    def tokens(self) -> np.ndarray:
-        """(Y, L) the tokens of every response."""
-        return self._tokens
-
-    @property
-    def token_nodes(self) -> np.ndarray:
-        """(Y, L) the node (prefix) at which each token of each response is chosen."""
-        return self._nodes
 
     @property
     def token_mask(self) -> np.ndarray:

@@ -105,11 +105,17 @@ def astar_po(
 ) -> torch.Tensor:
     """mean_i (beta log pi(y_i|x_i)/ref(y_i|x_i) + V*(x_i) - r_i)^2; v_star (B,) the stage-1
     estimate for each response's prompt (no gradient)."""
+    return _ratio_regression(logp, ref_logp, mask, rewards, "v_star", v_star.detach(), weights,
+                             beta)  # fmt: skip
+
+
+def _ratio_regression(logp, ref_logp, mask, rewards, name, offset, weights, beta):
+    """mean_i (beta log pi/ref (y_i) + offset_i - r_i)^2, the residual A*-PO and TBRM share."""
     check_positive("beta", beta)
     m = check_tokens(mask, logp=logp, ref_logp=ref_logp)
     B = check_vector("rewards", rewards, logp.shape[0])
-    check_vector("v_star", v_star, B)
-    residual = beta * sequence_log_ratio(logp, ref_logp, m) + v_star.detach() - rewards.detach()
+    check_vector(name, offset, B)
+    residual = beta * sequence_log_ratio(logp, ref_logp, m) + offset - rewards.detach()
     return reduce_examples(residual**2, weights)
 
 
@@ -172,9 +178,5 @@ def tbrm(
 ) -> torch.Tensor:
     """mean_i (beta log pi(y_i|x_i)/ref(y_i|x_i) + V_theta(x_i) - R_i)^2 on responses from any
     behaviour policy; root_values (B,) V_theta(s_1) *with* gradient (:func:`tbrm_root_values`)."""
-    check_positive("beta", beta)
-    m = check_tokens(mask, logp=logp, ref_logp=ref_logp)
-    B = check_vector("rewards", rewards, logp.shape[0])
-    check_vector("root_values", root_values, B)
-    residual = beta * sequence_log_ratio(logp, ref_logp, m) + root_values - rewards.detach()
-    return reduce_examples(residual**2, weights)
+    return _ratio_regression(logp, ref_logp, mask, rewards, "root_values", root_values, weights,
+                             beta)  # fmt: skip
