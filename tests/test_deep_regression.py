@@ -162,3 +162,5 @@ def test_trainer_runs_the_regression_losses():
         assert np.isfinite(res.kl_optimum).all()
     with pytest.raises(ValueError, match="group_size must be even"):
         train("tiny", "tokentree:V=2,L=2", "rebel:beta=0.5", steps=1, group_size=3)
+    with pytest.raises(ValueError, match="value_samples must be an integer >= 1, got 0"):
+        train("tiny", "tokentree:V=2,L=2", "astar-po", steps=1, value_samples=0)
