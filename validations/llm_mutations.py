@@ -12,7 +12,9 @@
 * ``qsharp-mean-return``: Q#'s certainty equivalent beta log E exp(Z/beta) computed as the mean
   return E Z (the unregularised Q of the reference);
 * ``rto-implicit-reward-length-normalised``: RTO's token rewards averaged over a response's
-  tokens instead of summed.
+  tokens instead of summed;
+* ``exo-forward-kl``: EXO's divergence taken as the forward KL(p_r || p_theta) (DPO's direction)
+  instead of the reverse KL(p_theta || p_r).
 """
 
 from __future__ import annotations
@@ -87,6 +89,17 @@ def rto_implicit_reward_length_normalised(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def exo_forward_kl(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import exo
+
+    def forward(log_p_theta, log_p_r):
+        return (log_p_r.exp() * (log_p_r - log_p_theta)).sum(-1)  # the bug: KL(p_r || p_theta)
+
+    with _patched(exo, "exo_divergence", forward):
+        yield
+
+
 MUTATIONS = ()
 if importlib.util.find_spec("torch") is not None:
     MUTATIONS = tuple(
@@ -116,6 +129,11 @@ if importlib.util.find_spec("torch") is not None:
                 "rto-implicit-reward-length-normalised",
                 "RTO's token rewards averaged over a response's tokens instead of summed",
                 rto_implicit_reward_length_normalised,
+            ),
+            (
+                "exo-forward-kl",
+                "EXO's reverse KL(p_theta || p_r) computed as the forward KL(p_r || p_theta)",
+                exo_forward_kl,
             ),
         )
     )
