@@ -164,3 +164,24 @@ def test_trainer_runs_the_regression_losses():
         train("tiny", "tokentree:V=2,L=2", "rebel:beta=0.5", steps=1, group_size=3)
     with pytest.raises(ValueError, match="value_samples must be an integer >= 1, got 0"):
         train("tiny", "tokentree:V=2,L=2", "astar-po", steps=1, value_samples=0)
+
+
+def test_exo_loss_formula_and_its_large_k_limit():
+    from theorylab.algorithms.deep.exo import exo_expectation
+
+    lr, r = t([[0.2, -0.1, 0.0]]), t([[1.0, 0.0, 0.5]])
+    beta = 0.5
+    p = np.exp([0.2, -0.1, 0.0])
+    p /= p.sum()
+    q = np.exp(np.array([1.0, 0.0, 0.5]) / beta)
+    q /= q.sum()
+    want = float((p * np.log(p / q)).sum())
+    assert float(make_loss("exo", beta=beta)(lr, r)) == pytest.approx(want, abs=1e-14)
+    with pytest.raises(InvalidBatchError, match="K >= 2"):
+        make_loss("exo")(lr[:, :1], r[:, :1])
+    # E[L_K] -> KL(pi || pi*_beta) as K grows (a one-token task: the responses are the symbols)
+    task = make("tokentree-eos:V=3,L=1,prompts=1")
+    seq = torch.as_tensor(task.sequence_logprobs(rt.log_softmax(rt.random_logits(task, 0))))
+    kl = float(task.kl(seq.numpy(), task.soft_optimum(beta).seq_logp)[0])
+    gaps = [abs(float(exo_expectation(task, seq, k, beta)) - kl) for k in (2, 4, 8)]
+    assert gaps[0] > gaps[1] > gaps[2]
