@@ -19,7 +19,7 @@ PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
 LOSS_PAPERS = {
     "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
-    "astar-po": ("000#2",), "rebel": ("000#16",), "tbrm": ("000#42",),
+    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "tbrm": ("000#42",),
 }  # fmt: skip
 
 

@@ -1084,7 +1084,7 @@ register_validation(
         (("astar-po", 0.5),),
     ),
     controls=("astar-po-v-star-mean-reward", "regression-ratio-length-normalised"),
-    papers=("000#2",),
+    papers=("000#2", "001#57"),
 )
 
 register_validation(
