@@ -863,6 +863,7 @@ def cmd_train(args) -> int:
             target_beta=args.target_beta,
             preference=args.preference,
             pairs_per_prompt=args.pairs_per_prompt,
+            value_samples=args.value_samples,
             seeds=args.seeds,
             seed=args.seed,
             device=args.device,
@@ -1282,6 +1283,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="preference losses: exact expected loss over all pairs, or sampled pairs",
     )
     q.add_argument("--pairs-per-prompt", type=int, default=16, help="sampled preference pairs")
+    q.add_argument(
+        "--value-samples", type=int, default=16, help="astar-po: stage-1 reference samples"
+    )
     q.add_argument("--seeds", "-B", type=int, default=1)
     q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")
     q.add_argument("--device", default="cpu", help="cpu (default) or cuda")

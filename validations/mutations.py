@@ -1706,7 +1706,7 @@ MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
 
 # ----------------------------------------------------------------------------- issue 26 (prefdual)
 # confidence radii (validations/claims/confidence_sets.py) and OptiDICE (claims/dual_exact.py)
-from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
+from theorylab.validations import confidence_mutations, dual_mutations, llm_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)
 
@@ -1725,3 +1725,9 @@ MUTATIONS = (*MUTATIONS, *average_reward_mutations.MUTATIONS)
 from theorylab.validations import robust_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *robust_mutations.MUTATIONS)
+MUTATIONS = (
+    *MUTATIONS,
+    *confidence_mutations.MUTATIONS,
+    *dual_mutations.MUTATIONS,
+    *llm_mutations.MUTATIONS,
+)

@@ -54,6 +54,7 @@ from theorylab.algorithms.deep.logprobs import token_logprobs
 from theorylab.algorithms.deep.masking import InvalidBatchError
 from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_device
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
+from theorylab.algorithms.deep.regression_losses import log_mean_exp_value, tbrm_root_values
 from theorylab.algorithms.deep.transformer_registrations import ONLINE_LOSSES, PREFERENCE_LOSSES
 from theorylab.mdps.token_tree import TokenTreeTask
 from theorylab.registry import parse_spec
@@ -203,6 +204,7 @@ def train(
     target_beta: float | None = None,
     preference: str = "exact",
     pairs_per_prompt: int = 16,
+    value_samples: int = 16,
     max_grad_norm: float = 1.0,
     seeds: int = 1,
     seed: int = 0,
@@ -224,7 +226,8 @@ def train(
             f"{type(task).__name__} {getattr(task, 'name', '')!r}"
         )
     positive = (("steps", steps, 1), ("group_size", group_size, 2), ("eval_every", eval_every, 1),
-                ("pass_k", pass_k, 1), ("pairs_per_prompt", pairs_per_prompt, 1))  # fmt: skip
+                ("pass_k", pass_k, 1), ("pairs_per_prompt", pairs_per_prompt, 1),
+                ("value_samples", value_samples, 1))  # fmt: skip
     for name, v, lo in positive:
         if int(v) != v or v < lo:
             raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
@@ -235,6 +238,9 @@ def train(
     loss_name, _ = parse_spec(loss)
     family = loss_family(loss_name)
     loss_fn = make_loss(loss)
+    if "rebel" == loss_name and group_size % 2:
+        raise ValueError(f"rebel pairs the responses of a prompt: group_size must be even, got "
+                         f"{group_size}")  # fmt: skip
     beta = target_beta_of(loss, target_beta)
     dev = resolve_device(device)
     indices = seed_indices(seeds)
@@ -251,7 +257,7 @@ def train(
             model, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed,
             steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
             preference=preference, pairs_per_prompt=pairs_per_prompt,
-            max_grad_norm=max_grad_norm, progress=progress,
+            value_samples=value_samples, max_grad_norm=max_grad_norm, progress=progress,
         )  # fmt: skip
         for k, v in out.items():
             records[k].append(v)
@@ -283,6 +289,7 @@ def train(
                 "target_beta": beta,
                 "preference": preference,
                 "pairs_per_prompt": pairs_per_prompt,
+                "value_samples": value_samples,
                 "max_grad_norm": max_grad_norm,
                 "device": str(dev),
             },  # fmt: skip
@@ -295,8 +302,8 @@ def train(
 
 def _train_one_seed(
     model_spec, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed, *,
-    steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, max_grad_norm,
-    progress,
+    steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, value_samples,
+    max_grad_norm, progress,
 ) -> dict[str, Any]:  # fmt: skip
     P, V = task.n_prompts, task.V
     what = f"the task ({V} symbol tokens + {P} prompt tokens)"
@@ -318,6 +325,11 @@ def _train_one_seed(
     if family == "preference" and preference == "exact":
         pairs = [torch.as_tensor(a, device=dev) for a in preference_pairs(task, ref_seq)]
         ref_seq_f = ref_seq_t.to(torch.float32)
+    wanted = set(tensor_arguments(loss_fn))
+    sig = inspect.signature(loss_fn.func).parameters
+    loss_beta = loss_fn.keywords.get("beta", getattr(sig.get("beta"), "default", None))
+    if "v_star" in wanted:  # A*-PO's stage 1: V* from value_samples reference responses
+        v_star = stage_one_values(reference, task, loss_beta, value_samples, gen, rng, dev)
     metrics: dict[str, list] = {k: [] for k in ("acc", "rew", "klo", "klr", "pk")}
     losses = []
 
@@ -347,6 +359,15 @@ def _train_one_seed(
                 "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
                 "advantages": group_advantages(rewards, group, "std"),
             }  # fmt: skip
+            if "v_star" in wanted:
+                available["v_star"] = v_star[prompts]
+            if "root_values" in wanted:  # TBRM: V_theta(s_1) from the first-token logits
+                root_ids = (task.V + prompts)[:, None]
+                with torch.no_grad():
+                    ref_root = reference(root_ids)[:, -1, :V]
+                available["root_values"] = tbrm_root_values(
+                    policy(root_ids)[:, -1, :V], ref_root, loss_beta
+                )
         elif preference == "exact":
             available = _exact_pairs(policy, task, inputs, pairs, ref_seq_f)
         else:
@@ -369,6 +390,17 @@ def _train_one_seed(
         "oa": exact_task.accuracy(optimum).mean(),
         "or": exact_task.expected_reward(optimum).mean(),
     }
+
+
+@torch.no_grad()
+def stage_one_values(reference, task, beta, n, gen, rng, dev) -> torch.Tensor:
+    """A*-PO's stage 1 (Brantley et al. 2025): n responses per prompt sampled from the reference,
+    their rewards drawn, V^(x) = beta log-mean-exp(r / beta) (P,)."""
+    prompts = torch.arange(task.n_prompts, device=dev).repeat_interleave(n)
+    ids = sample_responses(reference, task, prompts, gen)
+    r = draw_rewards(task, prompts.cpu().numpy(), response_index(task, ids[:, 1:]), rng)
+    r = torch.as_tensor(r, dtype=torch.float64).reshape(task.n_prompts, n)
+    return log_mean_exp_value(r, beta).to(torch.float32).to(dev)
 
 
 def _exact_pairs(policy, task, inputs, pairs, ref_seq_f) -> dict[str, torch.Tensor]:

@@ -14,10 +14,13 @@ from typing import Any
 
 from theorylab.algorithms.registry import register
 
-ONLINE_LOSSES = ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip")
+ONLINE_LOSSES = ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm")
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
-LOSS_PAPERS = {"xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",)}
+LOSS_PAPERS = {
+    "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
+    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "tbrm": ("000#42",),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -44,27 +47,34 @@ def _factory(loss: str, family: str):
         beta: float | None = None,
         tau: float | None = None,
         alpha: float | None = None,
+        eta: float | None = None,
+        value_samples: int = 16,
     ) -> TransformerRun:
-        hyper = {k: v for k, v in (("beta", beta), ("tau", tau), ("alpha", alpha)) if v is not None}
+        pairs = (("beta", beta), ("tau", tau), ("alpha", alpha), ("eta", eta))
+        hyper = {k: v for k, v in pairs if v is not None}
         spec = loss + (":" + ",".join(f"{k}={v}" for k, v in hyper.items()) if hyper else "")
         params = dict(lr=lr, group_size=group_size, pass_k=pass_k, target_beta=target_beta,
                       preference=preference, pairs_per_prompt=pairs_per_prompt,
-                      max_grad_norm=max_grad_norm)  # fmt: skip
+                      max_grad_norm=max_grad_norm, value_samples=value_samples)  # fmt: skip
         return TransformerRun(spec, model, task, params)
 
     what = "G sampled responses per prompt" if family == "online" else "preference pairs"
     factory.__doc__ = (
         f"{loss} on a causal LM (tiny, gpt2-config:..., hf:PATH) over {what}; exact metrics; "
-        "beta/tau/alpha: the loss's hyper-parameters."
+        "beta/tau/alpha/eta: the loss's hyper-parameters; value_samples: A*-PO's stage-1 "
+        "reference samples per prompt."
     )
     factory.__name__ = f"{loss.replace('-', '_')}_transformer"
     return factory
 
 
 for _loss in ONLINE_LOSSES:
-    register(f"{_loss}-transformer", kind="transformer", problem="token-tree")(
-        _factory(_loss, "online")
-    )
+    register(
+        f"{_loss}-transformer",
+        kind="transformer",
+        problem="token-tree",
+        papers=LOSS_PAPERS.get(_loss, ()),
+    )(_factory(_loss, "online"))
 for _loss in PREFERENCE_LOSSES:
     register(
         f"{_loss}-transformer",
