@@ -55,6 +55,10 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   (``theorylab.algorithms.policy_optimization.trpo.penalty_constant``);
 * ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
   direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
+* ``on-policy-data-offline-samples``: ``on-policy-data``'s reverse-KL policy gradient with its
+  expectation over the offline preferred data D instead of the current policy (on-policy
+  sampling replaced by the offline data;
+  ``theorylab.algorithms.policy_optimization.on_policy_data``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
   half-step dropped);
 * ``recoil-reference-without-expert``: ReCOIL's reference mixture ``beta d^E + (1 - beta) d^S``
@@ -427,6 +431,24 @@ def kl_pg_reward_only_gradient(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def on_policy_data_offline_samples(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import on_policy_data as opd
+
+    original = opd.step_direction
+
+    def offline(theta, objective, **kw):
+        if objective != "reverse-kl":
+            return original(theta, objective, **kw)
+        logp = opd.log_softmax(theta)
+        g = kw["reward"] - kw["beta"] * (logp - kw["ref_logp"])
+        d = kw["data"]  # the bug: E_{y ~ D} A(y) grad log pi(y), D the offline data, not pi
+        return d * (g - d @ g)  # minus pi E_D A, which is 0 with the baseline E_D g
+
+    with _patched(opd, "step_direction", offline):
+        yield
+
+
+@contextlib.contextmanager
 def soft_optimum_hardmax(claim=None) -> Iterator[None]:
     import numpy as np
 
@@ -778,6 +800,14 @@ MUTATIONS = (
             "mutation",
             "the tilted frontier's budget measured as KL(p || q_lambda), the reverse direction",
             tilted_frontier_reverse_kl,
+        )
+    ),
+    register_control(
+        Control(
+            "on-policy-data-offline-samples",
+            "mutation",
+            "on-policy-data's reverse-KL gradient taken over the offline data, not the policy",
+            on_policy_data_offline_samples,
         )
     ),
     register_control(

@@ -13,12 +13,16 @@ records it. Registered:
 * ``trpo-penalty`` (:mod:`.trpo`): TRPO's Algorithm 1, the KL-penalised surrogate step with the
   constant of Theorem 1, on log-linear policies (Schulman et al. 2015; seed row 000#61);
 * ``best-of-n`` (:mod:`.alignment_asymptotics`): best-of-N against the tilted KL-constrained
-  optimum on a memoryless LM (Yang et al. 2024; seed row 000#64).
+  optimum on a memoryless LM (Yang et al. 2024; seed row 000#64);
+* ``on-policy-data`` (:mod:`.on_policy_data`): offline MLE / DPO, forward KL and on-policy
+  reverse-KL PG as plain logit-gradient steps on a categorical policy (Tajwar et al. 2024; seed
+  row 002-004#E12).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
     alignment_asymptotics,
     kl_bayesian_inference,
+    on_policy_data,
     policy_cliff,
     trpo,
 )
