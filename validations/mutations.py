@@ -64,6 +64,10 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   term's gradient dropped; ``theorylab.algorithms.policy_optimization.mdpo.proximal_gradient``);
 * ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
   direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
+* ``on-policy-data-offline-samples``: ``on-policy-data``'s reverse-KL policy gradient with its
+  expectation over the offline preferred data D instead of the current policy (on-policy
+  sampling replaced by the offline data;
+  ``theorylab.algorithms.policy_optimization.on_policy_data``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
   half-step dropped);
 * ``recoil-reference-without-expert``: ReCOIL's reference mixture ``beta d^E + (1 - beta) d^S``
@@ -432,6 +436,24 @@ def kl_pg_reward_only_gradient(claim=None) -> Iterator[None]:
         return original(task, logits, 0.0)  # the bug: the KL term left out of the gradient
 
     with _patched(kb, "regularised_gradient", reward_only):
+        yield
+
+
+@contextlib.contextmanager
+def on_policy_data_offline_samples(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import on_policy_data as opd
+
+    original = opd.step_direction
+
+    def offline(theta, objective, **kw):
+        if objective != "reverse-kl":
+            return original(theta, objective, **kw)
+        logp = opd.log_softmax(theta)
+        g = kw["reward"] - kw["beta"] * (logp - kw["ref_logp"])
+        d = kw["data"]  # the bug: E_{y ~ D} A(y) grad log pi(y), D the offline data, not pi
+        return d * (g - d @ g)  # minus pi E_D A, which is 0 with the baseline E_D g
+
+    with _patched(opd, "step_direction", offline):
         yield
 
 
@@ -878,6 +900,10 @@ MUTATIONS = (
             "mutation",
             "MDPO's m gradient steps on <p, Q> alone (the KL proximity term dropped)",
             mdpo_gradient_without_kl,
+            "on-policy-data-offline-samples",
+            "mutation",
+            "on-policy-data's reverse-KL gradient taken over the offline data, not the policy",
+            on_policy_data_offline_samples,
         )
     ),
     register_control(
@@ -1725,9 +1751,6 @@ MUTATIONS = (*MUTATIONS, *average_reward_mutations.MUTATIONS)
 from theorylab.validations import robust_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *robust_mutations.MUTATIONS)
-MUTATIONS = (
-    *MUTATIONS,
-    *confidence_mutations.MUTATIONS,
-    *dual_mutations.MUTATIONS,
-    *llm_mutations.MUTATIONS,
-)
+
+# ----------------------------------------------------------------------------- issue 28 (twins)
+MUTATIONS = (*MUTATIONS, *llm_mutations.MUTATIONS)

@@ -23,6 +23,9 @@ records it. Registered:
   002-004#A2);
 * ``mdpo`` (:mod:`.mdpo`): the exact mirror-descent step and its m-step gradient approximation
   (Tomar et al. 2022; seed rows 000#29, 002-004#F2).
+* ``on-policy-data`` (:mod:`.on_policy_data`): offline MLE / DPO, forward KL and on-policy
+  reverse-KL PG as plain logit-gradient steps on a categorical policy (Tajwar et al. 2024; seed
+  row 002-004#E12).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -34,6 +37,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     max_at_k,
     mdpo,
     mirror_learning,
+    on_policy_data,
     policy_cliff,
     reasoning_boundary,
     rlvr_support,
