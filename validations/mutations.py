@@ -900,6 +900,10 @@ MUTATIONS = (
             "mutation",
             "MDPO's m gradient steps on <p, Q> alone (the KL proximity term dropped)",
             mdpo_gradient_without_kl,
+        )
+    ),
+    register_control(
+        Control(
             "on-policy-data-offline-samples",
             "mutation",
             "on-policy-data's reverse-KL gradient taken over the offline data, not the policy",
