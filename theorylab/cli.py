@@ -1135,7 +1135,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--design",
-        choices=["uniform", "zjj-thm39"],
+        choices=["uniform", "zjj-thm39", "reference"],
         help="preference-offline: which pairs are compared (default uniform)",
     )
     q.add_argument(

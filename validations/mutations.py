@@ -1609,3 +1609,9 @@ MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
 from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 29 (pref)
+# preference alignment rows (validations/claims/preference.py, claims 5-)
+from theorylab.validations import alignment_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *alignment_mutations.MUTATIONS)

@@ -1,0 +1,14 @@
+"""KL-regularised comparison bandits as registered families (``theorylab.mdps.kl_bandit``).
+
+* ``kl-bandit:S=3,A=6,d=5,B=1,norm=1,eta=0.5,seed=0`` -- random features, uniform reference;
+* ``gshf-coverage:S=2,eps=0.005,eta=0.5,gap=3`` -- one-hot features, the best action seldom
+  drawn by the reference policy (poor coverage of ref x ref data).
+"""
+
+from __future__ import annotations
+
+from theorylab.mdps.kl_bandit import gshf_coverage, kl_bandit
+from theorylab.mdps.registry import register
+
+register("kl-bandit")(kl_bandit)
+register("gshf-coverage")(gshf_coverage)

@@ -1,0 +1,174 @@
+r"""The reverse-KL-regularised contextual bandit of RLHF: the Gibbs policy and its exact value.
+
+Setting (Xiong et al., "Iterative Preference Learning from Human Feedback: Bridging Theory and
+Practice for RLHF under KL-Constraint", ICML 2024, arXiv:2312.11456, section 2; card
+docs/algorithms/gshf.md). A :class:`KLBandit` is a :class:`ComparisonBandit` (contexts s ~ rho,
+known features ``phi (S, A, d)``, reward r(s, a) = <theta*, phi(s, a)>, BTL comparisons) with a
+reference policy ``ref (S, A)`` (full support) and a KL weight ``eta > 0``. Its objective is
+
+    J(pi) = E_{s~rho} [ sum_a pi(a|s) r(s, a) - eta KL(pi(.|s) || ref(.|s)) ],
+
+maximised by the Gibbs policy pi_r(a|s) = ref(a|s) exp(r(s, a) / eta) / Z_r(s) (the "policy
+improvement oracle" of the paper). Identity used throughout (exact, checked in tests):
+
+    J(pi) = E_s [ eta log Z_r(s) - eta KL(pi(.|s) || pi_r(.|s)) ],
+
+so the KL-regularised sub-optimality of any pi is eta E_s KL(pi || pi*), and J(pi*) = eta E_s log
+Z(s). For a plug-in Gibbs policy of an estimated reward r_hat the sub-optimality is therefore
+second order in r_hat - r*: it falls like 1/n when r_hat errs like n^(-1/2) (measured in claim
+``gshf-kl-regularised-rates``).
+
+Instances (registered in ``mdps/families/kl_bandit_instances.py``):
+
+* ``kl-bandit:S=3,A=6,d=5,B=1,norm=1,eta=0.5,seed=0`` -- the random comparison bandit of
+  :func:`theorylab.mdps.preference.random_comparison_bandit` with a uniform reference policy;
+* ``gshf-coverage:S=2,eps=0.005,eta=0.5,gap=3`` -- poorly covered: one-hot features (d = S A),
+  rewards (0.2, 0, -0.2, gap) - mean in every context, and a reference policy that gives the best
+  action eps and the others (1 - eps) / 3 -- data drawn from ref x ref seldom compare the best
+  action, which the Gibbs policy plays with probability 0.66 at gap = 3, eta = 0.5.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import logsumexp, softmax
+
+from theorylab.mdps.preference import (
+    ComparisonBandit,
+    LinearBTLOracle,
+    PairwiseDataset,
+    PreferenceError,
+    random_comparison_bandit,
+)
+from theorylab.seeding import ENV_STREAM, generators, seed_indices
+
+
+def gibbs_policy(ref: np.ndarray, rewards: np.ndarray, eta: float) -> np.ndarray:
+    """pi(a|s) ∝ ref(a|s) exp(r(s, a) / eta): ``ref (S, A)``, ``rewards (..., S, A)`` ->
+    ``(..., S, A)``."""
+    return softmax(np.log(ref) + np.asarray(rewards, dtype=np.float64) / eta, axis=-1)
+
+
+def kl_rows(p: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """KL(p(.|s) || q(.|s)) per row with 0 log 0 = 0: ``(..., A)`` -> ``(...)``."""
+    p = np.asarray(p, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        t = np.where(p > 0, p * (np.log(p) - np.log(q)), 0.0)
+    return t.sum(axis=-1)
+
+
+@dataclass(frozen=True)
+class KLBandit(ComparisonBandit):
+    """A comparison bandit with a reference policy ``ref (S, A)`` and KL weight ``eta``; its
+    ``value``, ``optimal_policy`` and ``suboptimality`` are the KL-regularised ones."""
+
+    ref: np.ndarray = None
+    eta: float = 1.0
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.ref is None:
+            raise PreferenceError("KLBandit needs a reference policy ref (S, A)")
+        ref = np.array(self.ref, dtype=np.float64)
+        if ref.shape != (self.S, self.A):
+            raise PreferenceError(
+                f"ref must have shape (S, A) = ({self.S}, {self.A}), got {ref.shape}"
+            )
+        if (ref <= 0).any() or np.abs(ref.sum(-1) - 1).max() > 1e-9:
+            raise PreferenceError("ref's rows must be full-support distributions")
+        if not (isinstance(self.eta, (int, float)) and self.eta > 0):
+            raise PreferenceError(f"eta (the KL weight) must be > 0, got {self.eta!r}")
+        ref.setflags(write=False)
+        object.__setattr__(self, "ref", ref)
+        object.__setattr__(self, "eta", float(self.eta))
+
+    def gibbs(self, rewards) -> np.ndarray:
+        """The Gibbs policy of ``rewards (..., S, A)``."""
+        return gibbs_policy(self.ref, rewards, self.eta)
+
+    def optimal_policy(self) -> np.ndarray:
+        """pi* = the Gibbs policy of the true rewards ``(S, A)``."""
+        return self.gibbs(self.rewards)
+
+    def value(self, policy, theta=None) -> float:
+        """J(pi) = E_rho [<pi, r> - eta KL(pi || ref)] (r from theta, default theta*)."""
+        t = self.theta if theta is None else np.asarray(theta, dtype=np.float64)
+        pi = self.policy_matrix(policy)
+        lin = np.einsum("sa,sa->s", pi, self.phi @ t)
+        return float(self.rho @ (lin - self.eta * kl_rows(pi, self.ref)))
+
+    def optimal_value(self) -> float:
+        """J(pi*) = eta E_rho log sum_a ref(a|s) exp(r(s, a) / eta) (closed form)."""
+        return float(self.eta * self.rho @ logsumexp(self.rewards / self.eta, b=self.ref, axis=-1))
+
+    def suboptimality(self, policy) -> float:
+        """J(pi*) - J(pi), exact (closed-form J(pi*))."""
+        return self.optimal_value() - self.value(policy)
+
+    def reference_features(self) -> np.ndarray:
+        """nu = E_{s~rho} E_{a~ref(s)} phi(s, a): ``(d,)`` (the reference vector of the bound)."""
+        return np.einsum("s,sa,sad->d", self.rho, self.ref, self.phi)
+
+
+def kl_bandit(
+    S: int = 3,
+    A: int = 6,
+    d: int = 5,
+    B: float = 1.0,
+    norm: float = 1.0,
+    eta: float = 0.5,
+    seed: int = 0,
+) -> KLBandit:
+    """The random comparison bandit (phi ~ N(0, 1/d), theta* on the sum-zero sphere of radius
+    ``norm``) with a uniform reference policy and KL weight ``eta``."""
+    base = random_comparison_bandit(S=S, A=A, d=d, B=B, norm=norm, seed=seed)
+    return KLBandit(
+        base.phi, base.rho, base.theta, base.B, "kl-bandit", np.full((S, A), 1.0 / A), eta
+    )
+
+
+def gshf_coverage(S: int = 2, eps: float = 0.005, eta: float = 0.5, gap: float = 3.0) -> KLBandit:
+    """The poorly covered instance (module docstring): 4 actions, one-hot features, the best
+    action (index 3, reward ``gap`` above the others' mean level) given ``eps`` by ref."""
+    if not 0 < eps < 1:
+        raise PreferenceError(
+            f"eps (the reference mass of the best action) must lie in (0, 1), got {eps!r}"
+        )
+    if isinstance(S, bool) or int(S) != S or S < 1:
+        raise PreferenceError(f"S (contexts) must be a positive integer, got {S!r}")
+    S, A = int(S), 4
+    r = np.tile(np.array([0.2, 0.0, -0.2, float(gap)]), (S, 1))  # (S, A)
+    theta = (r - r.mean()).reshape(-1)  # one-hot features: theta = r up to the global mean
+    phi = np.eye(S * A).reshape(S, A, S * A)
+    ref = np.tile(np.array([(1 - eps) / 3] * 3 + [eps]), (S, 1))
+    B = float(np.linalg.norm(theta)) * 1.5
+    return KLBandit(phi, np.full(S, 1.0 / S), theta, B, "gshf-coverage", ref, eta)
+
+
+def sample_reference_pairs(
+    bandit: KLBandit, n: int, *, seeds: int | Sequence[int] = 1, seed: int = 0
+) -> PairwiseDataset:
+    """n comparisons per seed: s ~ rho, a0, a1 ~ ref(s) independently (the offline data of
+    RLHF, drawn by the reference policy; equal pairs carry no information but count), labelled by
+    BTL on theta*. Seed b draws from its own environment stream (``theorylab.seeding``)."""
+    if not isinstance(bandit, KLBandit):
+        raise PreferenceError(f"reference pairs need a KLBandit, got {type(bandit).__name__}")
+    if isinstance(n, bool) or int(n) != n or n < 1:
+        raise PreferenceError(f"n (comparisons) must be a positive integer, got {n!r}")
+    rngs = generators(seed, seed_indices(seeds), ENV_STREAM)
+    B, n = len(rngs), int(n)
+    st = np.empty((B, n), np.int64)
+    a0 = np.empty((B, n), np.int64)
+    a1 = np.empty((B, n), np.int64)
+    cum = bandit.ref.cumsum(-1)  # (S, A)
+    for b, rng in enumerate(rngs):
+        st[b] = rng.choice(bandit.S, size=n, p=bandit.rho)
+        for out in (a0, a1):
+            u = rng.random((n, 1))
+            out[b] = np.minimum((u > cum[st[b]]).sum(-1), bandit.A - 1)
+    oracle = LinearBTLOracle(bandit.theta, rngs)
+    y = oracle.compare(bandit.phi[st, a1], bandit.phi[st, a0])
+    return PairwiseDataset(st, a0, a1, y, oracle.queries.copy())

@@ -1,0 +1,62 @@
+"""Known-bug mutations of the preference-alignment rows of issue 29, the controls of their claims
+(``validations/claims/preference.py``, claims 5-); appended to ``mutations.MUTATIONS``:
+
+* ``gibbs-temperature-inverted``: the Gibbs policy ref exp(eta r) instead of ref exp(r / eta)
+  (``theorylab.mdps.kl_bandit.gibbs_policy``; the temperature on the wrong side);
+* ``gshf-enhancer-no-bonus``: GSHF's enhancer without its uncertainty bonus, so it plays the
+  main agent's policy and the rounds never explore (``gshf.enhancer_rewards``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def gibbs_temperature_inverted(claim=None) -> Iterator[None]:
+    from theorylab.mdps import kl_bandit
+
+    original = kl_bandit.gibbs_policy
+
+    def inverted(ref, rewards, eta):
+        return original(ref, rewards, 1.0 / eta)  # the bug: exp(eta r)
+
+    with _patched(kl_bandit, "gibbs_policy", inverted):
+        yield
+
+
+@contextlib.contextmanager
+def gshf_enhancer_no_bonus(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import gshf
+
+    original = gshf.enhancer_rewards
+
+    def no_bonus(bandit, theta, main, M, radius):
+        return original(bandit, theta, main, M, 0.0)  # the bug: no exploration bonus
+
+    with _patched(gshf, "enhancer_rewards", no_bonus):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "gibbs-temperature-inverted",
+            "mutation",
+            "the Gibbs policy ref exp(eta r) in place of ref exp(r / eta)",
+            gibbs_temperature_inverted,
+        )
+    ),
+    register_control(
+        Control(
+            "gshf-enhancer-no-bonus",
+            "mutation",
+            "GSHF's enhancer without its uncertainty bonus (it plays the main agent)",
+            gshf_enhancer_no_bonus,
+        )
+    ),
+)
