@@ -4,7 +4,8 @@
 * ``gibbs-temperature-inverted``: the Gibbs policy ref exp(eta r) instead of ref exp(r / eta)
   (``theorylab.mdps.kl_bandit.gibbs_policy``; the temperature on the wrong side);
 * ``gshf-enhancer-no-bonus``: GSHF's enhancer without its uncertainty bonus, so it plays the
-  main agent's policy and the rounds never explore (``gshf.enhancer_rewards``).
+  main agent's policy and the rounds never explore (``gshf.enhancer_rewards``);
+* ``hypo-kl-dropped``: HyPO without its reverse-KL term (``hypo.hypo_minimiser`` at lam = 0).
 """
 
 from __future__ import annotations
@@ -57,6 +58,32 @@ MUTATIONS = (
             "mutation",
             "GSHF's enhancer without its uncertainty bonus (it plays the main agent)",
             gshf_enhancer_no_bonus,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def hypo_kl_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import hypo
+
+    original = hypo.hypo_minimiser
+
+    def dropped(ref, wins, beta, lam, weight=1.0):
+        return original(ref, wins, beta, 0.0, weight)  # the bug: the online KL term forgotten
+
+    with _patched(hypo, "hypo_minimiser", dropped):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "hypo-kl-dropped",
+            "mutation",
+            "HyPO's online reverse-KL term dropped (it minimises the DPO loss alone)",
+            hypo_kl_dropped,
         )
     ),
 )

@@ -25,6 +25,7 @@ import numpy as np
 from theorylab.algorithms.preference import (
     dueling,  # noqa: F401  (registers dueling-rl)
     gshf,  # noqa: F401  (registers gshf-offline, gshf-iterative)
+    hypo,  # noqa: F401  (registers hypo)
     nash,
     p2r,  # noqa: F401  (registers p2r-ucbvi)
     pr_lsvi,  # noqa: F401  (registers pr-lsvi)
