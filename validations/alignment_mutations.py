@@ -5,7 +5,8 @@
   (``theorylab.mdps.kl_bandit.gibbs_policy``; the temperature on the wrong side);
 * ``gshf-enhancer-no-bonus``: GSHF's enhancer without its uncertainty bonus, so it plays the
   main agent's policy and the rounds never explore (``gshf.enhancer_rewards``);
-* ``hypo-kl-dropped``: HyPO without its reverse-KL term (``hypo.hypo_minimiser`` at lam = 0).
+* ``hypo-kl-dropped``: HyPO without its reverse-KL term (``hypo.hypo_minimiser`` at lam = 0);
+* ``dno-target-reversed``: DNO regresses on r_t(y') - r_t(y) (``dno.dno_step``).
 """
 
 from __future__ import annotations
@@ -84,6 +85,32 @@ MUTATIONS = (
             "mutation",
             "HyPO's online reverse-KL term dropped (it minimises the DPO loss alone)",
             hypo_kl_dropped,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def dno_target_reversed(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import dno
+
+    original = dno.dno_step
+
+    def reversed_target(pi_t, r_t, eta):
+        return original(pi_t, -r_t, eta)  # the bug: regress on r_t(y') - r_t(y)
+
+    with _patched(dno, "dno_step", reversed_target):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "dno-target-reversed",
+            "mutation",
+            "DNO's regression target r_t(y) - r_t(y') with its sign reversed",
+            dno_target_reversed,
         )
     ),
 )
