@@ -172,3 +172,141 @@ def sample_reference_pairs(
     oracle = LinearBTLOracle(bandit.theta, rngs)
     y = oracle.compare(bandit.phi[st, a1], bandit.phi[st, a0])
     return PairwiseDataset(st, a0, a1, y, oracle.queries.copy())
+
+
+# ------------------------------------------------------------------ groups (MaxMin-RLHF)
+def maxmin_dual(ref, rho, rewards: np.ndarray, eta: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """max_pi min_k E_rho[<pi, r_k> - eta KL(pi || ref)] by its dual, min over lambda in the
+    simplex of eta E_rho log sum_a ref exp(sum_k lambda_k r_k / eta) (convex; softmax
+    parametrisation, BFGS from K + 1 starts): ``rewards (K, S, A)`` -> (lambda* (K,), the max-min
+    policy Gibbs(sum_k lambda*_k r_k) (S, A), the max-min value)."""
+    from scipy.optimize import minimize
+
+    K = rewards.shape[0]
+
+    def f(z):
+        mix = np.einsum("k,ksa->sa", softmax(z), rewards)
+        return float(eta * rho @ logsumexp(mix / eta, b=ref, axis=-1))
+
+    best = None
+    for start in [np.zeros(K), *(4.0 * np.eye(K))]:
+        res = minimize(f, start, method="BFGS", options={"gtol": 1e-12})
+        if best is None or res.fun < best.fun:
+            best = res
+    lam = softmax(best.x)
+    return lam, gibbs_policy(ref, np.einsum("k,ksa->sa", lam, rewards), eta), float(best.fun)
+
+
+@dataclass(frozen=True)
+class GroupKLBandit(KLBandit):
+    """K user groups with parameters ``group_thetas (K, d)`` and population ``weights (K,)``;
+    each user gives ``per_user`` comparisons. ``theta`` (the base class's) is the weighted mean
+    parameter. Its ``value`` is the egalitarian min_k U_k(pi), U_k the KL-regularised value
+    under group k's reward; ``optimal_value`` / ``optimal_policy`` the max-min ones (dual)."""
+
+    group_thetas: np.ndarray = None
+    weights: np.ndarray = None
+    per_user: int = 10
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        th = np.array(self.group_thetas, dtype=np.float64)
+        w = np.array(self.weights, dtype=np.float64)
+        if th.ndim != 2 or th.shape[1] != self.d or w.shape != (th.shape[0],):
+            raise PreferenceError(
+                f"group_thetas must be (K, d = {self.d}) and weights (K,), got {th.shape}, "
+                f"{w.shape}"
+            )
+        if (w <= 0).any() or abs(w.sum() - 1) > 1e-9:
+            raise PreferenceError(f"weights must be a positive distribution, got {w.tolist()}")
+        if (
+            isinstance(self.per_user, bool)
+            or int(self.per_user) != self.per_user
+            or self.per_user < 1
+        ):
+            raise PreferenceError(f"per_user must be a positive integer, got {self.per_user!r}")
+        for k, v in (("group_thetas", th), ("weights", w)):
+            v.setflags(write=False)
+            object.__setattr__(self, k, v)
+
+    @property
+    def group_rewards(self) -> np.ndarray:
+        """r_k(s, a) = <theta_k, phi(s, a)>: ``(K, S, A)``."""
+        return np.einsum("sad,kd->ksa", self.phi, self.group_thetas)
+
+    def utilities(self, policy) -> np.ndarray:
+        """U_k(pi) = E_rho[<pi, r_k> - eta KL(pi || ref)] per group: ``(K,)``."""
+        pi = self.policy_matrix(policy)
+        kl = self.rho @ kl_rows(pi, self.ref)
+        return np.einsum("s,sa,ksa->k", self.rho, pi, self.group_rewards) - self.eta * kl
+
+    def value(self, policy, theta=None) -> float:
+        if theta is not None:
+            return super().value(policy, theta)
+        return float(self.utilities(policy).min())
+
+    def optimal_policy(self) -> np.ndarray:
+        return maxmin_dual(self.ref, self.rho, self.group_rewards, self.eta)[1]
+
+    def optimal_value(self) -> float:
+        return maxmin_dual(self.ref, self.rho, self.group_rewards, self.eta)[2]
+
+
+@dataclass(frozen=True)
+class GroupPairwiseDataset(PairwiseDataset):
+    """Pairwise data by users: ``per_user`` consecutive comparisons per user; ``groups (B, U)``
+    the users' true groups (never shown to a learner; the claims check EM against them)."""
+
+    per_user: int = 1
+    groups: np.ndarray = None
+
+
+def maxmin_groups(
+    eta: float = 0.3, minority: float = 0.2, gap: float = 3.0, per_user: int = 10
+) -> GroupKLBandit:
+    """One context, three responses, one-hot features: the majority (weight 1 - ``minority``)
+    has rewards (gap, 0, 0.6 gap), the minority (0, gap, 0.6 gap); uniform reference."""
+    if not 0 < minority < 0.5:
+        raise PreferenceError(
+            f"minority (the smaller group's weight) must lie in (0, 1/2), got {minority!r}"
+        )
+    r = np.array([[gap, 0.0, 0.6 * gap], [0.0, gap, 0.6 * gap]])
+    th = r - r.mean(axis=1, keepdims=True)  # (K, 3)
+    w = np.array([1 - minority, minority])
+    B = float(np.linalg.norm(th, axis=1).max()) * 1.5
+    return GroupKLBandit(
+        np.eye(3)[None],
+        np.ones(1),
+        w @ th,
+        B,
+        "maxmin-groups",
+        np.full((1, 3), 1 / 3),
+        eta,
+        th,
+        w,
+        per_user,
+    )
+
+
+def sample_group_pairs(
+    bandit: GroupKLBandit, n: int, *, seeds: int | Sequence[int] = 1, seed: int = 0
+) -> GroupPairwiseDataset:
+    """n // per_user users per seed, each of group k with probability w_k, each labelling
+    ``per_user`` comparisons (s ~ rho, distinct actions uniformly) by BTL on theta_k."""
+    L = bandit.per_user
+    if isinstance(n, bool) or int(n) != n or n < L:
+        raise PreferenceError(f"n must be an integer >= per_user = {L}, got {n!r}")
+    rngs = generators(seed, seed_indices(seeds), ENV_STREAM)
+    B, U = len(rngs), int(n) // L
+    m = U * L
+    st, a0, a1, y = (np.empty((B, m), np.int64) for _ in range(4))
+    groups = np.empty((B, U), np.int64)
+    for b, rng in enumerate(rngs):
+        groups[b] = rng.choice(len(bandit.weights), size=U, p=bandit.weights)
+        st[b] = rng.choice(bandit.S, size=m, p=bandit.rho)
+        a0[b] = rng.integers(bandit.A, size=m)
+        a1[b] = (a0[b] + 1 + rng.integers(bandit.A - 1, size=m)) % bandit.A
+        th = bandit.group_thetas[np.repeat(groups[b], L)]  # (m, d)
+        z = np.einsum("md,md->m", bandit.phi[st[b], a1[b]] - bandit.phi[st[b], a0[b]], th)
+        y[b] = rng.random(m) < 1.0 / (1.0 + np.exp(-z))
+    return GroupPairwiseDataset(st, a0, a1, y, np.full(B, m), L, groups)

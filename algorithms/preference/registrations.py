@@ -26,6 +26,7 @@ from theorylab.algorithms.preference import (
     dueling,  # noqa: F401  (registers dueling-rl)
     gshf,  # noqa: F401  (registers gshf-offline, gshf-iterative)
     hypo,  # noqa: F401  (registers hypo)
+    maxmin,  # noqa: F401  (registers maxmin-rlhf)
     nash,
     p2r,  # noqa: F401  (registers p2r-ucbvi)
     pr_lsvi,  # noqa: F401  (registers pr-lsvi)

@@ -18,7 +18,8 @@ stream's generators of ``theorylab.seeding`` spawned one level further (spawn ke
 size, drawn from the environment stream), exact sub-optimality and the comparisons used.
 ``feedback="btl"`` gives pairwise comparisons (:class:`PairwiseDataset`; ``design="uniform"``:
 distinct action pairs drawn uniformly, ``"reference"``: both actions drawn from a KL bandit's
-reference policy), ``"plackett-luce"``
+reference policy; ``"groups"``: users of a group bandit, ``per_user`` comparisons each),
+``"plackett-luce"``
 K-wise rankings of K distinct actions (``ranking_size=K``, :class:`RankingDataset`; one query per
 ranking).
 
@@ -51,7 +52,7 @@ KIND_FEEDBACK = {
     "preference-offline": ("btl", "plackett-luce"),
     "preference-game": ("matrix",),
 }
-DESIGNS = ("uniform", "zjj-thm39", "reference")
+DESIGNS = ("uniform", "zjj-thm39", "reference", "groups")
 
 
 def feedback_taken(entry) -> tuple[str, ...]:
@@ -219,7 +220,7 @@ def run_offline(
     ranking_size: int | None = None,
 ) -> PreferenceResult:
     """Fit ``entry`` on fresh comparison data of every size; exact sub-optimality per seed."""
-    from theorylab.mdps.kl_bandit import sample_reference_pairs
+    from theorylab.mdps.kl_bandit import sample_group_pairs, sample_reference_pairs
     from theorylab.mdps.preference import (
         ComparisonBandit,
         LinearBTLOracle,
@@ -245,6 +246,11 @@ def run_offline(
         raise ValueError("design='zjj-thm39' draws the Theorem 3.9 data: use problem zjj-thm39")
     if design == "zjj-thm39" and feedback != "btl":
         raise ValueError("design='zjj-thm39' is pairwise data: it takes feedback='btl' only")
+    if design == "groups" and (getattr(bandit, "group_thetas", None) is None or feedback != "btl"):
+        raise ValueError(
+            "design='groups' draws users' comparisons: it needs a group bandit (maxmin-groups) "
+            f"and feedback='btl', got {bandit.name} with {feedback!r}"
+        )
     if design == "reference" and (getattr(bandit, "ref", None) is None or feedback != "btl"):
         raise ValueError(
             "design='reference' draws pairs from the reference policy: it needs a KL bandit "
@@ -263,6 +269,8 @@ def run_offline(
             data = zjj_thm39_dataset(n, seeds=seeds, seed=data_seed)
         elif design == "reference":
             data = sample_reference_pairs(bandit, n, seeds=seeds, seed=data_seed)
+        elif design == "groups":
+            data = sample_group_pairs(bandit, n, seeds=seeds, seed=data_seed)
         elif feedback == "plackett-luce":
             data = sample_rankings(bandit, n, K, seeds=seeds, seed=data_seed)
         else:
