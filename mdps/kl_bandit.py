@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from scipy.special import logsumexp, softmax
@@ -185,12 +186,15 @@ def maxmin_dual(ref, rho, rewards: np.ndarray, eta: float) -> tuple[np.ndarray, 
     K = rewards.shape[0]
 
     def f(z):
-        mix = np.einsum("k,ksa->sa", softmax(z), rewards)
-        return float(eta * rho @ logsumexp(mix / eta, b=ref, axis=-1))
+        lam = softmax(z)
+        mix = np.einsum("k,ksa->sa", lam, rewards)
+        val = float(eta * rho @ logsumexp(mix / eta, b=ref, axis=-1))
+        g_lam = np.einsum("s,sa,ksa->k", rho, gibbs_policy(ref, mix, eta), rewards)  # d/d lambda
+        return val, lam * (g_lam - lam @ g_lam)  # through the softmax
 
     best = None
     for start in [np.zeros(K), *(4.0 * np.eye(K))]:
-        res = minimize(f, start, method="BFGS", options={"gtol": 1e-12})
+        res = minimize(f, start, jac=True, method="BFGS", options={"gtol": 1e-12})
         if best is None or res.fun < best.fun:
             best = res
     lam = softmax(best.x)
@@ -245,11 +249,15 @@ class GroupKLBandit(KLBandit):
             return super().value(policy, theta)
         return float(self.utilities(policy).min())
 
+    @cached_property
+    def _maxmin(self) -> tuple[np.ndarray, np.ndarray, float]:
+        return maxmin_dual(self.ref, self.rho, self.group_rewards, self.eta)  # solved once
+
     def optimal_policy(self) -> np.ndarray:
-        return maxmin_dual(self.ref, self.rho, self.group_rewards, self.eta)[1]
+        return self._maxmin[1].copy()
 
     def optimal_value(self) -> float:
-        return maxmin_dual(self.ref, self.rho, self.group_rewards, self.eta)[2]
+        return self._maxmin[2]
 
 
 @dataclass(frozen=True)

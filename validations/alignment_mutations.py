@@ -6,7 +6,9 @@
 * ``gshf-enhancer-no-bonus``: GSHF's enhancer without its uncertainty bonus, so it plays the
   main agent's policy and the rounds never explore (``gshf.enhancer_rewards``);
 * ``hypo-kl-dropped``: HyPO without its reverse-KL term (``hypo.hypo_minimiser`` at lam = 0);
-* ``dno-target-reversed``: DNO regresses on r_t(y') - r_t(y) (``dno.dno_step``).
+* ``dno-target-reversed``: DNO regresses on r_t(y') - r_t(y) (``dno.dno_step``);
+* ``maxmin-utilitarian``: MaxMin-RLHF maximises sum_k w_k U_k, not min_k U_k
+  (``maxmin.policy_of_groups``).
 """
 
 from __future__ import annotations
@@ -111,6 +113,32 @@ MUTATIONS = (
             "mutation",
             "DNO's regression target r_t(y) - r_t(y') with its sign reversed",
             dno_target_reversed,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def maxmin_utilitarian(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import maxmin
+    from theorylab.mdps.kl_bandit import gibbs_policy
+
+    def utilitarian(bandit, rewards, weights):
+        # the bug: the weighted average sum_k w_k U_k maximised instead of the minimum
+        return gibbs_policy(bandit.ref, (weights[:, None, None] * rewards).sum(0), bandit.eta)
+
+    with _patched(maxmin, "policy_of_groups", utilitarian):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "maxmin-utilitarian",
+            "mutation",
+            "MaxMin-RLHF maximising the group-weighted average utility instead of the minimum",
+            maxmin_utilitarian,
         )
     ),
 )
