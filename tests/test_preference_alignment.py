@@ -217,3 +217,37 @@ def test_dno_input_errors():
 def test_dno_sampled_counts_queries():
     res = tl.run("dno", "cyclic-preferences", iterations=10, m=5, seeds=2)
     assert (res.queries[:, -1] == 4 * 5 * 10).all()
+
+
+# ------------------------------------------------------------------ MaxMin-RLHF
+def test_maxmin_dual_equals_the_cvxpy_primal_and_k1_is_rlhf():
+    from theorylab.algorithms.preference import maxmin as MM
+    from theorylab.mdps.kl_bandit import sample_group_pairs
+
+    b = make("maxmin-groups:eta=0.5,minority=0.3")
+    p, v = MM.maxmin_primal(b.ref, b.rho, b.group_rewards, b.eta)
+    assert abs(b.optimal_value() - v) < 1e-6
+    assert np.abs(b.optimal_policy() - p).max() < 1e-5
+    u = b.utilities(b.optimal_policy())
+    assert abs(u[0] - u[1]) < 1e-6  # both groups bind at the max-min policy here
+    data = sample_group_pairs(b, 600, seeds=2, seed=1)
+    one = MM.maxmin_rlhf(b, data, K=1)
+    dpo = G.gshf_offline(b, data, C=0.0)
+    assert np.abs(one.policy - dpo.policy).max() < 1e-12
+
+
+def test_maxmin_input_errors():
+    from theorylab.algorithms.preference import maxmin as MM
+    from theorylab.mdps.kl_bandit import GroupKLBandit
+
+    b = make("maxmin-groups")
+    with pytest.raises(MM.MaxMinError, match="design='groups'"):
+        MM.maxmin_rlhf(b, sample_pairwise(b, 20, seeds=1))
+    with pytest.raises(MM.MaxMinError, match="group bandit"):
+        MM.maxmin_rlhf(make("kl-bandit"), sample_pairwise(make("kl-bandit"), 20, seeds=1))
+    with pytest.raises(PreferenceError, match="weights"):
+        GroupKLBandit(
+            b.phi, b.rho, b.theta, b.B, "x", b.ref, 0.3, b.group_thetas, np.array([0.5, 0.6]), 10
+        )
+    with pytest.raises(ValueError, match="design='groups'"):
+        tl.run("maxmin-rlhf", "kl-bandit", dataset_size=[20], design="groups")
