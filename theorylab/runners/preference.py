@@ -34,6 +34,7 @@ cannot take is an error that says why (``feedback_note``) and which algorithms t
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -276,7 +277,7 @@ def run_offline(
         else:
             data = sample_pairwise(bandit, n, seeds=seeds, seed=data_seed)
         call = dict(params)
-        if "oracle" in entry.parameters():  # an algorithm that asks comparisons online
+        if "oracle" in inspect.signature(entry.factory).parameters:  # asks comparisons online
             call.setdefault(
                 "oracle", LinearBTLOracle(bandit.theta, oracle_generators(data_seed, seeds))
             )
