@@ -63,13 +63,12 @@ Measured (claim ``gshf-kl-regularised-rates``): see the card.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import logsumexp
 
-from theorylab.algorithms.preference.mle import MLEError, btl_mle, fit_btl
+from theorylab.algorithms.preference.mle import MLEError, btl_mle, fit_btl, solve_clarabel
 from theorylab.algorithms.preference.pessimistic import mle_radius
 from theorylab.algorithms.registry import register
 from theorylab.mdps.kl_bandit import KLBandit
@@ -109,11 +108,7 @@ def kl_pessimistic_policy(
     kl = sum(bandit.rho[s] * cp.sum(cp.rel_entr(pi[s, :], bandit.ref[s])) for s in range(S))
     obj = theta_hat @ u - radius * cp.norm(Lc.T @ u, 2) - bandit.eta * kl
     prob = cp.Problem(cp.Maximize(obj), [cp.sum(pi, axis=1) == 1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    if prob.status not in ("optimal", "optimal_inaccurate") or pi.value is None:
-        raise GSHFError(f"KL-pessimistic policy: cvxpy (Clarabel) returned {prob.status!r}")
+    solve_clarabel(prob, "KL-pessimistic policy", GSHFError)
     p = np.clip(pi.value, 1e-300, None)
     return p / p.sum(axis=1, keepdims=True)
 

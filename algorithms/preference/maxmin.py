@@ -29,13 +29,17 @@ U_k(pi) = E_s [<pi, r_k> - eta KL(pi || ref)].
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from scipy.special import log_expit, logsumexp
 
-from theorylab.algorithms.preference.mle import MLEError, ball_constrained_minimiser, btl_loss
+from theorylab.algorithms.preference.mle import (
+    MLEError,
+    ball_constrained_minimiser,
+    btl_loss,
+    solve_clarabel,
+)
 from theorylab.algorithms.registry import register
 from theorylab.mdps.kl_bandit import GroupKLBandit, GroupPairwiseDataset, kl_rows, maxmin_dual
 
@@ -62,11 +66,7 @@ def maxmin_primal(ref, rho, rewards: np.ndarray, eta: float) -> tuple[np.ndarray
     for k in range(K):
         cons.append(t <= sum(rho[s] * (pi[s, :] @ rewards[k, s]) for s in range(S)) - eta * kl)
     prob = cp.Problem(cp.Maximize(t), cons)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise MaxMinError(f"max-min primal: cvxpy returned {prob.status!r}")
+    solve_clarabel(prob, "max-min primal", MaxMinError)
     p = np.clip(pi.value, 0, None)
     return p / p.sum(-1, keepdims=True), float(t.value)
 
