@@ -44,6 +44,13 @@ NO_THEOREM = {
     "soft-vi",
     "trpo-penalty",
     "best-of-n",
+    # issue 29 (helper pref): the iterative / hybrid rounds, HyPO, DNO and MaxMin-RLHF carry no
+    # card (their papers' rates were not read; docs/algorithms/gshf.md, hypo.md, dno.md,
+    # maxmin-rlhf.md say what their claims test instead)
+    "gshf-iterative",
+    "hypo",
+    "dno",
+    "maxmin-rlhf",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -80,6 +87,7 @@ MAIN_THEOREM = {
     "pessimistic-mle": "zjj-thm3.2",
     "dueling-rl": "psl-dueling-known",
     "regime": "zhan2024-regime-queries",
+    "gshf-offline": "gshf-offline-pessimism",
 }
 
 

@@ -78,6 +78,7 @@ EXPECTED_NAMES = {
     "psl-dueling-known",
     "psl-dueling-unknown",
     "zhan2024-regime-queries",
+    "gshf-offline-pessimism",
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))
