@@ -318,3 +318,85 @@ def sample_group_pairs(
         z = np.einsum("md,md->m", bandit.phi[st[b], a1[b]] - bandit.phi[st[b], a0[b]], th)
         y[b] = rng.random(m) < 1.0 / (1.0 + np.exp(-z))
     return GroupPairwiseDataset(st, a0, a1, y, np.full(B, m), L, groups)
+
+
+# ------------------------------------------------------------------ hindsight feedback (RLHS)
+RLHS_FEEDBACK = ("foresight", "hindsight", "simulated")
+
+
+def rlhs_ratings(p_good: float) -> tuple[np.ndarray, np.ndarray]:
+    """(true utility, foresight rating), each ``(2, 3)``: contexts (good, bad) x messages
+    (honest, praise, hedge) of the model in ``theorylab.algorithms.preference.rlhs``."""
+    belief = np.array([[1.0, 1.0, p_good], [0.0, 1.0, p_good]])  # P(good) the user believes
+    buys = belief >= 0.5
+    truth = np.array([[1.0], [-1.0]])  # buying a good / a bad item
+    utility = np.where(buys, truth, 0.0)
+    foresight = np.where(buys, 2.0 * belief - 1.0, 0.0)
+    return utility, foresight
+
+
+@dataclass(frozen=True)
+class RLHSBandit(KLBandit):
+    """The two-step hindsight model as a KL bandit: contexts (good, bad) with prior (p_good,
+    1 - p_good), messages (honest, praise, hedge), one-hot features; ``theta`` is the centred
+    feedback rating x ``scale`` (what the evaluator's comparisons follow), ``true_rewards (S, A)``
+    the true utility x ``scale``. ``value`` and the optimum are the true utility's."""
+
+    true_rewards: np.ndarray = None
+    p_good: float = 0.4
+    scale: float = 3.0
+
+    def feedback_theta(self, feedback: str, accuracy: float = 1.0) -> np.ndarray:
+        """The centred rating parameter of a feedback type (``simulated``: alpha hindsight +
+        (1 - alpha) foresight)."""
+        if feedback not in RLHS_FEEDBACK:
+            raise PreferenceError(f"feedback must be one of {RLHS_FEEDBACK}, got {feedback!r}")
+        u, f = rlhs_ratings(self.p_good)
+        a = {"foresight": 0.0, "hindsight": 1.0}.get(feedback, accuracy)
+        r = self.scale * (a * u + (1 - a) * f)
+        return (r - r.mean()).reshape(-1)
+
+    def value(self, policy, theta=None) -> float:
+        if theta is not None:
+            return super().value(policy, theta)
+        pi = self.policy_matrix(policy)
+        lin = np.einsum("sa,sa->s", pi, self.true_rewards)
+        return float(self.rho @ (lin - self.eta * kl_rows(pi, self.ref)))
+
+    def optimal_policy(self) -> np.ndarray:
+        return self.gibbs(self.true_rewards)
+
+    def optimal_value(self) -> float:
+        z = logsumexp(self.true_rewards / self.eta, b=self.ref, axis=-1)
+        return float(self.eta * self.rho @ z)
+
+
+def rlhs_problem(
+    feedback: str = "foresight",
+    accuracy: float = 1.0,
+    p_good: float = 0.4,
+    eta: float = 0.5,
+    scale: float = 3.0,
+) -> RLHSBandit:
+    """The hindsight model with the evaluator's default ``feedback`` (the labels of its data)."""
+    if not 0 < p_good < 1:
+        raise PreferenceError(f"p_good must lie in (0, 1), got {p_good!r}")
+    if not 0 <= accuracy <= 1:
+        raise PreferenceError(f"accuracy must lie in [0, 1], got {accuracy!r}")
+    u, _ = rlhs_ratings(p_good)
+    probe = RLHSBandit(
+        np.eye(6).reshape(2, 3, 6),
+        np.array([p_good, 1 - p_good]),
+        np.zeros(6),
+        10 * scale,
+        "rlhs",
+        np.full((2, 3), 1 / 3),
+        eta,
+        scale * u,
+        p_good,
+        scale,
+    )
+    theta = probe.feedback_theta(feedback, accuracy)
+    return RLHSBandit(
+        probe.phi, probe.rho, theta, probe.B, "rlhs", probe.ref, eta, scale * u, p_good, scale
+    )

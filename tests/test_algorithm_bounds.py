@@ -46,11 +46,12 @@ NO_THEOREM = {
     "best-of-n",
     # issue 29 (helper pref): the iterative / hybrid rounds, HyPO, DNO and MaxMin-RLHF carry no
     # card (their papers' rates were not read; docs/algorithms/gshf.md, hypo.md, dno.md,
-    # maxmin-rlhf.md say what their claims test instead)
+    # maxmin-rlhf.md, rlhs.md say what their claims test instead)
     "gshf-iterative",
     "hypo",
     "dno",
     "maxmin-rlhf",
+    "rlhs",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

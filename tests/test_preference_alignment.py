@@ -251,3 +251,33 @@ def test_maxmin_input_errors():
         )
     with pytest.raises(ValueError, match="design='groups'"):
         tl.run("maxmin-rlhf", "kl-bandit", dataset_size=[20], design="groups")
+
+
+# ------------------------------------------------------------------ RLHS
+def test_rlhs_ratings_and_true_value():
+    from theorylab.mdps.kl_bandit import rlhs_ratings
+
+    u, f = rlhs_ratings(0.4)
+    # honest / praise / hedge on a good item; the same on a bad one (hedge: the user doesn't buy)
+    assert u.tolist() == [[1.0, 1.0, 0.0], [0.0, -1.0, 0.0]]
+    assert f.tolist() == [[1.0, 1.0, 0.0], [0.0, 1.0, 0.0]]
+    b = make("rlhs:feedback=foresight")
+    star = b.ref * np.exp(b.true_rewards / b.eta)
+    star /= star.sum(-1, keepdims=True)
+    pi = _rand_policy(np.random.default_rng(3), 2, 3)
+    assert abs(b.suboptimality(pi) - b.eta * b.rho @ (pi * np.log(pi / star)).sum(-1)) < 1e-12
+    # the data follow the foresight rating: praise of a bad item is its best message
+    assert int(np.argmax(b.rewards[1])) == 1
+
+
+def test_rlhs_input_errors():
+    from theorylab.algorithms.preference import rlhs as R
+
+    b = make("rlhs")
+    data = sample_pairwise(b, 10, seeds=1)
+    with pytest.raises(G.GSHFError, match="accuracy"):
+        R.rlhs(b, data, oracle=object(), accuracy=1.5)
+    with pytest.raises(G.GSHFError, match="hindsight problem"):
+        R.rlhs(make("kl-bandit"), data, oracle=object())
+    with pytest.raises(PreferenceError, match="feedback must be one of"):
+        b.feedback_theta("oracle")

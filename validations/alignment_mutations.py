@@ -8,7 +8,9 @@
 * ``hypo-kl-dropped``: HyPO without its reverse-KL term (``hypo.hypo_minimiser`` at lam = 0);
 * ``dno-target-reversed``: DNO regresses on r_t(y') - r_t(y) (``dno.dno_step``);
 * ``maxmin-utilitarian``: MaxMin-RLHF maximises sum_k w_k U_k, not min_k U_k
-  (``maxmin.policy_of_groups``).
+  (``maxmin.policy_of_groups``);
+* ``rlhs-foresight-labels``: RLHS relabels its pairs without the simulated outcome
+  (``rlhs.hindsight_labels``).
 """
 
 from __future__ import annotations
@@ -139,6 +141,34 @@ MUTATIONS = (
             "mutation",
             "MaxMin-RLHF maximising the group-weighted average utility instead of the minimum",
             maxmin_utilitarian,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def rlhs_foresight_labels(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import rlhs
+    from theorylab.mdps.preference import LinearBTLOracle
+
+    def foresight(bandit, data, accuracy, rngs):
+        # the bug: the pairs relabelled without the simulated outcome (foresight ratings)
+        oracle = LinearBTLOracle(bandit.feedback_theta("foresight"), rngs)
+        s, a0, a1 = data.states, data.a0, data.a1
+        return oracle.compare(bandit.phi[s, a1], bandit.phi[s, a0]), oracle.queries.copy()
+
+    with _patched(rlhs, "hindsight_labels", foresight):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "rlhs-foresight-labels",
+            "mutation",
+            "RLHS relabelling its pairs without the simulated outcome (foresight ratings)",
+            rlhs_foresight_labels,
         )
     ),
 )

@@ -31,6 +31,7 @@ from theorylab.algorithms.preference import (
     p2r,  # noqa: F401  (registers p2r-ucbvi)
     pr_lsvi,  # noqa: F401  (registers pr-lsvi)
     regime,  # noqa: F401  (registers regime)
+    rlhs,  # noqa: F401  (registers rlhs)
 )
 from theorylab.algorithms.preference.mle import fit_btl, fit_pairwise_split, fit_plackett_luce
 from theorylab.algorithms.preference.pessimistic import fit_pessimistic_mle, greedy_policy

@@ -1435,3 +1435,131 @@ register_validation(
     controls=("maxmin-utilitarian",),
     papers=("002-004#E9",),
 )
+
+
+# ------------------------------------------------------------------ 10. RLHS
+class RLHSHindsight(ScaledClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.experiment import run
+        from theorylab.mdps import make
+        from theorylab.mdps.kl_bandit import rlhs_ratings
+        from theorylab.stats import loglog_slope
+
+        Ns, B = cfg["n"], cfg["seeds"]
+        common = dict(dataset_size=Ns, seeds=B, seed=seed)
+        fore = run("gshf-offline", "rlhs:feedback=foresight", C=0.0, **common).values
+        hind = run("rlhs", "rlhs:feedback=foresight", accuracy=1.0, **common).values
+        b = make("rlhs")
+        u, f = rlhs_ratings(b.p_good)
+        eta, sc = b.eta, b.scale
+
+        def gibbs(r):  # written out here
+            w = b.ref * np.exp((r - r.max(-1, keepdims=True)) / eta)
+            return w / w.sum(-1, keepdims=True)
+
+        star = gibbs(sc * u)
+
+        def true_gap(pi):  # eta E_rho KL(pi || pi*), the identity, not the library's value
+            return float(eta * b.rho @ (pi * np.log(pi / star)).sum(-1))
+
+        fore_pop = gibbs(sc * f)  # the population RLHF policy under foresight ratings
+        rating_gain = float(b.rho @ ((fore_pop - star) * f).sum(-1))
+        rep.checks.append(
+            Check(
+                "foresight-learns-sycophancy",
+                bool(np.all(fore >= cfg["fore_floor"]))
+                and fore_pop[1, 1] > 0.9
+                and rating_gain > 0,
+                f"DPO on foresight comparisons: true-utility sub-optimality "
+                f"{np.round(fore.mean(0), 3).tolist()} >= {cfg['fore_floor']} on every seed and n; "
+                "its population policy praises a bad item with probability "
+                f"{fore_pop[1, 1]:.3f} and gains {rating_gain:.3f} in foresight rating over the "
+                f"true optimum (Goodhart) while losing {true_gap(fore_pop):.3f} in true utility",
+            )
+        )
+        fit = loglog_slope(np.asarray(Ns, float), hind, fit_range=(0.0, 1.0))
+        rep.slope, rep.slope_ci = fit.slope, (fit.ci_low, fit.ci_high)
+        rep.checks.append(
+            Check(
+                "hindsight-maximises-true-utility",
+                fit.ci_high <= -0.5 and hind.mean(0)[-1] < cfg["hind_max"],
+                f"RLHS (hindsight, accuracy 1): sub-optimality {np.round(hind.mean(0), 4).tolist()}"
+                f", < {cfg['hind_max']} at n = {Ns[-1]}, slope {fit.slope:.2f} [{fit.ci_low:.2f},"
+                f" {fit.ci_high:.2f}] <= -0.5",
+            )
+        )
+        acc = cfg["accuracies"]
+        pop = [true_gap(gibbs(sc * (a * u + (1 - a) * f))) for a in acc]
+        lib = [b.suboptimality(gibbs(sc * (a * u + (1 - a) * f))) for a in acc]
+        samp = [
+            float(
+                run(
+                    "rlhs", "rlhs", dataset_size=[Ns[-1]], seeds=B, seed=seed, accuracy=a
+                ).values.mean()
+            )
+            for a in acc
+        ]
+        rep.checks.append(
+            Check(
+                "simulator-accuracy-helps",
+                bool(np.all(np.diff(pop) < 0))
+                and max(abs(x - y) for x, y in zip(pop, lib, strict=True)) < 1e-12
+                and bool(np.all(np.diff(samp) < 0)),
+                f"simulated hindsight at accuracy {acc}: population sub-optimality "
+                f"{np.round(pop, 4).tolist()} (eta E KL(pi || pi*), equal to the library's value to"
+                f" 1e-12) and sampled at n = {Ns[-1]} {np.round(samp, 4).tolist()}, both strictly "
+                "falling in the accuracy",
+            )
+        )
+        ffit = loglog_slope(np.asarray(Ns, float), fore, fit_range=(0.0, 1.0))
+        rep.checks.append(
+            _control(
+                "DPO on foresight comparisons through the hindsight test",
+                not (ffit.ci_high <= -0.5 and fore.mean(0)[-1] < cfg["hind_max"]),
+                f"its sub-optimality {fore.mean(0)[-1]:.3f}, slope {ffit.slope:.2f}",
+            )
+        )
+        if plot:
+            from theorylab.plotting import plot_regret
+
+            ax = plot_regret(
+                {"RLHS (hindsight)": hind, "RLHF on foresight (control)": fore},
+                x=np.asarray(Ns, float),
+                xlabel="comparisons n",
+                ylabel="true-utility sub-optimality",
+                title=f"{self.name} [{rep.scale}]",
+            )
+            ax.set_xscale("log")
+            ax.set_yscale("log")
+            save_claim_figure(ax, plot)
+
+
+register_validation(
+    RLHSHindsight(
+        name="rlhs-hindsight-beats-foresight",
+        statement=(
+            "On a two-step model where praise changes the user's belief, RLHF on foresight "
+            "ratings learns the sycophantic message (high rating, low true utility) while RLHS's "
+            "hindsight labels drive the true-utility sub-optimality to 0, and simulated "
+            "hindsight helps more the more accurate the simulator"
+        ),
+        scales={
+            "quick": {
+                "n": [200, 800, 3200],
+                "seeds": 4,
+                "fore_floor": 1.5,
+                "hind_max": 0.01,
+                "accuracies": [0.0, 0.25, 0.5, 0.75, 1.0],
+            },
+            "full": {
+                "n": [200, 800, 3200, 12800],
+                "seeds": 32,
+                "fore_floor": 1.5,
+                "hind_max": 0.005,
+                "accuracies": [0.0, 0.25, 0.5, 0.75, 1.0],
+            },
+        },
+    ),
+    controls=("rlhs-foresight-labels",),
+    papers=("002-004#E14",),
+)
