@@ -41,7 +41,6 @@ import numpy as np
 from scipy.special import softmax
 
 from theorylab.algorithms.preference import nash
-from theorylab.algorithms.preference.registrations import GameRun
 from theorylab.algorithms.registry import register
 from theorylab.mdps.preference import PreferenceMatrixOracle
 
@@ -98,7 +97,7 @@ def sampled_dno(oracle: PreferenceMatrixOracle, pi_ref, eta: float, T: int, m: i
     feedback=("matrix",),
     papers=("002-004#E1",),
 )
-def dno(game, oracle, iterations: int, eta: float = 20.0, m: int = 0) -> GameRun:
+def dno(game, oracle, iterations: int, eta: float = 20.0, m: int = 0) -> nash.GameRun:
     """DNO (Rosset et al. 2024): each iterate the exact minimiser of the regression on win rates
     against the current policy; output the average iterate (its exact duality gap = 2 x
     exploitability); ``extra``: ``win_rate`` P(pi_t > pi_(t-1)) (1/2 at t = 0), ``last_gap``,
@@ -128,4 +127,4 @@ def dno(game, oracle, iterations: int, eta: float = 20.0, m: int = 0) -> GameRun
         "distance": np.abs(avg - winner).max(-1),
     }
     config = {"eta": float(eta), "m": int(m), "output": "average"}
-    return GameRun(np.array(gap, dtype=float), queries, extra, config)
+    return nash.GameRun(np.array(gap, dtype=float), queries, extra, config)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from theorylab.algorithms.preference import (
+    dno,  # noqa: F401  (registers dno)
     dueling,  # noqa: F401  (registers dueling-rl)
     gshf,  # noqa: F401  (registers gshf-offline, gshf-iterative)
     hypo,  # noqa: F401  (registers hypo)
@@ -34,6 +35,7 @@ from theorylab.algorithms.preference import (
     rlhs,  # noqa: F401  (registers rlhs)
 )
 from theorylab.algorithms.preference.mle import fit_btl, fit_pairwise_split, fit_plackett_luce
+from theorylab.algorithms.preference.nash import GameRun
 from theorylab.algorithms.preference.pessimistic import fit_pessimistic_mle, greedy_policy
 from theorylab.algorithms.registry import register
 from theorylab.mdps.preference import PairwiseDataset, RankingDataset
@@ -127,18 +129,6 @@ def greedy_mle(bandit, data, solver: str = "newton", ranking_estimator: str = "p
 
 
 # ------------------------------------------------------------------ self-play on preference games
-@dataclass
-class GameRun:
-    """Output of a self-play algorithm: ``gap`` and ``queries`` ``(B, T + 1)`` (the exact duality
-    gap of the output iterate and the comparisons asked by iteration t); ``extra``: named
-    ``(B, T + 1)`` arrays; ``config``: what the run reports besides (tau, eta, m, output)."""
-
-    gap: np.ndarray
-    queries: np.ndarray
-    extra: dict
-    config: dict
-
-
 def _self_play(
     game, oracle, iterations: int, tau: float, eta: float, m: int, output: str, loss: bool = False
 ):
@@ -210,6 +200,3 @@ def hedge_selfplay(game, oracle, iterations: int, eta: float = 0.05, m: int = 0)
     """Hedge (unregularised OMD) self-play: its average iterate -> a von Neumann winner (the
     no-regret argument); m comparisons per response and iteration (0: exact win rates)."""
     return _self_play(game, oracle, iterations, 0.0, float(eta), m, "average")
-
-
-from theorylab.algorithms.preference import dno  # noqa: E402, F401  (registers dno; uses GameRun)
