@@ -959,8 +959,8 @@ register_validation(
             "full": {
                 "bandit": "gshf-coverage",
                 "n": [200, 400, 800, 1600, 3200],
-                "seeds": 48,
-                "batch": 50,
+                "seeds": 24,
+                "batch": 100,
             },
         },
     ),
@@ -1423,9 +1423,9 @@ register_validation(
             },
             "full": {
                 "bandit": "maxmin-groups",
-                "n": [1000, 4000, 16000],
-                "seeds": 24,
-                "em_iterations": 50,
+                "n": [1000, 2000, 4000],
+                "seeds": 8,
+                "em_iterations": 15,
                 "single_margin": 0.5,
                 "max_gap": 0.02,
                 "em_tol": 0.2,
