@@ -33,15 +33,21 @@ ZHAN_SOURCE = dict(
     url="https://arxiv.org/abs/2305.18505",
 )
 
+# The pessimism argument's bound 2 f ||u_pi*||_{(Sigma_D + lambda I)^-1} with Lemma 3.1's radius f:
+# Zhu-Jordan-Jiao's Theorem 3.2 and GSHF's offline theorem (the KL term cancels in its proof).
+PESSIMISM_FORM = dict(
+    printed="2*C*sqrt((d + log(1/delta))/(kappa_link^2*N) + lam*B_theta^2)*zjj_coverage",
+    definitions={"kappa_link": "1/(2 + exp(-L_phi*B_theta) + exp(L_phi*B_theta))"},
+    order_printed="sqrt(d/N)*zjj_coverage",
+    kind="upper",
+    quantity="suboptimality",
+    probability="1 - delta",
+)
+
 CARDS = (
     Bound(
         name="zjj-thm3.2",
-        printed="2*C*sqrt((d + log(1/delta))/(kappa_link^2*N) + lam*B_theta^2)*zjj_coverage",
-        definitions={"kappa_link": "1/(2 + exp(-L_phi*B_theta) + exp(L_phi*B_theta))"},
-        order_printed="sqrt(d/N)*zjj_coverage",
-        kind="upper",
-        quantity="suboptimality",
-        probability="1 - delta",
+        **PESSIMISM_FORM,
         setting=(
             "contextual bandit with known features phi(s, a), ||phi|| <= L, reward "
             "<theta*, phi>, theta* in Theta_B = {1^T theta = 0, ||theta|| <= B}; n BTL "
@@ -145,12 +151,7 @@ CARDS = (
     ),
     Bound(
         name="gshf-offline-pessimism",
-        printed="2*C*sqrt((d + log(1/delta))/(kappa_link^2*N) + lam*B_theta^2)*zjj_coverage",
-        definitions={"kappa_link": "1/(2 + exp(-L_phi*B_theta) + exp(L_phi*B_theta))"},
-        order_printed="sqrt(d/N)*zjj_coverage",
-        kind="upper",
-        quantity="suboptimality",
-        probability="1 - delta",
+        **PESSIMISM_FORM,
         setting=(
             "reverse-KL regularised contextual bandit J(pi) = E[<pi, r> - eta KL(pi || ref)], "
             "linear reward <theta*, phi>, n BTL comparisons; GSHF's offline Algorithm 1: "
