@@ -623,7 +623,9 @@ register_validation(
 
 # ====================================================================== issue 29: alignment rows
 # 5. gshf-kl-regularised-rates, 6. gshf-online-beats-offline (000#35, Xiong et al. 2024; card
-# docs/algorithms/gshf.md). Claims 7-: HyPO, DNO, MaxMin-RLHF below.
+# docs/algorithms/gshf.md); 7. hypo-coverage-dichotomy (000#45), 8. dno-monotone-nash (E1),
+# 9. maxmin-rlhf-egalitarian (E9), 10. rlhs-hindsight-beats-foresight (E14): cards hypo.md, dno.md,
+# maxmin-rlhf.md, rlhs.md; controls in validations/alignment_mutations.py.
 def _gibbs_written_out(ref: np.ndarray, r: np.ndarray, eta: float) -> np.ndarray:
     """pi(a|s) = ref(a|s) exp(r(s, a) / eta) / sum_b ref(b|s) exp(r(s, b) / eta), written here."""
     w = ref * np.exp((r - r.max(axis=-1, keepdims=True)) / eta)
