@@ -238,12 +238,13 @@ register_kind(
 register_kind(
     Kind(
         "preference-offline",
-        constructor_args=("bandit", "data"),
+        constructor_args=("bandit", "data", "oracle"),
         budget={
             "dataset_size": "n comparisons per seed, or an increasing list of n (required; CLI "
             "--dataset-size/-N)",
             "design": "which pairs are compared: uniform (default: s ~ rho, two distinct "
-            "actions) or zjj-thm39 (the Theorem 3.9 data, on zjj-thm39 only)",
+            "actions), zjj-thm39 (the Theorem 3.9 data, on zjj-thm39 only), reference (both "
+            "actions from a KL bandit's reference policy) or groups (users of a group bandit)",
             "feedback": "btl (pairwise comparisons; default) or plackett-luce (K-wise rankings "
             "of K distinct actions, ranking_size K)",
             "ranking_size": "plackett-luce feedback: K actions ranked per query (default 3)",

@@ -66,6 +66,14 @@ NO_THEOREM = {
     "dr-rpo",
     "substate-dp",
     "tc-rmdp",
+    # issue 29 (helper pref): the iterative / hybrid rounds, HyPO, DNO and MaxMin-RLHF carry no
+    # card (their papers' rates were not read; docs/algorithms/gshf.md, hypo.md, dno.md,
+    # maxmin-rlhf.md, rlhs.md say what their claims test instead)
+    "gshf-iterative",
+    "hypo",
+    "dno",
+    "maxmin-rlhf",
+    "rlhs",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -105,6 +113,7 @@ MAIN_THEOREM = {
     "ucrl2": "jaksch2010-ucrl2-thm2",
     "plugin-average": "wang2023-avg-sample-complexity",
     "md-vi": "md-vi-thm1",
+    "gshf-offline": "gshf-offline-pessimism",
 }
 
 

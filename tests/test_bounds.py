@@ -82,6 +82,7 @@ EXPECTED_NAMES = {
     "wang2023-avg-sample-complexity",
     "wang2023-avg-earlier-upper",
     "md-vi-thm1",
+    "gshf-offline-pessimism",
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))

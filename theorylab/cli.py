@@ -1138,7 +1138,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--design",
-        choices=["uniform", "zjj-thm39"],
+        choices=["uniform", "zjj-thm39", "reference", "groups"],
         help="preference-offline: which pairs are compared (default uniform)",
     )
     q.add_argument(

@@ -1758,3 +1758,8 @@ MUTATIONS = (*MUTATIONS, *robust_mutations.MUTATIONS)
 
 # ----------------------------------------------------------------------------- issue 28 (twins)
 MUTATIONS = (*MUTATIONS, *llm_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 29 (pref)
+# preference alignment rows (validations/claims/preference.py, claims 5-)
+from theorylab.validations import alignment_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *alignment_mutations.MUTATIONS)
