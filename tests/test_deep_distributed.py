@@ -1,5 +1,6 @@
 """Data-parallel training (``algorithms/deep/distributed.py``): 2 gloo processes under torchrun
-equal 1 process on the same global batch, on a token tree whose exact optimum is known.
+(DDP, and FSDP2 for GRPO) equal 1 process on the same global batch, on a token tree whose exact
+optimum is known.
 
 Tolerance: 1e-6 absolute on every per-step loss and every exact metric (KL(pi || pi*),
 KL(pi || pi_ref), accuracy) at every evaluation; the measured gaps are about 1e-8 (float32 sums in
@@ -28,6 +29,7 @@ TASK = "tokentree:V=3,L=2"  # 4 prompts
 CASES = {  # name: (loss, trainer keywords)
     "grpo": ("grpo", dict(group_size=4)),
     "dpo-sampled": ("dpo:beta=0.1", dict(preference="sampled", pairs_per_prompt=4)),
+    "grpo-fsdp": ("grpo", dict(group_size=4, parallel="fsdp")),
 }
 COMMON = dict(steps=12, eval_every=4, lr=3e-3, seed=5)
 METRICS = ("loss", "kl_optimum", "kl_ref", "accuracy")
@@ -85,7 +87,7 @@ def test_two_gloo_processes_equal_one_process_on_the_same_batch(tmp_path):
     _torchrun(tmp_path, SCRIPT.format(tests=tests, out=str(tmp_path)))
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     for name, (loss, kw) in CASES.items():
-        one = train(MODEL, TASK, loss, **COMMON, **kw)
+        one = train(MODEL, TASK, loss, **COMMON, **kw)  # parallel= does nothing on 1 process
         assert one.config["params"]["processes"] == 1
         for out in ranks:
             assert out[name]["processes"] == 2
@@ -151,6 +153,8 @@ def test_nproc_below_one_and_the_trainer_under_a_bad_world(capsys, monkeypatch):
     with pytest.raises(SystemExit):
         main(["train", "grpo", TASK, "--nproc", "0"])
     assert "--nproc: must be an integer >= 1, got 0" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="parallel must be one of ddp, fsdp, got 'zero'"):
+        train(MODEL, TASK, "grpo", steps=1, parallel="zero")
     monkeypatch.setenv("WORLD_SIZE", "3")  # as torchrun sets it: checked before joining a group
     with pytest.raises(ValueError, match="do not split into 3 equal shards"):
         train(MODEL, TASK, "grpo", steps=1)

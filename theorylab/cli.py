@@ -869,6 +869,7 @@ def cmd_train(args) -> int:
             seed=args.seed,
             device=args.device,
             progress=not args.no_progress,
+            parallel=args.parallel,
         )
     except ModuleNotFoundError as exc:  # e.g. a gpt2-config model without transformers
         raise ValueError(str(exc)) from None
@@ -1308,6 +1309,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="data-parallel processes (DDP under torchrun, gloo on CPU / nccl on CUDA); the batch "
         "flags give the global batch, split across them (default 1)",
+    )
+    q.add_argument(
+        "--parallel",
+        choices=["ddp", "fsdp"],
+        default="ddp",
+        help="with --nproc > 1: DDP (replicated weights) or FSDP2 (sharded weights)",
     )
     q.add_argument("--plot", help="write accuracy and KL(pi||pi*) curves (PNG or SVG)")
     q.add_argument("--json", help="write a JSON summary")

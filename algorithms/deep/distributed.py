@@ -53,6 +53,7 @@ class Place:
     rank: int = 0
     world: int = 1
     device: torch.device = torch.device("cpu")
+    strategy: str = "ddp"
 
     @property
     def main(self) -> bool:
@@ -60,10 +61,21 @@ class Place:
         return self.rank == 0
 
     def wrap(self, model: torch.nn.Module) -> torch.nn.Module:
-        """The model for gradient forwards: DDP over the process group when world > 1 (its
-        backward averages the gradients over the ranks); ``model`` itself otherwise."""
+        """The model for gradient forwards when world > 1: DDP over the process group (its
+        backward averages the gradients over the ranks), or with strategy "fsdp" ``model`` itself,
+        sharded in place by FSDP2's ``fully_shard`` (each rank holds 1/W of every parameter;
+        forwards all-gather them, backward reduce-scatters the averaged gradients), its
+        transformer blocks (``blocks``, or Hugging Face ``layers``/``h`` lists) one unit each;
+        ``model`` itself on one process."""
         if self.world == 1:
             return model
+        if self.strategy == "fsdp":
+            from torch.distributed.fsdp import fully_shard
+
+            for blocks in _block_lists(model):
+                for block in blocks:
+                    fully_shard(block)
+            return fully_shard(model)
         from torch.nn.parallel import DistributedDataParallel
 
         ids = [self.device.index] if self.device.type == "cuda" else None
@@ -84,6 +96,18 @@ class Place:
 
 
 ONE = Place()  # a 1-process run on the CPU
+STRATEGIES = ("ddp", "fsdp")
+
+
+def _block_lists(model: torch.nn.Module) -> list[torch.nn.ModuleList]:
+    """The model's lists of transformer blocks: the tiny model's ``blocks``, GPT-2's ``h``,
+    Llama's ``layers`` (FSDP's units)."""
+    names = ("blocks", "h", "layers")
+    return [
+        m
+        for name, m in model.named_modules()
+        if isinstance(m, torch.nn.ModuleList) and name.split(".")[-1] in names
+    ]
 
 
 def world_size() -> int:
@@ -95,13 +119,15 @@ def world_size() -> int:
         raise ValueError(f"WORLD_SIZE must be an integer, got {text!r}") from None
 
 
-def join(device: torch.device) -> Place:
+def join(device: torch.device, strategy: str = "ddp") -> Place:
     """Join the process group the environment describes (gloo on CPU, nccl on CUDA with one GPU
     per ``LOCAL_RANK``) and return this process's :class:`Place`; world 1 without one. A group
     the caller initialised already (e.g. ``accelerate``) is used as it is."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"parallel must be one of {', '.join(STRATEGIES)}, got {strategy!r}")
     world = world_size()
     if world == 1:
-        return Place(device=device)
+        return Place(device=device, strategy=strategy)
     import torch.distributed as dist
 
     if device.type == "cuda":
@@ -110,7 +136,7 @@ def join(device: torch.device) -> Place:
     if not dist.is_initialized():
         dist.init_process_group(backend="nccl" if device.type == "cuda" else "gloo")
         atexit.register(dist.destroy_process_group)
-    return Place(rank=dist.get_rank(), world=dist.get_world_size(), device=device)
+    return Place(dist.get_rank(), dist.get_world_size(), device, strategy)
 
 
 def check_batch(

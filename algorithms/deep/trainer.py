@@ -209,11 +209,14 @@ def train(
     seed: int = 0,
     device: str = "cpu",
     progress: bool = False,
+    parallel: str = "ddp",
 ) -> TrainingResult:
     """Train ``model`` on ``task`` with ``loss`` for ``steps`` steps per seed (module docstring).
 
     Returns a :class:`TrainingResult` with the exact metrics at steps 0, eval_every, ..., steps.
     A model given as an ``nn.Module`` is deep-copied per seed (its initialisation is shared).
+    Under ``torchrun`` the batch is split across the processes, ``parallel`` "ddp" or "fsdp"
+    (:mod:`theorylab.algorithms.deep.distributed`).
     """
     if isinstance(task, str):
         from theorylab.mdps.registry import make as make_task
@@ -239,7 +242,7 @@ def train(
     beta = target_beta_of(loss, target_beta)
     dist_world = distributed.world_size()  # > 1 under torchrun: DDP (distributed.py)
     distributed.check_batch(dist_world, family, preference, task.n_prompts, pairs_per_prompt)
-    place = distributed.join(resolve_device(device))
+    place = distributed.join(resolve_device(device), parallel)
     dev = place.device
     indices = seed_indices(seeds)
     eval_steps = np.unique(np.r_[np.arange(0, steps + 1, eval_every), steps])
@@ -290,6 +293,7 @@ def train(
                 "max_grad_norm": max_grad_norm,
                 "device": str(dev),
                 "processes": place.world,
+                "parallel": parallel,
             },  # fmt: skip
             "seeds": indices,
             "seed": seed,

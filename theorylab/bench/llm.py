@@ -781,18 +781,24 @@ def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
     cfg = CONFIGS["quick" if quick else "default"]
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     reps = dict(warmup=2, repeats=21) if quick else dict(warmup=2, repeats=15)
-    if importlib.util.find_spec("trl") is None:
-        print(NO_TRL, file=sys.stderr)
+    threads = torch.get_num_threads()
+    if device == "cpu":
+        # one intra-op thread: OpenMP's idle workers spin while they wait, and on a loaded machine
+        # that spinning (CPU time, no work) grows with the load; one thread's CPU time is its work
+        torch.set_num_threads(1)
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return bench_plain(cfg, device=device, dtype=dtype, **reps)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return (
-            bench_dpo(cfg, device=device, dtype=dtype, **reps)
-            + bench_grpo(cfg, device=device, dtype=dtype, **reps)
-            + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
-        )
+            if importlib.util.find_spec("trl") is None:
+                print(NO_TRL, file=sys.stderr)
+                return bench_plain(cfg, device=device, dtype=dtype, **reps)
+            return (
+                bench_dpo(cfg, device=device, dtype=dtype, **reps)
+                + bench_grpo(cfg, device=device, dtype=dtype, **reps)
+                + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
+            )
+    finally:
+        torch.set_num_threads(threads)
 
 
 def format_table(rows: list[dict]) -> str:
@@ -802,7 +808,8 @@ def format_table(rows: list[dict]) -> str:
         return "(no rows: transformers is not installed)"
     peers = sorted({r.get("peer", "TRL") for r in rows})
     notes = [
-        "ms/step: CPU time of the process (time.process_time, all threads), median [min, max] of "
+        "ms/step: CPU time of the process (time.process_time; torch_threads in the JSON: 1 on "
+        "CPU), median [min, max] of "
         "the timed steps; wall: the median wall-clock time; ratio vs TRL / plain: that trainer's "
         "median CPU time over this row's; load: the 1-minute load average when the row's timing "
         "began and ended."
