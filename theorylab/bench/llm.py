@@ -780,7 +780,7 @@ def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
     resolve_device(device)
     cfg = CONFIGS["quick" if quick else "default"]
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    reps = dict(warmup=2, repeats=21) if quick else dict(warmup=2, repeats=15)
+    reps = dict(warmup=2, repeats=41) if quick else dict(warmup=2, repeats=21)
     threads = torch.get_num_threads()
     if device == "cpu":
         # one intra-op thread: OpenMP's idle workers spin while they wait, and on a loaded machine
