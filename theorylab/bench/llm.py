@@ -33,10 +33,21 @@ the bench sets it to False so that both sides run eq. (3). Row (c) checks on TRL
 completions: TRL's ``_generate_and_score_completions`` samples and scores a batch, and theorylab's
 loss on those completions (with its own rewards and advantages) must equal TRL's.
 
+Rows (a) and (b) also time, on the same batch, **plain PyTorch** (:func:`plain_dpo_loss`,
+:func:`plain_grpo_loss`, AdamW, clipping: about ten lines, no theorylab code) and **TRL with its
+LM head unfused** (:class:`_UnfusedLogProb` in place of TRL's fused ``ChunkedLogProbFunction``,
+whose CPU path folds (token x vocabulary) tiles in torch ops): the difference between the two TRL
+rows is what TRL's CPU fallback of the fused head costs it. Both are checked against TRL's loss
+and gradient to 1e-5 first.
+
 Then the steps are timed alternately, in an order that rotates every round (so that load on a
-shared machine hits all alike and no trainer always runs after the same one): the
-median and spread (min, max) of ms/step over ``repeats`` steps after ``warmup``, tokens/s = real
-(non-padding) tokens in the batch / median seconds, and the ratio of TRL's median time to ours.
+shared machine hits all alike and no trainer always runs after the same one), on two clocks: CPU
+time of the process (``time.process_time``, the ratios' clock) and wall time. On CPU the bench
+runs with one torch thread (OpenMP's idle workers spin, and spinning is CPU time that grows with
+the machine's load). Each row: the median and spread (min, max) of CPU ms/step over ``repeats``
+steps after ``warmup``, the wall-clock median, tokens/s = real (non-padding) tokens in the batch /
+median CPU seconds, the ratios of TRL's and plain PyTorch's median CPU time to this row's, the
+clock, and the 1-minute load average when the row's timing began and ended.
 
 What one step is, on both sides:
 
