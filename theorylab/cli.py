@@ -850,6 +850,8 @@ def cmd_train(args) -> int:
     except ModuleNotFoundError as exc:
         raise ValueError(f"theorylab train needs torch: {exc}") from None
     _check_output_paths(args, files=("plot", "json", "csv"), folders=("save",))
+    if args.nproc > 1 and "WORLD_SIZE" not in os.environ:  # launch the processes (distributed.py)
+        return _launch_train(args)
     try:
         res = train(
             args.model,
@@ -868,9 +870,12 @@ def cmd_train(args) -> int:
             seed=args.seed,
             device=args.device,
             progress=not args.no_progress,
+            parallel=args.parallel,
         )
     except ModuleNotFoundError as exc:  # e.g. a gpt2-config model without transformers
         raise ValueError(str(exc)) from None
+    if os.environ.get("RANK", "0") != "0":  # data-parallel (torchrun): rank 0 prints and writes
+        return 0
     print(_table([res.table_row()]))
     if args.plot:
         from theorylab.plotting import plot_training_panels, save_figure
@@ -889,6 +894,21 @@ def cmd_train(args) -> int:
         res.save(args.save)
         print(f"saved {args.save}")
     return 0
+
+
+def _launch_train(args) -> int:
+    """``theorylab train ... --nproc N``: check that the batch splits (one line, before any
+    process starts), then run the same command in N processes under torchrun."""
+    from theorylab.algorithms.deep import distributed
+    from theorylab.algorithms.deep.trainer import loss_family
+    from theorylab.mdps.registry import make as make_task
+    from theorylab.registry import parse_spec
+
+    task = make_task(args.task)
+    family = loss_family(parse_spec(args.loss)[0])
+    n_prompts = getattr(task, "n_prompts", 1)
+    distributed.check_batch(args.nproc, family, args.preference, n_prompts, args.pairs_per_prompt)
+    return distributed.launch(distributed.without_flag(args.argv, "--nproc"), args.nproc)
 
 
 # --------------------------------------------------------------------------- demo
@@ -1289,6 +1309,19 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument("--seeds", "-B", type=int, default=1)
     q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")
     q.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    q.add_argument(
+        "--nproc",
+        type=_integer_at_least(1),
+        default=1,
+        help="data-parallel processes (DDP under torchrun, gloo on CPU / nccl on CUDA); the batch "
+        "flags give the global batch, split across them (default 1)",
+    )
+    q.add_argument(
+        "--parallel",
+        choices=["ddp", "fsdp"],
+        default="ddp",
+        help="with --nproc > 1: DDP (replicated weights) or FSDP2 (sharded weights)",
+    )
     q.add_argument("--plot", help="write accuracy and KL(pi||pi*) curves (PNG or SVG)")
     q.add_argument("--json", help="write a JSON summary")
     q.add_argument("--csv", help="write the long table (one row per seed x evaluation)")
@@ -1333,6 +1366,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # to relaunch (train --nproc)
     try:
         return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT

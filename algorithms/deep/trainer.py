@@ -49,6 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from theorylab.algorithms.deep import distributed
 from theorylab.algorithms.deep.groups import group_advantages
 from theorylab.algorithms.deep.logprobs import token_logprobs
 from theorylab.algorithms.deep.masking import InvalidBatchError
@@ -210,11 +211,14 @@ def train(
     seed: int = 0,
     device: str = "cpu",
     progress: bool = False,
+    parallel: str = "ddp",
 ) -> TrainingResult:
     """Train ``model`` on ``task`` with ``loss`` for ``steps`` steps per seed (module docstring).
 
     Returns a :class:`TrainingResult` with the exact metrics at steps 0, eval_every, ..., steps.
     A model given as an ``nn.Module`` is deep-copied per seed (its initialisation is shared).
+    Under ``torchrun`` the batch is split across the processes, ``parallel`` "ddp" or "fsdp"
+    (:mod:`theorylab.algorithms.deep.distributed`).
     """
     if isinstance(task, str):
         from theorylab.mdps.registry import make as make_task
@@ -242,7 +246,12 @@ def train(
         raise ValueError(f"rebel pairs the responses of a prompt: group_size must be even, got "
                          f"{group_size}")  # fmt: skip
     beta = target_beta_of(loss, target_beta)
-    dev = resolve_device(device)
+    dist_world = distributed.world_size()  # > 1 under torchrun: DDP (distributed.py)
+    distributed.check_batch(dist_world, family, preference, task.n_prompts, pairs_per_prompt)
+    if loss_name == "tbrm" and dist_world > 1:  # its root value is scored outside DDP's forward
+        raise ValueError(f"tbrm trains on one process only, got {dist_world} processes")
+    place = distributed.join(resolve_device(device), parallel)
+    dev = place.device
     indices = seed_indices(seeds)
     eval_steps = np.unique(np.r_[np.arange(0, steps + 1, eval_every), steps])
     records: dict[str, list] = {
@@ -257,7 +266,8 @@ def train(
             model, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed,
             steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
             preference=preference, pairs_per_prompt=pairs_per_prompt,
-            value_samples=value_samples, max_grad_norm=max_grad_norm, progress=progress,
+            value_samples=value_samples, max_grad_norm=max_grad_norm,
+            progress=progress and place.main, place=place,
         )  # fmt: skip
         for k, v in out.items():
             records[k].append(v)
@@ -292,6 +302,8 @@ def train(
                 "value_samples": value_samples,
                 "max_grad_norm": max_grad_norm,
                 "device": str(dev),
+                "processes": place.world,
+                "parallel": parallel,
             },  # fmt: skip
             "seeds": indices,
             "seed": seed,
@@ -303,7 +315,7 @@ def train(
 def _train_one_seed(
     model_spec, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed, *,
     steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, value_samples,
-    max_grad_norm, progress,
+    max_grad_norm, progress, place=distributed.ONE,
 ) -> dict[str, Any]:  # fmt: skip
     P, V = task.n_prompts, task.V
     what = f"the task ({V} symbol tokens + {P} prompt tokens)"
@@ -314,6 +326,7 @@ def _train_one_seed(
                             what=what)  # fmt: skip
     policy.eval()  # no dropout: the evaluated policy is the trained one
     reference = copy.deepcopy(policy).requires_grad_(False)
+    learner = place.wrap(policy)  # gradient forwards (DDP over the ranks when world > 1)
     inputs = prefix_inputs(task, dev)
     with torch.no_grad():
         ref_seq_t = sequence_table(reference, task, inputs, torch.float64)
@@ -350,10 +363,12 @@ def _train_one_seed(
             x = prompts.cpu().numpy()
             r = draw_rewards(task, x, response_index(task, ids[:, 1:]), rng)
             rewards = torch.as_tensor(r, dtype=torch.float32, device=dev)
-            logp = response_logp(policy, ids, V)  # (P G, L)
+            mine = place.rows(len(prompts))  # this rank's whole groups (all of them on 1 process)
+            prompts, ids, rewards = prompts[mine], ids[mine], rewards[mine]
+            logp = response_logp(learner, ids, V)  # (P G / W, L)
             with torch.no_grad():
                 ref_logp = response_logp(reference, ids, V)
-            group = prompts
+            group = prompts - prompts[0]  # group ids 0.. on this rank's shard
             available = {
                 "logp": logp, "old_logp": None, "ref_logp": ref_logp,
                 "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
@@ -371,14 +386,16 @@ def _train_one_seed(
         elif preference == "exact":
             available = _exact_pairs(policy, task, inputs, pairs, ref_seq_f)
         else:
-            available = _sampled_pairs(policy, reference, task, ref_seq, pairs_per_prompt, rng, dev)
+            available = _sampled_pairs(
+                learner, reference, task, ref_seq, pairs_per_prompt, rng, dev, place
+            )
         loss = call_loss(loss_fn, available)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         if max_grad_norm > 0:
             torch.nn.utils.clip_grad_norm_(policy.parameters(), max_grad_norm)
         opt.step()
-        losses.append(float(loss.detach()))
+        losses.append(place.mean(float(loss.detach())))
         if step in eval_steps:
             evaluate()
             if progress:
@@ -421,12 +438,15 @@ def _exact_pairs(policy, task, inputs, pairs, ref_seq_f) -> dict[str, torch.Tens
     }  # fmt: skip
 
 
-def _sampled_pairs(policy, reference, task, ref_seq, n, rng, dev) -> dict[str, torch.Tensor]:
+def _sampled_pairs(
+    policy, reference, task, ref_seq, n, rng, dev, place=distributed.ONE
+) -> dict[str, torch.Tensor]:
     """n Bradley-Terry-labelled pairs per prompt from ref x ref, scored by forward passes; RPO's
     baseline samples are the chosen responses (as in :func:`_exact_pairs`), and VPO's calibration
     / XPO's reference samples are n fresh responses per prompt from pi_ref (Xie et al. 2025,
     Alg. 1: y~ ~ pi_ref; Cen et al. 2025: y ~ pi_cal = pi_ref here), so that the sampled loss
-    is an unbiased estimate of the exact mode's objective."""
+    is an unbiased estimate of the exact mode's objective. Every rank draws all P n pairs and
+    scores its shard (``place``, :mod:`distributed`)."""
     P, Y = ref_seq.shape
     probs = np.exp(ref_seq)
     probs /= probs.sum(axis=1, keepdims=True)
@@ -437,6 +457,8 @@ def _sampled_pairs(policy, reference, task, ref_seq, n, rng, dev) -> dict[str, t
     r = task.mean_reward
     a_wins = rng.random(len(x)) < 1.0 / (1.0 + np.exp(-(r[x, a] - r[x, b])))
     yw, yl = np.where(a_wins, a, b), np.where(a_wins, b, a)
+    mine = place.rows(len(x))
+    x, yw, yl, c = x[mine], yw[mine], yl[mine], c[mine]
     xt = torch.as_tensor(np.r_[x, x, x], device=dev)
     resp = torch.as_tensor(task.tokens[np.r_[yw, yl, c]], device=dev)
     ids = sequence_ids(task, xt, resp)  # (3 n P, L + 1): chosen, rejected, ref samples
