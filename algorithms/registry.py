@@ -177,6 +177,32 @@ register_kind(
 )
 register_kind(
     Kind(
+        "average-reward",
+        constructor_args=("mdp", "steps", "rngs"),
+        budget={
+            "steps": "T, the number of steps of one non-episodic trajectory per seed (required; "
+            "CLI --steps)",
+        },
+        runner="theorylab.runners.average_reward:run",
+        summary="one trajectory of T steps per seed, no resets; exact regret T g* - sum of the "
+        "mean rewards played, against the optimal gain g*",
+    )
+)
+register_kind(
+    Kind(
+        "average-reward-generative",
+        constructor_args=("mdp", "samples", "rngs"),
+        budget={
+            "samples": "n generative-model draws per state-action pair, or an increasing list "
+            "of n (required; CLI -p samples=...)",
+        },
+        runner="theorylab.runners.average_reward:run_generative",
+        summary="estimate a gain-optimal policy from n draws per pair; exact gain gap "
+        "g* - g(pi_hat) per n",
+    )
+)
+register_kind(
+    Kind(
         "imitation",
         constructor_args=("expert", "dataset"),
         budget={
@@ -212,12 +238,13 @@ register_kind(
 register_kind(
     Kind(
         "preference-offline",
-        constructor_args=("bandit", "data"),
+        constructor_args=("bandit", "data", "oracle"),
         budget={
             "dataset_size": "n comparisons per seed, or an increasing list of n (required; CLI "
             "--dataset-size/-N)",
             "design": "which pairs are compared: uniform (default: s ~ rho, two distinct "
-            "actions) or zjj-thm39 (the Theorem 3.9 data, on zjj-thm39 only)",
+            "actions), zjj-thm39 (the Theorem 3.9 data, on zjj-thm39 only), reference (both "
+            "actions from a KL bandit's reference policy) or groups (users of a group bandit)",
             "feedback": "btl (pairwise comparisons; default) or plackett-luce (K-wise rankings "
             "of K distinct actions, ranking_size K)",
             "ranking_size": "plackett-luce feedback: K actions ranked per query (default 3)",
@@ -380,6 +407,8 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.dual.registrations",
     "theorylab.algorithms.preference.registrations",
     "theorylab.algorithms.policy_optimization",
+    "theorylab.algorithms.average_reward",
+    "theorylab.algorithms.robust",
 )
 
 

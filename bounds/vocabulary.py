@@ -112,6 +112,20 @@ _ENTRIES = [
         low_closed=True,
         latex=r"\sum_{(s,a)} \frac{1}{v_{\min}(s,a)\, p_{\min}(s,a)}",
     ),
+    # average reward (non-episodic): diameter and mixing time of a communicating MDP
+    Variable(
+        "D",
+        "diameter: max over s != s' of the least expected number of steps from s to s'",
+        low=1.0,
+        low_closed=True,
+    ),
+    Variable(
+        "t_mix",
+        "mixing time max_pi t_mix(pi) (TV threshold 1/4)",
+        low=1.0,
+        low_closed=True,
+        latex=r"t_{\mathrm{mix}}",
+    ),
     # preference-based RL (Zhu, Jordan, Jiao 2023)
     Variable(
         "lam",
@@ -128,6 +142,20 @@ _ENTRIES = [
         low_closed=True,
         latex=r"\lVert (\Sigma_D + \lambda I)^{-1/2} \mathbb{E}[\phi(s,\pi^{\star}(s)) - v] \rVert",
     ),
+    # KL-regularised value iteration (Vieillard et al. 2020)
+    Variable(
+        "noise_avg",
+        "||E_K / K||_inf, the sup norm of the average of the K evaluation errors eps_j (MD-VI)",
+        low_closed=True,
+        latex=r"\lVert E_K / K \rVert_\infty",
+    ),
+    Variable(
+        "lam_kl",
+        "weight lambda of the KL(pi || pi_k) regulariser (MD-VI)",
+        low_closed=True,
+        latex=r"\lambda",
+    ),
+    Variable("r_max", "largest absolute mean reward", latex=r"r_{\max}"),
     # small parameters (exponent as x -> 0+)
     Variable("delta", "failure probability (printed delta, p or xi)", limit="0", high=1.0),
     Variable("eps", "target accuracy", limit="0", latex=r"\varepsilon"),

@@ -20,25 +20,19 @@ The reward and reference are as in :class:`TokenTreeTask`: ``reward_values`` / `
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
-from theorylab.mdps.token_tree import _check_simplex
+from theorylab.mdps.token_tree import SoftOptimum, TreeTask
 
 
 @dataclass
-class EosTokenTree:
-    """Prompts x variable-length responses (module docstring)."""
+class EosTokenTree(TreeTask):
+    """Prompts x variable-length responses (module docstring); the fields and the exact metrics
+    are :class:`~theorylab.mdps.token_tree.TreeTask`'s."""
 
-    V: int
-    L: int
-    reward_values: np.ndarray
-    reward_probs: np.ndarray
-    correct: np.ndarray
-    ref_cond: np.ndarray
     name: str = "tokentree-eos"
-    info: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.V < 2 or self.L < 1:
@@ -64,14 +58,7 @@ class EosTokenTree:
         ):
             if arr.shape != shape:
                 raise ValueError(f"{name} has shape {arr.shape}, expected {shape}")
-        _check_simplex("reward_probs", self.reward_probs)
-        _check_simplex("ref_cond", self.ref_cond)
-        if (self.ref_cond <= 0).any():
-            raise ValueError("ref_cond must be > 0 everywhere")
-
-    @property
-    def n_prompts(self) -> int:
-        return int(self.reward_values.shape[0])
+        self._check_distributions()
 
     @property
     def n_nodes(self) -> int:
@@ -80,16 +67,6 @@ class EosTokenTree:
     @property
     def n_responses(self) -> int:
         return int(self._tokens.shape[0])
-
-    @property
-    def tokens(self) -> np.ndarray:
-        """(Y, L) response tokens, padded with 0 after the response's end."""
-        return self._tokens
-
-    @property
-    def token_nodes(self) -> np.ndarray:
-        """(Y, L) the node at which each token is chosen (padding: the root)."""
-        return self._nodes
 
     @property
     def token_mask(self) -> np.ndarray:
@@ -101,20 +78,14 @@ class EosTokenTree:
         """(Y,) |o| of every response (EOS included)."""
         return self._mask.sum(axis=1).astype(np.int64)
 
-    @property
-    def mean_reward(self) -> np.ndarray:
-        """(P, Y) r(x, y) = E[reward | x, y]."""
-        return (self.reward_values * self.reward_probs).sum(axis=-1)
-
     def sequence_logprobs(self, cond_logp: np.ndarray) -> np.ndarray:
         """(P, N, V) conditional log-probabilities -> (P, Y) sequence log-probabilities."""
         cond_logp = np.asarray(cond_logp, dtype=np.float64)
         return (cond_logp[:, self._nodes, self._tokens] * self._mask).sum(axis=-1)
 
-    @property
-    def ref_logprobs(self) -> np.ndarray:
-        """(P, Y) log ref(y|x)."""
-        return self.sequence_logprobs(np.log(self.ref_cond))
+    def soft_optimum(self, beta: float) -> SoftOptimum:
+        """pi*_beta by soft value iteration over the tree (:meth:`TreeTask.soft_q`)."""
+        return self.soft_q(beta)[1]
 
 
 def eos_tree_structure(V: int, L: int) -> tuple[list[tuple[int, ...]], list[tuple[int, ...]]]:

@@ -44,6 +44,36 @@ NO_THEOREM = {
     "soft-vi",
     "trpo-penalty",
     "best-of-n",
+    # issue 30 (helper avgrew): the uniform agent is the null baseline of the average-reward kind
+    "uniform-average",
+    "null-generative",
+    # issue 27 tier B (helper klpoB): identity and behaviour claims; none of these papers states a
+    # rate the claims could hold them to
+    "rpg",
+    "max-at-k-pg",
+    "rlvr-md",
+    "rlvr-shared-pg",
+    "divergence-pg",
+    "mirror-learning",
+    # issue 27 (helper klpoA): StaQ's and MDPO's papers state no rate the claims could hold them
+    # to (their claims are limits and identities); demonstration-regularised RL's rate belongs to
+    # its exploration phase, which is not built (docs/algorithms/demo-regularised-vi.md)
+    "staq",
+    "mdpo",
+    "demo-regularised-vi",
+    # robust MDPs (issue 30): exact planners; their claims are validations
+    "iwocs",
+    "dr-rpo",
+    "substate-dp",
+    "tc-rmdp",
+    # issue 29 (helper pref): the iterative / hybrid rounds, HyPO, DNO and MaxMin-RLHF carry no
+    # card (their papers' rates were not read; docs/algorithms/gshf.md, hypo.md, dno.md,
+    # maxmin-rlhf.md, rlhs.md say what their claims test instead)
+    "gshf-iterative",
+    "hypo",
+    "dno",
+    "maxmin-rlhf",
+    "rlhs",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -80,6 +110,10 @@ MAIN_THEOREM = {
     "pessimistic-mle": "zjj-thm3.2",
     "dueling-rl": "psl-dueling-known",
     "regime": "zhan2024-regime-queries",
+    "ucrl2": "jaksch2010-ucrl2-thm2",
+    "plugin-average": "wang2023-avg-sample-complexity",
+    "md-vi": "md-vi-thm1",
+    "gshf-offline": "gshf-offline-pessimism",
 }
 
 

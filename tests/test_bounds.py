@@ -78,6 +78,11 @@ EXPECTED_NAMES = {
     "psl-dueling-known",
     "psl-dueling-unknown",
     "zhan2024-regime-queries",
+    "jaksch2010-ucrl2-thm2",
+    "wang2023-avg-sample-complexity",
+    "wang2023-avg-earlier-upper",
+    "md-vi-thm1",
+    "gshf-offline-pessimism",
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))
@@ -251,13 +256,18 @@ def test_rates_of_the_registered_bounds():
     regret_sqrt_k = [
         b
         for b in all_bounds()
-        if b.quantity == "regret" and b.name not in ("oful-abbasi2011", "du2023-maxwp")
+        if b.quantity == "regret"
+        and b.name not in ("oful-abbasi2011", "du2023-maxwp", "jaksch2010-ucrl2-thm2")
     ]
     for b in regret_sqrt_k:
         assert b.exponent("K") == HALF, b.name
     maxwp = get_bound("du2023-maxwp")  # constant in K (Du et al. Theorem 4)
     assert maxwp.rate_variable == "K" and maxwp.exponent("K") == 0
     assert get_bound("oful-abbasi2011").exponent("T") == HALF
+    ucrl2 = get_bound("jaksch2010-ucrl2-thm2")  # average reward: T steps, no episodes
+    assert ucrl2.exponent("T") == HALF and ucrl2.exponent("D") == 1 and ucrl2.exponent("S") == 1
+    assert get_bound("wang2023-avg-sample-complexity").exponent("t_mix") == 1
+    assert get_bound("wang2023-avg-earlier-upper").exponent("t_mix") == 2
     for b in all_bounds():
         if b.quantity == "sample_complexity":
             assert b.exponent("eps") == -2, b.name

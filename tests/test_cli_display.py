@@ -127,7 +127,9 @@ def test_bench_llm_without_trl_says_so_and_runs_against_plain_pytorch(monkeypatc
     }  # fmt: skip
     assert all(r["loss_gap"] <= 1e-5 and r["grad_gap"] <= 1e-5 for r in rows)
     table = llm.format_table(rows)
-    assert "ratio vs peer" in table and "TRL is not installed" in table
+    assert "ratio vs plain" in table and "TRL is not installed" in table
+    no_trl = [r["ratio_vs_trl"] for r in rows]
+    assert all(r["clock"] == "process_time" for r in rows) and all(x != x for x in no_trl)
 
 
 def test_plain_pytorch_losses_are_the_papers_formulas():

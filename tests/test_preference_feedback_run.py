@@ -63,7 +63,7 @@ def test_plackett_luce_feedback_matches_the_library_fit():
             "p2r-ucbvi",
             "riverswim:S=2,H=3",
             {"episodes": 2, "feedback": "matrix"},
-            "algorithms taking matrix feedback: hedge-selfplay",
+            "algorithms taking matrix feedback: dno (preference-game), hedge-selfplay",
         ),
         (
             "inpo",

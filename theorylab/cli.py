@@ -877,6 +877,11 @@ def cmd_train(args) -> int:
         raise ValueError(f"{used[0]} applies to {where}, not to {task!r}")
     _check_output_paths(args, files=("plot", "json", "csv"),
                         folders=("save", "checkpoint", "tensorboard"))  # fmt: skip
+    if prompts and args.nproc > 1:
+        raise ValueError(f"--nproc {args.nproc} applies to token-tree tasks; the prompt trainer "
+                         f"runs on one process, not on {task!r}")  # fmt: skip
+    if args.nproc > 1 and "WORLD_SIZE" not in os.environ:  # launch the processes (distributed.py)
+        return _launch_train(args, task)
     scale = dict(
         precision=args.precision, micro_batches=args.micro_batches,
         warmup_steps=args.warmup_steps, schedule=args.schedule, lora=args.lora,
@@ -908,10 +913,13 @@ def cmd_train(args) -> int:
                 group_size=8 if args.group_size is None else args.group_size,
                 pass_k=args.pass_k or 4, target_beta=args.target_beta,
                 preference=args.preference or "exact",
-                pairs_per_prompt=args.pairs_per_prompt or 16, **scale,
+                pairs_per_prompt=args.pairs_per_prompt or 16,
+                value_samples=args.value_samples or 16, parallel=args.parallel, **scale,
             )  # fmt: skip
     except ModuleNotFoundError as exc:  # e.g. a gpt2-config model without transformers
         raise ValueError(str(exc)) from None
+    if os.environ.get("RANK", "0") != "0":  # data-parallel (torchrun): rank 0 prints and writes
+        return 0
     print(_table([res.table_row()]))
     if args.plot:
         from theorylab.plotting import plot_training_panels, save_figure
@@ -942,7 +950,24 @@ PROMPT_ONLY = (("--tokenizer", "tokenizer"), ("--reward", "reward"),
                ("--prompt-key", "prompt_key"), ("--answer-key", "answer_key"))  # fmt: skip
 TREE_ONLY = (("--pass-k", "pass_k"), ("--target-beta", "target_beta"),
              ("--preference", "preference"),
-             ("--pairs-per-prompt", "pairs_per_prompt"))  # fmt: skip
+             ("--pairs-per-prompt", "pairs_per_prompt"),
+             ("--value-samples", "value_samples"))  # fmt: skip
+
+
+def _launch_train(args, task_spec: str) -> int:
+    """``theorylab train ... --nproc N``: check that the batch splits (one line, before any
+    process starts), then run the same command in N processes under torchrun."""
+    from theorylab.algorithms.deep import distributed
+    from theorylab.algorithms.deep.trainer import loss_family
+    from theorylab.mdps.registry import make as make_task
+    from theorylab.registry import parse_spec
+
+    task = make_task(task_spec)
+    family = loss_family(parse_spec(args.loss)[0])
+    n_prompts = getattr(task, "n_prompts", 1)
+    preference, pairs = args.preference or "exact", args.pairs_per_prompt or 16
+    distributed.check_batch(args.nproc, family, preference, n_prompts, pairs)
+    return distributed.launch(distributed.without_flag(args.argv, "--nproc"), args.nproc)
 
 
 # --------------------------------------------------------------------------- demo
@@ -1080,7 +1105,9 @@ def build_parser() -> argparse.ArgumentParser:
         "mdp", help="MDP spec, e.g. riverswim:S=6,H=20, or a file of TabularMDP.save (my_mdp.npz)"
     )
     q.add_argument("--episodes", "-K", type=int, help="online: episodes K per seed")
-    q.add_argument("--steps", type=int, help="deep: gradient steps of a tabular twin")
+    q.add_argument(
+        "--steps", type=int, help="deep: gradient steps of a tabular twin; average-reward: steps T"
+    )
     q.add_argument(
         "--mode", choices=["exact", "sampled"], help="deep: exact expected loss or sampled batches"
     )
@@ -1190,7 +1217,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument(
         "--design",
-        choices=["uniform", "zjj-thm39"],
+        choices=["uniform", "zjj-thm39", "reference", "groups"],
         help="preference-offline: which pairs are compared (default uniform)",
     )
     q.add_argument(
@@ -1377,9 +1404,25 @@ def build_parser() -> argparse.ArgumentParser:
     g.add_argument(
         "--pairs-per-prompt", type=_integer_at_least(1), help="sampled preference pairs (16)"
     )
+    g.add_argument(
+        "--value-samples", type=_integer_at_least(1), help="astar-po: stage-1 samples (16)"
+    )
     q.add_argument("--seeds", "-B", type=_integer_at_least(1), default=1)
     q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")
     q.add_argument("--device", default="cpu", help="cpu (default) or cuda")
+    q.add_argument(
+        "--nproc",
+        type=_integer_at_least(1),
+        default=1,
+        help="token-tree tasks: data-parallel processes (DDP under torchrun, gloo on CPU / nccl on "
+        "CUDA); the batch flags give the global batch, split across them (default 1)",
+    )
+    q.add_argument(
+        "--parallel",
+        choices=["ddp", "fsdp"],
+        default="ddp",
+        help="with --nproc > 1: DDP (replicated weights) or FSDP2 (sharded weights)",
+    )
     q.add_argument("--plot", help="write the training curves (PNG or SVG)")
     q.add_argument("--json", help="write a JSON summary")
     q.add_argument("--csv", help="write the long table (one row per seed x evaluation)")
@@ -1424,6 +1467,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # to relaunch (train --nproc)
     try:
         return args.func(args)
     except KeyboardInterrupt:  # Ctrl-C: one line, the shell's code for SIGINT

@@ -53,8 +53,21 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
   (``theorylab.algorithms.policy_optimization.policy_cliff.soft_optimum_of_reward``);
 * ``trpo-penalty-zero``: TRPO's penalty constant C = 4 eps gamma / (1 - gamma)^2 replaced by 0
   (``theorylab.algorithms.policy_optimization.trpo.penalty_constant``);
+* ``md-vi-last-q-only``: MD-VI's policy built from the last q alone, pi_{k+1} ∝ exp(q_k / lambda)
+  (no sum of the past q's: no averaging;
+  ``theorylab.algorithms.policy_optimization.leverage_average.md_vi_policy``);
+* ``staq-weights-without-decay``: StaQ's weights alpha beta^i on the last M Q-functions written
+  without the decay beta^i (``theorylab.algorithms.policy_optimization.staq.memory_weights``);
+* ``bc-ignores-demonstrations``: behaviour cloning returns the uniform policy whatever the
+  demonstrations (``theorylab.algorithms.policy_optimization.demonstration_regularised``);
+* ``mdpo-gradient-without-kl``: MDPO's m-step approximation ascends <p, Q> alone (the proximity
+  term's gradient dropped; ``theorylab.algorithms.policy_optimization.mdpo.proximal_gradient``);
 * ``tilted-frontier-reverse-kl``: the tilted frontier's KL budget measured in the reverse
   direction (``theorylab.algorithms.policy_optimization.alignment_asymptotics.tilted_kl``);
+* ``on-policy-data-offline-samples``: ``on-policy-data``'s reverse-KL policy gradient with its
+  expectation over the offline preferred data D instead of the current policy (on-policy
+  sampling replaced by the offline data;
+  ``theorylab.algorithms.policy_optimization.on_policy_data``);
 * ``cmdp-ogda-no-optimism``: ``lagrangian_gda(optimistic=True)`` runs plain GDA (the optimistic
   half-step dropped);
 * ``recoil-reference-without-expert``: ReCOIL's reference mixture ``beta d^E + (1 - beta) d^S``
@@ -427,6 +440,24 @@ def kl_pg_reward_only_gradient(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def on_policy_data_offline_samples(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import on_policy_data as opd
+
+    original = opd.step_direction
+
+    def offline(theta, objective, **kw):
+        if objective != "reverse-kl":
+            return original(theta, objective, **kw)
+        logp = opd.log_softmax(theta)
+        g = kw["reward"] - kw["beta"] * (logp - kw["ref_logp"])
+        d = kw["data"]  # the bug: E_{y ~ D} A(y) grad log pi(y), D the offline data, not pi
+        return d * (g - d @ g)  # minus pi E_D A, which is 0 with the baseline E_D g
+
+    with _patched(opd, "step_direction", offline):
+        yield
+
+
+@contextlib.contextmanager
 def soft_optimum_hardmax(claim=None) -> Iterator[None]:
     import numpy as np
 
@@ -446,6 +477,65 @@ def trpo_penalty_zero(claim=None) -> Iterator[None]:
     from theorylab.algorithms.policy_optimization import trpo
 
     with _patched(trpo, "penalty_constant", lambda A, gamma: 0.0):  # the bug: no KL penalty
+        yield
+
+
+@contextlib.contextmanager
+def md_vi_last_q_only(claim=None) -> Iterator[None]:
+    from scipy.special import logsumexp
+
+    from theorylab.algorithms.policy_optimization import leverage_average as la
+
+    original = la.md_vi_policy
+
+    def last_only(log_pi, q, lam, tau):  # the bug: pi_k's logits dropped, only q_k kept
+        if lam + tau == 0:
+            return original(log_pi, q, lam, tau)
+        logits = q / (lam + tau)
+        return logits - logsumexp(logits, axis=1, keepdims=True)
+
+    with _patched(la, "md_vi_policy", last_only):
+        yield
+
+
+@contextlib.contextmanager
+def staq_weights_without_decay(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import staq
+
+    def flat(eta, tau, n):  # the bug: alpha for every table, beta^i forgotten
+        return np.full(n, eta / (1.0 + eta * tau))
+
+    with _patched(staq, "memory_weights", flat):
+        yield
+
+
+@contextlib.contextmanager
+def bc_ignores_demonstrations(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import demonstration_regularised as dr
+
+    def uniform(states, actions, S, A, H, smoothing):  # the bug: the counts never added
+        return np.full((H, S, A), 1.0 / A)
+
+    with _patched(dr, "behaviour_cloning", uniform):
+        yield
+
+
+@contextlib.contextmanager
+def mdpo_gradient_without_kl(claim=None) -> Iterator[None]:
+    import numpy as np
+    from scipy.special import logsumexp
+
+    from theorylab.algorithms.policy_optimization import mdpo
+
+    def linear_only(z, log_pi, Q, eta):  # the bug: the KL term's gradient dropped
+        p = np.exp(z - logsumexp(z, axis=1, keepdims=True))
+        return p * (Q - (p * Q).sum(axis=1, keepdims=True))
+
+    with _patched(mdpo, "proximal_gradient", linear_only):
         yield
 
 
@@ -778,6 +868,46 @@ MUTATIONS = (
             "mutation",
             "the tilted frontier's budget measured as KL(p || q_lambda), the reverse direction",
             tilted_frontier_reverse_kl,
+        )
+    ),
+    register_control(
+        Control(
+            "md-vi-last-q-only",
+            "mutation",
+            "MD-VI's policy from the last q alone (no sum of past q's: no averaging)",
+            md_vi_last_q_only,
+        )
+    ),
+    register_control(
+        Control(
+            "staq-weights-without-decay",
+            "mutation",
+            "StaQ's weights on the last M Q-functions without their decay beta^i",
+            staq_weights_without_decay,
+        )
+    ),
+    register_control(
+        Control(
+            "bc-ignores-demonstrations",
+            "mutation",
+            "behaviour cloning returns the uniform policy (the demonstrations never counted)",
+            bc_ignores_demonstrations,
+        )
+    ),
+    register_control(
+        Control(
+            "mdpo-gradient-without-kl",
+            "mutation",
+            "MDPO's m gradient steps on <p, Q> alone (the KL proximity term dropped)",
+            mdpo_gradient_without_kl,
+        )
+    ),
+    register_control(
+        Control(
+            "on-policy-data-offline-samples",
+            "mutation",
+            "on-policy-data's reverse-KL gradient taken over the offline data, not the policy",
+            on_policy_data_offline_samples,
         )
     ),
     register_control(
@@ -1606,6 +1736,30 @@ MUTATIONS = (*MUTATIONS, *CONSTANT_MUTATIONS_F_DVL)
 
 # ----------------------------------------------------------------------------- issue 26 (prefdual)
 # confidence radii (validations/claims/confidence_sets.py) and OptiDICE (claims/dual_exact.py)
-from theorylab.validations import confidence_mutations, dual_mutations  # noqa: E402
+from theorylab.validations import confidence_mutations, dual_mutations, llm_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *confidence_mutations.MUTATIONS, *dual_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 27 (klpoB)
+from theorylab.validations import surrogate_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *surrogate_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 30 (avgrew)
+# UCRL2 (validations/claims/average_reward.py)
+from theorylab.validations import average_reward_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *average_reward_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 30 (robust)
+from theorylab.validations import robust_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *robust_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 28 (twins)
+MUTATIONS = (*MUTATIONS, *llm_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 29 (pref)
+# preference alignment rows (validations/claims/preference.py, claims 5-)
+from theorylab.validations import alignment_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *alignment_mutations.MUTATIONS)

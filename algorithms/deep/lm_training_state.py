@@ -199,11 +199,15 @@ class LMTrainingState:
         return float(self.optimizer.param_groups[0]["lr"])
 
 
-def accumulate(state: LMTrainingState, loss_of_batch, batch, weight: float = 1.0) -> float:
+def accumulate(
+    state: LMTrainingState, loss_of_batch, batch, weight: float = 1.0, model=None
+) -> float:
     """Forward + loss + backward of one micro-batch: ``loss_of_batch(model, batch)`` under
-    autocast, ``backward(loss * weight)`` (gradients add to ``.grad``). Returns the loss."""
+    autocast, ``backward(loss * weight)`` (gradients add to ``.grad``). Returns the loss.
+    ``model``: the module for the gradient forward when it is not ``state.model`` itself (the
+    DDP wrapper of it, :mod:`theorylab.algorithms.deep.distributed`)."""
     with autocast(state.device, state.precision):
-        loss = loss_of_batch(state.model, batch)
+        loss = loss_of_batch(state.model if model is None else model, batch)
     scaled = loss.float() * weight
     if state.scaler is not None:
         scaled = state.scaler.scale(scaled)

@@ -312,9 +312,14 @@ def train_prompts(
 
     Returns a :class:`~theorylab.results.PromptTrainingResult` (with ``return_states``: and the
     final :class:`LMTrainingState` of every seed)."""
+    from theorylab.algorithms.deep.distributed import world_size
     from theorylab.algorithms.deep.trainer import loss_family
     from theorylab.seeding import seed_indices
 
+    if world_size() > 1:  # its batches are not sharded: the token-tree trainer runs under torchrun
+        raise TrainingConfigError(
+            f"the prompt trainer runs on one process, got {world_size()} (WORLD_SIZE)"
+        )
     dev = resolve_device(device)
     opts = PromptTrainingOptions(
         steps=steps, lr=lr, prompts_per_step=prompts_per_step, group_size=group_size,

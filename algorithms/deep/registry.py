@@ -21,6 +21,8 @@ LOSS_MODULES = (
     "theorylab.algorithms.deep.preference_losses",
     "theorylab.algorithms.deep.policy_gradient_losses",
     "theorylab.algorithms.deep.offline_losses",
+    "theorylab.algorithms.deep.regression_losses",
+    "theorylab.algorithms.deep.exo",
     "theorylab.algorithms.deep.kl",
 )
 

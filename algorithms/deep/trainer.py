@@ -40,6 +40,7 @@ runs on a GPU; only CPU was tested here).
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
@@ -49,6 +50,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from theorylab.algorithms.deep import distributed
 from theorylab.algorithms.deep.groups import group_advantages
 from theorylab.algorithms.deep.lm_training_state import (
     LMTrainingState,
@@ -69,6 +71,7 @@ from theorylab.algorithms.deep.lora import apply_lora
 from theorylab.algorithms.deep.masking import InvalidBatchError
 from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_device
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
+from theorylab.algorithms.deep.regression_losses import log_mean_exp_value, tbrm_root_values
 from theorylab.algorithms.deep.transformer_registrations import ONLINE_LOSSES, PREFERENCE_LOSSES
 from theorylab.mdps.token_tree import TokenTreeTask
 from theorylab.registry import parse_spec
@@ -223,11 +226,13 @@ def train(
     target_beta: float | None = None,
     preference: str = "exact",
     pairs_per_prompt: int = 16,
+    value_samples: int = 16,
     max_grad_norm: float = 1.0,
     seeds: int = 1,
     seed: int = 0,
     device: str = "cpu",
     progress: bool = False,
+    parallel: str = "ddp",
     precision: str = "fp32",
     micro_batches: int = 1,
     warmup_steps: int = 0,
@@ -245,6 +250,9 @@ def train(
     (with ``stop_after``: the steps done; with ``return_states``: and the final
     :class:`~theorylab.algorithms.deep.lm_training_state.LMTrainingState` of every seed).
     A model given as an ``nn.Module`` is deep-copied per seed (its initialisation is shared).
+    Under ``torchrun`` the batch is split across the processes, ``parallel`` "ddp" or "fsdp"
+    (:mod:`theorylab.algorithms.deep.distributed`); each micro-batch's chunk is split the same
+    way (its prompts must divide by the number of processes).
 
     Scaling options (:mod:`theorylab.algorithms.deep.lm_training_state`): ``precision`` (fp32,
     bf16, fp16 on CUDA), ``micro_batches`` (gradient accumulation over prompt chunks: online and
@@ -264,7 +272,8 @@ def train(
             f"{type(task).__name__} {getattr(task, 'name', '')!r}"
         )
     positive = (("steps", steps, 1), ("group_size", group_size, 2), ("eval_every", eval_every, 1),
-                ("pass_k", pass_k, 1), ("pairs_per_prompt", pairs_per_prompt, 1))  # fmt: skip
+                ("pass_k", pass_k, 1), ("pairs_per_prompt", pairs_per_prompt, 1),
+                ("value_samples", value_samples, 1))  # fmt: skip
     for name, v, lo in positive:
         if int(v) != v or v < lo:
             raise ValueError(f"{name} must be an integer >= {lo}, got {v!r}")
@@ -275,7 +284,25 @@ def train(
     loss_name, _ = parse_spec(loss)
     family = loss_family(loss_name)
     loss_fn = make_loss(loss)
+    if "rebel" == loss_name and group_size % 2:
+        raise ValueError(f"rebel pairs the responses of a prompt: group_size must be even, got "
+                         f"{group_size}")  # fmt: skip
     beta = target_beta_of(loss, target_beta)
+    dist_world = distributed.world_size()  # > 1 under torchrun: DDP (distributed.py)
+    distributed.check_batch(dist_world, family, preference, task.n_prompts, pairs_per_prompt)
+    if loss_name == "tbrm" and dist_world > 1:  # its root value is scored outside DDP's forward
+        raise ValueError(f"tbrm trains on one process only, got {dist_world} processes")
+    chunk_sizes = {len(c) for c in np.array_split(np.arange(task.n_prompts), micro_batches)}
+    if dist_world > 1 and any(n % dist_world for n in chunk_sizes):
+        raise TrainingConfigError(
+            f"--nproc {dist_world} with micro_batches = {micro_batches}: the micro-batches of "
+            f"{sorted(chunk_sizes)} prompts do not split into {dist_world} equal shards; use "
+            "micro_batches dividing the prompts into chunks the processes divide"
+        )
+    if dist_world > 1 and checkpoint is not None and parallel == "fsdp":
+        raise TrainingConfigError(
+            "checkpoint applies to one process or --parallel ddp (FSDP's parameters are sharded)"
+        )
     dev = resolve_device(device)
     scale = ScaleOptions(precision, micro_batches, warmup_steps, schedule, lora, checkpoint_every,
                          stop_after)  # fmt: skip
@@ -292,6 +319,8 @@ def train(
             "micro_batches > 1 applies to online losses and preference='exact'; sampled "
             "preference pairs are drawn in one batch"
         )
+    place = distributed.join(dev, parallel)
+    dev = place.device
     indices = seed_indices(seeds)
     eval_steps = np.unique(np.r_[np.arange(0, steps + 1, eval_every), steps])
     records: dict[str, list] = {
@@ -308,15 +337,18 @@ def train(
         fingerprint = {
             **scale.key(), "model": model_name, "task": task.name, "loss": loss, "steps": steps,
             "lr": lr, "group_size": group_size, "target_beta": beta, "preference": preference,
-            "pairs_per_prompt": pairs_per_prompt, "max_grad_norm": max_grad_norm, "seed": seed,
-            "seed_index": i,
+            "pairs_per_prompt": pairs_per_prompt, "value_samples": value_samples,
+            "max_grad_norm": max_grad_norm, "seed": seed, "seed_index": i,
+            "processes": place.world, "parallel": parallel,
         }  # fmt: skip
         out = _train_one_seed(
             model, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed,
             steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
             preference=preference, pairs_per_prompt=pairs_per_prompt,
-            max_grad_norm=max_grad_norm, progress=progress, scale=scale, folder=folder,
-            fingerprint=fingerprint, tensorboard=per_seed_folder(tensorboard, i, len(indices)),
+            value_samples=value_samples, max_grad_norm=max_grad_norm,
+            progress=progress and place.main, scale=scale, folder=folder,
+            fingerprint=fingerprint, place=place,
+            tensorboard=per_seed_folder(tensorboard, i, len(indices)) if place.main else None,
         )  # fmt: skip
         states.append(out.pop("state"))
         for k, v in out.items():
@@ -349,8 +381,11 @@ def train(
                 "target_beta": beta,
                 "preference": preference,
                 "pairs_per_prompt": pairs_per_prompt,
+                "value_samples": value_samples,
                 "max_grad_norm": max_grad_norm,
                 "device": str(dev),
+                "processes": place.world,
+                "parallel": parallel,
                 **scale.key(),
             },  # fmt: skip
             "seeds": indices,
@@ -363,8 +398,8 @@ def train(
 
 def _train_one_seed(
     model_spec, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed, *,
-    steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, max_grad_norm,
-    progress, scale, folder, fingerprint, tensorboard,
+    steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, value_samples,
+    max_grad_norm, progress, scale, folder, fingerprint, tensorboard, place=distributed.ONE,
 ) -> dict[str, Any]:  # fmt: skip
     P, V = task.n_prompts, task.V
     what = f"the task ({V} symbol tokens + {P} prompt tokens)"
@@ -380,6 +415,7 @@ def _train_one_seed(
             torch.manual_seed(torch_seed)
             apply_lora(policy, scale.lora)
         policy.eval()
+    learner = place.wrap(policy)  # gradient forwards (DDP / FSDP over the ranks when world > 1)
     inputs = prefix_inputs(task, dev)
     with torch.no_grad():
         ref_seq_t = sequence_table(reference, task, inputs, torch.float64)
@@ -390,6 +426,14 @@ def _train_one_seed(
         policy, lr=lr, device=dev, precision=scale.precision, schedule=scale.schedule,
         warmup_steps=scale.warmup_steps, total_steps=steps, sample_seed=sample_seed, rng=rng,
     )  # fmt: skip
+    wanted = set(tensor_arguments(loss_fn))
+    sig = inspect.signature(loss_fn.func).parameters
+    loss_beta = loss_fn.keywords.get("beta", getattr(sig.get("beta"), "default", None))
+    if "v_star" in wanted:  # A*-PO's stage 1: V* from value_samples reference responses
+        # before resume_or_start: a resumed run draws the same V* and then restores the generators
+        v_star = stage_one_values(
+            reference, task, loss_beta, value_samples, state.generator, state.rng, dev
+        )
     k = scale.micro_batches
     chunks = np.array_split(np.arange(P), k)  # prompts of each micro-batch
     if family == "preference" and preference == "exact":
@@ -422,15 +466,25 @@ def _train_one_seed(
                 writer.add_scalar(f"exact/{EXACT_NAMES[name]}", metrics[name][-1], state.step)
 
     def online_loss(model, batch) -> torch.Tensor:
-        ids, rewards, group = batch
+        ids, rewards, prompts = batch  # this rank's whole groups of one micro-batch
         logp = response_logp(model, ids, V)  # (n, L)
         with torch.no_grad():
             ref_logp = response_logp(reference, ids, V)
+        group = prompts - prompts[0]  # group ids 0.. on this shard
         available = {
             "logp": logp, "old_logp": None, "ref_logp": ref_logp,
             "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
             "advantages": group_advantages(rewards, group, "std"),
         }  # fmt: skip
+        if "v_star" in wanted:
+            available["v_star"] = v_star[prompts]
+        if "root_values" in wanted:  # TBRM: V_theta(s_1) from the first-token logits
+            root_ids = (task.V + prompts)[:, None]
+            with torch.no_grad():
+                ref_root = reference(root_ids)[:, -1, :V]
+            available["root_values"] = tbrm_root_values(
+                model(root_ids)[:, -1, :V], ref_root, loss_beta
+            )
         return call_loss(loss_fn, available)
 
     def exact_loss(model, batch) -> torch.Tensor:
@@ -439,7 +493,8 @@ def _train_one_seed(
 
     def sampled_loss(model, _batch) -> torch.Tensor:
         return call_loss(
-            loss_fn, _sampled_pairs(model, reference, task, ref_seq, pairs_per_prompt, rng, dev)
+            loss_fn,
+            _sampled_pairs(model, reference, task, ref_seq, pairs_per_prompt, rng, dev, place),
         )
 
     if not resumed:
@@ -453,15 +508,19 @@ def _train_one_seed(
             x = prompts.cpu().numpy()
             r = draw_rewards(task, x, response_index(task, ids[:, 1:]), rng)
             rewards = torch.as_tensor(r, dtype=torch.float32, device=dev)
-            for c in chunks:
-                rows = slice(int(c[0]) * group_size, (int(c[-1]) + 1) * group_size)
-                batch = (ids[rows], rewards[rows], prompts[rows] - int(c[0]))
-                total += accumulate(state, online_loss, batch, len(c) / P) * len(c) / P
+            for j, c in enumerate(chunks):
+                rows = np.arange(int(c[0]) * group_size, (int(c[-1]) + 1) * group_size)
+                rows = torch.as_tensor(rows[place.rows(len(rows))], device=dev)  # rank's groups
+                batch = (ids[rows], rewards[rows], prompts[rows])
+                with gradient_sync(learner, j == k - 1):
+                    loss = accumulate(state, online_loss, batch, len(c) / P, model=learner)
+                total += loss * len(c) / P
         elif preference == "exact":  # pair weights carry the normalisation: chunk weights 1
-            for batch in exact_batches:
+            for batch in exact_batches:  # one process (distributed.check_batch)
                 total += accumulate(state, exact_loss, batch, 1.0)
         else:
-            total = accumulate(state, sampled_loss, None, 1.0)
+            total = accumulate(state, sampled_loss, None, 1.0, model=learner)
+        total = place.mean(total)
         optimizer_step(state, max_grad_norm)
         metrics["loss"].append(total)
         if writer is not None:
@@ -472,8 +531,9 @@ def _train_one_seed(
             if progress:
                 print(f"step {state.step}: accuracy {metrics['acc'][-1]:.4f} "
                       f"KL(pi||pi*) {metrics['klo'][-1]:.4g}")  # fmt: skip
-        checkpoint_after_step(state, folder, fingerprint, scale.checkpoint_every, steps,
-                              scale.stop_after)  # fmt: skip
+        if place.main:  # every rank holds the same state (DDP); rank 0 writes it
+            checkpoint_after_step(state, folder, fingerprint, scale.checkpoint_every, steps,
+                                  scale.stop_after)  # fmt: skip
     if writer is not None:
         writer.close()
     return {
@@ -483,6 +543,25 @@ def _train_one_seed(
         "or": exact_task.expected_reward(optimum).mean(),
         "state": state,
     }
+
+
+def gradient_sync(learner: torch.nn.Module, sync: bool):
+    """DDP's ``no_sync()`` for a micro-batch whose gradients are not yet all-reduced (all but the
+    last: their gradients add up locally and the last backward reduces the sum); a no-op context
+    for one process and FSDP (whose backward reduces every micro-batch: the same sum)."""
+    no_sync = getattr(learner, "no_sync", None)
+    return contextlib.nullcontext() if sync or no_sync is None else no_sync()
+
+
+@torch.no_grad()
+def stage_one_values(reference, task, beta, n, gen, rng, dev) -> torch.Tensor:
+    """A*-PO's stage 1 (Brantley et al. 2025): n responses per prompt sampled from the reference,
+    their rewards drawn, V^(x) = beta log-mean-exp(r / beta) (P,)."""
+    prompts = torch.arange(task.n_prompts, device=dev).repeat_interleave(n)
+    ids = sample_responses(reference, task, prompts, gen)
+    r = draw_rewards(task, prompts.cpu().numpy(), response_index(task, ids[:, 1:]), rng)
+    r = torch.as_tensor(r, dtype=torch.float64).reshape(task.n_prompts, n)
+    return log_mean_exp_value(r, beta).to(torch.float32).to(dev)
 
 
 def _exact_pairs(policy, task, inputs, pairs, ref_seq_f) -> dict[str, torch.Tensor]:
@@ -503,12 +582,15 @@ def _exact_pairs(policy, task, inputs, pairs, ref_seq_f) -> dict[str, torch.Tens
     }  # fmt: skip
 
 
-def _sampled_pairs(policy, reference, task, ref_seq, n, rng, dev) -> dict[str, torch.Tensor]:
+def _sampled_pairs(
+    policy, reference, task, ref_seq, n, rng, dev, place=distributed.ONE
+) -> dict[str, torch.Tensor]:
     """n Bradley-Terry-labelled pairs per prompt from ref x ref, scored by forward passes; RPO's
     baseline samples are the chosen responses (as in :func:`_exact_pairs`), and VPO's calibration
     / XPO's reference samples are n fresh responses per prompt from pi_ref (Xie et al. 2025,
     Alg. 1: y~ ~ pi_ref; Cen et al. 2025: y ~ pi_cal = pi_ref here), so that the sampled loss
-    is an unbiased estimate of the exact mode's objective."""
+    is an unbiased estimate of the exact mode's objective. Every rank draws all P n pairs and
+    scores its shard (``place``, :mod:`distributed`)."""
     P, Y = ref_seq.shape
     probs = np.exp(ref_seq)
     probs /= probs.sum(axis=1, keepdims=True)
@@ -519,6 +601,8 @@ def _sampled_pairs(policy, reference, task, ref_seq, n, rng, dev) -> dict[str, t
     r = task.mean_reward
     a_wins = rng.random(len(x)) < 1.0 / (1.0 + np.exp(-(r[x, a] - r[x, b])))
     yw, yl = np.where(a_wins, a, b), np.where(a_wins, b, a)
+    mine = place.rows(len(x))
+    x, yw, yl, c = x[mine], yw[mine], yl[mine], c[mine]
     xt = torch.as_tensor(np.r_[x, x, x], device=dev)
     resp = torch.as_tensor(task.tokens[np.r_[yw, yl, c]], device=dev)
     ids = sequence_ids(task, xt, resp)  # (3 n P, L + 1): chosen, rejected, ref samples

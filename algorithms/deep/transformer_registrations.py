@@ -14,10 +14,13 @@ from typing import Any
 
 from theorylab.algorithms.registry import register
 
-ONLINE_LOSSES = ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip")
+ONLINE_LOSSES = ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm")
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
-LOSS_PAPERS = {"xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",)}
+LOSS_PAPERS = {
+    "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
+    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "tbrm": ("000#42",),
+}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -34,7 +37,7 @@ class TransformerRun:
 SCALE_OPTIONS = ("precision", "micro_batches", "warmup_steps", "schedule", "lora", "checkpoint",
                  "checkpoint_every", "stop_after", "tensorboard", "lr", "group_size",
                  "max_grad_norm")  # fmt: skip
-TREE_OPTIONS = ("pass_k", "target_beta", "preference", "pairs_per_prompt")
+TREE_OPTIONS = ("pass_k", "target_beta", "preference", "pairs_per_prompt", "value_samples")
 PROMPT_OPTIONS = ("tokenizer", "reward", "prompts_per_step", "max_new_tokens", "eval_prompts",
                   "temperature", "gradient_checkpointing", "prompt_key", "answer_key")  # fmt: skip
 
@@ -71,8 +74,11 @@ def _factory(loss: str, family: str):
         gradient_checkpointing: bool | None = None,
         prompt_key: str | None = None,
         answer_key: str | None = None,
+        eta: float | None = None,
+        value_samples: int | None = None,
     ) -> TransformerRun:
-        hyper = {k: v for k, v in (("beta", beta), ("tau", tau), ("alpha", alpha)) if v is not None}
+        pairs = (("beta", beta), ("tau", tau), ("alpha", alpha), ("eta", eta))
+        hyper = {k: v for k, v in pairs if v is not None}
         spec = loss + (":" + ",".join(f"{k}={v}" for k, v in hyper.items()) if hyper else "")
         given = locals()
         params = {k: given[k] for k in (*SCALE_OPTIONS, *TREE_OPTIONS, *PROMPT_OPTIONS)
@@ -92,9 +98,12 @@ def _factory(loss: str, family: str):
 
 
 for _loss in ONLINE_LOSSES:
-    register(f"{_loss}-transformer", kind="transformer", problem="token-tree")(
-        _factory(_loss, "online")
-    )
+    register(
+        f"{_loss}-transformer",
+        kind="transformer",
+        problem="token-tree",
+        papers=LOSS_PAPERS.get(_loss, ()),
+    )(_factory(_loss, "online"))
 for _loss in PREFERENCE_LOSSES:
     register(
         f"{_loss}-transformer",

@@ -66,4 +66,22 @@ def regularised_gradient(task: TokenTreeTask, logits: np.ndarray, beta: float) -
 def sequence_entropy(seq_logp: np.ndarray) -> np.ndarray:
     """H(pi(.|x)) per prompt (P,) from a (P, Y) table of sequence log-probabilities (nats)."""
     p = np.exp(seq_logp)
-    return -np.where(p > 0, p * seq_logp, 0.0).sum(axis=1)
+    return -np.where(p > 0, p * np.where(p > 0, seq_logp, 0.0), 0.0).sum(axis=1)
+
+
+def weighted_score(task: TokenTreeTask, logits: np.ndarray, weights: np.ndarray) -> np.ndarray:
+    """``sum_y weights[x, y] * d log pi(y|x) / d theta[x]`` (P, N, V) at the softmax policy of
+    ``logits`` (P, N, V), for any (P, Y) table of weights: the score-function form shared by
+    every surrogate and estimator written as ``c(y) grad log pi(y)`` (RPG, max@k). On a tree,
+    ``d log pi(y) / d theta[h, b] = 1[h on y's path] (1[y_t = b] - pi(b|h))``, so the sum is the
+    weights pushed onto the tokens of each path minus the node's total weight times pi(.|h)."""
+    logp = log_softmax(np.asarray(logits, dtype=np.float64))  # (P, N, V)
+    w = np.asarray(weights, dtype=np.float64)  # (P, Y)
+    P, N, V = logp.shape
+    on_token = np.zeros((task.n_responses, N * V))  # (Y, N V): 1 per (node, token) of the path
+    on_node = np.zeros((task.n_responses, N))  # (Y, N): 1 per node of the path
+    rows = np.arange(task.n_responses)
+    for t in range(task.L):
+        on_token[rows, task.token_nodes[:, t] * V + task.tokens[:, t]] += task.token_mask[:, t]
+        on_node[rows, task.token_nodes[:, t]] += task.token_mask[:, t]
+    return (w @ on_token).reshape(P, N, V) - (w @ on_node)[..., None] * np.exp(logp)

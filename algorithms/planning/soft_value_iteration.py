@@ -110,3 +110,45 @@ def policy_entropy(policy: np.ndarray) -> np.ndarray:
     p = np.asarray(policy, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
         return -np.where(p > 0, p * np.log(p), 0.0).sum(axis=-1)
+
+
+def regularised_q(
+    mdp, policy: np.ndarray, tau: float, *, reference=None, gamma: float | None = None
+) -> np.ndarray:
+    """Q^pi_tau (S, A) = r + gamma P V^pi_tau, exactly (V^pi_tau by :func:`regularised_value`):
+    the regularised Q-function that policy mirror descent steps on."""
+    g = mdp.gamma if gamma is None else gamma
+    V = regularised_value(mdp, policy, tau, reference=reference, gamma=g)
+    return mdp.reward(0) + g * mdp.expected_next(V)
+
+
+def soft_backward_induction(mdp, lam: float, reference: np.ndarray, *, bonus=None, model=None):
+    """KL-regularised ("soft") backward induction toward ``reference`` on a finite-horizon MDP:
+
+        V_H = 0,  Q_h = r_h + b_h + P_h V_{h+1},
+        V_h(s) = lam log sum_a ref_h(a|s) e^{Q_h(s, a) / lam},
+        pi_h(a|s) = ref_h(a|s) e^{(Q_h(s, a) - V_h(s)) / lam},
+
+    the optimum of E sum_h [r_h - lam KL(pi_h(s_h) || ref_h(s_h))] (the discounted form is
+    :func:`soft_value_iteration`). reference (H, S, A) or (S, A); ``bonus`` (H, S, A) adds b_h
+    and then clips V_h to at most H - h (an optimistic planner); ``model`` (H, S, A, S) replaces
+    the transitions (an estimated model). Returns (V (H+1, S), Q (H, S, A), policy (H, S, A)).
+    """
+    if not (np.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a finite number > 0, got {lam!r}")
+    H, S, A = mdp.horizon, mdp.S, mdp.A
+    ref = np.broadcast_to(np.asarray(reference, dtype=np.float64), (H, S, A))
+    with np.errstate(divide="ignore"):
+        log_ref = np.log(ref)
+    V = np.zeros((H + 1, S))
+    Q = np.empty((H, S, A))
+    pi = np.empty((H, S, A))
+    for h in range(H - 1, -1, -1):
+        nxt = mdp.expected_next(V[h + 1], h) if model is None else model[h] @ V[h + 1]
+        Q[h] = mdp.reward(h) + nxt + (0.0 if bonus is None else bonus[h])
+        logits = Q[h] / lam + log_ref[h]
+        V[h] = lam * logsumexp(logits, axis=1)
+        if bonus is not None:
+            V[h] = np.minimum(V[h], H - h)
+        pi[h] = np.exp(logits - logsumexp(logits, axis=1, keepdims=True))
+    return V, Q, pi

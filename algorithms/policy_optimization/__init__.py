@@ -13,12 +13,35 @@ records it. Registered:
 * ``trpo-penalty`` (:mod:`.trpo`): TRPO's Algorithm 1, the KL-penalised surrogate step with the
   constant of Theorem 1, on log-linear policies (Schulman et al. 2015; seed row 000#61);
 * ``best-of-n`` (:mod:`.alignment_asymptotics`): best-of-N against the tilted KL-constrained
-  optimum on a memoryless LM (Yang et al. 2024; seed row 000#64).
+  optimum on a memoryless LM (Yang et al. 2024; seed row 000#64);
+* ``md-vi`` (:mod:`.leverage_average`): KL-regularised (mirror-descent) value iteration with
+  injected evaluation noise, AVI at lam = 0 (Vieillard et al. 2020; seed row 000#30);
+* ``staq`` (:mod:`.staq`): policy mirror descent from the last M Q-functions (Shilova et al.
+  2025; seed row 000#33);
+* ``demo-regularised-vi`` (:mod:`.demonstration_regularised`): behaviour cloning, then
+  KL-regularised backward induction toward the clone (Tiapkin et al. 2024; seed rows 001#24,
+  002-004#A2);
+* ``mdpo`` (:mod:`.mdpo`): the exact mirror-descent step and its m-step gradient approximation
+  (Tomar et al. 2022; seed rows 000#29, 002-004#F2).
+* ``on-policy-data`` (:mod:`.on_policy_data`): offline MLE / DPO, forward KL and on-policy
+  reverse-KL PG as plain logit-gradient steps on a categorical policy (Tajwar et al. 2024; seed
+  row 002-004#E12).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
     alignment_asymptotics,
+    demonstration_regularised,
+    divergence_choice,
     kl_bayesian_inference,
+    leverage_average,
+    max_at_k,
+    mdpo,
+    mirror_learning,
+    on_policy_data,
     policy_cliff,
+    reasoning_boundary,
+    rlvr_support,
+    rpg,
+    staq,
     trpo,
 )

@@ -34,3 +34,52 @@ class PolicyPath:
     target_value: float
     policies: np.ndarray
     config: dict[str, Any] = field(default_factory=dict)
+
+
+def check_iterations(who: str, iterations) -> int:
+    """K as an int, or a one-line error naming the algorithm (``who``) and the value."""
+    if isinstance(iterations, bool) or not isinstance(iterations, (int, np.integer)):
+        raise ValueError(f"{who}: iterations must be a positive integer, got {iterations!r}")
+    if iterations < 1:
+        raise ValueError(f"{who}: iterations must be a positive integer, got {iterations!r}")
+    return int(iterations)
+
+
+def check_number(who: str, name: str, value, *, positive: bool = True) -> float:
+    """A finite number > 0 (``positive``) or >= 0, or a one-line error naming it."""
+    numeric = (int, float, np.integer, np.floating)
+    ok = isinstance(value, numeric) and not isinstance(value, bool) and np.isfinite(value)
+    if not ok or (value <= 0 if positive else value < 0):
+        bound = "> 0" if positive else ">= 0"
+        raise ValueError(f"{who}: {name} must be a finite number {bound}, got {value!r}")
+    return float(value)
+
+
+def check_positive(algorithm: str, **values) -> None:
+    """Each value a finite number > 0, or a one-line error naming it (``check_number`` each)."""
+    for name, value in values.items():
+        check_number(algorithm, name, value)
+
+
+def soft_scored_path(mdp, pis: np.ndarray, star, tau: float, config: dict) -> PolicyPath:
+    """The exact metrics of stationary iterates pis (K+1, S, A) on a discounted model against
+    the entropy-regularised optimum ``star`` (a SoftSolution at temperature tau, uniform
+    reference): J, J_tau, entropy, KL(pi_k || pi*_tau) (means over states)."""
+    from theorylab.algorithms.planning.evaluation import evaluate_discounted
+    from theorylab.algorithms.planning.soft_value_iteration import (
+        policy_entropy,
+        regularised_value,
+    )
+
+    mu = mdp.mu0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        kl = np.where(pis > 0, pis * (np.log(pis) - np.log(star.policy)[None]), 0.0).sum(-1)
+    return PolicyPath(
+        objective=np.array([evaluate_discounted(mdp, p) @ mu for p in pis]),
+        regularised=np.array([regularised_value(mdp, p, tau) @ mu for p in pis]),
+        entropy=policy_entropy(pis).mean(axis=-1),
+        target_gap=kl.mean(axis=-1),
+        target_value=float(star.V @ mu),
+        policies=pis,
+        config=config,
+    )

@@ -37,17 +37,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorylab.algorithms.planning.evaluation import evaluate_discounted
 from theorylab.algorithms.planning.greedy import greedy_actions
-from theorylab.algorithms.planning.soft_value_iteration import (
-    policy_entropy,
-    regularised_value,
+from theorylab.algorithms.planning.soft_value_iteration import (  # noqa: F401 (policy_entropy:
+    policy_entropy,  # read as pc.policy_entropy by the policy-cliff claim)
     soft_backup,
     soft_policy,
     soft_value_iteration,
 )
 from theorylab.algorithms.planning.value_iteration import value_iteration
-from theorylab.algorithms.policy_optimization.path import PolicyPath
+from theorylab.algorithms.policy_optimization.path import PolicyPath, soft_scored_path
 from theorylab.algorithms.registry import register
 
 PAPERS = ("002-004#F4",)
@@ -91,18 +89,8 @@ def soft_value_iterates(mdp, iterations: int, *, tau: float) -> PolicyPath:
         Q, V = soft_backup(mdp, V, tau, log_ref, g)
         policies.append(soft_policy(Q, V, tau, log_ref))
     pis = np.stack(policies)  # (K+1, S, A)
-    mu = mdp.mu0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        kl = np.where(pis > 0, pis * (np.log(pis) - np.log(star.policy)[None]), 0.0).sum(-1)
-    return PolicyPath(
-        objective=np.array([evaluate_discounted(mdp, p) @ mu for p in pis]),
-        regularised=np.array([regularised_value(mdp, p, tau) @ mu for p in pis]),
-        entropy=policy_entropy(pis).mean(axis=-1),
-        target_gap=kl.mean(axis=-1),
-        target_value=float(star.V @ mu),
-        policies=pis,
-        config={"tau": float(tau), "gamma": float(g), "reference": "uniform"},
-    )
+    config = {"tau": float(tau), "gamma": float(g), "reference": "uniform"}
+    return soft_scored_path(mdp, pis, star, tau, config)
 
 
 @register("soft-vi", kind="policy-optimization", problem="tabular-discounted", papers=PAPERS)

@@ -238,6 +238,19 @@ def _cvxpy_solve(cp, theta, obj, B: float) -> np.ndarray:
     return np.asarray(theta.value, dtype=np.float64)
 
 
+def solve_clarabel(prob, what: str, error=MLEError) -> None:
+    """Solve a cvxpy problem with Clarabel at gap and feasibility tolerances 1e-10 (its
+    warnings silenced); ``error(what: status)`` unless the status is (inaccurately) optimal. The
+    one solve of the pessimistic, KL-pessimistic and max-min programs."""
+    import cvxpy as cp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    if prob.status not in ("optimal", "optimal_inaccurate"):
+        raise error(f"{what}: cvxpy (Clarabel) returned {prob.status!r}")
+
+
 # ------------------------------------------------------------------------------ public API
 def _check(B: float, solver: str) -> None:
     if not (np.isfinite(B) and B > 0):

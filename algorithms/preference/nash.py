@@ -290,3 +290,15 @@ def inpo_population_loss(logits, pi_t, pi_ref, P, eta: float, tau: float) -> flo
     h = (logpi[:, None] - logpi[None, :]) - (base[:, None] - base[None, :])  # h(y_w=i, y_l=j)
     w = np.outer(pi_t, pi_t) * P  # P(y = i, y' = j, i wins) summed over the two orders below
     return float((w * (h - eta / 2) ** 2).sum() + (w.T * (h.T - eta / 2) ** 2).sum())
+
+
+@dataclass
+class GameRun:
+    """Output of a self-play algorithm: ``gap`` and ``queries`` ``(B, T + 1)`` (the exact duality
+    gap of the output iterate and the comparisons asked by iteration t); ``extra``: named
+    ``(B, T + 1)`` arrays; ``config``: what the run reports besides (tau, eta, m, output)."""
+
+    gap: np.ndarray
+    queries: np.ndarray
+    extra: dict
+    config: dict

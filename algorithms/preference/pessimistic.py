@@ -47,7 +47,6 @@ The claim pins the library's f to the printed formula to 1e-9, so either change 
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,6 +56,7 @@ from theorylab.algorithms.preference.mle import (
     ball_constrained_minimiser,
     btl_loss,
     fit_btl,
+    solve_clarabel,
 )
 from theorylab.mdps.preference import (
     ComparisonBandit,
@@ -111,11 +111,7 @@ def pessimistic_policy(
     u = sum(bandit.rho[s] * (pi[s, :] @ bandit.phi[s]) for s in range(S)) - v0
     obj = theta_hat @ u - radius * cp.norm(Lc.T @ u, 2)
     prob = cp.Problem(cp.Maximize(obj), [cp.sum(pi, axis=1) == 1])
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    if prob.status not in ("optimal", "optimal_inaccurate") or pi.value is None:
-        raise MLEError(f"pessimistic policy: cvxpy (Clarabel) returned {prob.status!r}")
+    solve_clarabel(prob, "pessimistic policy", MLEError)
     p = np.clip(pi.value, 0.0, None)
     p /= p.sum(axis=1, keepdims=True)
     return p, pessimistic_value(bandit, p, theta_hat, M, radius, v)

@@ -47,13 +47,12 @@ features; v = 0.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 
 from theorylab.algorithms.planning.lp import occupancy_measure, policy_from_occupancy
-from theorylab.algorithms.preference.mle import MLEError, btl_mle
+from theorylab.algorithms.preference.mle import MLEError, btl_mle, solve_clarabel
 from theorylab.algorithms.preference.pessimistic import mle_radius
 from theorylab.mdps.preference import TrajectoryPairs, identifiable_features
 
@@ -122,11 +121,7 @@ def pessimistic_occupancy_policy(
     u = sum(Phi.T @ o for o in occ)
     obj = theta_hat @ u - radius * cp.norm(Lc.T @ u, 2)
     prob = cp.Problem(cp.Maximize(obj), cons)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        prob.solve(solver=cp.CLARABEL, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
-    if prob.status not in ("optimal", "optimal_inaccurate"):
-        raise MLEError(f"pessimistic occupancy policy: cvxpy (Clarabel) returned {prob.status!r}")
+    solve_clarabel(prob, "pessimistic occupancy policy", MLEError)
     dval = np.stack([o.value.reshape(S, A) for o in occ])  # (H, S, A)
     return policy_from_occupancy(dval), float(prob.value)
 

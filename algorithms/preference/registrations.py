@@ -23,13 +23,19 @@ from dataclasses import dataclass
 import numpy as np
 
 from theorylab.algorithms.preference import (
+    dno,  # noqa: F401  (registers dno)
     dueling,  # noqa: F401  (registers dueling-rl)
+    gshf,  # noqa: F401  (registers gshf-offline, gshf-iterative)
+    hypo,  # noqa: F401  (registers hypo)
+    maxmin,  # noqa: F401  (registers maxmin-rlhf)
     nash,
     p2r,  # noqa: F401  (registers p2r-ucbvi)
     pr_lsvi,  # noqa: F401  (registers pr-lsvi)
     regime,  # noqa: F401  (registers regime)
+    rlhs,  # noqa: F401  (registers rlhs)
 )
 from theorylab.algorithms.preference.mle import fit_btl, fit_pairwise_split, fit_plackett_luce
+from theorylab.algorithms.preference.nash import GameRun
 from theorylab.algorithms.preference.pessimistic import fit_pessimistic_mle, greedy_policy
 from theorylab.algorithms.registry import register
 from theorylab.mdps.preference import PairwiseDataset, RankingDataset
@@ -123,18 +129,6 @@ def greedy_mle(bandit, data, solver: str = "newton", ranking_estimator: str = "p
 
 
 # ------------------------------------------------------------------ self-play on preference games
-@dataclass
-class GameRun:
-    """Output of a self-play algorithm: ``gap`` and ``queries`` ``(B, T + 1)`` (the exact duality
-    gap of the output iterate and the comparisons asked by iteration t); ``extra``: named
-    ``(B, T + 1)`` arrays; ``config``: what the run reports besides (tau, eta, m, output)."""
-
-    gap: np.ndarray
-    queries: np.ndarray
-    extra: dict
-    config: dict
-
-
 def _self_play(
     game, oracle, iterations: int, tau: float, eta: float, m: int, output: str, loss: bool = False
 ):

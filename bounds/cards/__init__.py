@@ -6,7 +6,16 @@ Each card is a ``Bound`` with its provenance tag from docs/reference ``theory.md
 
 from __future__ import annotations
 
-from . import linear, lowrank, offline, preference, risk, tabular
+from . import (
+    average_reward,
+    linear,
+    lowrank,
+    offline,
+    policy_optimization,
+    preference,
+    risk,
+    tabular,
+)
 
 CARDS = (
     *tabular.CARDS,
@@ -15,6 +24,8 @@ CARDS = (
     *risk.CARDS,
     *lowrank.CARDS,
     *preference.CARDS,
+    *average_reward.CARDS,
+    *policy_optimization.CARDS,
 )
 
 __all__ = ["CARDS"]

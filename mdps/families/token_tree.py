@@ -17,6 +17,12 @@ probability 1 - p_bad, else 0). Defaults (0.4, p_bad = 0.3): the risk-neutral op
 1..L tokens is correct when its digits sum to the target s_x (drawn from 1..L(V-1)); graded
 reward 1 - |sum - s_x| / (L (V-1)). Its responses have every length 1..L (constructed here, to
 exercise the losses' length normalisations).
+
+``tokentree-bins`` -- a categorical policy over B bins (one prompt, one token: L = 1), the
+didactic bandit of Tajwar et al. (2024; seed row 002-004#E12) as reconstructed here: the reference
+policy is softmax of the logits ``-(y - mode)^2 / (2 width^2)`` (a discretised Gaussian centred
+on bin ``mode``), the reward ``r(y) = exp(-(y - peak)^2 / (2 reward_width^2))`` peaks on bin
+``peak``, far from the reference's mode by default; the peak bin is the correct response.
 """
 
 from __future__ import annotations
@@ -151,4 +157,38 @@ def tokentree_eos(
         ref_cond,
         name=f"tokentree-eos:V={V},L={L},prompts={prompts},reward={reward},ref={ref},seed={seed}",
         info={"targets": targets},
+    )
+
+
+@register("tokentree-bins")
+def tokentree_bins(
+    B: int = 20,
+    mode: int = 3,
+    peak: int = 15,
+    width: float = 3.0,
+    reward_width: float = 1.5,
+) -> TokenTreeTask:
+    """A categorical policy over B bins: reference peaked on ``mode``, reward peaked on ``peak``."""
+    if B < 2:
+        raise ValueError(f"need B >= 2 bins, got B={B}")
+    for key, val in (("mode", mode), ("peak", peak)):
+        if not 0 <= val < B:
+            raise ValueError(f"{key} must be a bin in 0..{B - 1}, got {key}={val}")
+    for key, val in (("width", width), ("reward_width", reward_width)):
+        if not val > 0:
+            raise ValueError(f"{key} must be > 0, got {key}={val}")
+    y = np.arange(B)
+    logits = -((y - mode) ** 2) / (2.0 * width**2)  # (B,)
+    ref = np.exp(logits - logits.max())
+    r = np.exp(-((y - peak) ** 2) / (2.0 * reward_width**2))  # (B,)
+    return TokenTreeTask(
+        B,
+        1,
+        r[None, :, None],
+        np.ones((1, B, 1)),
+        (y == peak)[None, :],
+        (ref / ref.sum())[None, None, :],
+        name=f"tokentree-bins:B={B},mode={mode},peak={peak},width={width:g},"
+        f"reward_width={reward_width:g}",
+        info={"mode": mode, "peak": peak},
     )

@@ -33,10 +33,21 @@ the bench sets it to False so that both sides run eq. (3). Row (c) checks on TRL
 completions: TRL's ``_generate_and_score_completions`` samples and scores a batch, and theorylab's
 loss on those completions (with its own rewards and advantages) must equal TRL's.
 
+Rows (a) and (b) also time, on the same batch, **plain PyTorch** (:func:`plain_dpo_loss`,
+:func:`plain_grpo_loss`, AdamW, clipping: about ten lines, no theorylab code) and **TRL with its
+LM head unfused** (:class:`_UnfusedLogProb` in place of TRL's fused ``ChunkedLogProbFunction``,
+whose CPU path folds (token x vocabulary) tiles in torch ops): the difference between the two TRL
+rows is what TRL's CPU fallback of the fused head costs it. Both are checked against TRL's loss
+and gradient to 1e-5 first.
+
 Then the steps are timed alternately, in an order that rotates every round (so that load on a
-shared machine hits all alike and no trainer always runs after the same one): the
-median and spread (min, max) of ms/step over ``repeats`` steps after ``warmup``, tokens/s = real
-(non-padding) tokens in the batch / median seconds, and the ratio of TRL's median time to ours.
+shared machine hits all alike and no trainer always runs after the same one), on two clocks: CPU
+time of the process (``time.process_time``, the ratios' clock) and wall time. On CPU the bench
+runs with one torch thread (OpenMP's idle workers spin, and spinning is CPU time that grows with
+the machine's load). Each row: the median and spread (min, max) of CPU ms/step over ``repeats``
+steps after ``warmup``, the wall-clock median, tokens/s = real (non-padding) tokens in the batch /
+median CPU seconds, the ratios of TRL's and plain PyTorch's median CPU time to this row's, the
+clock, and the 1-minute load average when the row's timing began and ended.
 
 What one step is, on both sides:
 
@@ -115,16 +126,16 @@ def _perturbed(model, scale: float = 0.05):
     return out
 
 
-def _gradient_gap(ours_loss, ours_model, trl_loss, trl_model) -> float:
-    """Backpropagate both losses and return max |grad_ours - grad_trl| over every weight (the
-    gradients are zeroed again)."""
+def _gradient_gap(ours_loss, ours_module, trl_loss, trl_module) -> float:
+    """Backpropagate both losses and return max |grad_ours - grad_trl| over every weight of the two
+    Hugging Face modules (the gradients are zeroed again)."""
     ours_loss.backward()
     trl_loss.backward()
     gap = 0.0
-    for a, b in zip(ours_model.model.parameters(), trl_model.parameters(), strict=True):
+    for a, b in zip(ours_module.parameters(), trl_module.parameters(), strict=True):
         gap = max(gap, float((a.grad.float() - b.grad.float()).abs().max()))
-    ours_model.zero_grad(set_to_none=True)
-    trl_model.zero_grad(set_to_none=True)
+    ours_module.zero_grad(set_to_none=True)
+    trl_module.zero_grad(set_to_none=True)
     return gap
 
 
@@ -136,12 +147,13 @@ def _check(name: str, ours: float, trl: float, grad_gap: float) -> None:
         )
 
 
-def _same_loss(name: str, ours_t, ours_model, trl_t, trl_model) -> tuple[float, float, float]:
-    """(our loss, TRL's loss, max gradient gap) on the same batch, checked by :func:`_check`."""
+def _same_loss(name: str, ours_t, ours_module, trl_t, trl_module) -> tuple[float, float, float]:
+    """(our loss, |loss gap|, max gradient gap) on the same batch against the peer's loss, checked
+    by :func:`_check`; the modules are the two Hugging Face models (``HFCausalLM.model``)."""
     ours, trl = float(ours_t), float(trl_t)
-    gap = _gradient_gap(ours_t, ours_model, trl_t, trl_model)
+    gap = _gradient_gap(ours_t, ours_module, trl_t, trl_module)
     _check(name, ours, trl, gap)
-    return ours, trl, gap
+    return ours, abs(ours - trl), gap
 
 
 def _text(g, vocab: int, n: int) -> str:
@@ -153,50 +165,78 @@ def _text(g, vocab: int, n: int) -> str:
 LAYOUTS = ("padded", "buckets", "packed")
 
 
-def _time_alternately(fns: dict[str, Any], warmup: int, repeats: int) -> dict[str, list[float]]:
+CLOCK = "process_time"  # CPU seconds of this process, all its threads (no child processes)
+TRAINER_NAMES = {"plain": "plain PyTorch", "trl": "TRL", "trl-unfused": "TRL, LM head unfused"}
+
+
+def _load() -> float:
+    """The machine's 1-minute load average (nan where the OS has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+def _time_alternately(fns: dict[str, Any], warmup: int, repeats: int) -> dict[str, Any]:
+    """Run every step ``warmup`` times, then ``repeats`` rounds in an order that rotates every
+    round (so that no trainer always follows another); each call is timed on two clocks: CPU time
+    (``time.process_time``: this process's CPU seconds over all its threads, the clock the ratios
+    use: a neighbour's load delays a step's wall time, much less the CPU time it burns) and wall
+    time (``time.perf_counter``). Returns ``{"cpu": {name: [s]}, "wall": {name: [s]}, "load":
+    (1-min load before, after)}``."""
     for _ in range(warmup):
         for fn in fns.values():
             fn()
-    times: dict[str, list[float]] = {k: [] for k in fns}
+    cpu: dict[str, list[float]] = {k: [] for k in fns}
+    wall: dict[str, list[float]] = {k: [] for k in fns}
     names = list(fns)
-    for i in range(repeats):  # the order rotates, so that no trainer always follows another
+    load_before = _load()
+    for i in range(repeats):
         for name in names[i % len(names) :] + names[: i % len(names)]:
-            t0 = time.perf_counter()
+            c0, w0 = time.process_time(), time.perf_counter()
             fns[name]()
-            times[name].append(time.perf_counter() - t0)
-    return times
+            cpu[name].append(time.process_time() - c0)
+            wall[name].append(time.perf_counter() - w0)
+    return {"cpu": cpu, "wall": wall, "load": (load_before, _load())}
 
 
-def _rows(case: str, cfg: dict, tokens: int, times: dict, checks: dict, device, dtype,
+def _rows(case: str, cfg: dict, tokens: int, timing: dict, checks: dict, device, dtype,
           peer: str = "TRL"):  # fmt: skip
-    """One row per trainer; ``times["trl"]`` is the peer's (TRL, or plain PyTorch without TRL);
-    ``checks[name] = (loss, the peer's loss, max gradient gap)``."""
+    """One row per trainer (``timing``: :func:`_time_alternately`; keys: the theorylab layouts,
+    ``plain``, ``trl``, ``trl-unfused``); ``checks[name] = (loss, |loss gap|, max gradient gap)``
+    against the peer on the same batch. Ratios are of CPU-time medians: ``ratio_vs_trl`` (TRL's
+    over this row's), ``ratio_vs_plain`` (plain PyTorch's over this row's); ``ratio_vs_peer`` is
+    the first that exists."""
     import torch
 
     out = []
-    med = {k: statistics.median(v) for k, v in times.items()}
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    for name, ts in times.items():
-        ours = name != "trl"
-        loss, trl_loss, grad_gap = checks[name] if ours else next(iter(checks.values()))
+    med = {k: statistics.median(v) for k, v in timing["cpu"].items()}
+    for name, ts in timing["cpu"].items():
+        loss, loss_gap, grad_gap = checks[name]
+        ratios = {
+            f"ratio_vs_{k}": (med[k] / med[name] if k in med else float("nan"))
+            for k in ("trl", "plain")
+        }
         out.append(
             {
                 "step": case,
                 "peer": peer,
-                "trainer": f"theorylab {name}" if ours else peer,
+                "trainer": TRAINER_NAMES.get(name, f"theorylab {name}"),
                 "device": str(device),
                 "dtype": str(dtype).replace("torch.", ""),
                 "model": f"gpt2 {cfg['n_layer']}x{cfg['n_embd']}, vocab {cfg['vocab']}",
                 "batch": tokens,
+                "clock": CLOCK,
+                "repeats": len(ts),
                 "ms_median": 1e3 * med[name],
                 "ms_min": 1e3 * min(ts),
                 "ms_max": 1e3 * max(ts),
+                "wall_ms_median": 1e3 * statistics.median(timing["wall"][name]),
                 "tokens_per_s": tokens / med[name],
-                "ratio_vs_peer": med["trl"] / med[name],
-                "loss": loss if ours else trl_loss,
-                "loss_gap": abs(loss - trl_loss) if ours else 0.0,
-                "grad_gap": grad_gap if ours else 0.0,
-                "load_1min": load,  # the machine's load average when the timing ended
+                **ratios,
+                "ratio_vs_peer": ratios["ratio_vs_trl" if "trl" in med else "ratio_vs_plain"],
+                "loss": loss,
+                "loss_gap": loss_gap,
+                "grad_gap": grad_gap,
+                "load_1min": timing["load"][1],  # when the timing ended
+                "load_1min_start": timing["load"][0],
                 "torch_threads": torch.get_num_threads(),
             }
         )
@@ -208,6 +248,91 @@ def _lengths(g, n: int, longest: int):
     import torch
 
     return torch.randint(max(1, longest // 4), longest + 1, (n,), generator=g).tolist()
+
+
+def _plain_slot(case: str, start, plain_loss, peer_loss, peer_module):
+    """The plain-PyTorch trainer's step (``plain_loss(model)``: :func:`plain_dpo_loss` or
+    :func:`plain_grpo_loss` on the same batch, AdamW, clipping at 1) on a copy of ``start``, and
+    its check against the peer's loss (``peer_loss()``, on ``peer_module``)."""
+    plain, step = _plain_step(start, plain_loss)
+    name = f"{case} (plain PyTorch)"
+    return step, _same_loss(name, plain_loss(plain), plain, peer_loss(), peer_module)
+
+
+def _plain_step(start, plain_loss):
+    """(a copy of ``start``, its plain-PyTorch step: ``plain_loss(model)``, backward, gradient norm
+    clipped at 1, AdamW)."""
+    import torch
+
+    plain = copy.deepcopy(start)
+    opt = torch.optim.AdamW(plain.parameters(), lr=1e-5, weight_decay=0.0)
+
+    def step():
+        plain_loss(plain).backward()
+        torch.nn.utils.clip_grad_norm_(plain.parameters(), 1.0)
+        opt.step()
+        plain.zero_grad(set_to_none=True)
+
+    return plain, step
+
+
+class _UnfusedLogProb:
+    """TRL's fused LM head (``trl.kernels.ChunkedLogProbFunction``: per-token log-probabilities in
+    (token, vocabulary) tiles without materialising the logits; on CPU its tiles fold in torch ops,
+    ``_forward_tile``) computed the plain way instead: the (N, V) logits, ``log_softmax``,
+    ``gather``; the same five outputs (log-probs and entropy with gradient; log sum p^2, mean
+    logit and top-1 without)."""
+
+    @staticmethod
+    def apply(hidden, weight, bias, targets, temperature, chunk_size, softcap, logit_scale,
+              outputs):  # fmt: skip
+        import torch
+
+        z = hidden @ weight.t() + (0 if bias is None else bias)  # (N, V)
+        z = z.float() * logit_scale
+        if softcap:
+            z = softcap * torch.tanh(z / softcap)
+        z = z / temperature
+        logp = torch.log_softmax(z, -1)
+        out = logp.gather(-1, targets[:, None]).squeeze(-1)
+        entropy = -(logp.exp() * logp).sum(-1) if "entropy" in outputs else None
+        with torch.no_grad():
+            sq = torch.logsumexp(2 * logp, -1) if "log_sum_sq_probs" in outputs else None
+            mean = z.mean(-1) if "mean_logits" in outputs else None
+            top1 = z.argmax(-1) == targets if "is_top1" in outputs else None
+        return out, entropy, sq, mean, top1
+
+
+class _unfused_lm_head:
+    """Within the block, TRL's fused LM head runs :class:`_UnfusedLogProb` (the module global that
+    ``trl.trainer.utils.add_fused_lm_head``'s forward looks up at each call is swapped)."""
+
+    def __enter__(self):
+        import trl.trainer.utils as tu
+
+        self.saved = tu._ChunkedLogProbFunction
+        tu._ChunkedLogProbFunction = _UnfusedLogProb
+
+    def __exit__(self, *exc):
+        import trl.trainer.utils as tu
+
+        tu._ChunkedLogProbFunction = self.saved
+
+
+def _unfused_slot(case: str, unfused_loss, unfused_module, fused_loss, fused_module, step):
+    """TRL's step with its LM head unfused (``step()`` on a second trainer), and the check that
+    its loss and gradient equal fused TRL's on the same batch: what TRL's CPU fallback of the
+    fused head costs is the difference of the two rows' times."""
+    with _unfused_lm_head():
+        loss = unfused_loss()
+    check = _same_loss(f"{case} (TRL, LM head unfused)", loss, unfused_module, fused_loss(),
+                       fused_module)  # fmt: skip
+
+    def unfused_step():
+        with _unfused_lm_head():
+            step()
+
+    return unfused_step, check
 
 
 def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
@@ -240,12 +365,17 @@ def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=1
         max_length=None, bf16=dtype == torch.bfloat16,
     )  # fmt: skip
     start = _perturbed(base)
-    trainer = DPOTrainer(
-        model=copy.deepcopy(start), ref_model=copy.deepcopy(base), args=args,
-        train_dataset=Dataset.from_list(rows), processing_class=tok,
-    )  # fmt: skip
+    trainer, trainer_u = (
+        DPOTrainer(
+            model=copy.deepcopy(start),
+            ref_model=copy.deepcopy(base),
+            args=args,
+            train_dataset=Dataset.from_list(rows),
+            processing_class=tok,
+        )  # fmt: skip
+        for _ in range(2)
+    )
     batch = {k: v.to(device) for k, v in next(iter(trainer.get_train_dataloader())).items()}
-    trainer.create_optimizer()
     loss_fn = make_loss("dpo:beta=0.1")
     ids, am, cm = batch["input_ids"], batch["attention_mask"], batch["completion_mask"]
     reference = HFCausalLM(copy.deepcopy(base)).requires_grad_(False)
@@ -257,22 +387,34 @@ def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=1
             policy, reference, opt, loss_fn, ids, am, cm, step=False, layout=layout
         )
         trl_t = trainer.compute_loss(trainer.model, batch)
-        checks[layout] = _same_loss(f"DPO ({layout})", ours_t, policy, trl_t, trainer.model)
+        checks[layout] = _same_loss(f"DPO ({layout})", ours_t, policy.model, trl_t, trainer.model)
 
         def ours_step(policy=policy, opt=opt, layout=layout):
             preference_step(policy, reference, opt, loss_fn, ids, am, cm, layout=layout)
 
         fns[layout] = ours_step
 
-    trainer.current_gradient_accumulation_steps = 1  # set by Trainer's own loop, not run here
+    fns["plain"], checks["plain"] = _plain_slot(
+        "DPO", start, lambda m: plain_dpo_loss(m, reference.model, ids, am, cm, beta=0.1),
+        lambda: trainer.compute_loss(trainer.model, batch), trainer.model,
+    )  # fmt: skip
+    for t in (trainer, trainer_u):
+        t.create_optimizer()
+        t.current_gradient_accumulation_steps = 1  # set by Trainer's own loop, not run here
 
-    def trl_step():
-        trainer.training_step(trainer.model, batch)
-        trainer.accelerator.clip_grad_norm_(trainer.model.parameters(), 1.0)
-        trainer.optimizer.step()
-        trainer.model.zero_grad(set_to_none=True)
+    def trl_step(t=trainer):
+        t.training_step(t.model, batch)
+        t.accelerator.clip_grad_norm_(t.model.parameters(), 1.0)
+        t.optimizer.step()
+        t.model.zero_grad(set_to_none=True)
 
+    checks["trl"] = (float(trainer.compute_loss(trainer.model, batch)), 0.0, 0.0)
     fns["trl"] = trl_step
+    fns["trl-unfused"], checks["trl-unfused"] = _unfused_slot(
+        "DPO", lambda: trainer_u.compute_loss(trainer_u.model, batch), trainer_u.model,
+        lambda: trainer.compute_loss(trainer.model, batch), trainer.model,
+        lambda: trl_step(trainer_u),
+    )  # fmt: skip
     times = _time_alternately(fns, warmup, repeats)
     return _rows("DPO step", cfg, int(am.sum()), times, checks, device, dtype)
 
@@ -370,9 +512,9 @@ def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=
     am = torch.cat([torch.ones_like(prompt_ids), completion_mask], 1)
     cm = torch.cat([torch.zeros_like(prompt_ids), completion_mask], 1)
 
-    def trl_inputs():
+    def trl_inputs(t=trainer):
         with torch.no_grad():
-            out = trainer._get_per_token_logps_and_entropies(trainer.ref_model, ids, am, C)
+            out = t._get_per_token_logps_and_entropies(t.ref_model, ids, am, C)
         ref_logps = out[0]
         adv = group_advantages(rewards, group, "std")  # (r - mean) / (std + 1e-4), as TRL's
         return {
@@ -391,14 +533,26 @@ def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=
         ours_t = group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group,
                             step=False, **kw)  # fmt: skip
         trl_t = trainer.compute_loss(trainer.model, trl_inputs())
-        checks[layout] = _same_loss(f"GRPO ({layout})", ours_t, policy, trl_t, trainer.model)
+        checks[layout] = _same_loss(f"GRPO ({layout})", ours_t, policy.model, trl_t, trainer.model)
 
         def ours_step(policy=policy, opt=opt, kw=kw):
             group_step(policy, reference, opt, loss_fn, ids, am, cm, rewards, group, **kw)
 
         fns[layout] = ours_step
 
+    fns["plain"], checks["plain"] = _plain_slot(
+        "GRPO", start,
+        lambda m: plain_grpo_loss(m, reference.model, ids, am, cm, rewards, GROUP_SIZE, P),
+        lambda: trainer.compute_loss(trainer.model, trl_inputs()), trainer.model,
+    )  # fmt: skip
+    checks["trl"] = (float(trainer.compute_loss(trainer.model, trl_inputs())), 0.0, 0.0)
     fns["trl"] = lambda: _trl_grpo_update(trainer, trl_inputs())
+    trainer_u = _grpo_trainer(cfg, base, start, prompts, B, device, dtype)
+    fns["trl-unfused"], checks["trl-unfused"] = _unfused_slot(
+        "GRPO", lambda: trainer_u.compute_loss(trainer_u.model, trl_inputs(trainer_u)),
+        trainer_u.model, lambda: trainer.compute_loss(trainer.model, trl_inputs()), trainer.model,
+        lambda: _trl_grpo_update(trainer_u, trl_inputs(trainer_u)),
+    )  # fmt: skip
     times = _time_alternately(fns, warmup, repeats)
     case = "GRPO step (given completions)"
     return _rows(case, cfg, int(am.sum()), times, checks, device, dtype)
@@ -449,7 +603,7 @@ def bench_grpo_generation(cfg: dict, *, device: str = "cpu", dtype=None, warmup=
                             prompt_length=P, step=False, layout=layout)  # fmt: skip
         trl_t = trainer.compute_loss(trainer.model, out)
         name = f"GRPO with generation ({layout})"
-        checks[layout] = _same_loss(name, ours_t, policy, trl_t, trainer.model)
+        checks[layout] = _same_loss(name, ours_t, policy.model, trl_t, trainer.model)
         gen = torch.Generator(device=device).manual_seed(4)
 
         def ours_step(policy=policy, opt=opt, layout=layout, gen=gen):
@@ -465,6 +619,7 @@ def bench_grpo_generation(cfg: dict, *, device: str = "cpu", dtype=None, warmup=
     def trl_step():
         _trl_grpo_update(trainer, trainer._generate_and_score_completions(copy.deepcopy(inputs)))
 
+    checks["trl"] = (float(trainer.compute_loss(trainer.model, out)), 0.0, 0.0)
     fns["trl"] = trl_step
     times = _time_alternately(fns, warmup, repeats)
     return _rows("GRPO step with generation", cfg, tokens, times, checks, device, dtype)
@@ -543,28 +698,22 @@ def _plain_case(case, cfg, policy_loss, ours_loss, tokens, device, dtype, warmup
 
     base = _model(cfg, device, dtype)
     start = _perturbed(base)
-    plain = copy.deepcopy(start)
-    plain_opt = torch.optim.AdamW(plain.parameters(), lr=1e-5, weight_decay=0.0)
+    plain, plain_step = _plain_step(start, policy_loss)
     fns, checks = {}, {}
     for layout in layouts:
         policy = HFCausalLM(copy.deepcopy(start))
         opt = torch.optim.AdamW(policy.parameters(), lr=1e-5, weight_decay=0.0)
         ours_t = ours_loss(policy, opt, layout, False)
         name = f"{case} ({layout}, against plain PyTorch)"
-        checks[layout] = _same_loss(name, ours_t, policy, policy_loss(plain), plain)
+        checks[layout] = _same_loss(name, ours_t, policy.model, policy_loss(plain), plain)
 
         def ours_step(policy=policy, opt=opt, layout=layout):
             ours_loss(policy, opt, layout, True)
 
         fns[layout] = ours_step
 
-    def plain_step():
-        policy_loss(plain).backward()
-        torch.nn.utils.clip_grad_norm_(plain.parameters(), 1.0)
-        plain_opt.step()
-        plain.zero_grad(set_to_none=True)
-
-    fns["trl"] = plain_step  # the peer's slot
+    checks["plain"] = (float(policy_loss(plain)), 0.0, 0.0)
+    fns["plain"] = plain_step
     times = _time_alternately(fns, warmup, repeats)
     return _rows(case, cfg, tokens, times, checks, device, dtype, peer="plain PyTorch")
 
@@ -642,19 +791,25 @@ def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
     resolve_device(device)
     cfg = CONFIGS["quick" if quick else "default"]
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    reps = dict(warmup=1, repeats=5) if quick else dict(warmup=2, repeats=12)
-    if importlib.util.find_spec("trl") is None:
-        print(NO_TRL, file=sys.stderr)
+    reps = dict(warmup=2, repeats=41) if quick else dict(warmup=2, repeats=21)
+    threads = torch.get_num_threads()
+    if device == "cpu":
+        # one intra-op thread: OpenMP's idle workers spin while they wait, and on a loaded machine
+        # that spinning (CPU time, no work) grows with the load; one thread's CPU time is its work
+        torch.set_num_threads(1)
+    try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return bench_plain(cfg, device=device, dtype=dtype, **reps)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return (
-            bench_dpo(cfg, device=device, dtype=dtype, **reps)
-            + bench_grpo(cfg, device=device, dtype=dtype, **reps)
-            + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
-        )
+            if importlib.util.find_spec("trl") is None:
+                print(NO_TRL, file=sys.stderr)
+                return bench_plain(cfg, device=device, dtype=dtype, **reps)
+            return (
+                bench_dpo(cfg, device=device, dtype=dtype, **reps)
+                + bench_grpo(cfg, device=device, dtype=dtype, **reps)
+                + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
+            )
+    finally:
+        torch.set_num_threads(threads)
 
 
 def format_table(rows: list[dict]) -> str:
@@ -663,12 +818,22 @@ def format_table(rows: list[dict]) -> str:
     if not rows:
         return "(no rows: transformers is not installed)"
     peers = sorted({r.get("peer", "TRL") for r in rows})
-    notes = [f"ratio vs peer: the {' / '.join(peers)} step's median time over this row's."]
+    notes = [
+        "ms/step: CPU time of the process (time.process_time; torch_threads in the JSON: 1 on "
+        "CPU), median [min, max] of "
+        "the timed steps; wall: the median wall-clock time; ratio vs TRL / plain: that trainer's "
+        "median CPU time over this row's; load: the 1-minute load average when the row's timing "
+        "began and ended."
+    ]
     if "TRL" not in peers:
         notes.append(
             "TRL is not installed: the peer is plain PyTorch (one padded forward, log_softmax, "
             "the paper's loss); row (c), GRPO with TRL's generation loop, did not run."
         )
+
+    def ratio(x: float) -> str:
+        return "" if x != x else f"{x:.2f}"
+
     table = from_dicts(
         [
             {
@@ -677,10 +842,14 @@ def format_table(rows: list[dict]) -> str:
                 "model": r["model"],
                 "device/dtype": f"{r['device']}/{r['dtype']}",
                 "tokens": str(r["batch"]),
+                "clock": f"{r['clock']} x{r['repeats']}",
                 "ms/step median [min, max]": f"{r['ms_median']:.1f} [{r['ms_min']:.1f}, "
                 f"{r['ms_max']:.1f}]",
+                "wall ms": f"{r['wall_ms_median']:.1f}",
                 "tokens/s": f"{r['tokens_per_s']:.0f}",
-                "ratio vs peer": f"{r['ratio_vs_peer']:.2f}",
+                "ratio vs TRL": ratio(r["ratio_vs_trl"]),
+                "ratio vs plain": ratio(r["ratio_vs_plain"]),
+                "load": f"{r['load_1min_start']:.1f}-{r['load_1min']:.1f}",
                 "loss (same batch)": f"{r['loss']:.7f}",
                 "|loss gap|": f"{r['loss_gap']:.1e}",
                 "max |grad gap|": f"{r['grad_gap']:.1e}",

@@ -3,12 +3,15 @@
 ``RegretResult`` (online; alias ``RunResult``), ``SuboptimalityResult`` (offline), ``DeepResult``
 (deep twins), ``TrainingResult`` (transformers trained on token-tree tasks: exact metrics per
 step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``ConstrainedResult``
-(KL-constrained solves), ``PolicyOptimizationResult`` (exact policy-optimisation iterations),
-``PreferenceResult`` (preference feedback: regret or sub-optimality with query counts),
-``PromptTrainingResult`` (LMs trained on prompt datasets: held-out accuracy, sampled rewards).
-A new kind of result adds a module here and one import line below (``docs/architecture.md``).
+(KL-constrained solves), ``AverageRewardResult`` (non-episodic regret in steps),
+``GenerativeGainResult`` (gain gap from a generative model), ``PolicyOptimizationResult``
+(exact policy-optimisation iterations), ``PreferenceResult`` (preference feedback: regret or
+sub-optimality with query counts), ``PromptTrainingResult`` (LMs trained on prompt datasets:
+held-out accuracy, sampled rewards). A new kind of result adds a module here and one import line
+below (``docs/architecture.md``).
 """
 
+from theorylab.results.average_reward import AverageRewardResult, GenerativeGainResult
 from theorylab.results.base import RESULT_TYPES, Result, load_result, register_result
 from theorylab.results.constrained import ConstrainedResult
 from theorylab.results.deep import DeepResult
@@ -22,10 +25,12 @@ from theorylab.results.suboptimality import SuboptimalityResult
 from theorylab.results.training import TrainingResult
 
 __all__ = [
+    "AverageRewardResult",
     "ConstrainedResult",
     "RESULT_TYPES",
     "DeepResult",
     "DualResult",
+    "GenerativeGainResult",
     "OPEResult",
     "PolicyOptimizationResult",
     "PreferenceResult",

@@ -16,7 +16,10 @@ stream's generators of ``theorylab.seeding`` spawned one level further (spawn ke
 
 ``run_offline`` -- fit(bandit, comparisons) for every seed and every dataset size (fresh data per
 size, drawn from the environment stream), exact sub-optimality and the comparisons used.
-``feedback="btl"`` gives pairwise comparisons (:class:`PairwiseDataset`), ``"plackett-luce"``
+``feedback="btl"`` gives pairwise comparisons (:class:`PairwiseDataset`; ``design="uniform"``:
+distinct action pairs drawn uniformly, ``"reference"``: both actions drawn from a KL bandit's
+reference policy; ``"groups"``: users of a group bandit, ``per_user`` comparisons each),
+``"plackett-luce"``
 K-wise rankings of K distinct actions (``ranking_size=K``, :class:`RankingDataset`; one query per
 ranking).
 
@@ -31,6 +34,7 @@ cannot take is an error that says why (``feedback_note``) and which algorithms t
 
 from __future__ import annotations
 
+import inspect
 import time
 from typing import Any
 
@@ -49,7 +53,7 @@ KIND_FEEDBACK = {
     "preference-offline": ("btl", "plackett-luce"),
     "preference-game": ("matrix",),
 }
-DESIGNS = ("uniform", "zjj-thm39")
+DESIGNS = ("uniform", "zjj-thm39", "reference", "groups")
 
 
 def feedback_taken(entry) -> tuple[str, ...]:
@@ -217,8 +221,10 @@ def run_offline(
     ranking_size: int | None = None,
 ) -> PreferenceResult:
     """Fit ``entry`` on fresh comparison data of every size; exact sub-optimality per seed."""
+    from theorylab.mdps.kl_bandit import sample_group_pairs, sample_reference_pairs
     from theorylab.mdps.preference import (
         ComparisonBandit,
+        LinearBTLOracle,
         sample_pairwise,
         sample_rankings,
         zjj_thm39_dataset,
@@ -241,6 +247,16 @@ def run_offline(
         raise ValueError("design='zjj-thm39' draws the Theorem 3.9 data: use problem zjj-thm39")
     if design == "zjj-thm39" and feedback != "btl":
         raise ValueError("design='zjj-thm39' is pairwise data: it takes feedback='btl' only")
+    if design == "groups" and (getattr(bandit, "group_thetas", None) is None or feedback != "btl"):
+        raise ValueError(
+            "design='groups' draws users' comparisons: it needs a group bandit (maxmin-groups) "
+            f"and feedback='btl', got {bandit.name} with {feedback!r}"
+        )
+    if design == "reference" and (getattr(bandit, "ref", None) is None or feedback != "btl"):
+        raise ValueError(
+            "design='reference' draws pairs from the reference policy: it needs a KL bandit "
+            f"(kl-bandit, gshf-coverage) and feedback='btl', got {bandit.name} with {feedback!r}"
+        )
     if K is not None and K > bandit.A:
         raise ValueError(f"ranking_size K = {K} exceeds the {bandit.A} actions of {bandit.name}")
     B, M = len(seeds), len(sizes)
@@ -252,11 +268,20 @@ def run_offline(
         data_seed = seed + j  # a fresh dataset per size (independent across sizes)
         if design == "zjj-thm39":
             data = zjj_thm39_dataset(n, seeds=seeds, seed=data_seed)
+        elif design == "reference":
+            data = sample_reference_pairs(bandit, n, seeds=seeds, seed=data_seed)
+        elif design == "groups":
+            data = sample_group_pairs(bandit, n, seeds=seeds, seed=data_seed)
         elif feedback == "plackett-luce":
             data = sample_rankings(bandit, n, K, seeds=seeds, seed=data_seed)
         else:
             data = sample_pairwise(bandit, n, seeds=seeds, seed=data_seed)
-        res = entry.factory(bandit, data, **params)
+        call = dict(params)
+        if "oracle" in inspect.signature(entry.factory).parameters:  # asks comparisons online
+            call.setdefault(
+                "oracle", LinearBTLOracle(bandit.theta, oracle_generators(data_seed, seeds))
+            )
+        res = entry.factory(bandit, data, **call)
         sub[:, j] = res.suboptimality
         queries[:, j] = res.queries
         if hasattr(res, "bound"):

@@ -1,0 +1,18 @@
+"""Robust MDPs on models solved exactly (seed-coverage family 4).
+
+The robust Bellman operators for (s, a)-rectangular tv / kl / chi-square sets live on the
+planning floor (:mod:`theorylab.algorithms.planning.robust`); this family holds the papers built
+on them. Registered (kind ``"policy-optimization"``: ``factory(problem, iterations, **params) ->
+PolicyPath``, scored exactly at every iterate):
+
+* ``iwocs`` (:mod:`.iwocs`): robust MDPs as a sequence of static problems on a finite set of
+  kernels (Zouitine, Geist & Rachelson 2024; seed row 002-004#D1);
+* ``dr-rpo`` (:mod:`.drrpo`): KL-regularised robust policy mirror ascent on a d-rectangular TV
+  set, the exact-model core of DR-RPO (Gu, He, Liu & Xu 2025; seed rows 000#22, 001#49);
+* ``substate-dp`` (:mod:`.substates`): distributional DP with worst/best substates and safe /
+  risky tie-breaking among optimal actions (Achab & Neu; seed row 000#73);
+* ``tc-rmdp`` (:mod:`.time_constrained`): time-constrained robust DP on (s, psi_prev) (seed row
+  000#50, tier B).
+"""
+
+from theorylab.algorithms.robust import drrpo, iwocs, substates, time_constrained  # noqa: F401

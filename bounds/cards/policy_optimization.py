@@ -1,0 +1,51 @@
+"""KL-regularised approximate dynamic programming: MD-VI's error-averaging bound."""
+
+from __future__ import annotations
+
+from ..bound import Bound, Source
+
+CARDS = (
+    Bound(
+        name="md-vi-thm1",
+        printed=(
+            "2*noise_avg/(1 - gamma) + 4*r_max/(K*(1 - gamma)^3) "
+            "+ 4*gamma*lam_kl*log(A)/(K*(1 - gamma)^2)"
+        ),
+        order_printed="noise_avg/(1 - gamma) + 1/((1 - gamma)^3*K)",
+        kind="upper",
+        quantity="suboptimality",
+        probability="1",
+        setting=(
+            "discounted tabular MDP, rewards |r| <= r_max; MD-VI with KL weight lambda > 0 and no "
+            "entropy (tau = 0) from the uniform pi_0 and q_0 = 0; "
+            "q_{k+1} = T_{pi_{k+1}|pi_k} q_k + eps_{k+1} with any errors eps_j; "
+            "E_K = sum_{j<=K} eps_j; the quantity is "
+            "||q* - q^{pi_K}||_inf (deterministic: the errors are given)"
+        ),
+        source=Source(
+            authors="Vieillard, Kozuno, Scherrer, Pietquin, Munos, Geist",
+            title=(
+                "Leverage the Average: an Analysis of KL Regularization in Reinforcement Learning"
+            ),
+            venue="NeurIPS",
+            year=2020,
+            arxiv="2003.14089",
+            theorem="Theorem 1 [M]",
+        ),
+        provenance="M",
+        version=(
+            "||q* - q_{pi_k}||_inf <= 2/(1-gamma) ||E_k/k||_inf + 4/(1-gamma)^2 (v_max + gamma "
+            "lambda ln|A|)/k with v_max = r_max/(1-gamma), as remembered; the stored text of the "
+            "paper is its abstract and introduction only"
+        ),
+        notes=(
+            "[M]: the constants 2 and 4 and the v_max + gamma lambda ln|A| term are from memory; "
+            "the claim md-vi-averages-errors checks the measured error against this expression at "
+            "every iterate (no violation in any run) but cannot confirm the constants are the "
+            "paper's.",
+            "AVI's classical counterpart (not a card): 2 gamma/(1-gamma)^2 max_j ||eps_j||_inf -- "
+            "the errors accumulate and the horizon enters squared.",
+            "K counts iterations here (the vocabulary's K is 'episodes').",
+        ),
+    ),
+)

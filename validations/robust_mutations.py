@@ -1,0 +1,126 @@
+"""Known-bug mutations of the robust-MDP family (issue 30), the controls of the claims in
+``validations/claims/robust.py``; appended to ``mutations.MUTATIONS``:
+
+* ``iwocs-adds-best-case-model``: IWOCS's worst-case search returns the model on which the
+  current policy does *best* (argmax for argmin), so it stops as soon as that model is already
+  in the working set (``theorylab.algorithms.robust.iwocs.worst_model``);
+* ``dr-rpo-nominal-q``: DR-RPO's mirror step driven by the nominal (rho = 0) regularised
+  Q-function (``theorylab.algorithms.robust.drrpo.robust_regularised_evaluation``);
+* ``substate-safe-breaks-by-best``: the safe policy breaks ties among optimal actions by the
+  best substate's value Q^+ instead of the worst one's Q^-
+  (``theorylab.algorithms.robust.substates.tie_break_key``);
+* ``tc-adversary-unconstrained``: the time-constrained adversary's step bound ignored
+  (``theorylab.algorithms.robust.time_constrained.tc_backup``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def iwocs_adds_best_case_model(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import iwocs
+    from theorylab.algorithms.robust.finite_sets import static_values
+
+    def best(mdp, models, policy):  # the bug: argmax where argmin belongs
+        v = static_values(mdp, models, policy[None])[0]
+        i = int(np.argmax(v))
+        return i, float(v[i])
+
+    with _patched(iwocs, "worst_model", best):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "iwocs-adds-best-case-model",
+            "mutation",
+            "IWOCS's worst-case search returns the best-case model (argmax for argmin)",
+            iwocs_adds_best_case_model,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def dr_rpo_nominal_q(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import drrpo
+
+    original = drrpo.robust_regularised_evaluation
+
+    def nominal(model, pi, beta, ref, rho, V0=None, tol=1e-12):  # the bug: rho dropped
+        return original(model, pi, beta, ref, 0.0, V0=V0, tol=tol)
+
+    with _patched(drrpo, "robust_regularised_evaluation", nominal):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "dr-rpo-nominal-q",
+            "mutation",
+            "DR-RPO's update uses the nominal (rho = 0) Q-function instead of the robust one",
+            dr_rpo_nominal_q,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def substate_safe_breaks_by_best(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import substates
+
+    def by_best(Qm, Qp, mode):  # the bug: the best substate breaks the safe policy's ties too
+        return Qp
+
+    with _patched(substates, "tie_break_key", by_best):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "substate-safe-breaks-by-best",
+            "mutation",
+            "the safe policy breaks ties among optimal actions by the best substate's value",
+            substate_safe_breaks_by_best,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def tc_adversary_unconstrained(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import time_constrained as T
+
+    original = T.tc_backup
+
+    def unconstrained(R, family, V, L, gamma):  # the bug: the step bound L ignored
+        return original(R, family, V, family.shape[0], gamma)
+
+    with _patched(T, "tc_backup", unconstrained):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "tc-adversary-unconstrained",
+            "mutation",
+            "the time-constrained adversary's step bound L ignored (any psi every step)",
+            tc_adversary_unconstrained,
+        )
+    ),
+)
