@@ -1,6 +1,6 @@
 """Data-parallel training (``algorithms/deep/distributed.py``): 2 gloo processes under torchrun
-(DDP, and FSDP2 for GRPO) equal 1 process on the same global batch, on a token tree whose exact
-optimum is known.
+(DDP, FSDP2 for GRPO, DDP with 2 micro-batches for A*-PO) equal 1 process on the same global
+batch, on a token tree whose exact optimum is known.
 
 Tolerance: 1e-6 absolute on every per-step loss and every exact metric (KL(pi || pi*),
 KL(pi || pi_ref), accuracy) at every evaluation; the measured gaps are about 1e-8 (float32 sums in
@@ -30,6 +30,9 @@ CASES = {  # name: (loss, trainer keywords)
     "grpo": ("grpo", dict(group_size=4)),
     "dpo-sampled": ("dpo:beta=0.1", dict(preference="sampled", pairs_per_prompt=4)),
     "grpo-fsdp": ("grpo", dict(group_size=4, parallel="fsdp")),
+    # 2 micro-batches of 2 prompts, each split 1 + 1 over the ranks (DDP no_sync on the first),
+    # with A*-PO's stage-1 V* inside the micro-batch loss
+    "astar-po-micro": ("astar-po", dict(group_size=4, micro_batches=2)),
 }
 COMMON = dict(steps=12, eval_every=4, lr=3e-3, seed=5)
 METRICS = ("loss", "kl_optimum", "kl_ref", "accuracy")
@@ -96,9 +99,10 @@ def test_two_gloo_processes_equal_one_process_on_the_same_batch(tmp_path):
         assert abs(ranks[0][name]["kl_optimum"][0][-1] - one.kl_optimum[0, -1]) <= TOL
         assert ranks[0][name]["kl_ref"][0][-1] > 1e-3  # the policy moved: a real comparison
         print(f"{name}: 2 processes vs 1, max gap {_gap(ranks[0][name], one):.2e}")
-    # each rank scored its own half: 4 prompts x 4 responses (grpo), 4 x 4 pairs (dpo)
-    assert {tuple(r) for r in ranks[0]["rows"]} == {(16, 0, 8)}
-    assert {tuple(r) for r in ranks[1]["rows"]} == {(16, 8, 16)}
+    # each rank scored its own half: 4 prompts x 4 responses (grpo), 4 x 4 pairs (dpo), and of
+    # each micro-batch's 2 prompts x 4 responses (astar-po-micro)
+    assert {tuple(r) for r in ranks[0]["rows"]} == {(16, 0, 8), (8, 0, 4)}
+    assert {tuple(r) for r in ranks[1]["rows"]} == {(16, 8, 16), (8, 4, 8)}
     # the control: without the all-reduce each rank follows its own shard's gradient
     one = train(MODEL, TASK, "grpo", **COMMON, **CASES["grpo"][1])
     assert _gap(ranks[0]["control"], one) > 1e-3
@@ -161,6 +165,21 @@ def test_nproc_below_one_and_the_trainer_under_a_bad_world(capsys, monkeypatch):
     monkeypatch.setenv("WORLD_SIZE", "two")
     with pytest.raises(ValueError, match="WORLD_SIZE must be an integer, got 'two'"):
         train(MODEL, TASK, "grpo", steps=1)
+
+
+def test_micro_batches_and_prompts_under_several_processes_fail_in_one_line(capsys, monkeypatch):
+    from theorylab.algorithms.deep.lm_training_state import TrainingConfigError
+    from theorylab.algorithms.deep.prompt_trainer import train_prompts
+    from theorylab.cli import main
+
+    assert main(["train", "grpo", "arithmetic", "--steps", "1", "--nproc", "2"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--nproc 2 applies to token-tree tasks" in err, err
+    monkeypatch.setenv("WORLD_SIZE", "2")  # checked before joining a group
+    with pytest.raises(TrainingConfigError, match=r"micro-batches of \[1, 2\] prompts do not"):
+        train(MODEL, TASK, "grpo", steps=1, micro_batches=3)  # 4 prompts: chunks 2, 1, 1
+    with pytest.raises(TrainingConfigError, match="the prompt trainer runs on one process, got 2"):
+        train_prompts(MODEL, "arithmetic", "grpo", steps=1)
 
 
 def test_shards_and_flag_removal():
