@@ -55,6 +55,8 @@ NO_THEOREM = {
     "rlvr-shared-pg",
     "divergence-pg",
     "mirror-learning",
+    # issue 27 (helper dualc): 002-004#E12 states findings, not a rate
+    "on-policy-data",
     # issue 27 (helper klpoA): StaQ's and MDPO's papers state no rate the claims could hold them
     # to (their claims are limits and identities); demonstration-regularised RL's rate belongs to
     # its exploration phase, which is not built (docs/algorithms/demo-regularised-vi.md)
@@ -122,7 +124,7 @@ MAIN_THEOREM = {
 TRANSFORMERS = {
     f"{loss}-transformer"
     for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip",
-                 "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+                 "dpo", "ipo", "rpo", "vpo", "xpo", "chipo", "astar-po", "rebel", "tbrm")
 }  # fmt: skip
 
 
