@@ -86,6 +86,11 @@ DEEP_TWINS = {
     "dr-grpo-twin",
     "dr-grpo-k2-twin",
     "cvar-grpo-twin",
+    # issue 28's exact twins on tokentree-eos (algorithms/deep/regression_runs.py)
+    "qsharp-twin",
+    "rto-twin",
+    "refuel-twin",
+    "exo-twin",
 }
 # The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
 MAIN_THEOREM = {
