@@ -60,6 +60,7 @@ NO_THEOREM = {
     # its exploration phase, which is not built (docs/algorithms/demo-regularised-vi.md)
     "staq",
     "mdpo",
+    "on-policy-data",
     "demo-regularised-vi",
     # robust MDPs (issue 30): exact planners; their claims are validations
     "iwocs",
@@ -126,7 +127,7 @@ MAIN_THEOREM = {
 # (validations/claims/deep_training.py).
 TRANSFORMERS = {
     f"{loss}-transformer"
-    for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip",
+    for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm",
                  "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 }  # fmt: skip
 
