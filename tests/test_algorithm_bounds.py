@@ -88,6 +88,11 @@ DEEP_TWINS = {
     "dr-grpo-twin",
     "dr-grpo-k2-twin",
     "cvar-grpo-twin",
+    # issue 28's exact twins on tokentree-eos (algorithms/deep/regression_runs.py)
+    "qsharp-twin",
+    "rto-twin",
+    "refuel-twin",
+    "exo-twin",
 }
 # The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
 MAIN_THEOREM = {
@@ -123,8 +128,8 @@ MAIN_THEOREM = {
 # (validations/claims/deep_training.py).
 TRANSFORMERS = {
     f"{loss}-transformer"
-    for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip",
-                 "dpo", "ipo", "rpo", "vpo", "xpo", "chipo", "astar-po", "rebel", "tbrm")
+    for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm",
+                 "exo", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 }  # fmt: skip
 
 

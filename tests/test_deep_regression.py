@@ -160,6 +160,11 @@ def test_trainer_runs_the_regression_losses():
         res = train("tiny", "tokentree:V=2,L=2", loss, steps=4, eval_every=2, group_size=4,
                     value_samples=4)  # fmt: skip
         assert np.isfinite(res.kl_optimum).all()
+    # EXO: each prompt's G sampled responses are its K-sample group (on-policy; pi*_beta is a
+    # zero of the loss for any full-support sampler); measured 0.470 -> 0.200 in 30 steps
+    res = train("tiny", "tokentree:V=2,L=2", "exo:beta=0.5", steps=20, eval_every=20,
+                group_size=4, lr=1e-2)  # fmt: skip
+    assert res.kl_optimum[0, -1] < 0.75 * res.kl_optimum[0, 0]
     with pytest.raises(ValueError, match="group_size must be even"):
         train("tiny", "tokentree:V=2,L=2", "rebel:beta=0.5", steps=1, group_size=3)
     with pytest.raises(ValueError, match="value_samples must be an integer >= 1, got 0"):

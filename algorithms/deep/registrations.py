@@ -76,3 +76,32 @@ def dr_grpo_k2_twin(task, beta: float = 0.5, group_size: int = 4, lr: float = 2.
 def cvar_grpo_twin(task, alpha: float = 0.25, group_size: int = 8, lr: float = 20.0) -> TwinConfig:
     """CVaR-GRPO (lower-tail group advantage, Tamar et al. 2015); ends on the CVaR optimum."""
     return _config("cvar-grpo", task, alpha=alpha, group_size=group_size, lr=lr)
+
+
+# The exact twins of issue 28 (algorithms/deep/regression_runs.py says what ``steps`` counts).
+@register("qsharp-twin", kind="deep", problem="token-tree", papers=("000#18",))
+def qsharp_twin(task, beta: float = 0.5) -> TwinConfig:
+    """Q# (Zhou et al. 2025): ref guided by the certainty equivalent of its return distribution;
+    sampled mode: from steps x batch reference roll-outs per (h, a). Predicted: pi*_beta."""
+    return _config("qsharp", task, beta=beta)
+
+
+@register("rto-twin", kind="deep", problem="token-tree", papers=("002-004#E6",))
+def rto_twin(task, beta: float = 0.5, beta2: float = 0.25, lr: float = 25.0) -> TwinConfig:
+    """RTO (Zhong et al. 2024): DPO twin (beta, lr) for steps, then the token-level soft optimum
+    with rewards beta log pi_DPO/ref and KL beta2. Predicted: pi*_beta2."""
+    return _config("rto", task, beta=beta, beta2=beta2, lr=lr)
+
+
+@register("refuel-twin", kind="deep", problem="token-tree", papers=("002-004#E5",))
+def refuel_twin(task, eta: float = 1.0, beta: float = 0.5, iters: int = 200) -> TwinConfig:
+    """REFUEL (Gao et al. 2024): steps iterations, each minimising the exact REFUEL loss on the
+    current policy's roll-outs. Predicted: per-node NPG iterates; kl_optimum to pi*_beta."""
+    return _config("refuel", task, eta=eta, beta=beta, iters=iters)
+
+
+@register("exo-twin", kind="deep", problem="token-tree", papers=("000#11",))
+def exo_twin(task, beta: float = 0.5, group_size: int = 2, lr: float = 5.0) -> TwinConfig:
+    """EXO (Ji et al. 2024): gradient steps on the exact exo loss over K = group_size reference
+    responses per prompt. Predicted: pi*_beta (a zero of the loss for every K)."""
+    return _config("exo", task, beta=beta, group_size=group_size, lr=lr)

@@ -171,7 +171,9 @@ def loss_family(name: str) -> str:
     params = tensor_arguments(fn)
     if "policy_chosen" in params:
         return "preference"
-    if "logp" in params and ("rewards" in params or "advantages" in params):
+    if ("logp" in params or "logratios" in params) and (
+        "rewards" in params or "advantages" in params
+    ):
         return "online"
     raise InvalidBatchError(
         f"loss {name!r} is not a policy loss the trainer can run; online: "
@@ -476,6 +478,9 @@ def _train_one_seed(
             "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
             "advantages": group_advantages(rewards, group, "std"),
         }  # fmt: skip
+        if "logratios" in wanted:  # EXO: the group's K = G responses, (n,) -> (n / G, G)
+            available["logratios"] = (logp - ref_logp).sum(-1).reshape(-1, group_size)
+            available["rewards"] = rewards.reshape(-1, group_size)
         if "v_star" in wanted:
             available["v_star"] = v_star[prompts]
         if "root_values" in wanted:  # TBRM: V_theta(s_1) from the first-token logits

@@ -461,4 +461,5 @@ def _train(
         predicted,
         optimum,
         wall_seconds=time.perf_counter() - t0,
+        extra={"theta": pol.theta.detach().numpy().copy()},  # (P, N, V) the final logit table
     )

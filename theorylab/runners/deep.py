@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.mdps.eos_tree import EosTokenTree
 from theorylab.mdps.token_tree import TokenTreeTask
 from theorylab.results import DeepResult
 from theorylab.runners.problems import resolve_mdp
@@ -32,16 +33,18 @@ def run(
     record_every: int = 0,
 ) -> DeepResult:
     """Train the twin ``entry`` on ``problem`` (a TokenTreeTask or a spec such as
-    ``"tokentree:V=4,L=3"``) for ``steps`` gradient steps."""
+    ``"tokentree:V=4,L=3"``, or ``"tokentree-eos:..."`` whose responses have 1..L tokens) for
+    ``steps`` gradient steps (Q#, RTO, REFUEL, EXO: ``algorithms/deep/regression_runs.py``)."""
     from theorylab.algorithms.deep import load_losses
     from theorylab.algorithms.registry import ALGORITHMS
 
     load_losses()  # a clear error without torch
+    from theorylab.algorithms.deep.regression_runs import RUNS, run_twin
     from theorylab.algorithms.deep.twins import train_twin
 
     t0 = time.perf_counter()
     task = resolve_mdp(problem)
-    if not isinstance(task, TokenTreeTask):
+    if not isinstance(task, (TokenTreeTask, EosTokenTree)):
         raise ValueError(
             f"{entry.name} runs on a token-tree task (e.g. tokentree:V=4,L=3), got "
             f"{type(task).__name__} {getattr(task, 'name', problem)!r}"
@@ -54,8 +57,9 @@ def run(
         raise ValueError(f"batch (examples per prompt, sampled mode) must be >= 1, got {batch!r}")
     cfg = ALGORITHMS.make(entry.name, task=task, **params)
     run_seeds = list(seeds) if mode == "sampled" else list(seeds[:1])
+    train = run_twin if cfg.twin in RUNS else train_twin
     traces = [
-        train_twin(
+        train(
             task,
             cfg.twin,
             steps=int(steps),

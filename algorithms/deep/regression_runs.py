@@ -1,0 +1,175 @@
+"""Q#, RTO, REFUEL and EXO as runs of ``kind="deep"`` (``tl.run("qsharp-twin",
+"tokentree-eos:V=3,L=3,prompts=2")``): each produces a :class:`~theorylab.algorithms.deep.twins.
+TwinTrace` of exact metrics, as the gradient-trained twins do, from the exact twins of
+:mod:`~theorylab.algorithms.deep.qsharp`, :mod:`~theorylab.algorithms.deep.rto`,
+:mod:`~theorylab.algorithms.deep.regression_twins` and :mod:`~theorylab.algorithms.deep.exo`
+(seed rows 000#18, 002-004#E6, 002-004#E5, 000#11; their docstrings say what was read).
+
+What ``steps`` counts, and the predicted point each run's ``tv_predicted`` measures against:
+
+* ``qsharp``: the reference guided by Q#'s Q* (exact mode: the certainty equivalent of the
+  enumerated return distribution; sampled mode: the plug-in estimate from ``s x batch``
+  reference roll-outs per (h, a) at record step s). Predicted: pi*_beta.
+* ``rto``: ``steps`` gradient steps of the DPO twin (stage 1, at beta), then the token-level soft
+  optimum with the token rewards beta log pi_DPO/ref and KL beta2 (stage 2, in closed form).
+  Predicted: pi*_beta2 (reached as DPO converges); ``kl_optimum`` is to pi*_beta2 too.
+* ``refuel``: ``steps`` REFUEL iterations, each the L-BFGS minimiser of the registered loss's
+  exact expectation with the current policy as sampler (:func:`regression_twins.minimise`).
+  Predicted: the per-node NPG iterates pi_{t+1}(a|h) ∝ pi_t(a|h) exp(eta Q^{pi_t}(h, a)) from
+  ref, in closed form. REFUEL has no KL term: ``kl_optimum`` is to pi*_beta for the given beta.
+* ``exo``: ``steps`` gradient steps (per-prompt step size lr, as the twins) on the registered exo
+  loss's exact expectation over K = ``group_size`` i.i.d. reference responses, from the uniform
+  table. Predicted: pi*_beta, a zero of the loss for every K >= 2 (there p_theta = p_r on every
+  K-tuple). Exact mode only.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from theorylab.algorithms.deep.twins import LogitTable, TwinTrace, train_twin
+
+RUNS = ("qsharp", "rto", "refuel", "exo")
+
+
+def _schedule(steps: int, record_every: int) -> list[int]:
+    every = record_every or max(steps // 100, 1)
+    return [0] + [s for s in range(1, steps + 1) if s % every == 0 or s == steps]
+
+
+def _trace(task, twin, params, marks, seqs, predicted, optimum, k, t0) -> TwinTrace:
+    """A TwinTrace from the policies (P, Y) at the recorded steps ``marks``."""
+    finite = np.isfinite(predicted).all()
+
+    def curve(f):
+        return np.asarray([float(f(s)) for s in seqs])
+
+    return TwinTrace(
+        twin,
+        task.name,
+        dict(params, k=k),
+        np.asarray(marks),
+        curve(lambda s: task.tv(s, predicted).mean()),
+        curve(lambda s: task.kl(s, predicted).mean() if finite else np.nan),
+        curve(lambda s: task.kl(s, optimum).mean()),
+        curve(lambda s: task.expected_reward(s).mean()),
+        curve(lambda s: task.accuracy(s).mean()),
+        curve(lambda s: task.pass_at_k(s, k).mean()),
+        seqs[-1],
+        predicted,
+        optimum,
+        wall_seconds=time.perf_counter() - t0,
+    )
+
+
+def _qsharp(task, marks, mode, batch, seed, beta):
+    from theorylab.algorithms.deep import qsharp
+
+    rng = np.random.default_rng(seed)
+    seqs = [task.ref_logprobs]
+    for s in marks[1:]:
+        q = (qsharp.qsharp_q(task, beta) if mode == "exact"
+             else qsharp.sampled_q(task, beta, s * batch, rng))  # fmt: skip
+        seqs.append(task.sequence_logprobs(qsharp.guided_policy(task, q, beta)))
+    opt = task.soft_optimum(beta).seq_logp
+    return seqs, opt, opt
+
+
+def _rto(task, marks, beta, beta2, lr):
+    from theorylab.algorithms.deep import rto
+
+    seqs = [task.ref_logprobs]
+    theta = None
+    for a, b in zip(marks, marks[1:], strict=False):  # DPO continues from the last record
+        tr = train_twin(task, "dpo", steps=b - a, lr=lr, beta=beta, theta0=theta, record_every=b)
+        theta = tr.extra["theta"]
+        dpo_cond = theta - np.logaddexp.reduce(theta, axis=-1, keepdims=True)
+        tok = rto.token_rewards(task, dpo_cond, beta)
+        seqs.append(task.sequence_logprobs(rto.token_soft_vi(task, tok, beta2)))
+    opt = task.soft_optimum(beta2).seq_logp
+    return seqs, opt, opt
+
+
+def _refuel(task, marks, eta, beta, iters):
+    from theorylab.algorithms.deep import regression_twins as rt
+
+    theta = np.log(task.ref_cond)
+    pred_cond = theta.copy()
+    seqs = [task.ref_logprobs]
+    for step in range(1, marks[-1] + 1):
+        seq, _, _, theta = rt.minimise(task, "refuel", theta, eta, iters=iters)
+        q = task.backup(pred_cond, task.mean_reward, soft=None)
+        pred_cond = rt.log_softmax(pred_cond + eta * q)
+        if step in marks:
+            seqs.append(seq)
+    return seqs, task.sequence_logprobs(pred_cond), task.soft_optimum(beta).seq_logp
+
+
+def _exo(task, marks, beta, group_size, lr):
+    from theorylab.algorithms.deep import exo
+
+    pol = LogitTable(task)
+    seqs = [pol.numpy_seq_logp()]
+    for step in range(1, marks[-1] + 1):
+        loss = exo.exo_expectation(task, pol.seq_logp(pol.cond_logp()), group_size, beta)
+        (g,) = torch.autograd.grad(loss, pol.theta)
+        with torch.no_grad():
+            pol.theta -= lr * task.n_prompts * g
+        if step in marks:
+            seqs.append(pol.numpy_seq_logp())
+    opt = task.soft_optimum(beta).seq_logp
+    return seqs, opt, opt
+
+
+def run_twin(
+    task,
+    twin: str,
+    *,
+    steps: int,
+    mode: str = "exact",
+    batch: int = 64,
+    seed: int = 0,
+    record_every: int = 0,
+    k: int = 4,
+    beta: float = 0.5,
+    beta2: float = 0.25,
+    eta: float = 1.0,
+    lr: float = 1.0,
+    group_size: int = 2,
+    iters: int = 200,
+) -> TwinTrace:
+    """Run ``twin`` (one of :data:`RUNS`) for ``steps`` (module docstring) and record exact
+    metrics; the keywords not used by ``twin`` are ignored by it."""
+    if twin not in RUNS:
+        raise ValueError(f"unknown run {twin!r}; expected one of {RUNS}")
+    if mode != "exact" and twin != "qsharp":
+        raise ValueError(f"{twin}-twin runs in mode 'exact' only, got mode {mode!r}")
+    for name, v in (("beta", beta), ("beta2", beta2), ("eta", eta), ("lr", lr)):
+        if not v > 0:
+            raise ValueError(f"{name} must be > 0, got {v!r}")
+    if group_size < 2:
+        raise ValueError(f"group_size (EXO's K) must be >= 2, got {group_size!r}")
+    t0 = time.perf_counter()
+    marks = _schedule(steps, record_every)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # tiny tensors
+    try:
+        if twin == "qsharp":
+            params = {"beta": beta}
+            out = _qsharp(task, marks, mode, batch, seed, beta)
+        elif twin == "rto":
+            params = {"beta": beta, "beta2": beta2, "lr": lr}
+            out = _rto(task, marks, beta, beta2, lr)
+        elif twin == "refuel":
+            params = {"eta": eta, "beta": beta, "iters": iters}
+            out = _refuel(task, marks, eta, beta, iters)
+        else:
+            params = {"beta": beta, "group_size": group_size, "lr": lr}
+            out = _exo(task, marks, beta, group_size, lr)
+    finally:
+        torch.set_num_threads(threads)
+    params.update(mode=mode, steps=steps, seed=seed, batch=batch)
+    return _trace(task, twin, params, marks, *out, k, t0)
