@@ -140,3 +140,18 @@ def fit_naive_vi(dataset, tol: float = 1e-10):
 def fit_behaviour_cloning(dataset, tol: float = 1e-10):
     """The empirical behaviour policy (imitation contrast)."""
     return behaviour_cloning(dataset, tol=tol)
+
+
+@register(
+    "ogsrl",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="discounted",
+    papers=("002-004#C7",),
+)
+def fit_ogsrl(dataset, costs=None, kappa: float = float("inf"), fill_reward: float = 0.0):
+    """OGSRL: support-guarded, cost-constrained occupancy LP on the empirical model ([A])."""
+    from theorylab.algorithms.offline.ogsrl import ogsrl
+
+    return ogsrl(dataset, costs=costs, kappa=kappa, fill_reward=fill_reward)

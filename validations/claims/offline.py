@@ -58,9 +58,18 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from theorylab.validations.claim import SLOPE_FIT_RANGE, Check, ScaledClaim, save_claim_figure
+from theorylab.validations.claim import (
+    SLOPE_FIT_RANGE,
+    Check,
+    Report,
+    ScaledClaim,
+    finished_report,
+    save_claim_figure,
+)
 from theorylab.validations.registry import register_validation
 
 ROUND_OFF = 1e-12
@@ -1110,4 +1119,181 @@ register_validation(
     ),
     controls=("frozen", "random"),
     targets={"offline": ("behaviour-cloning",)},
+)
+
+
+# ------------------------------------------------------------ 8. OGSRL (issue 31, 002-004#C7)
+def _exact_values(mdp, pi: np.ndarray, reward: np.ndarray) -> float:
+    """``V^pi(mu0)`` of a stochastic ``pi (S, A)`` for ``reward (S, A)``: the linear system
+    ``(I - gamma P_pi) V = r_pi`` written out here (not the library's evaluator)."""
+    g = mdp.gamma
+    P = mdp.P_flat(0)
+    P = np.asarray(P.todense() if hasattr(P, "todense") else P).reshape(mdp.S, mdp.A, mdp.S)
+    P_pi = np.einsum("sa,sat->st", pi, P)
+    V = np.linalg.solve(np.eye(mdp.S) - g * P_pi, (pi * reward).sum(axis=1))
+    return float(np.asarray(mdp.mu0) @ V)
+
+
+def deterministic_values(mdp, support: np.ndarray, cost: np.ndarray):
+    """``(V_r, V_c)`` at mu0 of every deterministic policy on the support (any action where a
+    state has no data), enumerated: two arrays ``(n_policies,)``."""
+    import itertools
+
+    r = mdp.reward(0)
+    choices = [np.flatnonzero(row) if row.any() else np.arange(mdp.A) for row in support]
+    vals, costs = [], []
+    for acts in itertools.product(*choices):
+        pi = np.zeros((mdp.S, mdp.A))
+        pi[np.arange(mdp.S), acts] = 1.0
+        vals.append(_exact_values(mdp, pi, r))
+        costs.append(_exact_values(mdp, pi, cost))
+    return np.array(vals), np.array(costs)
+
+
+def best_mixture(v: np.ndarray, c: np.ndarray, kappa: float) -> float:
+    """``max V_r`` with ``V_c <= kappa`` over single deterministic policies and mixtures of two
+    (a constrained optimum with one cost mixes at most two; both values are linear in the
+    mixture of occupancies). -inf when none is feasible."""
+    tol = 1e-12 * (1.0 + abs(kappa))
+    ok = c <= kappa + tol
+    best = float(v[ok].max()) if ok.any() else -np.inf
+    for i in np.flatnonzero(ok):
+        over = (c > kappa + tol) & (v > v[i])
+        if over.any():
+            alpha = (c[over] - kappa) / (c[over] - c[i])  # weight on i, the cheap one
+            best = max(best, float((alpha * v[i] + (1.0 - alpha) * v[over]).max()))
+    return best
+
+
+def _ogsrl_instances(cfg, seed: int):
+    """(mdp, support, cost, kappa) per instance: a random discounted MDP, a random non-empty
+    action subset per state as the behaviour's support, a random cost, and kappa halfway
+    between the least support-restricted cost and the cost of the best support-restricted
+    policy (so the budget binds)."""
+    from theorylab.validations.claims.dual_imitation import discounted_instance
+
+    for i in range(cfg["mdps"]):
+        mdp = discounted_instance(seed + 700 + i)
+        rng = np.random.default_rng([seed, 31, i])
+        support = rng.random((mdp.S, mdp.A)) < cfg["keep"]
+        support[np.arange(mdp.S), rng.integers(mdp.A, size=mdp.S)] = True
+        cost = rng.random((mdp.S, mdp.A))
+        v, c = deterministic_values(mdp, support, cost)
+        c_free = c[v >= v.max() - 1e-12].min()
+        yield mdp, support, cost, 0.5 * (c.min() + c_free)
+
+
+@dataclass
+class OGSRLSupportOptimum:
+    name: str = "ogsrl-support-restricted-optimum"
+    statement: str = (
+        "OGSRL (support- and cost-constrained occupancy LP on the empirical model) on seeded "
+        "random MDPs (S = 6, A = 3, gamma = 0.9) with population data from a behaviour on a "
+        "random action subset per state and a binding cost budget kappa: its policy plays only "
+        "pairs in the data, its true cost is <= kappa (1e-7), its true value equals the best "
+        "support-restricted policy's found by brute force over deterministic policies and their "
+        "two-policy mixtures (1e-7 (1 + |V|)); the answer is the same whatever reward the model "
+        "puts on unseen pairs; on N = 2000 sampled transitions its value estimate equals the "
+        "brute force on the empirical model"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"mdps": 4, "keep": 0.5, "sampled": 1},
+            "full": {"mdps": 30, "keep": 0.5, "sampled": 10},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.dual.cmdp import solve_cmdp_lp
+        from theorylab.algorithms.dual.empirical_model import empirical_models
+        from theorylab.algorithms.offline.dataset import make_dataset, population_dataset
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        fit = get_algorithm("ogsrl").factory
+        off_mass = cost_over = v_err = fill_diff = est_err = 0.0
+        gaps, leaves, n, n_sampled = [], 0, 0, 0
+        for i, (mdp, support, cost, kappa) in enumerate(_ogsrl_instances(cfg, seed)):
+            beh = support / support.sum(axis=1, keepdims=True)
+            ds = population_dataset(mdp, behaviour=beh)
+            seen = ds.data_distribution > 0  # (S, A): the pairs in the data
+            reach = seen.any(axis=1)  # states in the data (the others are never reached)
+            v_ref = best_mixture(*deterministic_values(mdp, seen, cost), kappa)
+            pi0 = None
+            for fill in (0.0, 1.0):
+                pi = fit(ds, costs=cost, kappa=kappa, fill_reward=fill).policy[0]  # (S, A)
+                off_mass = max(off_mass, float(pi[reach][~seen[reach]].sum()))
+                if pi0 is not None:
+                    fill_diff = max(fill_diff, float(np.abs(pi[reach] - pi0[reach]).max()))
+                    continue
+                pi0 = pi
+                cost_over = max(cost_over, _exact_values(mdp, pi, cost) - kappa)
+                v = _exact_values(mdp, pi, mdp.reward(0))
+                v_err = max(v_err, abs(v - v_ref) / (1.0 + abs(v_ref)))
+                free = solve_cmdp_lp(mdp, cost, [kappa])  # the unguarded (true-model) LP
+                gaps.append(free.value - v)
+                leaves += bool((free.occupancy[~seen] > 1e-9).any())
+            n += 1
+            if i < cfg["sampled"]:
+                sampled = make_dataset(
+                    mdp, 2000, data_distribution=ds.data_distribution, seed=seed + i
+                )
+                res = fit(sampled, costs=cost, kappa=kappa)
+                emp, d_hat = empirical_models(sampled, "claim")[0]
+                ref = best_mixture(*deterministic_values(emp, d_hat > 0, cost), kappa)
+                est_err = max(est_err, abs(res.value_estimate[0] - ref) / (1.0 + abs(ref)))
+                n_sampled += 1
+        checks = [
+            Check(
+                "stays on the data's support",
+                off_mass <= 1e-9,
+                f"max policy mass on unseen pairs (reached states) = {off_mass:.1e}, with the "
+                f"model's unseen reward 0 or 1 (<= 1e-9); {n} instances",
+                {"max_off_support_mass": off_mass},
+            ),
+            Check(
+                "cost <= kappa",
+                cost_over <= 1e-7,
+                f"max (V_c(pi) - kappa) = {cost_over:.1e} (<= 1e-7)",
+                {"max_cost_excess": cost_over},
+            ),
+            Check(
+                "value = best support-restricted (brute force)",
+                v_err <= 1e-7,
+                f"max |V(pi) - V_brute| / (1 + |V|) = {v_err:.1e} (<= 1e-7)",
+                {"max_relative_error": v_err},
+            ),
+            Check(
+                "answer independent of the unseen pairs' model",
+                fill_diff <= 1e-7,
+                f"max |pi(fill 1) - pi(fill 0)| on reached states = {fill_diff:.1e} (<= 1e-7)",
+                {"max_policy_difference": fill_diff},
+            ),
+            Check(
+                "sampled data: estimate = brute force on the empirical model",
+                est_err <= 1e-7,
+                f"max relative error {est_err:.1e} over {n_sampled} datasets of N = 2000",
+                {"max_relative_error": est_err},
+            ),
+            Check(
+                "gap to the unguarded optimum (near-optimality, iv)",
+                True,
+                f"true-model CMDP optimum minus OGSRL's value: mean {np.mean(gaps):.3f}, max "
+                f"{np.max(gaps):.3f}; the unguarded LP leaves the support on {leaves}/{n}",
+                {"gaps": [float(x) for x in gaps], "unguarded_leaves": leaves},
+                status="INFO",
+            ),
+        ]
+        config = {**cfg, "seed": seed, "mdp": "random:S=6,A=3,gamma=0.9", "N_sampled": 2000}
+        return finished_report(self.name, self.statement, scale, checks, t0, config)
+
+
+register_validation(
+    OGSRLSupportOptimum(),
+    controls=("ogsrl-support-dropped", "ogsrl-budget-dropped"),
+    targets={"offline": ("ogsrl",)},
+    papers=("002-004#C7",),
 )
