@@ -1,13 +1,17 @@
 r"""OGSRL: the support-guarded, cost-constrained occupancy LP on the empirical model (tabular).
 
-Seed reference: ``seed-catalogue-002-004.md#C7`` -- "Offline Guarded Safe Reinforcement Learning
-for Medical Treatment Optimization Strategies" (OGSRL). Read [V]: the abstract as quoted in the
-catalogue row only -- an "OOD guardian" that specifies "clinically validated regions for safe
-policy exploration", "a safety cost constraint", and the guarantee that "policies that satisfy
-these constraints remain in safe and reliable regions and achieve performance close to the best
-possible policy supported by the data". The paper's text and code were not found (search, ~5
-min); the algorithm below is the catalogue's tabular reconstruction [A], the standard occupancy
-LP of a constrained MDP (Altman 1999, ch. 3) with a support row [std LP]:
+Seed reference: ``seed-catalogue-002-004.md#C7`` -- Yan, Shen, Wachi, Gros, Zhao, Hu, "Offline
+Guarded Safe Reinforcement Learning for Medical Treatment Optimization Strategies" (OGSRL),
+arXiv:2505.16242 (2025). Read [V]: the abstract and public summaries of the paper (search, ~5 min;
+the full text and code were not read) -- a model-based offline method solving an *estimated CMDP*
+(E-CMDP) with two constraints: an "OOD guardian", a polynomial sublevel set fitted to the data's
+state-action region with an *OOD cost bound* on leaving it, and "a safety cost constraint"; the
+guarantee: "policies that satisfy these constraints remain in safe and reliable regions and
+achieve performance close to the best possible policy supported by the data". Reconstructed [A]
+(the catalogue's tabular reading): the sublevel set becomes the exact support
+``S_D = {(s, a): n(s, a) > 0}``, the OOD cost the indicator of pairs outside S_D with bound 0
+(equivalently ``d = 0`` off S_D), the E-CMDP the empirical model, and the CMDP is solved exactly
+by its occupancy LP (Altman 1999, ch. 3) [std LP]:
 
     max_{d >= 0}  <d, r_hat> / (1 - gamma)
     s.t.  sum_a d(s, a) = (1 - gamma) mu0(s) + gamma sum_{s', a'} P_hat(s | s', a') d(s', a')
@@ -35,8 +39,12 @@ population data (the empirical model equals the true one on S_D): the policy pla
 S_D, its true cost is <= kappa, and its true value equals the best support-restricted policy's,
 found by brute force over deterministic policies and their pairwise mixtures (a constrained
 optimum mixes at most m + 1 deterministic policies, Altman 1999, Thm. 3.8) -- never by an LP.
-Deviations: discounted only; the "near-optimality" gap to the unrestricted optimum is reported
-(INFO), not bounded (the paper's constant is not in the abstract).
+Deviations: discounted only; exact support instead of a fitted sublevel set; the LP instead of
+the paper's CPO-style policy optimisation; the "near-optimality" gap to the unrestricted optimum
+is reported (INFO), not bounded (the paper's finite-sample constants were not read).
+Measured (claim, seed 0): V(pi) - V_brute <= 1.6e-14 relative and cost excess <= 2e-14 over 30
+instances (full); the unguarded CMDP optimum on the true model leaves the support on 29/30 and is
+1.27 above OGSRL on average (max 4.34, V in [0, 10]) -- the price of staying on the data.
 """
 
 from __future__ import annotations

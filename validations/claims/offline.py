@@ -54,6 +54,17 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
    seed; over master seeds 0-9 at quick scale it did for 9 (seed 7: -0.39 [-0.47, -0.31]), as a
    95% interval should. Seeds are drawn in chunks (a seed's data does not depend on its batch):
    one draw of 256 seeds x 10^6 trajectories of H = 5 would need over 20 GB.
+8. ``ogsrl-support-restricted-optimum`` -- OGSRL (002-004#C7, ``algorithms/offline/ogsrl.py``) on
+   random MDPs (S = 6, A = 3, gamma = 0.9) with population data from a behaviour on a random
+   action subset per state, a random cost and a binding budget kappa (halfway between the least
+   support-restricted cost and the cost of the best support-restricted policy): the policy puts
+   no mass on unseen pairs, its true cost is <= kappa, its true value equals the best
+   support-restricted value by enumeration of deterministic policies and their two-policy
+   mixtures (exact linear solves, no LP), the answer does not change when the model's reward on
+   unseen pairs is 1 instead of 0, and on N = 2000 sampled transitions the LP value equals the
+   same enumeration on the empirical model. Controls: ``ogsrl-support-dropped`` (fails the
+   support and fill checks: the fill of 1 is exploited), ``ogsrl-budget-dropped`` (fails cost,
+   value and sampled checks). INFO: the gap to the unguarded true-model CMDP optimum.
 """
 
 from __future__ import annotations
