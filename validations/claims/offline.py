@@ -1227,6 +1227,11 @@ class OGSRLSupportOptimum:
         fit = get_algorithm("ogsrl").factory
         off_mass = cost_over = v_err = fill_diff = est_err = 0.0
         gaps, leaves, n, n_sampled = [], 0, 0, 0
+        curves = {
+            "OGSRL V(pi)": [],
+            "brute force on the support (= OGSRL)": [],
+            "unguarded optimum": [],
+        }
         for i, (mdp, support, cost, kappa) in enumerate(_ogsrl_instances(cfg, seed)):
             beh = support / support.sum(axis=1, keepdims=True)
             ds = population_dataset(mdp, behaviour=beh)
@@ -1246,6 +1251,8 @@ class OGSRLSupportOptimum:
                 v_err = max(v_err, abs(v - v_ref) / (1.0 + abs(v_ref)))
                 free = solve_cmdp_lp(mdp, cost, [kappa])  # the unguarded (true-model) LP
                 gaps.append(free.value - v)
+                for key, x in zip(curves, (v, v_ref, free.value), strict=True):
+                    curves[key].append(x)
                 leaves += bool((free.occupancy[~seen] > 1e-9).any())
             n += 1
             if i < cfg["sampled"]:
@@ -1299,7 +1306,19 @@ class OGSRLSupportOptimum:
             ),
         ]
         config = {**cfg, "seed": seed, "mdp": "random:S=6,A=3,gamma=0.9", "N_sampled": 2000}
-        return finished_report(self.name, self.statement, scale, checks, t0, config)
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            order = np.argsort(gaps)
+            plot_lines(
+                np.arange(1, n + 1),
+                {k: np.asarray(v)[order] for k, v in curves.items()},
+                xlabel="instance (sorted by the price of the guardian)",
+                ylabel="V(mu0), true model",
+                title="OGSRL vs brute force on the support",
+                path=plot,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
 
 
 register_validation(
