@@ -62,3 +62,30 @@ MUTATIONS = (
         )
     ),
 )
+
+
+@contextlib.contextmanager
+def trajectory_weighting_inverted(claim=None) -> Iterator[None]:
+    """The sign of the return in the weights flipped: w = exp(-G / temperature)."""
+    from theorylab.algorithms.offline import trajectory_weighting as tw
+
+    original = tw.episode_multipliers
+
+    def inverted(s0, G, n, S, temperature):
+        return original(s0, -G, n, S, temperature)  # the bug: low returns up-weighted
+
+    with _patched(tw, "episode_multipliers", inverted):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "trajectory-weighting-inverted",
+            "mutation",
+            "trajectory weighting's return sign flipped (low-return episodes up-weighted)",
+            trajectory_weighting_inverted,
+        )
+    ),
+)

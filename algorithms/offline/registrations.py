@@ -155,3 +155,18 @@ def fit_ogsrl(dataset, costs=None, kappa: float = float("inf"), fill_reward: flo
     from theorylab.algorithms.offline.ogsrl import ogsrl
 
     return ogsrl(dataset, costs=costs, kappa=kappa, fill_reward=fill_reward)
+
+
+@register(
+    "trajectory-weighting",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="finite",
+    papers=("002-004#C1",),
+)
+def fit_trajectory_weighting(dataset, temperature: float = 0.1):
+    """Behaviour cloning on return-re-weighted trajectories (Hong et al. 2023; [A])."""
+    from theorylab.algorithms.offline.trajectory_weighting import trajectory_weighting
+
+    return trajectory_weighting(dataset, temperature=temperature)
