@@ -65,6 +65,13 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
    same enumeration on the empirical model. Controls: ``ogsrl-support-dropped`` (fails the
    support and fill checks: the fill of 1 is exploited), ``ogsrl-budget-dropped`` (fails cost,
    value and sampled checks). INFO: the gap to the unguarded true-model CMDP optimum.
+9. ``trajectory-weighting-improves-deterministic`` -- return-weighted trajectory sampling
+   (002-004#C1, ``algorithms/offline/trajectory_weighting.py``) on the enumerated trajectories
+   (probabilities as row weights) of a random stochastic behaviour in random deterministic MDPs
+   (S = 4, A = 2, H = 3, random mu0): the cloned policy's exact value (backward induction written
+   in the claim) is >= the behaviour's on every fit, above it by > 0.01 on average, and equals the
+   re-weighted data's mean return; on the stochastic gamble MDP it is below the behaviour's.
+   Control: ``trajectory-weighting-inverted``.
 """
 
 from __future__ import annotations
@@ -1443,6 +1450,7 @@ class TrajectoryWeightingImproves:
         fit = get_algorithm("trajectory-weighting").factory
         worst_drop = identity = 0.0
         gains = []
+        curves = {"behaviour V(beta)": [], f"weighted V(pi_w), T = {cfg['temperatures'][0]}": []}
         for i in range(cfg["instances"]):
             mdp, beh = deterministic_instance(seed + i)
             data = enumerated_trajectories(mdp, beh)
@@ -1450,6 +1458,9 @@ class TrajectoryWeightingImproves:
             for temp in cfg["temperatures"]:
                 res = fit(data, temperature=temp)
                 v = finite_value(mdp, res.policy[0])
+                if temp == cfg["temperatures"][0]:
+                    for key, x in zip(curves, (v_beh, v), strict=True):
+                        curves[key].append(x)
                 worst_drop = max(worst_drop, v_beh - v)
                 identity = max(identity, abs(v - res.value_estimate[0]))
                 gains.append(v - v_beh)
@@ -1483,7 +1494,19 @@ class TrajectoryWeightingImproves:
             ),
         ]
         config = {**cfg, "seed": seed, "S": 4, "A": 2, "H": 3}
-        return finished_report(self.name, self.statement, scale, checks, t0, config)
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            order = np.argsort(curves[next(iter(curves))])
+            plot_lines(
+                np.arange(1, len(order) + 1),
+                {k: np.asarray(v)[order] for k, v in curves.items()},
+                xlabel="deterministic MDP (sorted by the behaviour's value)",
+                ylabel="V(mu0), exact",
+                title="return weighting improves on the behaviour",
+                path=plot,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
 
 
 register_validation(
