@@ -163,7 +163,7 @@ def fit_ogsrl(dataset, costs=None, kappa: float = float("inf"), fill_reward: flo
     problem="dataset",
     bounds=(),
     horizon="finite",
-    papers=("002-004#C1",),
+    papers=("002-004#C1", "001#46"),
 )
 def fit_trajectory_weighting(dataset, temperature: float = 0.1):
     """Behaviour cloning on return-re-weighted trajectories (Hong et al. 2023; [A])."""

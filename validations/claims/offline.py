@@ -1513,5 +1513,5 @@ register_validation(
     TrajectoryWeightingImproves(),
     controls=("trajectory-weighting-inverted",),
     targets={"offline": ("trajectory-weighting",)},
-    papers=("002-004#C1",),
+    papers=("002-004#C1", "001#46"),
 )
