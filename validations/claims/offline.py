@@ -1141,12 +1141,17 @@ register_validation(
 
 
 # ------------------------------------------------------------ 8. OGSRL (issue 31, 002-004#C7)
+def _dense_P(mdp, h: int) -> np.ndarray:
+    """``P_h`` as a dense ``(S, A, S)`` array (sparse or dense models alike)."""
+    P = mdp.P_flat(h)
+    return np.asarray(P.todense() if hasattr(P, "todense") else P).reshape(mdp.S, mdp.A, mdp.S)
+
+
 def _exact_values(mdp, pi: np.ndarray, reward: np.ndarray) -> float:
     """``V^pi(mu0)`` of a stochastic ``pi (S, A)`` for ``reward (S, A)``: the linear system
     ``(I - gamma P_pi) V = r_pi`` written out here (not the library's evaluator)."""
     g = mdp.gamma
-    P = mdp.P_flat(0)
-    P = np.asarray(P.todense() if hasattr(P, "todense") else P).reshape(mdp.S, mdp.A, mdp.S)
+    P = _dense_P(mdp, 0)
     P_pi = np.einsum("sa,sat->st", pi, P)
     V = np.linalg.solve(np.eye(mdp.S) - g * P_pi, (pi * reward).sum(axis=1))
     return float(np.asarray(mdp.mu0) @ V)
@@ -1349,8 +1354,7 @@ def enumerated_trajectories(mdp, behaviour: np.ndarray):
         if h == H:
             rows.append((path, prob))
             return
-        P = mdp.P_flat(h)
-        P = np.asarray(P.todense() if hasattr(P, "todense") else P).reshape(S, A, S)
+        P = _dense_P(mdp, h)
         for a in range(A):
             pa = prob * behaviour[h, s, a]
             for s2 in np.flatnonzero(P[s, a] > 0):
@@ -1383,11 +1387,10 @@ def enumerated_trajectories(mdp, behaviour: np.ndarray):
 
 def finite_value(mdp, pi: np.ndarray) -> float:
     """``V^pi_1(mu0)`` of ``pi (H, S, A)`` by backward induction, written out here."""
-    S, A = mdp.S, mdp.A
+    S = mdp.S
     V = np.zeros(S)
     for h in range(mdp.horizon - 1, -1, -1):
-        P = mdp.P_flat(h)
-        P = np.asarray(P.todense() if hasattr(P, "todense") else P).reshape(S, A, S)
+        P = _dense_P(mdp, h)
         V = (pi[h] * (mdp.reward(h) + P @ V)).sum(axis=1)
     return float(np.asarray(mdp.mu0) @ V)
 
