@@ -1763,3 +1763,9 @@ MUTATIONS = (*MUTATIONS, *llm_mutations.MUTATIONS)
 from theorylab.validations import alignment_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *alignment_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (offl31)
+# OGSRL (validations/claims/offline.py, claim 8)
+from theorylab.validations import offline_support_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *offline_support_mutations.MUTATIONS)

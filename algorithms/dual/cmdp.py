@@ -50,6 +50,7 @@ from theorylab.algorithms.dual.smooth_dual_solver import Conjugate, minimize_smo
 from theorylab.algorithms.planning.lp import (
     _discount,
     _solve,
+    _stdout_silenced,
     _weights,
     discounted_lp_matrix,
     policy_from_occupancy,
@@ -93,19 +94,42 @@ def check_costs(mdp, costs, thresholds) -> tuple[np.ndarray, np.ndarray]:
     return c, b
 
 
-def least_cost(mdp, M, cost_flat: np.ndarray, gamma: float, mu: np.ndarray) -> float:
-    """``min_pi V_c(mu)`` for one flat cost ``(S*A,)`` (the occupancy LP with reward -c)."""
+def least_cost(
+    mdp, M, cost_flat: np.ndarray, gamma: float, mu: np.ndarray, off: np.ndarray | None = None
+) -> float:
+    """``min_pi V_c(mu)`` for one flat cost ``(S*A,)`` (the occupancy LP with reward -c); with
+    ``off (k,)`` flat pair indices, over the policies that never play them."""
     d = cp.Variable(cost_flat.size, nonneg=True)
-    problem = cp.Problem(
-        cp.Minimize(cost_flat @ d / (1.0 - gamma)), [M.T @ d == (1.0 - gamma) * mu]
-    )
+    rows = [M.T @ d == (1.0 - gamma) * mu]
+    if off is not None and off.size:
+        rows.append(d[off] == 0)
+    problem = cp.Problem(cp.Minimize(cost_flat @ d / (1.0 - gamma)), rows)
     _solve(problem, "HIGHS", None, f"least-cost LP of {mdp!r}")
     return float(problem.value)
 
 
-def _solve_or_explain(problem, solver, mdp, M, C, b, g, mu) -> None:
+def _support_feasible(mdp, M, g, mu, off: np.ndarray) -> None:
+    """Raise InfeasibleCMDPError when no policy avoids the pairs ``off`` (some state that mu0 or
+    the supported pairs reach has no supported action)."""
+    d = cp.Variable(M.shape[0], nonneg=True)
+    problem = cp.Problem(cp.Minimize(0), [M.T @ d == (1.0 - g) * mu, d[off] == 0])
+    with _stdout_silenced():
+        problem.solve(solver="HIGHS")
+    if problem.status not in ("optimal", "optimal_inaccurate"):
+        no_action = np.flatnonzero(
+            np.isin(np.arange(M.shape[0]), off).reshape(mdp.S, mdp.A).all(axis=1)
+        )
+        raise InfeasibleCMDPError(
+            "no policy stays on the support: the start distribution or the supported pairs "
+            f"reach a state with no supported action (states without one: {no_action.tolist()})"
+        )
+
+
+def _solve_or_explain(problem, solver, mdp, M, C, b, g, mu, off=None) -> None:
     """Solve the CMDP LP; when it is infeasible say which cost cannot be met and by how much."""
-    least = np.array([least_cost(mdp, M, C[i], g, mu) for i in range(C.shape[0])])
+    if off is not None and off.size:
+        _support_feasible(mdp, M, g, mu, off)
+    least = np.array([least_cost(mdp, M, C[i], g, mu, off) for i in range(C.shape[0])])
     over = np.flatnonzero(least > b + 1e-9)
     if over.size:
         i = int(over[0])
@@ -124,11 +148,15 @@ def solve_cmdp_lp(
     gamma: float | None = None,
     mu: np.ndarray | None = None,
     solver: str = "HIGHS",
+    support: np.ndarray | None = None,
 ) -> CMDPSolution:
     """The CMDP's occupancy LP (module docstring), exact optimum and multipliers (HiGHS).
 
-    costs ``(m, S, A)``; thresholds ``(m,)`` bounds on ``V_{c_i}(mu)``. Raises
-    :class:`InfeasibleCMDPError` (naming the least achievable cost) when no policy is feasible.
+    costs ``(m, S, A)``; thresholds ``(m,)`` bounds on ``V_{c_i}(mu)``; support ``(S, A)`` bool
+    (None: every pair): the pairs the occupancy may use, ``d(s, a) = 0`` elsewhere (the
+    support-constrained LP of offline CMDPs, :mod:`theorylab.algorithms.offline.ogsrl`). Raises
+    :class:`InfeasibleCMDPError` (naming the least achievable cost, or the states without a
+    supported action) when no policy is feasible.
     """
     t0 = time.perf_counter()
     g = _discount(mdp, gamma)
@@ -141,8 +169,17 @@ def solve_cmdp_lp(
     d = cp.Variable(S * A, nonneg=True)
     flow = M.T @ d == (1.0 - g) * mu
     budget = C @ d <= (1.0 - g) * b
-    problem = cp.Problem(cp.Maximize(r @ d / (1.0 - g)), [flow, budget])
-    _solve_or_explain(problem, solver, mdp, M, C, b, g, mu)
+    rows = [flow, budget]
+    off = None
+    if support is not None:
+        keep = np.asarray(support, dtype=bool)
+        if keep.shape != (S, A):
+            raise DualInputError(f"support must have shape ({S}, {A}), got {keep.shape}")
+        off = np.flatnonzero(~keep.ravel())
+        if off.size:
+            rows.append(d[off] == 0)
+    problem = cp.Problem(cp.Maximize(r @ d / (1.0 - g)), rows)
+    _solve_or_explain(problem, solver, mdp, M, C, b, g, mu, off)
     occ = np.clip(np.asarray(d.value, dtype=np.float64), 0.0, None).reshape(S, A)
     # L = V_r - lam' (C d - (1 - gamma) b) = V_r - lam' (1 - gamma) (V_c - b): lam = (1-g) lam'
     lam = (1.0 - g) * np.atleast_1d(np.asarray(budget.dual_value, dtype=np.float64))

@@ -140,3 +140,33 @@ def fit_naive_vi(dataset, tol: float = 1e-10):
 def fit_behaviour_cloning(dataset, tol: float = 1e-10):
     """The empirical behaviour policy (imitation contrast)."""
     return behaviour_cloning(dataset, tol=tol)
+
+
+@register(
+    "ogsrl",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="discounted",
+    papers=("002-004#C7",),
+)
+def fit_ogsrl(dataset, costs=None, kappa: float = float("inf"), fill_reward: float = 0.0):
+    """OGSRL: support-guarded, cost-constrained occupancy LP on the empirical model ([A])."""
+    from theorylab.algorithms.offline.ogsrl import ogsrl
+
+    return ogsrl(dataset, costs=costs, kappa=kappa, fill_reward=fill_reward)
+
+
+@register(
+    "trajectory-weighting",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="finite",
+    papers=("002-004#C1", "001#46"),
+)
+def fit_trajectory_weighting(dataset, temperature: float = 0.1):
+    """Behaviour cloning on return-re-weighted trajectories (Hong et al. 2023; [A])."""
+    from theorylab.algorithms.offline.trajectory_weighting import trajectory_weighting
+
+    return trajectory_weighting(dataset, temperature=temperature)

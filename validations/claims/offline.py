@@ -54,13 +54,40 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
    seed; over master seeds 0-9 at quick scale it did for 9 (seed 7: -0.39 [-0.47, -0.31]), as a
    95% interval should. Seeds are drawn in chunks (a seed's data does not depend on its batch):
    one draw of 256 seeds x 10^6 trajectories of H = 5 would need over 20 GB.
+8. ``ogsrl-support-restricted-optimum`` -- OGSRL (002-004#C7, ``algorithms/offline/ogsrl.py``) on
+   random MDPs (S = 6, A = 3, gamma = 0.9) with population data from a behaviour on a random
+   action subset per state, a random cost and a binding budget kappa (halfway between the least
+   support-restricted cost and the cost of the best support-restricted policy): the policy puts
+   no mass on unseen pairs, its true cost is <= kappa, its true value equals the best
+   support-restricted value by enumeration of deterministic policies and their two-policy
+   mixtures (exact linear solves, no LP), the answer does not change when the model's reward on
+   unseen pairs is 1 instead of 0, and on N = 2000 sampled transitions the LP value equals the
+   same enumeration on the empirical model. Controls: ``ogsrl-support-dropped`` (fails the
+   support and fill checks: the fill of 1 is exploited), ``ogsrl-budget-dropped`` (fails cost,
+   value and sampled checks). INFO: the gap to the unguarded true-model CMDP optimum.
+9. ``trajectory-weighting-improves-deterministic`` -- return-weighted trajectory sampling
+   (002-004#C1, ``algorithms/offline/trajectory_weighting.py``) on the enumerated trajectories
+   (probabilities as row weights) of a random stochastic behaviour in random deterministic MDPs
+   (S = 4, A = 2, H = 3, random mu0): the cloned policy's exact value (backward induction written
+   in the claim) is >= the behaviour's on every fit, above it by > 0.01 on average, and equals the
+   re-weighted data's mean return; on the stochastic gamble MDP it is below the behaviour's.
+   Control: ``trajectory-weighting-inverted``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import numpy as np
 
-from theorylab.validations.claim import SLOPE_FIT_RANGE, Check, ScaledClaim, save_claim_figure
+from theorylab.validations.claim import (
+    SLOPE_FIT_RANGE,
+    Check,
+    Report,
+    ScaledClaim,
+    finished_report,
+    save_claim_figure,
+)
 from theorylab.validations.registry import register_validation
 
 ROUND_OFF = 1e-12
@@ -1110,4 +1137,384 @@ register_validation(
     ),
     controls=("frozen", "random"),
     targets={"offline": ("behaviour-cloning",)},
+)
+
+
+# ------------------------------------------------------------ 8. OGSRL (issue 31, 002-004#C7)
+def _dense_P(mdp, h: int) -> np.ndarray:
+    """``P_h`` as a dense ``(S, A, S)`` array (sparse or dense models alike)."""
+    P = mdp.P_flat(h)
+    return np.asarray(P.todense() if hasattr(P, "todense") else P).reshape(mdp.S, mdp.A, mdp.S)
+
+
+def _exact_values(mdp, pi: np.ndarray, reward: np.ndarray) -> float:
+    """``V^pi(mu0)`` of a stochastic ``pi (S, A)`` for ``reward (S, A)``: the linear system
+    ``(I - gamma P_pi) V = r_pi`` written out here (not the library's evaluator)."""
+    g = mdp.gamma
+    P = _dense_P(mdp, 0)
+    P_pi = np.einsum("sa,sat->st", pi, P)
+    V = np.linalg.solve(np.eye(mdp.S) - g * P_pi, (pi * reward).sum(axis=1))
+    return float(np.asarray(mdp.mu0) @ V)
+
+
+def deterministic_values(mdp, support: np.ndarray, cost: np.ndarray):
+    """``(V_r, V_c)`` at mu0 of every deterministic policy on the support (any action where a
+    state has no data), enumerated: two arrays ``(n_policies,)``."""
+    import itertools
+
+    r = mdp.reward(0)
+    choices = [np.flatnonzero(row) if row.any() else np.arange(mdp.A) for row in support]
+    vals, costs = [], []
+    for acts in itertools.product(*choices):
+        pi = np.zeros((mdp.S, mdp.A))
+        pi[np.arange(mdp.S), acts] = 1.0
+        vals.append(_exact_values(mdp, pi, r))
+        costs.append(_exact_values(mdp, pi, cost))
+    return np.array(vals), np.array(costs)
+
+
+def best_mixture(v: np.ndarray, c: np.ndarray, kappa: float) -> float:
+    """``max V_r`` with ``V_c <= kappa`` over single deterministic policies and mixtures of two
+    (a constrained optimum with one cost mixes at most two; both values are linear in the
+    mixture of occupancies). -inf when none is feasible."""
+    tol = 1e-12 * (1.0 + abs(kappa))
+    ok = c <= kappa + tol
+    best = float(v[ok].max()) if ok.any() else -np.inf
+    for i in np.flatnonzero(ok):
+        over = (c > kappa + tol) & (v > v[i])
+        if over.any():
+            alpha = (c[over] - kappa) / (c[over] - c[i])  # weight on i, the cheap one
+            best = max(best, float((alpha * v[i] + (1.0 - alpha) * v[over]).max()))
+    return best
+
+
+def _ogsrl_instances(cfg, seed: int):
+    """(mdp, support, cost, kappa) per instance: a random discounted MDP, a random non-empty
+    action subset per state as the behaviour's support, a random cost, and kappa halfway
+    between the least support-restricted cost and the cost of the best support-restricted
+    policy (so the budget binds)."""
+    from theorylab.validations.claims.dual_imitation import discounted_instance
+
+    for i in range(cfg["mdps"]):
+        mdp = discounted_instance(seed + 700 + i)
+        rng = np.random.default_rng([seed, 31, i])
+        support = rng.random((mdp.S, mdp.A)) < cfg["keep"]
+        support[np.arange(mdp.S), rng.integers(mdp.A, size=mdp.S)] = True
+        cost = rng.random((mdp.S, mdp.A))
+        v, c = deterministic_values(mdp, support, cost)
+        c_free = c[v >= v.max() - 1e-12].min()
+        yield mdp, support, cost, 0.5 * (c.min() + c_free)
+
+
+@dataclass
+class OGSRLSupportOptimum:
+    name: str = "ogsrl-support-restricted-optimum"
+    statement: str = (
+        "OGSRL (support- and cost-constrained occupancy LP on the empirical model) on seeded "
+        "random MDPs (S = 6, A = 3, gamma = 0.9) with population data from a behaviour on a "
+        "random action subset per state and a binding cost budget kappa: its policy plays only "
+        "pairs in the data, its true cost is <= kappa (1e-7), its true value equals the best "
+        "support-restricted policy's found by brute force over deterministic policies and their "
+        "two-policy mixtures (1e-7 (1 + |V|)); the answer is the same whatever reward the model "
+        "puts on unseen pairs; on N = 2000 sampled transitions its value estimate equals the "
+        "brute force on the empirical model"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"mdps": 4, "keep": 0.5, "sampled": 1},
+            "full": {"mdps": 30, "keep": 0.5, "sampled": 10},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.dual.cmdp import solve_cmdp_lp
+        from theorylab.algorithms.dual.empirical_model import empirical_models
+        from theorylab.algorithms.offline.dataset import make_dataset, population_dataset
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        fit = get_algorithm("ogsrl").factory
+        off_mass = cost_over = v_err = fill_diff = est_err = 0.0
+        gaps, leaves, n, n_sampled = [], 0, 0, 0
+        curves = {
+            "OGSRL V(pi)": [],
+            "brute force on the support (= OGSRL)": [],
+            "unguarded optimum": [],
+        }
+        for i, (mdp, support, cost, kappa) in enumerate(_ogsrl_instances(cfg, seed)):
+            beh = support / support.sum(axis=1, keepdims=True)
+            ds = population_dataset(mdp, behaviour=beh)
+            seen = ds.data_distribution > 0  # (S, A): the pairs in the data
+            reach = seen.any(axis=1)  # states in the data (the others are never reached)
+            v_ref = best_mixture(*deterministic_values(mdp, seen, cost), kappa)
+            pi0 = None
+            for fill in (0.0, 1.0):
+                pi = fit(ds, costs=cost, kappa=kappa, fill_reward=fill).policy[0]  # (S, A)
+                off_mass = max(off_mass, float(pi[reach][~seen[reach]].sum()))
+                if pi0 is not None:
+                    fill_diff = max(fill_diff, float(np.abs(pi[reach] - pi0[reach]).max()))
+                    continue
+                pi0 = pi
+                cost_over = max(cost_over, _exact_values(mdp, pi, cost) - kappa)
+                v = _exact_values(mdp, pi, mdp.reward(0))
+                v_err = max(v_err, abs(v - v_ref) / (1.0 + abs(v_ref)))
+                free = solve_cmdp_lp(mdp, cost, [kappa])  # the unguarded (true-model) LP
+                gaps.append(free.value - v)
+                for key, x in zip(curves, (v, v_ref, free.value), strict=True):
+                    curves[key].append(x)
+                leaves += bool((free.occupancy[~seen] > 1e-9).any())
+            n += 1
+            if i < cfg["sampled"]:
+                sampled = make_dataset(
+                    mdp, 2000, data_distribution=ds.data_distribution, seed=seed + i
+                )
+                res = fit(sampled, costs=cost, kappa=kappa)
+                emp, d_hat = empirical_models(sampled, "claim")[0]
+                ref = best_mixture(*deterministic_values(emp, d_hat > 0, cost), kappa)
+                est_err = max(est_err, abs(res.value_estimate[0] - ref) / (1.0 + abs(ref)))
+                n_sampled += 1
+        checks = [
+            Check(
+                "stays on the data's support",
+                off_mass <= 1e-9,
+                f"max policy mass on unseen pairs (reached states) = {off_mass:.1e}, with the "
+                f"model's unseen reward 0 or 1 (<= 1e-9); {n} instances",
+                {"max_off_support_mass": off_mass},
+            ),
+            Check(
+                "cost <= kappa",
+                cost_over <= 1e-7,
+                f"max (V_c(pi) - kappa) = {cost_over:.1e} (<= 1e-7)",
+                {"max_cost_excess": cost_over},
+            ),
+            Check(
+                "value = best support-restricted (brute force)",
+                v_err <= 1e-7,
+                f"max |V(pi) - V_brute| / (1 + |V|) = {v_err:.1e} (<= 1e-7)",
+                {"max_relative_error": v_err},
+            ),
+            Check(
+                "answer independent of the unseen pairs' model",
+                fill_diff <= 1e-7,
+                f"max |pi(fill 1) - pi(fill 0)| on reached states = {fill_diff:.1e} (<= 1e-7)",
+                {"max_policy_difference": fill_diff},
+            ),
+            Check(
+                "sampled data: estimate = brute force on the empirical model",
+                est_err <= 1e-7,
+                f"max relative error {est_err:.1e} over {n_sampled} datasets of N = 2000",
+                {"max_relative_error": est_err},
+            ),
+            Check(
+                "gap to the unguarded optimum (near-optimality, iv)",
+                True,
+                f"true-model CMDP optimum minus OGSRL's value: mean {np.mean(gaps):.3f}, max "
+                f"{np.max(gaps):.3f}; the unguarded LP leaves the support on {leaves}/{n}",
+                {"gaps": [float(x) for x in gaps], "unguarded_leaves": leaves},
+                status="INFO",
+            ),
+        ]
+        config = {**cfg, "seed": seed, "mdp": "random:S=6,A=3,gamma=0.9", "N_sampled": 2000}
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            order = np.argsort(gaps)
+            plot_lines(
+                np.arange(1, n + 1),
+                {k: np.asarray(v)[order] for k, v in curves.items()},
+                xlabel="instance (sorted by the price of the guardian)",
+                ylabel="V(mu0), true model",
+                title="OGSRL vs brute force on the support",
+                path=plot,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
+
+
+register_validation(
+    OGSRLSupportOptimum(),
+    controls=("ogsrl-support-dropped", "ogsrl-budget-dropped"),
+    targets={"offline": ("ogsrl",)},
+    papers=("002-004#C7",),
+)
+
+
+# ------------------------------------------------- 9. trajectory weighting (issue 31, 002-004#C1)
+def enumerated_trajectories(mdp, behaviour: np.ndarray):
+    """Every trajectory of ``behaviour (H, S, A)`` on the finite-horizon ``mdp`` with its
+    probability as the row weight (the infinite-data limit), as a trajectory OfflineDataset."""
+    from theorylab.algorithms.offline.dataset import OfflineDataset
+
+    H, S, A = mdp.horizon, mdp.S, mdp.A
+    rows = []  # (states, actions, rewards, next states, probability) per trajectory
+
+    def walk(h, s, prob, path):
+        if h == H:
+            rows.append((path, prob))
+            return
+        P = _dense_P(mdp, h)
+        for a in range(A):
+            pa = prob * behaviour[h, s, a]
+            for s2 in np.flatnonzero(P[s, a] > 0):
+                if pa * P[s, a, s2] > 0:
+                    step = (s, a, float(mdp.reward(h)[s, a]), int(s2))
+                    walk(h + 1, int(s2), pa * P[s, a, s2], [*path, step])
+
+    for s0 in np.flatnonzero(np.asarray(mdp.mu0) > 0):
+        walk(0, int(s0), float(mdp.mu0[s0]), [])
+    cols = np.array([[st for st in path] for path, _ in rows], dtype=float)  # (K, H, 4)
+    p = np.repeat([prob for _, prob in rows], H)
+    K = len(rows)
+    return OfflineDataset(
+        states=cols[:, :, 0].reshape(1, -1).astype(np.int64),
+        actions=cols[:, :, 1].reshape(1, -1).astype(np.int64),
+        rewards=cols[:, :, 2].reshape(1, -1),
+        next_states=cols[:, :, 3].reshape(1, -1).astype(np.int64),
+        stages=np.tile(np.arange(H), K)[None],
+        S=S,
+        A=A,
+        horizon=H,
+        gamma=None,
+        mu0=np.asarray(mdp.mu0),
+        kind="trajectories",
+        weights=p[None],
+        n_episodes=K,
+        behaviour=behaviour,
+    )
+
+
+def finite_value(mdp, pi: np.ndarray) -> float:
+    """``V^pi_1(mu0)`` of ``pi (H, S, A)`` by backward induction, written out here."""
+    S = mdp.S
+    V = np.zeros(S)
+    for h in range(mdp.horizon - 1, -1, -1):
+        P = _dense_P(mdp, h)
+        V = (pi[h] * (mdp.reward(h) + P @ V)).sum(axis=1)
+    return float(np.asarray(mdp.mu0) @ V)
+
+
+def deterministic_instance(seed: int, S: int = 4, A: int = 2, H: int = 3):
+    """A random deterministic MDP (one next state per (h, s, a)) with a random mu0, and a random
+    stochastic behaviour ``(H, S, A)``."""
+    from theorylab.mdps import TabularMDP
+
+    rng = np.random.default_rng([seed, 31, 1])
+    P = np.zeros((H, S, A, S))
+    nxt = rng.integers(S, size=(H, S, A))
+    P[np.arange(H)[:, None, None], np.arange(S)[None, :, None], np.arange(A), nxt] = 1.0
+    R = rng.random((H, S, A))
+    mdp = TabularMDP(P, R, rng.dirichlet(np.ones(S)), horizon=H)
+    return mdp, rng.dirichlet(np.ones(A), size=(H, S))
+
+
+def gamble_instance():
+    """The stochastic counterexample (H = 2): at step 1, ``safe`` leads to a state paying 0.5,
+    ``gamble`` to one paying 1 with probability 0.3, else 0; behaviour uniform. V^beta = 0.4;
+    the return weighting favours gamble's lucky episodes: V^{pi_w} -> 0.3."""
+    from theorylab.mdps import TabularMDP
+
+    P = np.zeros((2, 4, 2, 4))
+    P[0, 1:, :, 0] = 1.0  # (states 1-3 are not occupied at step 1)
+    P[0, 0, 0, 1] = 1.0  # safe -> state 1
+    P[0, 0, 1, 2], P[0, 0, 1, 3] = 0.3, 0.7  # gamble -> win (2) or lose (3)
+    P[1, :, :, 0] = 1.0
+    R = np.zeros((2, 4, 2))
+    R[1, 1], R[1, 2] = 0.5, 1.0
+    return TabularMDP(P, R, np.array([1.0, 0, 0, 0]), horizon=2), np.full((2, 4, 2), 0.5)
+
+
+@dataclass
+class TrajectoryWeightingImproves:
+    name: str = "trajectory-weighting-improves-deterministic"
+    statement: str = (
+        "Return-weighted trajectory sampling (w = exp(G / 0.1), normalised within each initial "
+        "state) on the enumerated trajectories of a random stochastic behaviour in random "
+        "deterministic MDPs (S = 4, A = 2, H = 3, random mu0): the cloned policy's exact value "
+        "is >= the behaviour's on every instance (1e-12), strictly above on average, and equals "
+        "the re-weighted data's mean return (1e-10); on the stochastic gamble MDP it falls below "
+        "the behaviour's (the theorem needs determinism)"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"instances": 10, "temperatures": [0.1, 1.0]},
+            "full": {"instances": 200, "temperatures": [0.03, 0.1, 0.3, 1.0]},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        fit = get_algorithm("trajectory-weighting").factory
+        worst_drop = identity = 0.0
+        gains = []
+        curves = {"behaviour V(beta)": [], f"weighted V(pi_w), T = {cfg['temperatures'][0]}": []}
+        for i in range(cfg["instances"]):
+            mdp, beh = deterministic_instance(seed + i)
+            data = enumerated_trajectories(mdp, beh)
+            v_beh = finite_value(mdp, beh)
+            for temp in cfg["temperatures"]:
+                res = fit(data, temperature=temp)
+                v = finite_value(mdp, res.policy[0])
+                if temp == cfg["temperatures"][0]:
+                    for key, x in zip(curves, (v_beh, v), strict=True):
+                        curves[key].append(x)
+                worst_drop = max(worst_drop, v_beh - v)
+                identity = max(identity, abs(v - res.value_estimate[0]))
+                gains.append(v - v_beh)
+        mdp, beh = gamble_instance()
+        res = fit(enumerated_trajectories(mdp, beh), temperature=0.1)
+        v_g, v_gb = finite_value(mdp, res.policy[0]), finite_value(mdp, beh)
+        checks = [
+            Check(
+                "V(pi_w) >= V(behaviour), deterministic MDPs",
+                worst_drop <= 1e-12,
+                f"max (V_beta - V_w) = {worst_drop:.1e} over {len(gains)} fits (<= 1e-12)",
+                {"max_drop": worst_drop},
+            ),
+            Check(
+                "a real improvement",
+                float(np.mean(gains)) > 0.01,
+                f"mean V_w - V_beta = {np.mean(gains):.4f} (> 0.01; min {np.min(gains):.2e})",
+                {"mean_gain": float(np.mean(gains))},
+            ),
+            Check(
+                "V(pi_w) = mean return of the re-weighted data",
+                identity <= 1e-10,
+                f"max |V_w - E_q[G]| = {identity:.1e} (<= 1e-10)",
+                {"max_identity_error": identity},
+            ),
+            Check(
+                "stochastic MDP: the inequality fails (scope)",
+                v_g < v_gb - 0.05,
+                f"gamble MDP: V_w = {v_g:.4f} < V_beta = {v_gb:.4f} (by > 0.05)",
+                {"gamble_v_w": v_g, "gamble_v_beta": v_gb},
+            ),
+        ]
+        config = {**cfg, "seed": seed, "S": 4, "A": 2, "H": 3}
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            order = np.argsort(curves[next(iter(curves))])
+            plot_lines(
+                np.arange(1, len(order) + 1),
+                {k: np.asarray(v)[order] for k, v in curves.items()},
+                xlabel="deterministic MDP (sorted by the behaviour's value)",
+                ylabel="V(mu0), exact",
+                title="return weighting improves on the behaviour",
+                path=plot,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
+
+
+register_validation(
+    TrajectoryWeightingImproves(),
+    controls=("trajectory-weighting-inverted",),
+    targets={"offline": ("trajectory-weighting",)},
+    papers=("002-004#C1", "001#46"),
 )

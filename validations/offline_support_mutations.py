@@ -1,0 +1,91 @@
+"""Known-bug mutations of OGSRL (issue 31), the controls of ``ogsrl-support-restricted-optimum``
+(``validations/claims/offline.py``); appended to ``mutations.MUTATIONS``:
+
+* ``ogsrl-support-dropped``: the OOD guardian removed -- the occupancy LP may use pairs without
+  data (where the model's reward is a guess: the claim's fill of 1 is then exploited);
+* ``ogsrl-budget-dropped``: the safety-cost row removed (the costs zeroed in the LP).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def _lp_mutated(drop_support: bool, drop_budget: bool) -> Iterator[None]:
+    from theorylab.algorithms.offline import ogsrl
+
+    original = ogsrl.solve_cmdp_lp
+
+    def mutated(mdp, costs, thresholds, **kwargs):
+        if drop_support:
+            kwargs["support"] = None  # the bug: no d(s, a) = 0 off the data
+        if drop_budget:
+            costs = 0.0 * costs  # the bug: the cost row is 0 <= kappa
+        return original(mdp, costs, thresholds, **kwargs)
+
+    with _patched(ogsrl, "solve_cmdp_lp", mutated):
+        yield
+
+
+@contextlib.contextmanager
+def ogsrl_support_dropped(claim=None) -> Iterator[None]:
+    with _lp_mutated(True, False):
+        yield
+
+
+@contextlib.contextmanager
+def ogsrl_budget_dropped(claim=None) -> Iterator[None]:
+    with _lp_mutated(False, True):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "ogsrl-support-dropped",
+            "mutation",
+            "OGSRL's support constraint removed (the LP may use pairs without data)",
+            ogsrl_support_dropped,
+        )
+    ),
+    register_control(
+        Control(
+            "ogsrl-budget-dropped",
+            "mutation",
+            "OGSRL's safety-cost constraint removed (costs zeroed in the LP)",
+            ogsrl_budget_dropped,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def trajectory_weighting_inverted(claim=None) -> Iterator[None]:
+    """The sign of the return in the weights flipped: w = exp(-G / temperature)."""
+    from theorylab.algorithms.offline import trajectory_weighting as tw
+
+    original = tw.episode_multipliers
+
+    def inverted(s0, G, n, S, temperature):
+        return original(s0, -G, n, S, temperature)  # the bug: low returns up-weighted
+
+    with _patched(tw, "episode_multipliers", inverted):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "trajectory-weighting-inverted",
+            "mutation",
+            "trajectory weighting's return sign flipped (low-return episodes up-weighted)",
+            trajectory_weighting_inverted,
+        )
+    ),
+)
