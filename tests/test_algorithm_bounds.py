@@ -63,6 +63,10 @@ NO_THEOREM = {
     "staq",
     "mdpo",
     "demo-regularised-vi",
+    # issue 31 (helper offl31): OGSRL's and trajectory weighting's claims are exact identities
+    # (support-restricted LP = brute force; improvement over behaviour); no rate card is carried
+    "ogsrl",
+    "trajectory-weighting",
     # robust MDPs (issue 30): exact planners; their claims are validations
     "iwocs",
     "dr-rpo",
