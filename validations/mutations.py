@@ -1763,3 +1763,9 @@ MUTATIONS = (*MUTATIONS, *llm_mutations.MUTATIONS)
 from theorylab.validations import alignment_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *alignment_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (expl31)
+# JSRL (validations/claims/exploration.py)
+from theorylab.validations import exploration_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *exploration_mutations.MUTATIONS)
