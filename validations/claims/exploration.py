@@ -83,7 +83,7 @@ class JSRLHorizonScaling(ScaledClaim):
     name: str = "jsrl-horizon-scaling"
     statement: str = (
         "Jump-start RL (Uchendu et al. 2023) on combination locks (A = 2, combination drawn by "
-        "code_seed, epsilon = 0.1, lr = 1, patience = 40): (i) the baseline, epsilon-greedy "
+        "code_seed, epsilon = 0.1, lr = 1, patience = 10): (i) the baseline, epsilon-greedy "
         "Q-learning (jsrl without a guide), needs episodes-to-solve (the learner's greedy "
         "policy exactly optimal, V* by backward induction) matching the closed form A^H "
         "(Geometric(A^-H)): mean / A^H in [0.5, 2] at every H and log-slope in H within 0.2 of "
@@ -105,7 +105,7 @@ class JSRLHorizonScaling(ScaledClaim):
         from theorylab.mdps.families.chain import combination_code
 
         A, Hs, B = cfg["A"], np.asarray(cfg["Hs"]), cfg["seeds"]
-        params = {"epsilon": 0.1, "lr": 1.0, "patience": 40}
+        params = {"epsilon": 0.1, "lr": 1.0, "patience": 10}
         means = {"baseline": [], "good guide": [], "half guide": []}
         censored = {name: 0 for name in means}
         for H in Hs:
