@@ -79,9 +79,12 @@ def test_patience_moves_a_stuck_switch():
     ag = agent(mdp, guide=bad, patience=4)
     traj = mdp.rollout(np.zeros((3, 5, 6), dtype=np.int64), rng=0)
     traj.rewards[:] = 0.0  # no success
-    for _ in range(8):
+    for _ in range(11):
         ag.update(traj)
-    np.testing.assert_array_equal(ag.switch, [2, 2, 2])  # H - 1 = 4, two timeouts of 4
+    np.testing.assert_array_equal(ag.switch, [3, 3, 3])  # H - 1 = 4: one timeout after 4
+    ag.update(traj)
+    np.testing.assert_array_equal(ag.switch, [2, 2, 2])  # the second after 8 more (doubled)
+    np.testing.assert_array_equal(ag.wait, [16, 16, 16])
 
 
 def test_exact_values_against_the_closed_forms():
