@@ -1,6 +1,6 @@
 """JSRL: Jump-Start RL -- a guide rolls in, a Q-learner explores after, the switch moves back.
 
-Seed reference: ``seed-catalogue-000.md#3`` (row 000#3). Paper: Ikechukwu Uchendu, Ted Xiao, Yao
+Seed reference: ``seed-catalogue-000.md#3`` (row 000#3; the same paper is row 001#9). Paper: Ikechukwu Uchendu, Ted Xiao, Yao
 Lu, Banghua Zhu, Mengyuan Yan, Josephine Simon, Matthew Bennice, Chuyuan Fu, Cong Ma, Jiantao
 Jiao, Sergey Levine, Karol Hausman, "Jump-Start Reinforcement Learning", ICML 2023,
 arXiv:2204.02372.
@@ -66,7 +66,7 @@ from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.registry import register
 
 
-@register("jsrl", kind="online", problem="tabular", bounds=(), papers=("000#3",))
+@register("jsrl", kind="online", problem="tabular", bounds=(), papers=("000#3", "001#9"))
 class JumpStartQLearning:
     """JSRL with an epsilon-greedy Q-learning explorer (see the module docstring).
 

@@ -191,5 +191,5 @@ class JSRLHorizonScaling(ScaledClaim):
 register_validation(
     JSRLHorizonScaling(),
     controls=("jsrl-random-guide", "jsrl-frozen-switch"),
-    papers=("000#3",),
+    papers=("000#3", "001#9"),
 )
