@@ -1,11 +1,13 @@
 """JSRL: Jump-Start RL -- a guide rolls in, a Q-learner explores after, the switch moves back.
 
-Seed reference: ``seed-catalogue-000.md#3`` (row 000#3; the same paper is row 001#9). Paper: Ikechukwu Uchendu, Ted Xiao, Yao
-Lu, Banghua Zhu, Mengyuan Yan, Josephine Simon, Matthew Bennice, Chuyuan Fu, Cong Ma, Jiantao
-Jiao, Sergey Levine, Karol Hausman, "Jump-Start Reinforcement Learning", ICML 2023,
-arXiv:2204.02372.
+Seed reference: ``seed-catalogue-000.md#3`` (row 000#3; the same paper is row 001#9).
+Paper: Ikechukwu Uchendu, Ted Xiao, Yao Lu, Banghua Zhu, Mengyuan Yan, Josephine Simon, Matthew
+Bennice, Chuyuan Fu, Cong Ma, Jiantao Jiao, Sergey Levine, Karol Hausman, "Jump-Start
+Reinforcement Learning", ICML 2023, arXiv:2204.02372.
 
-What was read: only the seed file's abstract and the catalogue row [V]: "with the help of a
+What was read: the seed file's abstract, the catalogue row and (searched, time-boxed) the title,
+author list, abstract and the opening of the introduction on a public copy of arXiv:2204.02372
+[V]: "with the help of a
 guide-policy, one can improve the sample complexity for non-optimism exploration methods from
 exponential in horizon to polynomial"; the guide acts for the first h steps, the exploration
 policy afterwards, and a curriculum moves h backward. The paper's full text (Algorithm 1, the
