@@ -15,6 +15,9 @@ from theorylab.cli import main
 NO_THEOREM = {
     "greedy",
     "epsilon-greedy",
+    # issue 31 (expl31): JSRL's rate is "exponential to polynomial in H", no printed constant
+    # (docs/algorithms/jsrl.md; claim in validations/claims/exploration.py)
+    "jsrl",
     "lsvi",
     "naive-vi",
     "behaviour-cloning",

@@ -1769,3 +1769,9 @@ MUTATIONS = (*MUTATIONS, *alignment_mutations.MUTATIONS)
 from theorylab.validations import offline_support_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *offline_support_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (expl31)
+# JSRL (validations/claims/exploration.py)
+from theorylab.validations import exploration_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *exploration_mutations.MUTATIONS)
