@@ -100,7 +100,7 @@ class JSRLHorizonScaling(ScaledClaim):
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
             "quick": {"Hs": (3, 5, 7, 9), "seeds": 24, "A": 2},
-            "full": {"Hs": (4, 6, 8, 10, 12, 14), "seeds": 32, "A": 2},
+            "full": {"Hs": (4, 6, 8, 10, 12), "seeds": 32, "A": 2},
         }
     )
 
