@@ -109,6 +109,62 @@ def test_two_gloo_processes_equal_one_process_on_the_same_batch(tmp_path):
     assert _gap(ranks[1]["control"], one) > 1e-3
 
 
+# the prompt trainer (prompt_trainer.py) on arithmetic with 2-digit operands (prompts of several
+# lengths: a rank's shard spans several sampler runs) and a dense reward (the completion's length;
+# exact match is 0 for an untrained model, so GRPO would not move)
+PROMPT_MODEL = "gpt2-config:n_layer=1,n_embd=32,n_head=2"
+PROMPT_DATA = "arithmetic:n=60,digits=2"
+PROMPT_CASES = {  # name: (loss, trainer keywords)
+    "grpo-micro": ("grpo", dict(group_size=4, micro_batches=2)),  # 2 x 2 prompts, 1 + 1 a rank
+    "dpo": ("dpo:beta=0.1", dict()),
+}
+PROMPT_COMMON = dict(steps=4, eval_every=2, eval_prompts=8, prompts_per_step=4, lr=3e-3, seed=5)
+PROMPT_METRICS = ("loss", "train_reward", "grad_norm", "accuracy")
+PROMPT_SCRIPT = """
+import json, os, sys
+sys.path.insert(0, {tests!r})
+from theorylab.algorithms.deep import distributed
+from theorylab.algorithms.deep.prompt_trainer import train_prompts
+from test_deep_distributed import PROMPT_CASES, PROMPT_COMMON, PROMPT_DATA, PROMPT_METRICS
+from test_deep_distributed import PROMPT_MODEL
+from test_lm_training import length_reward
+
+def run(loss, kw):
+    res = train_prompts(PROMPT_MODEL, PROMPT_DATA, loss, reward=length_reward, **PROMPT_COMMON,
+                        **kw)
+    return {{m: getattr(res, m).tolist() for m in PROMPT_METRICS}}
+out = {{name: run(loss, kw) for name, (loss, kw) in PROMPT_CASES.items()}}
+distributed.Place.wrap = lambda self, model: model  # the control: no gradient all-reduce
+out["control"] = run(*PROMPT_CASES["grpo-micro"])
+json.dump(out, open({out!r} + f"/rank{{os.environ['RANK']}}.json", "w"))
+"""
+
+
+def test_prompt_trainer_on_two_gloo_processes_equals_one_process(tmp_path):
+    from test_lm_training import length_reward
+
+    from theorylab.algorithms.deep.prompt_trainer import train_prompts
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    _torchrun(tmp_path, PROMPT_SCRIPT.format(tests=tests, out=str(tmp_path)))
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    for name, (loss, kw) in PROMPT_CASES.items():
+        one = train_prompts(PROMPT_MODEL, PROMPT_DATA, loss, reward=length_reward,
+                            **PROMPT_COMMON, **kw)  # fmt: skip
+        gaps = [_prompt_gap(out[name], one) for out in ranks]
+        assert max(gaps) <= TOL, (name, gaps)
+        assert np.ptp(one.train_reward) > 0.1  # the policy moved: a real comparison
+        print(f"prompts {name}: 2 processes vs 1, max gap {max(gaps):.2e}")
+    one = train_prompts(PROMPT_MODEL, PROMPT_DATA, "grpo", reward=length_reward, **PROMPT_COMMON,
+                        **PROMPT_CASES["grpo-micro"][1])  # fmt: skip
+    for out in ranks:  # the control: each rank follows its own shard's gradient
+        assert _prompt_gap(out["control"], one) > 1e-3, _prompt_gap(out["control"], one)
+
+
+def _prompt_gap(a: dict, b) -> float:
+    return max(float(np.abs(np.asarray(a[m]) - getattr(b, m)).max()) for m in PROMPT_METRICS)
+
+
 def test_cli_nproc_launches_torchrun_and_rank_0_writes(tmp_path):
     from theorylab.cli import main
     from theorylab.results import Result
@@ -172,14 +228,18 @@ def test_micro_batches_and_prompts_under_several_processes_fail_in_one_line(caps
     from theorylab.algorithms.deep.prompt_trainer import train_prompts
     from theorylab.cli import main
 
-    assert main(["train", "grpo", "arithmetic", "--steps", "1", "--nproc", "2"]) == 2
+    assert main(["train", "grpo", "arithmetic", "--steps", "1", "--nproc", "3"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--nproc 2 applies to token-tree tasks" in err, err
+    assert len(err.splitlines()) == 1 and "each micro-batch's 8 prompts" in err, err
+    assert main(["train", "grpo", "arithmetic", "--nproc", "2", "--parallel", "fsdp"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--parallel fsdp applies to token-tree tasks" in err
     monkeypatch.setenv("WORLD_SIZE", "2")  # checked before joining a group
     with pytest.raises(TrainingConfigError, match=r"micro-batches of \[1, 2\] prompts do not"):
         train(MODEL, TASK, "grpo", steps=1, micro_batches=3)  # 4 prompts: chunks 2, 1, 1
-    with pytest.raises(TrainingConfigError, match="the prompt trainer runs on one process, got 2"):
-        train_prompts(MODEL, "arithmetic", "grpo", steps=1)
+    with pytest.raises(TrainingConfigError, match=r"--nproc 2: each micro-batch's 3 prompts"):
+        train_prompts(PROMPT_MODEL, "arithmetic", "grpo", steps=1, prompts_per_step=6,
+                      micro_batches=2)  # fmt: skip
 
 
 def test_shards_and_flag_removal():

@@ -123,6 +123,18 @@ class PromptTrainingOptions:
             raise TrainingConfigError(f"temperature must be > 0, got {self.temperature!r}")
 
 
+def check_prompt_shards(world: int, prompts_per_step: int, micro_batches: int) -> None:
+    """One-line error, before any work, when a micro-batch's prompts do not split into ``world``
+    equal shards of whole prompt groups (data-parallel runs, module docstring)."""
+    chunk = prompts_per_step // micro_batches
+    if world > 1 and chunk % world:
+        raise TrainingConfigError(
+            f"--nproc {world}: each micro-batch's {chunk} prompts (prompts_per_step = "
+            f"{prompts_per_step} / micro_batches = {micro_batches}) do not split into {world} "
+            "equal shards of whole prompt groups; use a number of processes that divides them"
+        )
+
+
 # --------------------------------------------------------------------------- rewards
 def resolve_reward(reward, dataset: PromptDataset):
     """``"exact-match"`` or a reward model -> ``f(prompts, completions, answers) -> (N,)``."""
@@ -312,14 +324,10 @@ def train_prompts(
 
     Returns a :class:`~theorylab.results.PromptTrainingResult` (with ``return_states``: and the
     final :class:`LMTrainingState` of every seed)."""
-    from theorylab.algorithms.deep.distributed import world_size
+    from theorylab.algorithms.deep import distributed
     from theorylab.algorithms.deep.trainer import loss_family
     from theorylab.seeding import seed_indices
 
-    if world_size() > 1:  # its batches are not sharded: the token-tree trainer runs under torchrun
-        raise TrainingConfigError(
-            f"the prompt trainer runs on one process, got {world_size()} (WORLD_SIZE)"
-        )
     dev = resolve_device(device)
     opts = PromptTrainingOptions(
         steps=steps, lr=lr, prompts_per_step=prompts_per_step, group_size=group_size,
@@ -328,6 +336,7 @@ def train_prompts(
         eval_every=eval_every, eval_prompts=eval_prompts, temperature=temperature,
     )  # fmt: skip
     opts.check()
+    check_prompt_shards(distributed.world_size(), opts.prompts_per_step, opts.micro_batches)
     ScaleOptions(precision, micro_batches, warmup_steps, schedule, lora, checkpoint_every,
                  stop_after).check(dev, steps, checkpoint)  # fmt: skip
     loss_name, _ = parse_spec(loss)
@@ -349,6 +358,8 @@ def train_prompts(
         opts = PromptTrainingOptions(**{**opts.__dict__, "max_new_tokens": longest + 1})
     if tensorboard is not None:
         check_tensorboard()
+    place = distributed.join(dev)
+    dev = place.device
     indices = seed_indices(seeds)
     records: dict[str, list] = {k: [] for k in ("accuracy", "train_reward", "loss", "lr", "gn")}
     states, eval_steps = [], None
@@ -356,7 +367,7 @@ def train_prompts(
     model_name = model if isinstance(model, str) else type(model).__name__
     for i in indices:
         folder = per_seed_folder(checkpoint, i, len(indices))
-        tb = per_seed_folder(tensorboard, i, len(indices))
+        tb = per_seed_folder(tensorboard, i, len(indices)) if place.main else None
         fingerprint = {**opts.__dict__, "model": model_name, "data": dataset.name, "loss": loss,
                        "reward": str(reward), "seed": seed, "seed_index": i,
                        "tokenizer": str(tokenizer)}  # fmt: skip
@@ -364,7 +375,7 @@ def train_prompts(
             model, dataset, tok, reward_fn, loss_fn, family, opts, dev, seed, i,
             gradient_checkpointing=gradient_checkpointing, folder=folder,
             checkpoint_every=checkpoint_every, stop_after=stop_after, tensorboard=tb,
-            fingerprint=fingerprint, progress=progress,
+            fingerprint=fingerprint, progress=progress and place.main, place=place,
         )  # fmt: skip
         eval_steps = out.pop("eval_steps")
         for k, v in out.items():
@@ -391,6 +402,7 @@ def train_prompts(
                 "gradient_checkpointing": gradient_checkpointing,
                 "device": str(dev),
                 "tokenizer": str(tokenizer),
+                "processes": place.world,
             },
             "seeds": indices,
             "seed": seed,
@@ -425,7 +437,9 @@ def _build_policy(model, vocab_size: int, torch_seed: int, dev, lora, gradient_c
 
 def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, seed, index, *,
                     gradient_checkpointing, folder, checkpoint_every, stop_after, tensorboard,
-                    fingerprint, progress):  # fmt: skip
+                    fingerprint, progress, place):  # fmt: skip
+    from theorylab.algorithms.deep.trainer import gradient_sync
+
     ss = np.random.SeedSequence(seed, spawn_key=(index,))
     torch_seed, sample_seed, split_seed = (int(s) for s in ss.generate_state(3))
     order = np.random.default_rng(split_seed).permutation(len(dataset))
@@ -439,6 +453,7 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
     encoded = [tok.encode(p) for p in train_set.prompts]
     policy, reference = _build_policy(model, tok.vocab_size, torch_seed, dev, opts.lora,
                                       gradient_checkpointing)  # fmt: skip
+    learner = place.wrap(policy)  # gradient forwards (DDP over the ranks when world > 1)
     state = LMTrainingState.create(
         policy, lr=opts.lr, device=dev, precision=opts.precision, schedule=opts.schedule,
         warmup_steps=opts.warmup_steps, total_steps=opts.steps, sample_seed=sample_seed,
@@ -470,6 +485,8 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
         evaluate()
     n = opts.prompts_per_step
     chunk = n // opts.micro_batches
+    shard = place.rows(chunk)  # this rank's prompts of each micro-batch (check_prompt_shards)
+    local = n // place.world  # this rank's prompts of the step
     try:
         for _ in steps_of_this_call(state, opts.steps, stop_after):
             idx = state.rng.choice(len(train_set), n, replace=False)
@@ -488,10 +505,10 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
                 for k, j in enumerate(run):
                     position[j] = (len(batches), k)
                 batches.append(b)
-            losses = []
+            work = []  # this rank's sub-batches of the step: (sub-batch, its prompts)
             order_in_step = [j for run in runs for j in run]
             for c in range(opts.micro_batches):
-                members = order_in_step[c * chunk : (c + 1) * chunk]
+                members = order_in_step[c * chunk : (c + 1) * chunk][shard]
                 by_batch: dict[int, list[int]] = {}
                 for j in members:
                     bi, k = position[j]
@@ -499,19 +516,25 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
                 for bi, ks in by_batch.items():
                     b = batches[bi]
                     sub = b if len(ks) == b.n_prompts else rows_of(b, ks, opts.group_size)
-                    losses.append(accumulate(state, loss_of_batch, sub, len(ks) / n) * len(ks))
+                    work.append((sub, len(ks)))
+            losses = []
+            for w, (sub, m) in enumerate(work):  # one all-reduce per step: the last backward
+                with gradient_sync(learner, w == len(work) - 1):
+                    loss = accumulate(state, loss_of_batch, sub, m / local, model=learner)
+                losses.append(loss * m)
             lr_now = state.lr
             gn = optimizer_step(state, opts.max_grad_norm)
             reward_mean = float(torch.cat([b.rewards for b in batches]).mean())
-            for k, v in (("train_reward", reward_mean), ("loss", sum(losses) / n),
+            for k, v in (("train_reward", reward_mean), ("loss", place.mean(sum(losses) / local)),
                          ("lr", lr_now), ("gn", gn)):  # fmt: skip
                 state.metrics[k].append(v)
                 if writer is not None:
                     writer.add_scalar(f"train/{k if k != 'gn' else 'grad_norm'}", v, state.step)
             if state.step in eval_steps:
                 evaluate()
-            checkpoint_after_step(state, folder, fingerprint, checkpoint_every, opts.steps,
-                                  stop_after)  # fmt: skip
+            if place.main:  # every rank holds the same state (DDP); rank 0 writes it
+                checkpoint_after_step(state, folder, fingerprint, checkpoint_every, opts.steps,
+                                      stop_after)  # fmt: skip
     finally:
         if writer is not None:
             writer.close()
