@@ -248,3 +248,31 @@ def test_shards_and_flag_removal():
     assert distributed.ONE.rows(12) == slice(0, 12) and distributed.ONE.mean(2.5) == 2.5
     argv = ["train", "grpo", "t", "--nproc", "2", "--steps", "3", "--nproc=4"]
     assert distributed.without_flag(argv, "--nproc") == ["train", "grpo", "t", "--steps", "3"]
+
+
+@pytest.mark.parametrize(
+    "loss, message",
+    [
+        ("astar-po", "loss 'astar-po' takes the tensors (logp, ref_logp, mask, rewards, v_star, "
+         "weights); the prompt trainer supplies (logp, old_logp, ref_logp, mask, rewards, group) "
+         "in that order, not v_star; on a prompt dataset use one of cvar-grpo, dr-grpo, grpo, "
+         "rebel"),
+        ("tbrm", "not root_values; on a prompt dataset"),
+        ("vpo", "not calibration_logp; on a prompt dataset use one of chipo, dpo, ipo"),
+    ],
+)  # fmt: skip
+def test_losses_the_prompt_trainer_cannot_feed_fail_in_one_line_before_any_work(
+    loss, message, capsys, monkeypatch
+):
+    from theorylab.algorithms.deep import prompt_trainer
+    from theorylab.cli import main
+
+    def no_work(*a, **k):
+        raise AssertionError("the dataset was loaded")
+
+    monkeypatch.setattr(prompt_trainer, "load_prompts", no_work)
+    monkeypatch.setattr(distributed.subprocess, "run", no_work)
+    for nproc in ("1", "2"):  # in this process, and before torchrun starts any
+        assert main(["train", loss, "arithmetic", "--steps", "1", "--nproc", nproc]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, err

@@ -963,8 +963,9 @@ def _launch_train(args, task_spec: str, prompts: bool) -> int:
     from theorylab.registry import parse_spec
 
     if prompts:  # the prompt trainer: whole prompt groups of each micro-batch per process
-        from theorylab.algorithms.deep.prompt_trainer import check_prompt_shards
+        from theorylab.algorithms.deep.prompt_trainer import check_prompt_loss, check_prompt_shards
 
+        check_prompt_loss(args.loss)
         check_prompt_shards(args.nproc, args.prompts_per_step or 8, args.micro_batches or 1)
     else:
         task = make_task(task_spec)

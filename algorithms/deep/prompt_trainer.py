@@ -43,6 +43,7 @@ Every dropout probability is set to 0 (the trained policy is the sampled and eva
 from __future__ import annotations
 
 import copy
+import inspect
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -121,6 +122,62 @@ class PromptTrainingOptions:
                 raise TrainingConfigError(f"{name} must be a finite number >= 0, got {v!r}")
         if not (np.isfinite(self.temperature) and self.temperature > 0):
             raise TrainingConfigError(f"temperature must be > 0, got {self.temperature!r}")
+
+
+# the tensors the prompt trainer passes a loss, by position (steps.group_step / preference_step)
+SUPPLIED = {
+    "online": ("logp", "old_logp", "ref_logp", "mask", "rewards", "group"),
+    "preference": ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected"),
+}
+
+
+def runs_on_prompts(loss_fn, family: str) -> bool:
+    """Whether the prompt trainer can call ``loss_fn``: its tensor arguments start with the
+    family's supplied tensors, in order, and any further one has a default."""
+    from theorylab.algorithms.deep.trainer import tensor_arguments
+
+    args, supplied = tensor_arguments(loss_fn), SUPPLIED[family]
+    params = inspect.signature(loss_fn.func).parameters
+    return tuple(args[: len(supplied)]) == supplied and all(
+        params[a].default is not inspect.Parameter.empty for a in args[len(supplied) :]
+    )
+
+
+def check_prompt_loss(spec: str) -> None:
+    """One-line error, before any work, for a loss that needs tensors the prompt trainer does not
+    supply (A*-PO's ``v_star``, TBRM's ``root_values``, EXO's ``logratios``, ...)."""
+    from theorylab.algorithms.deep.trainer import load_losses, loss_family, tensor_arguments
+
+    load_losses()
+    from theorylab.algorithms.deep.registry import LOSSES
+
+    name, _ = parse_spec(spec)
+    family = loss_family(name)
+    fn = make_loss(spec)
+    if runs_on_prompts(fn, family):
+        return
+    args, supplied = tensor_arguments(fn), SUPPLIED[family]
+    params = inspect.signature(fn.func).parameters
+    missing = [a for a in args if a not in supplied
+               and params[a].default is inspect.Parameter.empty]  # fmt: skip
+    fits = [n for n in LOSSES.names() if _family_or_none(n) == family
+            and runs_on_prompts(make_loss(n), family)]  # fmt: skip
+    raise TrainingConfigError(
+        f"loss {name!r} takes the tensors ({', '.join(args)}); the prompt trainer supplies "
+        f"({', '.join(supplied)}) in that order"
+        + (f", not {', '.join(missing)}" if missing else "")
+        + f"; on a prompt dataset use one of {', '.join(fits)} (or a token-tree task)"
+    )
+
+
+def _family_or_none(name: str) -> str | None:
+    from theorylab.algorithms.deep.masking import InvalidBatchError
+    from theorylab.algorithms.deep.trainer import loss_family
+
+    try:
+        return loss_family(name)
+    except InvalidBatchError:
+        return None
 
 
 def check_prompt_shards(world: int, prompts_per_step: int, micro_batches: int) -> None:
@@ -343,6 +400,7 @@ def train_prompts(
     family = loss_family(loss_name)
     if family == "preference" and group_size != 2:
         opts = PromptTrainingOptions(**{**opts.__dict__, "group_size": 2})
+    check_prompt_loss(loss)
     loss_fn = make_loss(loss)
     dataset = load_prompts(data, prompt_key=prompt_key, answer_key=answer_key)
     tok = load_tokenizer(tokenizer, dataset)
