@@ -38,6 +38,28 @@ adapters (Hu et al. 2021) through ``peft`` on the model's default target modules
 the frozen initial model.
 
 Every dropout probability is set to 0 (the trained policy is the sampled and evaluated one).
+
+**Several processes** (``theorylab train grpo arithmetic --nproc 2``, or under ``torchrun``):
+as the token-tree trainer (:mod:`~theorylab.algorithms.deep.distributed`), every rank draws the
+*whole* step from the same seeds (prompts, samples, rewards, Bradley-Terry labels: the same streams
+as one process, on the replicated model) and keeps its contiguous shard of whole prompt groups of
+each micro-batch (``prompts_per_step / micro_batches`` must be divisible by the number of
+processes: :func:`check_prompt_shards`); the gradient forwards go through the DDP-wrapped policy
+with weight (prompts of the sub-batch) / (prompts of the rank), ``no_sync`` on every backward of
+the step but the last, so DDP's average over the ranks is the 1-process gradient. The per-step
+loss is all-reduced; the reward, gradient norm and held-out accuracy are the same on every rank
+(every rank scores the whole batch and evaluates the same replicated model). Rank 0 alone prints,
+writes TensorBoard and the checkpoint (the unwrapped policy's, so a checkpoint resumes on any
+number of processes). Measured (``tests/test_deep_distributed.py``, 2 gloo processes against 1,
+1-layer GPT-2 on 2-digit arithmetic, 4 steps): largest gap over per-step loss, reward, gradient
+norm and held-out accuracy 2.2e-9 for GRPO with 2 micro-batches, 6.0e-8 for online DPO; without
+the all-reduce (the control) the gap is 0.6 (the ranks sample other completions).
+
+**Losses.** The trainer passes the GRPO family ``(logp, old_logp, ref_logp, mask, rewards,
+group)`` and the DPO family ``(policy_chosen, policy_rejected, ref_chosen, ref_rejected)`` by
+position; a loss that takes other tensors (A*-PO's ``v_star``, TBRM's ``root_values``, EXO's
+``logratios``, RLOO's order, VPO's calibration samples, ...) is refused in one line before any
+work (:func:`check_prompt_loss`); they run on token trees.
 """
 
 from __future__ import annotations
