@@ -134,6 +134,8 @@ def run(loss, kw):
                         **kw)
     return {{m: getattr(res, m).tolist() for m in PROMPT_METRICS}}
 out = {{name: run(loss, kw) for name, (loss, kw) in PROMPT_CASES.items()}}
+loss, kw = PROMPT_CASES["grpo-micro"]  # resume a 1-process checkpoint of 2 steps on 2 processes
+out["resumed"] = run(loss, {{**kw, "checkpoint": {ck!r}}})
 distributed.Place.wrap = lambda self, model: model  # the control: no gradient all-reduce
 out["control"] = run(*PROMPT_CASES["grpo-micro"])
 json.dump(out, open({out!r} + f"/rank{{os.environ['RANK']}}.json", "w"))
@@ -146,7 +148,10 @@ def test_prompt_trainer_on_two_gloo_processes_equals_one_process(tmp_path):
     from theorylab.algorithms.deep.prompt_trainer import train_prompts
 
     tests = os.path.dirname(os.path.abspath(__file__))
-    _torchrun(tmp_path, PROMPT_SCRIPT.format(tests=tests, out=str(tmp_path)))
+    ck = str(tmp_path / "ck")
+    train_prompts(PROMPT_MODEL, PROMPT_DATA, "grpo", reward=length_reward, checkpoint=ck,
+                  stop_after=2, **PROMPT_COMMON, **PROMPT_CASES["grpo-micro"][1])  # fmt: skip
+    _torchrun(tmp_path, PROMPT_SCRIPT.format(tests=tests, out=str(tmp_path), ck=ck))
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
     for name, (loss, kw) in PROMPT_CASES.items():
         one = train_prompts(PROMPT_MODEL, PROMPT_DATA, loss, reward=length_reward,
@@ -155,6 +160,8 @@ def test_prompt_trainer_on_two_gloo_processes_equals_one_process(tmp_path):
         assert max(gaps) <= TOL, (name, gaps)
         assert np.ptp(one.train_reward) > 0.1  # the policy moved: a real comparison
         print(f"prompts {name}: 2 processes vs 1, max gap {max(gaps):.2e}")
+        if name == "grpo-micro":  # steps 1-2 on 1 process, 3-4 on 2: the same run
+            assert max(_prompt_gap(out["resumed"], one) for out in ranks) <= TOL
     one = train_prompts(PROMPT_MODEL, PROMPT_DATA, "grpo", reward=length_reward, **PROMPT_COMMON,
                         **PROMPT_CASES["grpo-micro"][1])  # fmt: skip
     for out in ranks:  # the control: each rank follows its own shard's gradient

@@ -240,6 +240,14 @@ def resolve_reward(reward, dataset: PromptDataset):
     raise TrainingConfigError(f"reward must be a name, a RewardModel or a function, got {reward!r}")
 
 
+def reward_name(reward) -> str:
+    """The reward in a checkpoint's fingerprint: a function by its module and name (its repr holds
+    an address that differs between processes, so a run could not resume in another one)."""
+    if callable(reward) and hasattr(reward, "__qualname__"):
+        return f"{reward.__module__}.{reward.__qualname__}"
+    return str(reward)
+
+
 # --------------------------------------------------------------------------- one step
 def runs_of_equal_length(lengths: list[int]) -> list[list[int]]:
     """Positions 0..n-1 grouped into maximal runs of equal ``lengths`` (after a stable sort)."""
@@ -449,7 +457,7 @@ def train_prompts(
         folder = per_seed_folder(checkpoint, i, len(indices))
         tb = per_seed_folder(tensorboard, i, len(indices)) if place.main else None
         fingerprint = {**opts.__dict__, "model": model_name, "data": dataset.name, "loss": loss,
-                       "reward": str(reward), "seed": seed, "seed_index": i,
+                       "reward": reward_name(reward), "seed": seed, "seed_index": i,
                        "tokenizer": str(tokenizer)}  # fmt: skip
         out, state = _train_one_seed(
             model, dataset, tok, reward_fn, loss_fn, family, opts, dev, seed, i,
