@@ -1,6 +1,8 @@
 """Data-parallel training (``algorithms/deep/distributed.py``): 2 gloo processes under torchrun
 (DDP, FSDP2 for GRPO, DDP with 2 micro-batches for A*-PO) equal 1 process on the same global
-batch, on a token tree whose exact optimum is known.
+batch, on a token tree whose exact optimum is known; and the prompt-dataset trainer
+(``prompt_trainer.py``: GRPO with 2 micro-batches, online DPO, 1-layer GPT-2 on arithmetic) on 2
+processes equals 1 in loss, reward, gradient norm and held-out accuracy.
 
 Tolerance: 1e-6 absolute on every per-step loss and every exact metric (KL(pi || pi*),
 KL(pi || pi_ref), accuracy) at every evaluation; the measured gaps are about 1e-8 (float32 sums in
@@ -109,6 +111,70 @@ def test_two_gloo_processes_equal_one_process_on_the_same_batch(tmp_path):
     assert _gap(ranks[1]["control"], one) > 1e-3
 
 
+# the prompt trainer (prompt_trainer.py) on arithmetic with 2-digit operands (prompts of several
+# lengths: a rank's shard spans several sampler runs) and a dense reward (the completion's length;
+# exact match is 0 for an untrained model, so GRPO would not move)
+PROMPT_MODEL = "gpt2-config:n_layer=1,n_embd=32,n_head=2"
+PROMPT_DATA = "arithmetic:n=60,digits=2"
+PROMPT_CASES = {  # name: (loss, trainer keywords)
+    "grpo-micro": ("grpo", dict(group_size=4, micro_batches=2)),  # 2 x 2 prompts, 1 + 1 a rank
+    "dpo": ("dpo:beta=0.1", dict()),
+}
+PROMPT_COMMON = dict(steps=4, eval_every=2, eval_prompts=8, prompts_per_step=4, lr=3e-3, seed=5)
+PROMPT_METRICS = ("loss", "train_reward", "grad_norm", "accuracy")
+PROMPT_SCRIPT = """
+import json, os, sys
+sys.path.insert(0, {tests!r})
+from theorylab.algorithms.deep import distributed
+from theorylab.algorithms.deep.prompt_trainer import train_prompts
+from test_deep_distributed import PROMPT_CASES, PROMPT_COMMON, PROMPT_DATA, PROMPT_METRICS
+from test_deep_distributed import PROMPT_MODEL
+from test_lm_training import length_reward
+
+def run(loss, kw):
+    res = train_prompts(PROMPT_MODEL, PROMPT_DATA, loss, reward=length_reward, **PROMPT_COMMON,
+                        **kw)
+    return {{m: getattr(res, m).tolist() for m in PROMPT_METRICS}}
+out = {{name: run(loss, kw) for name, (loss, kw) in PROMPT_CASES.items()}}
+loss, kw = PROMPT_CASES["grpo-micro"]  # resume a 1-process checkpoint of 2 steps on 2 processes
+out["resumed"] = run(loss, {{**kw, "checkpoint": {ck!r}}})
+distributed.Place.wrap = lambda self, model: model  # the control: no gradient all-reduce
+out["control"] = run(*PROMPT_CASES["grpo-micro"])
+json.dump(out, open({out!r} + f"/rank{{os.environ['RANK']}}.json", "w"))
+"""
+
+
+def test_prompt_trainer_on_two_gloo_processes_equals_one_process(tmp_path):
+    from test_lm_training import length_reward
+
+    from theorylab.algorithms.deep.prompt_trainer import train_prompts
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    ck = str(tmp_path / "ck")
+    train_prompts(PROMPT_MODEL, PROMPT_DATA, "grpo", reward=length_reward, checkpoint=ck,
+                  stop_after=2, **PROMPT_COMMON, **PROMPT_CASES["grpo-micro"][1])  # fmt: skip
+    _torchrun(tmp_path, PROMPT_SCRIPT.format(tests=tests, out=str(tmp_path), ck=ck))
+    ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in range(2)]
+    for name, (loss, kw) in PROMPT_CASES.items():
+        one = train_prompts(PROMPT_MODEL, PROMPT_DATA, loss, reward=length_reward,
+                            **PROMPT_COMMON, **kw)  # fmt: skip
+        gaps = [_prompt_gap(out[name], one) for out in ranks]
+        assert max(gaps) <= TOL, (name, gaps)
+        assert np.ptp(one.train_reward) > 0.1  # the policy moved: a real comparison
+        print(f"prompts {name}: 2 processes vs 1, max gap {max(gaps):.2e}")
+        if name == "grpo-micro":  # steps 1-2 on 1 process, 3-4 on 2: the same run
+            assert max(_prompt_gap(out["resumed"], one) for out in ranks) <= TOL
+    one = train_prompts(PROMPT_MODEL, PROMPT_DATA, "grpo", reward=length_reward, **PROMPT_COMMON,
+                        **PROMPT_CASES["grpo-micro"][1])  # fmt: skip
+    for out in ranks:  # the control: each rank follows its own shard's gradient
+        assert _prompt_gap(out["control"], one) > 1e-3, _prompt_gap(out["control"], one)
+    print(f"prompts control: gap {min(_prompt_gap(o['control'], one) for o in ranks):.2e}")
+
+
+def _prompt_gap(a: dict, b) -> float:
+    return max(float(np.abs(np.asarray(a[m]) - getattr(b, m)).max()) for m in PROMPT_METRICS)
+
+
 def test_cli_nproc_launches_torchrun_and_rank_0_writes(tmp_path):
     from theorylab.cli import main
     from theorylab.results import Result
@@ -172,14 +238,18 @@ def test_micro_batches_and_prompts_under_several_processes_fail_in_one_line(caps
     from theorylab.algorithms.deep.prompt_trainer import train_prompts
     from theorylab.cli import main
 
-    assert main(["train", "grpo", "arithmetic", "--steps", "1", "--nproc", "2"]) == 2
+    assert main(["train", "grpo", "arithmetic", "--steps", "1", "--nproc", "3"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "--nproc 2 applies to token-tree tasks" in err, err
+    assert len(err.splitlines()) == 1 and "each micro-batch's 8 prompts" in err, err
+    assert main(["train", "grpo", "arithmetic", "--nproc", "2", "--parallel", "fsdp"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "--parallel fsdp applies to token-tree tasks" in err
     monkeypatch.setenv("WORLD_SIZE", "2")  # checked before joining a group
     with pytest.raises(TrainingConfigError, match=r"micro-batches of \[1, 2\] prompts do not"):
         train(MODEL, TASK, "grpo", steps=1, micro_batches=3)  # 4 prompts: chunks 2, 1, 1
-    with pytest.raises(TrainingConfigError, match="the prompt trainer runs on one process, got 2"):
-        train_prompts(MODEL, "arithmetic", "grpo", steps=1)
+    with pytest.raises(TrainingConfigError, match=r"--nproc 2: each micro-batch's 3 prompts"):
+        train_prompts(PROMPT_MODEL, "arithmetic", "grpo", steps=1, prompts_per_step=6,
+                      micro_batches=2)  # fmt: skip
 
 
 def test_shards_and_flag_removal():
@@ -188,3 +258,31 @@ def test_shards_and_flag_removal():
     assert distributed.ONE.rows(12) == slice(0, 12) and distributed.ONE.mean(2.5) == 2.5
     argv = ["train", "grpo", "t", "--nproc", "2", "--steps", "3", "--nproc=4"]
     assert distributed.without_flag(argv, "--nproc") == ["train", "grpo", "t", "--steps", "3"]
+
+
+@pytest.mark.parametrize(
+    "loss, message",
+    [
+        ("astar-po", "loss 'astar-po' takes the tensors (logp, ref_logp, mask, rewards, v_star, "
+         "weights); the prompt trainer supplies (logp, old_logp, ref_logp, mask, rewards, group) "
+         "in that order, not v_star; on a prompt dataset use one of cvar-grpo, dr-grpo, grpo, "
+         "rebel"),
+        ("tbrm", "not root_values; on a prompt dataset"),
+        ("vpo", "not calibration_logp; on a prompt dataset use one of chipo, dpo, ipo"),
+    ],
+)  # fmt: skip
+def test_losses_the_prompt_trainer_cannot_feed_fail_in_one_line_before_any_work(
+    loss, message, capsys, monkeypatch
+):
+    from theorylab.algorithms.deep import prompt_trainer
+    from theorylab.cli import main
+
+    def no_work(*a, **k):
+        raise AssertionError("the dataset was loaded")
+
+    monkeypatch.setattr(prompt_trainer, "load_prompts", no_work)
+    monkeypatch.setattr(distributed.subprocess, "run", no_work)
+    for nproc in ("1", "2"):  # in this process, and before torchrun starts any
+        assert main(["train", loss, "arithmetic", "--steps", "1", "--nproc", nproc]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and message in err, err

@@ -877,11 +877,11 @@ def cmd_train(args) -> int:
         raise ValueError(f"{used[0]} applies to {where}, not to {task!r}")
     _check_output_paths(args, files=("plot", "json", "csv"),
                         folders=("save", "checkpoint", "tensorboard"))  # fmt: skip
-    if prompts and args.nproc > 1:
-        raise ValueError(f"--nproc {args.nproc} applies to token-tree tasks; the prompt trainer "
-                         f"runs on one process, not on {task!r}")  # fmt: skip
+    if prompts and args.parallel != "ddp":
+        raise ValueError(f"--parallel {args.parallel} applies to token-tree tasks; the prompt "
+                         f"trainer runs data-parallel with ddp on {task!r}")  # fmt: skip
     if args.nproc > 1 and "WORLD_SIZE" not in os.environ:  # launch the processes (distributed.py)
-        return _launch_train(args, task)
+        return _launch_train(args, task, prompts)
     scale = dict(
         precision=args.precision, micro_batches=args.micro_batches,
         warmup_steps=args.warmup_steps, schedule=args.schedule, lora=args.lora,
@@ -954,7 +954,7 @@ TREE_ONLY = (("--pass-k", "pass_k"), ("--target-beta", "target_beta"),
              ("--value-samples", "value_samples"))  # fmt: skip
 
 
-def _launch_train(args, task_spec: str) -> int:
+def _launch_train(args, task_spec: str, prompts: bool) -> int:
     """``theorylab train ... --nproc N``: check that the batch splits (one line, before any
     process starts), then run the same command in N processes under torchrun."""
     from theorylab.algorithms.deep import distributed
@@ -962,11 +962,17 @@ def _launch_train(args, task_spec: str) -> int:
     from theorylab.mdps.registry import make as make_task
     from theorylab.registry import parse_spec
 
-    task = make_task(task_spec)
-    family = loss_family(parse_spec(args.loss)[0])
-    n_prompts = getattr(task, "n_prompts", 1)
-    preference, pairs = args.preference or "exact", args.pairs_per_prompt or 16
-    distributed.check_batch(args.nproc, family, preference, n_prompts, pairs)
+    if prompts:  # the prompt trainer: whole prompt groups of each micro-batch per process
+        from theorylab.algorithms.deep.prompt_trainer import check_prompt_loss, check_prompt_shards
+
+        check_prompt_loss(args.loss)
+        check_prompt_shards(args.nproc, args.prompts_per_step or 8, args.micro_batches or 1)
+    else:
+        task = make_task(task_spec)
+        family = loss_family(parse_spec(args.loss)[0])
+        n_prompts = getattr(task, "n_prompts", 1)
+        preference, pairs = args.preference or "exact", args.pairs_per_prompt or 16
+        distributed.check_batch(args.nproc, family, preference, n_prompts, pairs)
     return distributed.launch(distributed.without_flag(args.argv, "--nproc"), args.nproc)
 
 
@@ -1414,8 +1420,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--nproc",
         type=_integer_at_least(1),
         default=1,
-        help="token-tree tasks: data-parallel processes (DDP under torchrun, gloo on CPU / nccl on "
-        "CUDA); the batch flags give the global batch, split across them (default 1)",
+        help="data-parallel processes (DDP under torchrun, gloo on CPU / nccl on CUDA); the "
+        "batch flags give the global batch, split across them (default 1)",
     )
     q.add_argument(
         "--parallel",

@@ -28,6 +28,11 @@ CUDA, one GPU per local rank), wraps the policy in
   identical on every rank. The per-step loss is all-reduced (mean over ranks = the global batch's
   loss); only rank 0 prints progress and writes tables, figures and files.
 
+The prompt-dataset trainer (:mod:`theorylab.algorithms.deep.prompt_trainer`, ``theorylab train
+grpo arithmetic --nproc 2``) runs under DDP the same way: every rank draws the whole step and
+keeps its shard of whole prompt groups of each micro-batch (its module docstring has the measured
+gap).
+
 ``parallel="fsdp"`` shards the weights instead (FSDP2's ``fully_shard``, one unit per transformer
 block and the root): each rank holds 1/W of every parameter, forwards all-gather them and the
 backward reduce-scatters the averaged gradients, the same step as DDP. It pays off only for models
