@@ -26,6 +26,11 @@ class UnknownNameError(TheorylabError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class TrainingConfigError(TheorylabError, ValueError):
+    """A training option (precision, schedule, accumulation, checkpoint, LoRA) that cannot be used
+    (``theorylab train``; raised by ``algorithms/deep/lm_training_state.py`` and ``lora.py``)."""
+
+
 class RunInterrupted(KeyboardInterrupt):
     """Ctrl-C during an online run, after some episodes finished.
 

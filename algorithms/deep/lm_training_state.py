@@ -52,15 +52,11 @@ from typing import Any
 import numpy as np
 import torch
 
-from theorylab.errors import TheorylabError
+from theorylab.errors import TrainingConfigError  # noqa: F401 (re-exported: trainers import it here)
 
 PRECISIONS = ("fp32", "bf16", "fp16")
 SCHEDULES = ("constant", "linear", "cosine")
 CHECKPOINT_FILE = "state.pt"
-
-
-class TrainingConfigError(TheorylabError, ValueError):
-    """A training option (precision, schedule, accumulation, checkpoint) that cannot be used."""
 
 
 # --------------------------------------------------------------------------- precision

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from theorylab.algorithms.deep.lm_training_state import TrainingConfigError
+from theorylab.errors import TrainingConfigError
 from theorylab.registry import convert_parameters, parse_spec
 
 LORA_DEFAULTS = {"r": 8, "alpha": 16, "targets": "all-linear"}
