@@ -133,10 +133,10 @@ class JumpStartQLearning:
         top = Q == Q.max(axis=-1, keepdims=True)  # (B, H, S, A) greedy ties
         learner = (1.0 - self.epsilon) * top / top.sum(axis=-1, keepdims=True) + self.epsilon / A
         if self.guide is None:
-            return learner
+            return read_only_copy(learner)
         guided = np.eye(A)[self.guide]  # (H, S, A)
         before = np.arange(H)[None, :] < self.switch[:, None]  # (B, H)
-        return np.where(before[:, :, None, None], guided[None], learner)  # (B, H, S, A)
+        return read_only_copy(np.where(before[:, :, None, None], guided[None], learner))
 
     def value_estimate(self) -> np.ndarray:
         """The learner's V_0(mu0) = sum_x mu0(x) max_a Q_0(x, a), ``(B,)``."""
