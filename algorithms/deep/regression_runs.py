@@ -30,7 +30,12 @@ import time
 import numpy as np
 import torch
 
-from theorylab.algorithms.deep.twins import LogitTable, TwinTrace, train_twin
+from theorylab.algorithms.deep.twins import (
+    LogitTable,
+    TwinTrace,
+    trace_from_policies,
+    train_twin,
+)
 
 RUNS = ("qsharp", "rto", "refuel", "exo")
 
@@ -42,26 +47,8 @@ def _schedule(steps: int, record_every: int) -> list[int]:
 
 def _trace(task, twin, params, marks, seqs, predicted, optimum, k, t0) -> TwinTrace:
     """A TwinTrace from the policies (P, Y) at the recorded steps ``marks``."""
-    finite = np.isfinite(predicted).all()
-
-    def curve(f):
-        return np.asarray([float(f(s)) for s in seqs])
-
-    return TwinTrace(
-        twin,
-        task.name,
-        dict(params, k=k),
-        np.asarray(marks),
-        curve(lambda s: task.tv(s, predicted).mean()),
-        curve(lambda s: task.kl(s, predicted).mean() if finite else np.nan),
-        curve(lambda s: task.kl(s, optimum).mean()),
-        curve(lambda s: task.expected_reward(s).mean()),
-        curve(lambda s: task.accuracy(s).mean()),
-        curve(lambda s: task.pass_at_k(s, k).mean()),
-        seqs[-1],
-        predicted,
-        optimum,
-        wall_seconds=time.perf_counter() - t0,
+    return trace_from_policies(
+        task, twin, dict(params, k=k), marks, seqs, predicted, optimum, k, t0
     )
 
 

@@ -412,54 +412,52 @@ def _train(
     optimum = task.soft_optimum(beta).seq_logp
     support = np.isfinite(predicted)
     every = record_every or max(steps // 100, 1)
-    rec: dict[str, list] = {n: [] for n in ("steps", "tv", "klp", "klo", "rew", "acc", "pk")}
-
-    def record(step: int) -> None:
-        seq = pol.numpy_seq_logp()
-        rec["steps"].append(step)
-        if twin == "cvar-grpo":  # the optimum is a set: the distance to it is the mass outside
-            rec["tv"].append(float(1.0 - (np.exp(seq) * support).sum(1).mean()))
-        else:
-            rec["tv"].append(float(task.tv(seq, predicted).mean()))
-        finite = np.isfinite(predicted).all()
-        rec["klp"].append(float(task.kl(seq, predicted).mean()) if finite else np.nan)
-        rec["klo"].append(float(task.kl(seq, optimum).mean()))
-        rec["rew"].append(float(task.expected_reward(seq).mean()))
-        rec["acc"].append(float(task.accuracy(seq).mean()))
-        rec["pk"].append(float(task.pass_at_k(seq, k).mean()))
-
-    record(0)
+    marks, seqs = [0], [pol.numpy_seq_logp()]
     for step in range(1, steps + 1):
         loss = objective()
         (g,) = torch.autograd.grad(loss, pol.theta)
         with torch.no_grad():  # lr per prompt: each prompt's table sees 1/P of the mean's gradient
             pol.theta -= lr * task.n_prompts * g
         if step % every == 0 or step == steps:
-            record(step)
+            marks.append(step)
+            seqs.append(pol.numpy_seq_logp())
+    params = {"beta": beta, "lr": lr, "group_size": group_size, "alpha": alpha, "mode": mode,
+              "batch": batch, "k": k, "steps": steps, "seed": seed}  # fmt: skip
+    support = np.isfinite(predicted)
+    tv = None
+    if twin == "cvar-grpo":  # the optimum is a set: the distance to it is the mass outside
+        tv = np.asarray([float(1.0 - (np.exp(seq) * support).sum(1).mean()) for seq in seqs])
+    return trace_from_policies(
+        task, twin, params, marks, seqs, predicted, optimum, k, t0, tv=tv,
+        extra={"theta": pol.theta.detach().numpy().copy()},  # (P, N, V) the final logit table
+    )  # fmt: skip
+
+
+def trace_from_policies(
+    task, twin, params, marks, seqs, predicted, optimum, k, t0, *, tv=None, extra=None
+) -> TwinTrace:
+    """A TwinTrace from the policies ``seqs`` (each (P, Y) sequence log-probabilities) at the
+    recorded steps ``marks``; ``tv`` replaces the TV to ``predicted`` where the prediction is a
+    set (CVaR-GRPO). Also used by :mod:`regression_runs`."""
+    finite = np.isfinite(predicted).all()
+
+    def curve(f):
+        return np.asarray([float(f(s)) for s in seqs])
+
     return TwinTrace(
         twin,
         task.name,
-        {
-            "beta": beta,
-            "lr": lr,
-            "group_size": group_size,
-            "alpha": alpha,
-            "mode": mode,
-            "batch": batch,
-            "k": k,
-            "steps": steps,
-            "seed": seed,
-        },  # fmt: skip
-        np.asarray(rec["steps"]),
-        np.asarray(rec["tv"]),
-        np.asarray(rec["klp"]),
-        np.asarray(rec["klo"]),
-        np.asarray(rec["rew"]),
-        np.asarray(rec["acc"]),
-        np.asarray(rec["pk"]),
-        pol.numpy_seq_logp(),
+        params,
+        np.asarray(marks),
+        curve(lambda s: task.tv(s, predicted).mean()) if tv is None else tv,
+        curve(lambda s: task.kl(s, predicted).mean() if finite else np.nan),
+        curve(lambda s: task.kl(s, optimum).mean()),
+        curve(lambda s: task.expected_reward(s).mean()),
+        curve(lambda s: task.accuracy(s).mean()),
+        curve(lambda s: task.pass_at_k(s, k).mean()),
+        seqs[-1],
         predicted,
         optimum,
         wall_seconds=time.perf_counter() - t0,
-        extra={"theta": pol.theta.detach().numpy().copy()},  # (P, N, V) the final logit table
+        extra=extra or {},
     )
