@@ -1775,3 +1775,9 @@ MUTATIONS = (*MUTATIONS, *offline_support_mutations.MUTATIONS)
 from theorylab.validations import exploration_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *exploration_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 27 (demo27)
+# demonstration-regularised BPI (validations/claims/demonstrations.py)
+from theorylab.validations import demonstration_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *demonstration_mutations.MUTATIONS)
