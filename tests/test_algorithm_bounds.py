@@ -62,10 +62,14 @@ NO_THEOREM = {
     "on-policy-data",
     # issue 27 (helper klpoA): StaQ's and MDPO's papers state no rate the claims could hold them
     # to (their claims are limits and identities); demonstration-regularised RL's rate belongs to
-    # its exploration phase, which is not built (docs/algorithms/demo-regularised-vi.md)
+    # its exploration phase (docs/algorithms/demo-regularised-vi.md)
     "staq",
     "mdpo",
     "demo-regularised-vi",
+    # issue 27 (helper demo27): the exploration phase; the paper's rate O~(Poly(S,A,H) /
+    # (eps^2 N_E)) was read without constants (docs/algorithms/demo-regularised-bpi.md), so no
+    # card: its claim measures the slope in N_E
+    "demo-regularised-bpi",
     # issue 31 (helper offl31): OGSRL's and trajectory weighting's claims are exact identities
     # (support-restricted LP = brute force; improvement over behaviour); no rate card is carried
     "ogsrl",

@@ -20,10 +20,9 @@ Reconstructed [A]:
   V_h(s) = lam log sum_a pi_BC_h(a|s) exp(Q_h(s, a) / lam); as lam -> 0 it is backward induction
   (0 <= V*_h - V^lam_h <= lam sum_{h' >= h} max_s log(1 / pi_BC_{h'}(a*|s)), derived [A]), as
   lam -> infinity it evaluates pi_BC;
-* not built: the exploration phase (UCBVI-Ent+: optimistic soft backward induction toward pi_BC
-  on an estimated model), so the paper's guarantee -- samples to eps falling like 1 / N_E -- is
-  not checked here. A UCBVI-style stand-in was tried and dropped: its samples-to-eps did not
-  resolve within seconds on small models.
+* the exploration phase (optimistic KL-regularised planning toward pi_BC on an estimated model,
+  with a stopping certificate) and the paper's guarantee -- samples to eps falling like 1 / N_E --
+  are ``demo-regularised-bpi`` (:mod:`theorylab.algorithms.online.demo_regularised_bpi`).
 
 Algorithm (``demo-regularised-vi``): BC from N_E expert episodes of the optimal policy, then the
 regularised optimum toward pi_BC on the known model along lam_k = lam decay^k (k = 0..K), each
