@@ -106,6 +106,24 @@ def test_lambda_is_eps_over_twice_the_kl_budget_as_written():
     assert ag.budget == pytest.approx(H * math.log(A)) and np.allclose(ag.bc, 1 / A)
 
 
+def test_bonus_is_the_written_hoeffding_term():
+    # b_h = c (H - h) sqrt(L / (2 n)), L = ln(6 S A H k^2 / delta) with k = episodes + 1 at the
+    # plan after k - 1 updates; at the last step P V = 0, so Qu - Ql = 2 b where nothing clips
+    mdp = make("random:S=4,A=3,H=3,seed=4")
+    S, A, H, c, delta = 4, 3, 3, 0.01, 0.1
+    ag = agent(mdp, B=1, lam=0.0, bonus_scale=c, delta=delta)
+    env = [np.random.default_rng(3)]
+    for _ in range(5):
+        ag.update(mdp.rollout(ag.policy(), rng=env))
+    L = math.log(6 * S * A * H * (5 + 1) ** 2 / delta)
+    n = ag.N[0, H - 1]  # (S, A)
+    b = c * (H - (H - 1)) * np.sqrt(L / (2 * np.maximum(n, 1)))
+    r = ag._reward(H - 1, ag.N[:, H - 1])[0]  # (S, A)
+    inside = (n > 0) & (r - b > 0) & (r + b < 1)  # neither the floor nor the cap binds
+    assert inside.sum() >= 3
+    np.testing.assert_allclose((ag._Qu - ag._Ql)[0, H - 1][inside], 2 * b[inside], rtol=1e-12)
+
+
 def test_trajectory_kl_matches_enumeration_on_the_lock():
     # deterministic lock: pi* stays on the path, KL = sum_h -ln pi_BC_h(code_h | path_h)
     mdp = make(LOCK)

@@ -209,6 +209,7 @@ class DemoRegularisedBPI:
         floor_rate = lam * float(np.log(1.0 / self.bc.min())) if lam > 0 else 0.0
         Vu, Vl, Z = np.zeros((B, S)), np.zeros((B, S)), np.zeros((B, S))
         pi = np.empty((B, H, S, A))
+        self._Qu, self._Ql = np.empty((B, H, S, A)), np.empty((B, H, S, A))  # for inspection
         for h in range(H - 1, -1, -1):
             n = self.N[:, h]  # (B, S, A)
             seen = n > 0
@@ -220,6 +221,7 @@ class DemoRegularisedBPI:
             PVu, PVl, PZ = PF[..., 0], PF[..., 1], PF[..., 2]
             Qu = np.where(seen, np.minimum(r + PVu + b, cap), cap)  # (B, S, A)
             Ql = np.where(seen, np.maximum(r + PVl - b, floor), floor)  # (B, S, A)
+            self._Qu[:, h], self._Ql[:, h] = Qu, Ql
             D = Qu - np.maximum(Ql, 0.0)  # (B, S, A): Q*_lam >= max(Ql, 0) (see docstring)
             if lam > 0:
                 logits = log_ref[:, h] + Qu / lam
