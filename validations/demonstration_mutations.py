@@ -6,7 +6,10 @@
   best-policy identification, so the demonstrations play no role and samples-to-eps is flat in N_E;
 * ``demo-bpi-uniform-reference``: the KL reference is the uniform policy instead of pi_BC
   (``reference_policy``) while lambda still grows with N_E: the stopping time falls, but the
-  regularisation bias lambda H ln A exceeds eps / 2 and the output is not eps-optimal.
+  regularisation bias lambda H ln A exceeds eps / 2 and the output is not eps-optimal;
+* ``demo-bpi-bonus-halved``: the Hoeffding bonus halved (``hoeffding_bonus``). On the claim's
+  deterministic lock the learner still outputs an eps-optimal policy (and stops sooner), so the
+  claim cannot see it; the pinned test that writes the bonus out does.
 """
 
 from __future__ import annotations
@@ -39,6 +42,15 @@ def uniform_reference(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def bonus_halved(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online import demo_regularised_bpi as m
+
+    original = m.hoeffding_bonus
+    with _patched(m, "hoeffding_bonus", lambda c, h, H, L, n: 0.5 * original(c, h, H, L, n)):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -54,6 +66,16 @@ MUTATIONS = (
             "mutation",
             "demo-regularised-bpi regularised toward the uniform policy instead of pi_BC",
             uniform_reference,
+        )
+    ),
+    register_control(
+        Control(
+            "demo-bpi-bonus-halved",
+            "mutation",
+            "demo-regularised-bpi with its Hoeffding bonus halved",
+            bonus_halved,
+            family=("demonstrations",),
+            tests=(("test_demo_regularised_bpi", "test_bonus_is_the_written_hoeffding_term", {}),),
         )
     ),
 )

@@ -104,6 +104,11 @@ def reference_policy(bc: np.ndarray, reference: str) -> np.ndarray:
     return bc if reference == "bc" else np.full_like(bc, 1.0 / bc.shape[-1])
 
 
+def hoeffding_bonus(c: float, h: int, H: int, L: float, n: np.ndarray) -> np.ndarray:
+    """b_h = c (H - h) sqrt(L / (2 max(n, 1))), same shape as the counts ``n``."""
+    return c * (H - h) * np.sqrt(L / (2.0 * np.maximum(n, 1.0)))
+
+
 def _check_demos(demos, B: int, H: int, S: int, A: int, name: str):
     """(states, actions), each (B, N_E, H) ints, from (N_E, H) or (B, N_E, H) arrays."""
     states, actions = (np.asarray(x) for x in demos)
@@ -215,7 +220,7 @@ class DemoRegularisedBPI:
             seen = n > 0
             P = self.N_next[:, h] / np.maximum(n, 1.0)[..., None]  # (B, S, A, S)
             r = self._reward(h, n)  # (B, S, A)
-            b = self.bonus_scale * (H - h) * np.sqrt(L / (2.0 * np.maximum(n, 1.0)))
+            b = hoeffding_bonus(self.bonus_scale, h, H, L, n)  # (B, S, A)
             cap, floor = float(H - h), -(H - h) * floor_rate
             PF = np.einsum("bsat,btk->bsak", P, np.stack([Vu, Vl, Z], axis=-1))  # (B, S, A, 3)
             PVu, PVl, PZ = PF[..., 0], PF[..., 1], PF[..., 2]
