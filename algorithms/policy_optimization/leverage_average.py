@@ -45,6 +45,10 @@ from scipy.special import logsumexp
 from theorylab.algorithms.planning.evaluation import evaluate_discounted
 from theorylab.algorithms.planning.soft_value_iteration import policy_entropy
 from theorylab.algorithms.planning.value_iteration import value_iteration
+from theorylab.algorithms.policy_optimization.evaluation_errors import (
+    ERROR_PATTERNS,
+    error_pattern,
+)
 from theorylab.algorithms.policy_optimization.path import PolicyPath, check_iterations
 from theorylab.algorithms.registry import register
 
@@ -98,35 +102,53 @@ def q_of_policy(mdp, policy: np.ndarray) -> np.ndarray:
 
 
 def md_vi_iterates(
-    mdp, iterations: int, *, lam: float, tau: float = 0.0, noise: float = 0.0, seed: int = 0
+    mdp,
+    iterations: int,
+    *,
+    lam: float,
+    tau: float = 0.0,
+    noise: float = 0.0,
+    seed: int = 0,
+    errors: str = "gaussian",
+    period: int = 2,
 ) -> PolicyPath:
-    """K MD-VI iterations (module docstring) with i.i.d. N(0, noise^2) evaluation errors."""
+    """K MD-VI iterations (module docstring) with evaluation errors of size ``noise`` drawn or
+    chosen by the pattern ``errors`` (:mod:`.evaluation_errors`; default i.i.d. N(0, noise^2))."""
     iterations = check_iterations("md-vi", iterations)
     lam, tau = _check("lam", lam), _check("tau", tau)
     noise = _check("noise", noise)
+    if errors not in ERROR_PATTERNS:
+        raise ValueError(
+            f"md-vi: errors must be one of {', '.join(ERROR_PATTERNS)}, got {errors!r}"
+        )
     if getattr(mdp, "gamma", None) is None or getattr(mdp, "horizon", None) is not None:
         raise ValueError(
             "md-vi is stated for discounted MDPs; give one with gamma (e.g. "
             f"random:S=5,A=3,gamma=0.9), got {getattr(mdp, 'name', mdp)!r}"
         )
     g = mdp.gamma
-    rng = np.random.default_rng(seed)
     q_star = optimal_q(mdp)
+    pattern = error_pattern(errors, mdp, q_star, noise, seed=seed, period=period)
     log_pi = np.full((mdp.S, mdp.A), -np.log(mdp.A))
     q = np.zeros((mdp.S, mdp.A))
     noise_sum = np.zeros_like(q)
-    policies, errors, averages = [np.exp(log_pi)], [], [0.0]
+    policies, averages, sup = [np.exp(log_pi)], [0.0], 0.0
     for k in range(1, int(iterations) + 1):
         log_new = md_vi_policy(log_pi, q, lam, tau)
-        eps = noise * rng.standard_normal(q.shape) if noise > 0 else np.zeros_like(q)
+        eps = pattern(k, np.exp(log_new)) if noise > 0 else np.zeros_like(q)
         q = md_vi_backup(mdp, q, log_new, log_pi, lam, tau, g) + eps
         noise_sum += eps
+        sup = max(sup, float(np.abs(eps).max()))
         log_pi = log_new
         policies.append(np.exp(log_pi))
         averages.append(float(np.abs(noise_sum).max()) / k)
     pis = np.stack(policies)  # (K+1, S, A)
-    qs = [q_of_policy(mdp, p) for p in pis]
-    errors = [float(np.abs(q_star - qp).max()) for qp in qs]
+    cache: dict[bytes, np.ndarray] = {}  # AVI's greedy policies recur (cycles, convergence)
+    for p in pis:
+        if p.tobytes() not in cache:
+            cache[p.tobytes()] = q_of_policy(mdp, p)
+    qs = [cache[p.tobytes()] for p in pis]
+    q_errors = [float(np.abs(q_star - qp).max()) for qp in qs]
     mu = mdp.mu0
     return PolicyPath(
         objective=np.array(
@@ -143,8 +165,11 @@ def md_vi_iterates(
             "noise": noise,
             "seed": int(seed),
             "gamma": float(g),
-            "q_error": errors,  # ||q* - q^{pi_k}||_inf, k = 0..K
+            "errors": errors,
+            "period": int(period),
+            "q_error": q_errors,  # ||q* - q^{pi_k}||_inf, k = 0..K
             "noise_average": averages,  # ||E_k / k||_inf, k = 0..K
+            "noise_sup": sup,  # max_k ||eps_k||_inf
         },
     )
 
@@ -157,7 +182,23 @@ def md_vi_iterates(
     papers=PAPERS,
 )
 def md_vi(
-    problem, iterations, lam: float = 1.0, tau: float = 0.0, noise: float = 0.0, seed: int = 0
+    problem,
+    iterations,
+    lam: float = 1.0,
+    tau: float = 0.0,
+    noise: float = 0.0,
+    seed: int = 0,
+    errors: str = "gaussian",
+    period: int = 2,
 ):
     """Mirror-descent VI (KL lam, entropy tau) with noisy q's; lam = tau = 0 is AVI."""
-    return md_vi_iterates(problem, iterations, lam=lam, tau=tau, noise=noise, seed=seed)
+    return md_vi_iterates(
+        problem,
+        iterations,
+        lam=lam,
+        tau=tau,
+        noise=noise,
+        seed=seed,
+        errors=errors,
+        period=period,
+    )
