@@ -1,4 +1,4 @@
-"""KL-regularised approximate dynamic programming: MD-VI's error-averaging bound."""
+"""Approximate dynamic programming: MD-VI's error-averaging bound and AVI's error propagation."""
 
 from __future__ import annotations
 
@@ -46,6 +46,42 @@ CARDS = (
             "AVI's classical counterpart (not a card): 2 gamma/(1-gamma)^2 max_j ||eps_j||_inf -- "
             "the errors accumulate and the horizon enters squared.",
             "K counts iterations here (the vocabulary's K is 'episodes').",
+        ),
+    ),
+    Bound(
+        name="avi-error-propagation",
+        printed="2*gamma*noise_sup/(1 - gamma)^2",
+        order_printed="noise_sup/(1 - gamma)^2",
+        kind="upper",
+        quantity="suboptimality",
+        probability="1",
+        setting=(
+            "discounted tabular MDP; approximate value iteration q_{k+1} = r + gamma P max q_k + "
+            "eps_{k+1} with ||eps_j||_inf <= noise_sup for every j, pi_{k+1} greedy in q_k; the "
+            "quantity is limsup_k ||q* - q^{pi_k}||_inf (deterministic: the errors are given)"
+        ),
+        source=Source(
+            authors="Bertsekas, Tsitsiklis",
+            title="Neuro-Dynamic Programming",
+            venue="Athena Scientific",
+            year=1996,
+            theorem="Proposition 6.1 [M]; tightness: Scherrer & Lesner (NIPS 2012) [V, abstract]",
+        ),
+        provenance="M",
+        version=(
+            "limsup_k ||q* - q^{pi_k}||_inf <= 2 gamma/(1-gamma)^2 max_j ||eps_j||_inf: the greedy "
+            "step loses 2 gamma/(1-gamma) ||q* - q_k|| and ||q* - q_k|| tends to at most "
+            "max_j ||eps_j|| / (1-gamma); stated from memory of Bertsekas & Tsitsiklis, the "
+            "form Vieillard et al. 2020 contrast with Theorem 1 (card md-vi-thm1)"
+        ),
+        notes=(
+            "[V]: Scherrer & Lesner, 'On the use of non-stationary policies for stationary "
+            "infinite-horizon MDPs' (NIPS 2012), abstract: value and policy iteration with errors "
+            "eps compute stationary policies that are 2 gamma/(1-gamma)^2 eps-optimal, and the "
+            "guarantee is tight. Their instance was not read; the family avi-tight [M] attains the "
+            "bound to 1 - O(gamma^n) (claim md-vi-horizon-slope: ratio >= 0.99996 at every gamma).",
+            "At finite k the bound carries 2 gamma^k/(1-gamma) ||q* - q_0||_inf more; the claim "
+            "checks that form at every iterate.",
         ),
     ),
 )
