@@ -138,6 +138,30 @@ def test_avi_tight_rewards_are_the_closed_form():
         assert np.all(mdp.R[:, 0] == 1.0) and mdp.R.min() >= 0.5
 
 
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("avi-tight:gamma=1.0", "gamma must lie in \\(0, 1\\), got gamma=1.0"),
+        ("avi-tight:gamma=0.9,eps=0.2", "eps must lie in \\(0, \\(1 - gamma\\)/2 = 0.05\\]"),
+        ("avi-tight:branch_cost=2.0", "branch_cost must lie in \\(0, 2\\)"),
+        ("avi-tight:margin=0.1", "margin must lie in \\(0, 1e-3\\]"),
+        ("avi-tight:n=-3", "n must be an integer >= 0"),
+    ],
+)
+def test_avi_tight_bad_parameters(spec, message):
+    from theorylab.errors import InvalidMDPError
+
+    with pytest.raises(InvalidMDPError, match=message):
+        make(spec)
+
+
+def test_avi_tight_name_rebuilds_the_model():
+    mdp = make("avi-tight:gamma=0.95")
+    again = make(mdp.name)
+    assert mdp.S == again.S == 2 + 200 and mdp.error_level == again.error_level == (1 - 0.95) / 4
+    np.testing.assert_array_equal(mdp.R, again.R)
+
+
 def _chain_q(mdp, policy: np.ndarray) -> np.ndarray:
     """q^pi (S, A) of a deterministic policy on the comb by the chain's forward recursion (state
     0 loops; left moves j -> j-1, the branch's left to 0; stay loops): no linear solve."""
