@@ -61,25 +61,30 @@ CARDS = (
             "quantity is limsup_k ||q* - q^{pi_k}||_inf (deterministic: the errors are given)"
         ),
         source=Source(
-            authors="Bertsekas, Tsitsiklis",
-            title="Neuro-Dynamic Programming",
-            venue="Athena Scientific",
-            year=1996,
-            theorem="Proposition 6.1 [M]; tightness: Scherrer & Lesner (NIPS 2012) [V, abstract]",
+            authors="Scherrer, Lesner",
+            title=(
+                "On the Use of Non-Stationary Policies for Stationary Infinite-Horizon Markov "
+                "Decision Processes"
+            ),
+            venue="NIPS",
+            year=2012,
+            arxiv="1211.6898",
+            theorem="abstract [V] (the bound as 'well-known', and its tightness)",
         ),
-        provenance="M",
+        provenance="V",
         version=(
-            "limsup_k ||q* - q^{pi_k}||_inf <= 2 gamma/(1-gamma)^2 max_j ||eps_j||_inf: the greedy "
-            "step loses 2 gamma/(1-gamma) ||q* - q_k|| and ||q* - q_k|| tends to at most "
-            "max_j ||eps_j|| / (1-gamma); stated from memory of Bertsekas & Tsitsiklis, the "
-            "form Vieillard et al. 2020 contrast with Theorem 1 (card md-vi-thm1)"
+            "limsup_k ||q* - q^{pi_k}||_inf <= 2 gamma/(1-gamma)^2 max_j ||eps_j||_inf. [V] the "
+            "abstract: 'Using Value and Policy Iteration with some error eps at each iteration, it "
+            "is well-known that one can compute stationary policies that are 2 gamma/(1-gamma)^2 "
+            "eps-optimal', and 'this guarantee is tight'. [A] the q-form here: the greedy step "
+            "loses 2 gamma/(1-gamma) ||q* - q_k|| and ||q* - q_k|| tends to at most "
+            "max_j ||eps_j|| / (1-gamma) (Bertsekas & Tsitsiklis 1996, Neuro-Dynamic Programming "
+            "[M]); the form Vieillard et al. 2020 contrast with Theorem 1 (card md-vi-thm1)"
         ),
         notes=(
-            "[V]: Scherrer & Lesner, 'On the use of non-stationary policies for stationary "
-            "infinite-horizon MDPs' (NIPS 2012), abstract: value and policy iteration with errors "
-            "eps compute stationary policies that are 2 gamma/(1-gamma)^2 eps-optimal, and the "
-            "guarantee is tight. Their instance was not read; the family avi-tight [M] attains the "
-            "bound to 1 - O(gamma^n) (claim md-vi-horizon-slope: ratio >= 0.99996 at every gamma).",
+            "Scherrer & Lesner's tight instance was not read; the family avi-tight [M] attains "
+            "the bound to 1 - O(gamma^n) (claim md-vi-horizon-slope: ratio >= 0.99995 at gamma "
+            "0.8 .. 0.99).",
             "At finite k the bound carries 2 gamma^k/(1-gamma) ||q* - q_0||_inf more; the claim "
             "checks that form at every iterate.",
         ),
