@@ -150,6 +150,12 @@ _ENTRIES = [
         latex=r"\lVert E_K / K \rVert_\infty",
     ),
     Variable(
+        "noise_sup",
+        "max_j ||eps_j||_inf, a bound on every evaluation error eps_j (approximate VI)",
+        low_closed=True,
+        latex=r"\max_j \lVert \epsilon_j \rVert_\infty",
+    ),
+    Variable(
         "lam_kl",
         "weight lambda of the KL(pi || pi_k) regulariser (MD-VI)",
         low_closed=True,

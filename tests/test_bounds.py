@@ -82,6 +82,7 @@ EXPECTED_NAMES = {
     "wang2023-avg-sample-complexity",
     "wang2023-avg-earlier-upper",
     "md-vi-thm1",
+    "avi-error-propagation",
     "gshf-offline-pessimism",
 }
 
