@@ -1775,3 +1775,9 @@ MUTATIONS = (*MUTATIONS, *offline_support_mutations.MUTATIONS)
 from theorylab.validations import exploration_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *exploration_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 28 (llm28)
+# ROVER (validations/claims/rlvr_twins.py)
+from theorylab.validations import rlvr_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *rlvr_mutations.MUTATIONS)

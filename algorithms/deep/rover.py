@@ -113,8 +113,9 @@ def expected_distinct_correct(task, seq_p: np.ndarray, k: int) -> np.ndarray:
 def random_binary_tree(
     V: int, L: int, prompts: int, p: float, seed: int, graded: bool = False
 ) -> EosTokenTree:
-    """A tokentree-eos tree whose responses are correct i.i.d. with probability p (reward 1{correct})
-    or, ``graded``, whose rewards are i.i.d. U(0, 1) (the best response correct); ref uniform."""
+    """A tokentree-eos tree whose responses are correct i.i.d. with probability p (reward
+    1{correct}; a prompt with none gets one response, drawn uniformly, made correct) or,
+    ``graded``, whose rewards are i.i.d. U(0, 1) (the best response correct); ref uniform."""
     if not 0 < p < 1:
         raise ValueError(f"p (the probability a response is correct) must be in (0, 1), got {p}")
     prefixes, responses = eos_tree_structure(V, L)
@@ -125,6 +126,8 @@ def random_binary_tree(
         correct = r >= r.max(axis=1, keepdims=True)
     else:
         correct = rng.random((prompts, Y)) < p
+        none = ~correct.any(axis=1)  # a problem with no correct answer gives no signal: plant one
+        correct[none, rng.integers(0, Y, size=int(none.sum()))] = True
         r = correct.astype(np.float64)
     return EosTokenTree(
         V,
@@ -133,6 +136,44 @@ def random_binary_tree(
         np.ones_like(r)[..., None],
         correct,
         np.full((prompts, len(prefixes), V), 1.0 / V),
-        name=f"rover-random-tree:V={V},L={L},prompts={prompts},p={p:g},graded={graded},"
-        f"seed={seed}",
+        name=f"rover-random-tree:V={V},L={L},prompts={prompts},p={p:g},graded={graded},seed={seed}",
     )
+
+
+def rover_at_accuracy(task, q: np.ndarray, target: float, iters: int = 60) -> np.ndarray:
+    """(P, Y) ROVER's softmax policy at, per prompt, the largest temperature rho whose accuracy
+    is >= target (bisection on log rho over [1e-4, 10]; accuracy falls as rho grows)."""
+    lo = np.full(task.n_prompts, 1e-4)
+    hi = np.full(task.n_prompts, 10.0)
+    for _ in range(iters):
+        mid = np.sqrt(lo * hi)
+        seq = sequence_probs(task, rover_policy(q, mid[:, None, None]))
+        ok = (seq * task.correct).sum(1) >= target
+        lo, hi = np.where(ok, mid, lo), np.where(ok, hi, mid)
+    return sequence_probs(task, rover_policy(q, lo[:, None, None]))
+
+
+def policy_gradient_at_accuracy(
+    task, target: float, lr: float = 5.0, max_steps: int = 5000
+) -> np.ndarray:
+    """(P, Y) the baseline ROVER improves on: exact policy-gradient ascent on the accuracy
+    J(theta) = sum_y pi_theta(y) 1{y correct} of a softmax logit table from the uniform policy,
+    each prompt's policy taken at the first step where its accuracy is >= target."""
+    import torch
+
+    from theorylab.algorithms.deep.twins import LogitTable
+
+    pol = LogitTable(task)
+    correct = torch.as_tensor(task.correct, dtype=torch.float64)
+    out = np.full((task.n_prompts, task.n_responses), np.nan)
+    for _ in range(max_steps):
+        seq = pol.seq_logp(pol.cond_logp()).exp()
+        acc = (seq * correct).sum(1)
+        hit = np.isnan(out[:, 0]) & (acc.detach().numpy() >= target)
+        out[hit] = seq.detach().numpy()[hit]
+        if not np.isnan(out[:, 0]).any():
+            return out
+        (g,) = torch.autograd.grad(acc.sum(), pol.theta)
+        with torch.no_grad():
+            pol.theta += lr * g
+    raise RuntimeError(f"policy gradient did not reach accuracy {target} in {max_steps} steps")
