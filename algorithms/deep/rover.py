@@ -177,3 +177,19 @@ def policy_gradient_at_accuracy(
         with torch.no_grad():
             pol.theta += lr * g
     raise RuntimeError(f"policy gradient did not reach accuracy {target} in {max_steps} steps")
+
+
+def sampled_uniform_q(task, n: int, rng: np.random.Generator) -> np.ndarray:
+    """(P, N, V) the Monte Carlo estimate of Q^{pi_u}: at every (x, h, a), the mean reward of n
+    responses completed by the uniform policy after (h, a) (ROVER's evaluation by roll-outs)."""
+    if n < 1:
+        raise ValueError(f"n (roll-outs per (h, a)) must be >= 1, got {n!r}")
+    log_u = np.full((task.n_prompts, task.n_nodes, task.V), -np.log(task.V))
+    cont = task.continuations(log_u)  # (P, N, V, Y)
+    P, N, V, Y = cont.shape
+    flat = cont.reshape(-1, Y)
+    cum = np.cumsum(flat, axis=1)
+    u = rng.random((flat.shape[0], n)) * cum[:, -1:]
+    idx = np.minimum((u[:, :, None] > cum[:, None, :]).sum(-1), Y - 1)  # (P N V, n)
+    r = np.repeat(task.mean_reward, N * V, axis=0)  # (P N V, Y)
+    return np.take_along_axis(r, idx, axis=1).mean(axis=1).reshape(P, N, V)
