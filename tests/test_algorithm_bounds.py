@@ -100,6 +100,7 @@ DEEP_TWINS = {
     "rto-twin",
     "refuel-twin",
     "exo-twin",
+    "rover-twin",
 }
 # The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
 MAIN_THEOREM = {
