@@ -137,7 +137,7 @@ MAIN_THEOREM = {
 TRANSFORMERS = {
     f"{loss}-transformer"
     for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm",
-                 "exo", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+                 "exo", "pacs", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 }  # fmt: skip
 
 

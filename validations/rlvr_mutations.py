@@ -4,7 +4,9 @@ appended to ``mutations.MUTATIONS``:
 * ``rover-leaf-fraction``: ROVER's Q^{pi_u}(h, a) taken as the fraction of the responses through
   (h, a) that are correct, each response weighted equally, instead of the probability that the
   uniform policy ends on a correct one (which weights a response by V^-(its tokens after a)); on
-  a tree whose responses all have one length the two are proportional at every node.
+  a tree whose responses all have one length the two are proportional at every node;
+* ``pacs-ratio-length-normalised``: PACS's implicit reward beta sum_t log pi/pi_old averaged over
+  a response's tokens (the authors' ``reward_method="2"`` normalisation) instead of summed.
 """
 
 from __future__ import annotations
@@ -34,6 +36,19 @@ def rover_leaf_fraction(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def pacs_ratio_length_normalised(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import pacs
+
+    original = pacs.implicit_reward
+
+    def token_mean(logp, old_logp, mask):
+        return original(logp, old_logp, mask) / mask.sum(dim=1)  # the bug: / |o|
+
+    with _patched(pacs, "implicit_reward", token_mean):
+        yield
+
+
 MUTATIONS = tuple(
     register_control(Control(name, "mutation", description, mutation))
     for name, description, mutation in (
@@ -41,6 +56,11 @@ MUTATIONS = tuple(
             "rover-leaf-fraction",
             "ROVER's uniform-policy Q taken as the fraction of correct responses below (h, a)",
             rover_leaf_fraction,
+        ),
+        (
+            "pacs-ratio-length-normalised",
+            "PACS's implicit reward averaged over a response's tokens instead of summed",
+            pacs_ratio_length_normalised,
         ),
     )
 )
