@@ -33,7 +33,7 @@ class RoverUniformQ:
         "over the responses through (h, a) of V^-(tokens left) r(y) (max gap <= 1e-12); "
         "argmax_a Q^unif(h, a) is an optimal action (Q* by enumeration: max reward below) at "
         "every node of every tree (0 violations) and the greedy policy is correct with "
-        "probability 1; ROVER's softmax(Q^unif / rho) accuracy rises as rho falls (1, 0.1, "
+        "probability 1; ROVER's softmax(Q^unif / rho) accuracy never falls as rho falls (1, 0.1, "
         "0.01, 1e-3, 1e-4), >= 0.999 at rho = 1e-4 (the Q gaps deep in the tree are "
         "~V^-(L-1)); at matched accuracy 0.9 its expected number of "
         "distinct correct responses in k = 16 samples is >= 1.3x that of exact policy-gradient "
@@ -74,7 +74,7 @@ class RoverUniformQ:
                 accs[i, j] = float((seq * task.correct).sum(1).min())
             graded = rv.random_binary_tree(V, L, P, p, seed * 100_000 + i, graded=True)
             graded_bad += rv.greedy_violations(graded, rv.uniform_q(graded))[0]
-        rising = bool((np.diff(accs, axis=1) > 0).all())
+        rising = bool((np.diff(accs, axis=1) >= -1e-12).all())  # 1.0 may repeat at small rho
         wins, counted, d_rover, d_pg = 0, 0, [], []
         for i in range(sc.diversity_trees):
             task = rv.random_binary_tree(4, 4, 4, 0.04, seed * 100_000 + 50_000 + i)
@@ -113,7 +113,7 @@ class RoverUniformQ:
                 rising and accs[:, -1].min() >= 0.999,
                 "worst accuracy over trees at rho = "
                 + ", ".join(f"{r:g}: {a:.4f}" for r, a in zip(self.rhos, accs.min(0), strict=True))
-                + "; rising on every tree, >= 0.999 at the smallest",
+                + "; never falling as rho falls on any tree, >= 0.999 at the smallest",
                 {"worst_accuracy": accs.min(0).tolist()},
             ),
             Check(
