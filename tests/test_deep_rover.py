@@ -103,7 +103,11 @@ def test_rover_run_matches_the_exact_softmax():
     from theorylab.mdps import make
 
     entry = get_algorithm("rover-twin")
-    assert (entry.kind, entry.problem, entry.papers) == ("deep", "token-tree", ("000#17",))
+    assert (entry.kind, entry.problem, entry.papers) == (
+        "deep",
+        "token-tree",
+        ("000#17", "002-004#G1"),
+    )
     spec = "tokentree-eos:V=3,L=3,prompts=2,reward=binary"
     res = tl.run("rover-twin:rho=0.1", spec, steps=1)
     task = make(spec)

@@ -107,7 +107,7 @@ def exo_twin(task, beta: float = 0.5, group_size: int = 2, lr: float = 5.0) -> T
     return _config("exo", task, beta=beta, group_size=group_size, lr=lr)
 
 
-@register("rover-twin", kind="deep", problem="token-tree", papers=("000#17",))
+@register("rover-twin", kind="deep", problem="token-tree", papers=("000#17", "002-004#G1"))
 def rover_twin(task, rho: float = 0.05, beta: float = 0.5) -> TwinConfig:
     """ROVER (He et al. 2025): softmax of the uniform policy's Q at temperature rho (exact, or
     from steps x batch uniform roll-outs per (h, a) in sampled mode). Predicted: the exact-Q

@@ -1,6 +1,6 @@
 """ROVER (He et al. 2025, "Random Policy Valuation is Enough for LLM Reasoning with Verifiable
-Rewards", arXiv 2509.24981) as an exact twin on a token tree. Seed row 000#17
-(``seed-catalogue-000.md#17``).
+Rewards", arXiv 2509.24981) as an exact twin on a token tree. Seed rows 000#17 and 002-004#G1
+(the same paper; ``seed-catalogue-000.md#17``, ``seed-catalogue-002-004.md#G1``).
 
 Read [V] (the abstract and third-party summaries quoting it): "the optimal action can be
 recovered from the Q-function of a fixed uniformly random policy" -- Theorem 3.1: in a

@@ -32,7 +32,8 @@ class RoverUniformQ:
         "uniform policy's Q by the Bellman recursion Q(h,a) = mean_a' Q(ha, a') equals the sum "
         "over the responses through (h, a) of V^-(tokens left) r(y) (max gap <= 1e-12); "
         "argmax_a Q^unif(h, a) is an optimal action (Q* by enumeration: max reward below) at "
-        "every node of every tree (0 violations) and the greedy policy is correct with "
+        "every node of every tree (0 violations; Q^unif(h, a) > 0 exactly where Q*(h, a) = 1) "
+        "and the greedy policy is correct with "
         "probability 1; ROVER's softmax(Q^unif / rho) accuracy never falls as rho falls (1, 0.1, "
         "0.01, 1e-3, 1e-4), >= 0.999 at rho = 1e-4 (the Q gaps deep in the tree are "
         "~V^-(L-1)); at matched accuracy 0.9 its expected number of "
@@ -59,12 +60,13 @@ class RoverUniformQ:
         t0 = time.perf_counter()
         sc = self.scales[scale]
         V, L, P, p = sc.tree
-        gap, bad, nodes, graded_bad, greedy_acc = 0.0, 0, 0, 0, 1.0
+        gap, bad, nodes, graded_bad, greedy_acc, mismatch = 0.0, 0, 0, 0, 1.0, 0
         accs = np.zeros((sc.trees, len(self.rhos)))
         for i in range(sc.trees):
             task = rv.random_binary_tree(V, L, P, p, seed * 100_000 + i)
             q = rv.uniform_q(task)
             gap = max(gap, float(np.abs(q - rv.uniform_q_by_enumeration(task)).max()))
+            mismatch += int(((q > 0) != (rv.optimal_q_by_enumeration(task) == 1)).sum())
             b, n = rv.greedy_violations(task, q)
             bad, nodes = bad + b, nodes + n
             seq = rv.sequence_probs(task, rv.greedy_policy(q))
@@ -103,10 +105,16 @@ class RoverUniformQ:
             ),
             Check(
                 "argmax Q^unif is an optimal action at every node (binary rewards)",
-                bad == 0 and greedy_acc >= 1 - 1e-12,
+                bad == 0 and greedy_acc >= 1 - 1e-12 and mismatch == 0,
                 f"{bad} of {nodes} (prompt, node) pairs where argmax Q^unif is not in argmax Q*; "
-                f"the greedy policy's worst accuracy {greedy_acc:.12f}",
-                {"violations": bad, "nodes": nodes, "greedy_accuracy": greedy_acc},
+                f"the greedy policy's worst accuracy {greedy_acc:.12f}; {mismatch} (x, h, a) where "
+                "Q^unif > 0 and Q* = 1 disagree",
+                {
+                    "violations": bad,
+                    "nodes": nodes,
+                    "greedy_accuracy": greedy_acc,
+                    "q_sign_mismatches": mismatch,
+                },
             ),
             Check(
                 "softmax(Q^unif / rho) tends to an optimal policy as rho -> 0",
@@ -158,7 +166,9 @@ class RoverUniformQ:
         return _report(self.name, self.statement, scale, checks, t0, cfg, figure)
 
 
-register_validation(RoverUniformQ(), controls=("rover-leaf-fraction",), papers=("000#17",))
+register_validation(
+    RoverUniformQ(), controls=("rover-leaf-fraction",), papers=("000#17", "002-004#G1")
+)
 
 
 @dataclass(frozen=True)
