@@ -104,6 +104,7 @@ DEEP_TWINS = {
     "rto-twin",
     "refuel-twin",
     "exo-twin",
+    "rover-twin",
 }
 # The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
 MAIN_THEOREM = {
@@ -140,7 +141,7 @@ MAIN_THEOREM = {
 TRANSFORMERS = {
     f"{loss}-transformer"
     for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm",
-                 "exo", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+                 "exo", "pacs", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 }  # fmt: skip
 
 

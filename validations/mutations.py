@@ -1781,3 +1781,8 @@ MUTATIONS = (*MUTATIONS, *exploration_mutations.MUTATIONS)
 from theorylab.validations import demonstration_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *demonstration_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 28 (llm28)
+# ROVER (validations/claims/rlvr_twins.py)
+from theorylab.validations import rlvr_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *rlvr_mutations.MUTATIONS)

@@ -105,3 +105,11 @@ def exo_twin(task, beta: float = 0.5, group_size: int = 2, lr: float = 5.0) -> T
     """EXO (Ji et al. 2024): gradient steps on the exact exo loss over K = group_size reference
     responses per prompt. Predicted: pi*_beta (a zero of the loss for every K)."""
     return _config("exo", task, beta=beta, group_size=group_size, lr=lr)
+
+
+@register("rover-twin", kind="deep", problem="token-tree", papers=("000#17", "002-004#G1"))
+def rover_twin(task, rho: float = 0.05, beta: float = 0.5) -> TwinConfig:
+    """ROVER (He et al. 2025): softmax of the uniform policy's Q at temperature rho (exact, or
+    from steps x batch uniform roll-outs per (h, a) in sampled mode). Predicted: the exact-Q
+    softmax, optimal as rho -> 0 under binary rewards; kl_optimum to pi*_beta."""
+    return _config("rover", task, rho=rho, beta=beta)

@@ -23,6 +23,7 @@ LOSS_MODULES = (
     "theorylab.algorithms.deep.offline_losses",
     "theorylab.algorithms.deep.regression_losses",
     "theorylab.algorithms.deep.exo",
+    "theorylab.algorithms.deep.pacs",
     "theorylab.algorithms.deep.kl",
 )
 

@@ -21,6 +21,10 @@ What ``steps`` counts, and the predicted point each run's ``tv_predicted`` measu
   loss's exact expectation over K = ``group_size`` i.i.d. reference responses, from the uniform
   table. Predicted: pi*_beta, a zero of the loss for every K >= 2 (there p_theta = p_r on every
   K-tuple). Exact mode only.
+* ``rover`` (seed row 000#17, :mod:`~theorylab.algorithms.deep.rover`): ROVER's policy
+  softmax(Q^{pi_u} / rho) (exact mode: Q^{pi_u} by the tree backup; sampled mode: the mean reward
+  of ``s x batch`` uniform roll-outs per (h, a) at record step s). Predicted: the exact-Q
+  softmax; ``kl_optimum`` is to pi*_beta for the given beta.
 """
 
 from __future__ import annotations
@@ -37,7 +41,7 @@ from theorylab.algorithms.deep.twins import (
     train_twin,
 )
 
-RUNS = ("qsharp", "rto", "refuel", "exo")
+RUNS = ("qsharp", "rto", "refuel", "exo", "rover")
 
 
 def _schedule(steps: int, record_every: int) -> list[int]:
@@ -111,6 +115,19 @@ def _exo(task, marks, beta, group_size, lr):
     return seqs, opt, opt
 
 
+def _rover(task, marks, mode, batch, seed, rho, beta):
+    from theorylab.algorithms.deep import rover
+
+    rng = np.random.default_rng(seed)
+    seqs = [task.ref_logprobs]
+    predicted = np.log(rover.sequence_probs(task, rover.rover_policy(rover.uniform_q(task), rho)))
+    for s in marks[1:]:
+        q = (rover.uniform_q(task) if mode == "exact"
+             else rover.sampled_uniform_q(task, s * batch, rng))  # fmt: skip
+        seqs.append(np.log(rover.sequence_probs(task, rover.rover_policy(q, rho))))
+    return seqs, predicted, task.soft_optimum(beta).seq_logp
+
+
 def run_twin(
     task,
     twin: str,
@@ -127,14 +144,15 @@ def run_twin(
     lr: float = 1.0,
     group_size: int = 2,
     iters: int = 200,
+    rho: float = 0.05,
 ) -> TwinTrace:
     """Run ``twin`` (one of :data:`RUNS`) for ``steps`` (module docstring) and record exact
     metrics; the keywords not used by ``twin`` are ignored by it."""
     if twin not in RUNS:
         raise ValueError(f"unknown run {twin!r}; expected one of {RUNS}")
-    if mode != "exact" and twin != "qsharp":
+    if mode != "exact" and twin not in ("qsharp", "rover"):
         raise ValueError(f"{twin}-twin runs in mode 'exact' only, got mode {mode!r}")
-    for name, v in (("beta", beta), ("beta2", beta2), ("eta", eta), ("lr", lr)):
+    for name, v in (("beta", beta), ("beta2", beta2), ("eta", eta), ("lr", lr), ("rho", rho)):
         if not v > 0:
             raise ValueError(f"{name} must be > 0, got {v!r}")
     if group_size < 2:
@@ -153,6 +171,9 @@ def run_twin(
         elif twin == "refuel":
             params = {"eta": eta, "beta": beta, "iters": iters}
             out = _refuel(task, marks, eta, beta, iters)
+        elif twin == "rover":
+            params = {"rho": rho, "beta": beta}
+            out = _rover(task, marks, mode, batch, seed, rho, beta)
         else:
             params = {"beta": beta, "group_size": group_size, "lr": lr}
             out = _exo(task, marks, beta, group_size, lr)

@@ -30,6 +30,18 @@ def register_validation(claim, controls=None, papers=()):
     return _register(claim, controls, papers=papers) if TORCH else claim
 
 
+def different_lengths(task, why: str = "") -> Check:
+    """The check every variable-length claim makes first: the task's responses have more than one
+    length (on a tree whose responses all have L tokens a length normalisation is invisible)."""
+    lengths = task.token_mask.sum(1)
+    return Check(
+        "the responses have different lengths" + (f" ({why})" if why else ""),
+        bool(lengths.min() < lengths.max()),
+        f"lengths {int(lengths.min())}..{int(lengths.max())} over {task.n_responses} responses",
+        {"min_length": int(lengths.min()), "max_length": int(lengths.max())},
+    )
+
+
 @dataclass(frozen=True)
 class TwinScale:
     task: str
@@ -667,16 +679,7 @@ class LengthNormalisations:
         task = make(spec)
         rng = np.random.default_rng(seed + 11)
         theta = 0.7 * rng.standard_normal((task.n_prompts, task.n_nodes, task.V))
-        lengths = task.token_mask.sum(1)
-        checks: list[Check] = [
-            Check(
-                "the responses have different lengths (else the normalisations coincide)",
-                bool(lengths.min() < lengths.max()),
-                f"lengths {int(lengths.min())}..{int(lengths.max())} over "
-                f"{task.n_responses} responses",
-                {"min_length": int(lengths.min()), "max_length": int(lengths.max())},
-            )
-        ]
+        checks: list[Check] = [different_lengths(task, "else the normalisations coincide")]
         threads = torch.get_num_threads()
         torch.set_num_threads(1)
         beta = self.beta
@@ -937,15 +940,7 @@ class RegressionTwin:
 
         t0 = time.perf_counter()
         task = make(self.scales[scale])
-        lengths = task.token_mask.sum(1)
-        checks = [
-            Check(
-                "the responses have different lengths (else a length normalisation is invisible)",
-                bool(lengths.min() < lengths.max()),
-                f"lengths {int(lengths.min())}..{int(lengths.max())} over {task.n_responses} "
-                "responses",
-            )
-        ]
+        checks = [different_lengths(task, "else a length normalisation is invisible")]
         sampler = rt.random_logits(task, seed + 1)
         values: dict[str, float] = {}
         threads = torch.get_num_threads()
@@ -1157,13 +1152,8 @@ class QSharpTwin:
         ref_gap = float(np.abs(q_ref - q_star).max())
         ref_tv = float(task.tv(task.sequence_logprobs(qsharp.guided_policy(task, q_ref, beta)),
                                opt.seq_logp).max())  # fmt: skip
-        lengths = task.token_mask.sum(1)
         checks = [
-            Check(
-                "the responses have different lengths",
-                bool(lengths.min() < lengths.max()),
-                f"lengths {int(lengths.min())}..{int(lengths.max())}",
-            ),  # fmt: skip
+            different_lengths(task),
             Check(
                 "Q#'s distributional Q* equals soft value iteration's",
                 gap <= 1e-12,
@@ -1224,13 +1214,8 @@ class RTOTwin:
         tok = rto.token_rewards(task, dpo.cond_logp, beta)
         gap = float(np.abs(rto.implicit_return(task, tok)
                            - (task.mean_reward - beta * dpo.log_z[:, None])).max())  # fmt: skip
-        lengths = task.token_mask.sum(1)
         checks = [
-            Check(
-                "the responses have different lengths",
-                bool(lengths.min() < lengths.max()),
-                f"lengths {int(lengths.min())}..{int(lengths.max())}",
-            ),  # fmt: skip
+            different_lengths(task),
             Check(
                 "the token rewards telescope to the sequence-level implicit reward",
                 gap <= 1e-12,

@@ -1,0 +1,66 @@
+"""Known-bug mutations of the RLVR twins of issue 28 (``validations/claims/rlvr_twins.py``);
+appended to ``mutations.MUTATIONS``:
+
+* ``rover-leaf-fraction``: ROVER's Q^{pi_u}(h, a) taken as the fraction of the responses through
+  (h, a) that are correct, each response weighted equally, instead of the probability that the
+  uniform policy ends on a correct one (which weights a response by V^-(its tokens after a)); on
+  a tree whose responses all have one length the two are proportional at every node;
+* ``pacs-ratio-length-normalised``: PACS's implicit reward beta sum_t log pi/pi_old averaged over
+  a response's tokens (the authors' ``reward_method="2"`` normalisation) instead of summed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def rover_leaf_fraction(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.deep import rover
+
+    def leaf_fraction(task):
+        total = np.zeros((task.n_prompts, task.n_nodes, task.V))
+        count = np.zeros((task.n_nodes, task.V))
+        for y, _, h, a, _ in rover._positions(task):
+            total[:, h, a] += task.mean_reward[:, y]
+            count[h, a] += 1.0
+        return total / count  # the bug: every response below (h, a) weighted alike
+
+    with _patched(rover, "uniform_q", leaf_fraction):
+        yield
+
+
+@contextlib.contextmanager
+def pacs_ratio_length_normalised(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import pacs
+
+    original = pacs.implicit_reward
+
+    def token_mean(logp, old_logp, mask):
+        return original(logp, old_logp, mask) / mask.sum(dim=1)  # the bug: / |o|
+
+    with _patched(pacs, "implicit_reward", token_mean):
+        yield
+
+
+MUTATIONS = tuple(
+    register_control(Control(name, "mutation", description, mutation))
+    for name, description, mutation in (
+        (
+            "rover-leaf-fraction",
+            "ROVER's uniform-policy Q taken as the fraction of correct responses below (h, a)",
+            rover_leaf_fraction,
+        ),
+        (
+            "pacs-ratio-length-normalised",
+            "PACS's implicit reward averaged over a response's tokens instead of summed",
+            pacs_ratio_length_normalised,
+        ),
+    )
+)
