@@ -9,6 +9,9 @@
 * ``dno-target-reversed``: DNO regresses on r_t(y') - r_t(y) (``dno.dno_step``);
 * ``maxmin-utilitarian``: MaxMin-RLHF maximises sum_k w_k U_k, not min_k U_k
   (``maxmin.policy_of_groups``);
+* ``pessimism-dropped``: VPO's value term / RPO's SFT term dropped, so both fit the plain reward MLE
+  and play its Gibbs policy -- DPO in the bounded reward class (``vpo.regularised_rewards`` at
+  alpha = 0);
 * ``rlhs-foresight-labels``: RLHS relabels its pairs without the simulated outcome
   (``rlhs.hindsight_labels``).
 """
@@ -169,6 +172,32 @@ MUTATIONS = (
             "mutation",
             "RLHS relabelling its pairs without the simulated outcome (foresight ratings)",
             rlhs_foresight_labels,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def pessimism_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import vpo
+
+    original = vpo.regularised_rewards
+
+    def dropped(ref, cal, wins, beta, alpha, R, sign=-1, r0=None):
+        return original(ref, cal, wins, beta, 0.0, R, sign, r0)  # the bug: no value term
+
+    with _patched(vpo, "regularised_rewards", dropped):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "pessimism-dropped",
+            "mutation",
+            "VPO's value term / RPO's SFT term dropped (the plain reward MLE, DPO)",
+            pessimism_dropped,
         )
     ),
 )
