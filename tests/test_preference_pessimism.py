@@ -179,3 +179,39 @@ def test_pessimism_dropped_mutation_is_the_plain_mle():
     with pessimism_dropped():
         mutated = V.vpo_offline(bandit, data, alpha=1.0).policy
     assert np.allclose(mutated, V.vpo_offline(bandit, data, alpha=0.0).policy)
+
+
+# ------------------------------------------------------------------ XPO
+def test_xpo_bonus_is_the_value_term_with_sign_plus():
+    """alpha sum_a m_a log pi_r(a), written out, equals -(alpha M / beta)(beta log Z - <m/M, r>)
+    up to a constant in r (the reduction xpo_rewards uses)."""
+    rng = np.random.default_rng(0)
+    ref = rng.dirichlet(np.ones(4))
+    m = rng.dirichlet(np.ones(4)) * 0.7
+    M, beta, alpha = m.sum(), 0.3, 0.05
+    const = alpha * m @ np.log(ref)
+    for _ in range(5):
+        r = rng.normal(size=4)
+        logpi = np.log(ref) + r / beta - logsumexp(r / beta, b=ref)
+        bonus = alpha * m @ logpi
+        value = -(alpha * M / beta) * (beta * logsumexp(r / beta, b=ref) - (m / M) @ r)
+        assert abs(bonus - (value + const)) < 1e-12
+
+
+def test_online_dpo_stalls_and_xpo_explores():
+    prob = "gshf-coverage:S=1,eps=0.00001,gap=4,eta=0.25"
+    kw = dict(dataset_size=400, seeds=3, batch=40)
+    dpo = tl.run("xpo-bandit", prob, alpha=0.0, **kw).values.ravel()
+    ours = tl.run("xpo-bandit", prob, alpha=0.002, **kw).values.ravel()
+    assert dpo.min() > 0.9  # the best response (ref mass 1e-5) is never drawn
+    assert ours.max() < 0.05
+
+
+def test_xpo_input_errors():
+    kw = dict(dataset_size=20, seeds=1)
+    with pytest.raises(V.VPOError, match="batch must be a positive integer, got 0"):
+        tl.run("xpo-bandit", "gshf-coverage", batch=0, **kw)
+    with pytest.raises(V.VPOError, match="alpha must be a number >= 0"):
+        tl.run("xpo-bandit", "gshf-coverage", alpha=-1.0, **kw)
+    with pytest.raises(V.VPOError, match="one-hot features"):
+        tl.run("xpo-bandit", "kl-bandit", **kw)

@@ -12,6 +12,8 @@
 * ``pessimism-dropped``: VPO's value term / RPO's SFT term dropped, so both fit the plain reward MLE
   and play its Gibbs policy -- DPO in the bounded reward class (``vpo.regularised_rewards`` at
   alpha = 0);
+* ``xpo-bonus-dropped``: XPO's exploration bonus dropped, i.e. online DPO (``xpo.xpo_rewards`` at
+  alpha = 0);
 * ``rlhs-foresight-labels``: RLHS relabels its pairs without the simulated outcome
   (``rlhs.hindsight_labels``).
 """
@@ -198,6 +200,32 @@ MUTATIONS = (
             "mutation",
             "VPO's value term / RPO's SFT term dropped (the plain reward MLE, DPO)",
             pessimism_dropped,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def xpo_bonus_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import xpo
+
+    original = xpo.xpo_rewards
+
+    def dropped(bandit, data_b, alpha, R, r0):
+        return original(bandit, data_b, 0.0, R, r0)  # the bug: no exploration bonus
+
+    with _patched(xpo, "xpo_rewards", dropped):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "xpo-bonus-dropped",
+            "mutation",
+            "XPO's exploration bonus dropped (online DPO)",
+            xpo_bonus_dropped,
         )
     ),
 )

@@ -35,6 +35,7 @@ from theorylab.algorithms.preference import (
     rlhs,  # noqa: F401  (registers rlhs)
     rpo,  # noqa: F401  (registers rpo-offline)
     vpo,  # noqa: F401  (registers vpo-offline)
+    xpo,  # noqa: F401  (registers xpo-bandit)
 )
 from theorylab.algorithms.preference.mle import fit_btl, fit_pairwise_split, fit_plackett_luce
 from theorylab.algorithms.preference.nash import GameRun

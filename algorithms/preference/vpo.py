@@ -84,7 +84,8 @@ def regularised_rewards(
     ref, cal, wins, beta: float, alpha: float, R: float, sign: int = -1, r0=None
 ) -> np.ndarray:
     """argmin of :func:`regularised_objective` over the box [-R, R]^A by projected Newton (the
-    coordinates at a bound whose gradient points out are held, a Newton step on the others,
+    coordinates at a bound whose gradient points out are held, a Newton step on the others --
+    the Hessian shifted to be positive definite where sign = +1 makes it indefinite --
     backtracking on the projected path) from ``r0`` (default 0), to a projected-gradient norm below
     1e-10; ``(A,)``."""
     ref = np.asarray(ref, dtype=np.float64)
@@ -98,11 +99,10 @@ def regularised_rewards(
         if not free.any() or np.abs(g[free]).max() <= 1e-10:
             return x
         H = _hessian(x, ref, wins, beta, alpha, sign)[np.ix_(free, free)]
-        H = H + 1e-10 * np.eye(H.shape[0])  # the shift direction is flat
+        lo = float(np.linalg.eigvalsh(H)[0])  # sign = +1: not convex, shift H to be positive
+        H = H + (max(0.0, -lo) * 1.01 + 1e-10) * np.eye(H.shape[0])  # (the shift is flat)
         step = np.zeros_like(x)
         step[free] = -np.linalg.solve(H, g[free])
-        if g @ step >= 0:  # not a descent direction (indefinite): steepest descent
-            step = np.where(free, -g, 0.0)
         t = 1.0
         while t > 1e-12:
             y = np.clip(x + t * step, -R, R)
