@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from theorylab.algorithms.preference.vpo import (
     RegularisedFit,
-    VPOError,
+    check_bound,
     check_problem,
     check_weight,
     fit_regularised,
@@ -60,7 +60,5 @@ def rpo_offline(
     times the reward penalty against ``baseline``), solved as its min-max; eta = 0 is DPO."""
     bandit = check_problem(bandit, data, "rpo-offline")
     eta = check_weight("rpo-offline", "eta", eta)
-    R = check_weight("rpo-offline", "R", R)
-    if R == 0:
-        raise VPOError("rpo-offline: R (the reward bound) must be > 0, got 0")
+    R = check_bound("rpo-offline", R)
     return fit_regularised(bandit, data, eta, baseline, R)

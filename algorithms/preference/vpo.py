@@ -175,6 +175,14 @@ def check_weight(name: str, key: str, value) -> float:
     return float(value)
 
 
+def check_bound(name: str, R) -> float:
+    """The reward bound R > 0 (finite), else an error naming the algorithm and the value."""
+    R = check_weight(name, "R", R)
+    if R == 0:
+        raise VPOError(f"{name}: R (the reward bound) must be > 0, got 0")
+    return R
+
+
 def fit_regularised(
     bandit: KLBandit, data: PairwiseDataset, weight: float, cal: str, R: float
 ) -> RegularisedFit:
@@ -212,7 +220,5 @@ def vpo_offline(
     value (pessimism), per context, and its Gibbs policy; alpha = 0 is the plain MLE."""
     bandit = check_problem(bandit, data, "vpo-offline")
     alpha = check_weight("vpo-offline", "alpha", alpha)
-    R = check_weight("vpo-offline", "R", R)
-    if R == 0:
-        raise VPOError("vpo-offline: R (the reward bound) must be > 0, got 0")
+    R = check_bound("vpo-offline", R)
     return fit_regularised(bandit, data, alpha / np.sqrt(data.n), calibration, R)

@@ -37,6 +37,7 @@ from scipy.special import softmax
 from theorylab.algorithms.preference.vpo import (
     RegularisedFit,
     VPOError,
+    check_bound,
     check_problem,
     check_weight,
     regularised_rewards,
@@ -79,9 +80,7 @@ def xpo_bandit(
     ``batch``; alpha = 0 is online DPO."""
     bandit = check_problem(bandit, data, "xpo-bandit")
     alpha = check_weight("xpo-bandit", "alpha", alpha)
-    R = check_weight("xpo-bandit", "R", R)
-    if R == 0:
-        raise VPOError("xpo-bandit: R (the reward bound) must be > 0, got 0")
+    R = check_bound("xpo-bandit", R)
     if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
         raise VPOError(f"xpo-bandit: batch must be a positive integer, got {batch!r}")
     if oracle is None:
