@@ -14,6 +14,8 @@
   alpha = 0);
 * ``xpo-bonus-dropped``: XPO's exploration bonus dropped, i.e. online DPO (``xpo.xpo_rewards`` at
   alpha = 0);
+* ``rlcr-brier-dropped``: RLCR trained on the binary correctness reward alone, no Brier term
+  (``rlcr.reward_table`` with brier = False);
 * ``rlhs-foresight-labels``: RLHS relabels its pairs without the simulated outcome
   (``rlhs.hindsight_labels``).
 """
@@ -226,6 +228,32 @@ MUTATIONS = (
             "mutation",
             "XPO's exploration bonus dropped (online DPO)",
             xpo_bonus_dropped,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def rlcr_brier_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import rlcr
+
+    original = rlcr.reward_table
+
+    def dropped(inst, brier=True):
+        return original(inst, False)  # the bug: the calibration term forgotten
+
+    with _patched(rlcr, "reward_table", dropped):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "rlcr-brier-dropped",
+            "mutation",
+            "RLCR's Brier term dropped (the binary correctness reward)",
+            rlcr_brier_dropped,
         )
     ),
 )
