@@ -12,9 +12,10 @@ well-calibrated"). Reconstructed [A]: the combination R(y, q) = 1[c] - (q - 1[c]
 catalogue's example; the paper's exact form was not read), a tabular policy over (answer,
 confidence level) per prompt, and the correctness of answer y a Bernoulli(p[x, y]).
 
-Exact expected reward: E R = p - p (1 - q)^2 - (1 - p) q^2 = p^2 - (q - p)^2 + ... precisely
-p - p(1 - p) - (q - p)^2, maximised over q at q = p (properness) with value p^2 at q = p,
-increasing in p: the best answer is still the most likely correct one (accuracy is not traded).
+Exact expected reward: E R = p - p (1 - q)^2 - (1 - p) q^2 = p - p (1 - p) - (q - p)^2,
+maximised over q at q = p (properness) with value p^2, increasing in p: the best answer is still
+the most likely correct one (accuracy is not traded). On a grid of levels the optimum reports the
+level nearest p.
 With the binary reward alone (``brier=False``) the gradient in the confidence is 0: the reported
 confidence stays where it started (uniform), uncalibrated.
 
