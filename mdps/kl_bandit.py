@@ -149,6 +149,26 @@ def gshf_coverage(S: int = 2, eps: float = 0.005, eta: float = 0.5, gap: float =
     return KLBandit(phi, np.full(S, 1.0 / S), theta, B, "gshf-coverage", ref, eta)
 
 
+def spurious_coverage(eps: float = 0.001, eta: float = 0.5, gap: float = 1.0) -> KLBandit:
+    """The spurious-response instance of VPO / RPO (card docs/algorithms/vpo.md): one context,
+    three responses a, b, s with rewards (gap, 0, 0) (one-hot features) and a reference policy
+    ((1 - eps) / 2, (1 - eps) / 2, eps): ref x ref data seldom compare s, which is no better than
+    b; a reward MLE that sees s win its few comparisons puts it on top (over-optimisation)."""
+    if not 0 < eps < 1:
+        raise PreferenceError(
+            f"eps (the reference mass of the spurious response) must lie in (0, 1), got {eps!r}"
+        )
+    if not (isinstance(gap, (int, float)) and gap > 0):
+        raise PreferenceError(
+            f"gap (the reward of the covered best response) must be > 0, got {gap!r}"
+        )
+    r = np.array([float(gap), 0.0, 0.0])
+    theta = r - r.mean()  # one-hot features: theta = r up to its mean
+    ref = np.array([[(1 - eps) / 2, (1 - eps) / 2, eps]])
+    B = float(np.linalg.norm(theta)) * 1.5
+    return KLBandit(np.eye(3)[None], np.ones(1), theta, B, "spurious-coverage", ref, eta)
+
+
 def sample_reference_pairs(
     bandit: KLBandit, n: int, *, seeds: int | Sequence[int] = 1, seed: int = 0
 ) -> PairwiseDataset:

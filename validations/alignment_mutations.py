@@ -9,6 +9,13 @@
 * ``dno-target-reversed``: DNO regresses on r_t(y') - r_t(y) (``dno.dno_step``);
 * ``maxmin-utilitarian``: MaxMin-RLHF maximises sum_k w_k U_k, not min_k U_k
   (``maxmin.policy_of_groups``);
+* ``pessimism-dropped``: VPO's value term / RPO's SFT term dropped, so both fit the plain reward MLE
+  and play its Gibbs policy -- DPO in the bounded reward class (``vpo.regularised_rewards`` at
+  alpha = 0);
+* ``xpo-bonus-dropped``: XPO's exploration bonus dropped, i.e. online DPO (``xpo.xpo_rewards`` at
+  alpha = 0);
+* ``rlcr-brier-dropped``: RLCR trained on the binary correctness reward alone, no Brier term
+  (``rlcr.reward_table`` with brier = False);
 * ``rlhs-foresight-labels``: RLHS relabels its pairs without the simulated outcome
   (``rlhs.hindsight_labels``).
 """
@@ -169,6 +176,84 @@ MUTATIONS = (
             "mutation",
             "RLHS relabelling its pairs without the simulated outcome (foresight ratings)",
             rlhs_foresight_labels,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def pessimism_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import vpo
+
+    original = vpo.regularised_rewards
+
+    def dropped(ref, cal, wins, beta, alpha, R, sign=-1, r0=None):
+        return original(ref, cal, wins, beta, 0.0, R, sign, r0)  # the bug: no value term
+
+    with _patched(vpo, "regularised_rewards", dropped):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "pessimism-dropped",
+            "mutation",
+            "VPO's value term / RPO's SFT term dropped (the plain reward MLE, DPO)",
+            pessimism_dropped,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def xpo_bonus_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import xpo
+
+    original = xpo.xpo_rewards
+
+    def dropped(bandit, data_b, alpha, R, r0):
+        return original(bandit, data_b, 0.0, R, r0)  # the bug: no exploration bonus
+
+    with _patched(xpo, "xpo_rewards", dropped):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "xpo-bonus-dropped",
+            "mutation",
+            "XPO's exploration bonus dropped (online DPO)",
+            xpo_bonus_dropped,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def rlcr_brier_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import rlcr
+
+    original = rlcr.reward_table
+
+    def dropped(inst, brier=True):
+        return original(inst, False)  # the bug: the calibration term forgotten
+
+    with _patched(rlcr, "reward_table", dropped):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "rlcr-brier-dropped",
+            "mutation",
+            "RLCR's Brier term dropped (the binary correctness reward)",
+            rlcr_brier_dropped,
         )
     ),
 )

@@ -26,6 +26,8 @@ records it. Registered:
 * ``on-policy-data`` (:mod:`.on_policy_data`): offline MLE / DPO, forward KL and on-policy
   reverse-KL PG as plain logit-gradient steps on a categorical policy (Tajwar et al. 2024; seed
   row 002-004#E12).
+* ``rlcr-pg`` (:mod:`.rlcr`): exact softmax PG on a correctness + Brier calibration reward over
+  (answer, confidence level) (Damani et al. 2025; seed row 002-004#B6).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -40,6 +42,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     on_policy_data,
     policy_cliff,
     reasoning_boundary,
+    rlcr,
     rlvr_support,
     rpg,
     staq,

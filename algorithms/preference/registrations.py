@@ -33,6 +33,9 @@ from theorylab.algorithms.preference import (
     pr_lsvi,  # noqa: F401  (registers pr-lsvi)
     regime,  # noqa: F401  (registers regime)
     rlhs,  # noqa: F401  (registers rlhs)
+    rpo,  # noqa: F401  (registers rpo-offline)
+    vpo,  # noqa: F401  (registers vpo-offline)
+    xpo,  # noqa: F401  (registers xpo-bandit)
 )
 from theorylab.algorithms.preference.mle import fit_btl, fit_pairwise_split, fit_plackett_luce
 from theorylab.algorithms.preference.nash import GameRun
