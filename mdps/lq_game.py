@@ -61,9 +61,7 @@ class LQGame:
         return int(np.asarray(self.D).shape[1])
 
 
-def random_lq_game(
-    n: int = 3, m: int = 1, q: int = 1, rho: float = 1.05, seed: int = 0
-) -> LQGame:
+def random_lq_game(n: int = 3, m: int = 1, q: int = 1, rho: float = 1.05, seed: int = 0) -> LQGame:
     """A = rho G / spectral_radius(G) (G standard normal: open-loop unstable for rho > 1),
     B, D standard normal, Q = I_n, R = I_m, x0 = (1, ..., 1) / sqrt(n)."""
     if n < 1 or m < 1 or q < 1 or not (np.isfinite(rho) and rho > 0):

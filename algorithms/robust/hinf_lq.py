@@ -1,4 +1,4 @@
-r"""H-infinity control of a linear-quadratic game by actor-disturber iteration (seed row 002-004#D4).
+r"""H-infinity control of a linear-quadratic game by actor-disturber iteration (row 002-004#D4).
 
 Seed row ``seed-catalogue-002.md#D4`` (tier B): Long, Yu, Li, Wang, Lin & Pang, "Learning
 H-Infinity Locomotion Control", 2024, arXiv:2404.14405.
@@ -241,9 +241,9 @@ def hinf_lq(problem, iterations, gamma: float = 5.0):
     P, K, L, solvable, rounds = actor_disturber_iteration(problem, g, iterations, record)
     pols = np.stack(gains)  # (rounds + 1, m, n)
     J = np.array(values)
-    gap = (
-        np.abs(pols - star[1][None]).max(axis=(1, 2)) if star is not None else np.full(J.size, np.nan)
-    )
+    gap = np.full(J.size, np.nan)
+    if star is not None:
+        gap = np.abs(pols - star[1][None]).max(axis=(1, 2))
     return PolicyPath(
         objective=J,
         regularised=J.copy(),
