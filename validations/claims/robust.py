@@ -532,8 +532,10 @@ register_validation(
 
 def _rollout_value(game, K: np.ndarray, L: np.ndarray, gamma: float, steps: int) -> float:
     """sum_t x_t'Q x_t + u_t'R u_t - gamma^2 |w_t|^2 from x0 under u = -K x, w = L x, summed
-    forward step by step (independent of the Riccati and Lyapunov solutions); NaN where the
-    state diverges (no check passes on it)."""
+    forward step by step (independent of the Riccati and Lyapunov solutions). Where the state
+    diverges (|x|^2 > 1e60: a destabilising disturber, whose energy is infinite) the partial sum
+    at that step is returned: about -gamma^2 |w|^2 -> -inf when the actor meets the ratio
+    constraint, a huge positive number when it does not."""
     A, B, D = (np.asarray(M, dtype=np.float64) for M in (game.A, game.B, game.D))
     Q, R = np.asarray(game.Q, dtype=np.float64), np.asarray(game.R, dtype=np.float64)
     x, total = np.asarray(game.x0, dtype=np.float64).copy(), 0.0
@@ -543,7 +545,7 @@ def _rollout_value(game, K: np.ndarray, L: np.ndarray, gamma: float, steps: int)
         x = A @ x + B @ u + D @ w
         size = float(x @ x)
         if not np.isfinite(size) or size > 1e60:
-            return float("nan")
+            return total
         if size < 1e-40:
             break
     return total
