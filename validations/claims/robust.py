@@ -693,7 +693,7 @@ class HinfLQMatchesAnalytic(ScaledClaim):
             ax = plot_policy_path(
                 curves,
                 ylabel="max |K_k - K_GARE| (+1e-16)",
-                title="actor-disturber iteration: gain error against scipy's game Riccati",
+                title="hinf-lq: gain error against scipy's GARE",
                 logy=True,
             )
             save_claim_figure(ax, plot)
