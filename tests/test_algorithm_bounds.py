@@ -79,6 +79,8 @@ NO_THEOREM = {
     "dr-rpo",
     "substate-dp",
     "tc-rmdp",
+    # issue 30 (helper rob30b): H-infinity LQ game, an exact identity against scipy's GARE
+    "hinf-lq",
     # issue 29 (helper pref): the iterative / hybrid rounds, HyPO, DNO and MaxMin-RLHF carry no
     # card (their papers' rates were not read; docs/algorithms/gshf.md, hypo.md, dno.md,
     # maxmin-rlhf.md, rlhs.md say what their claims test instead)

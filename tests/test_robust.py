@@ -409,3 +409,75 @@ def test_tc_rmdp_input_errors():
         tl.run("tc-rmdp", "random:S=3,A=2,gamma=0.9", iterations=3, levels=4)
     with pytest.raises(ValueError, match=r"tc-rmdp: step \(L, in grid steps\) must be an integer"):
         tl.run("tc-rmdp", "random:S=3,A=2,gamma=0.9", iterations=3, step=-1)
+
+
+# ------------------------------------------------------------------ H-infinity LQ game (D4)
+def _scalar_game(a=1.2, b=1.0, d=0.8, r=0.5):
+    from theorylab.mdps.lq_game import LQGame
+
+    return LQGame(
+        np.array([[a]]), np.array([[b]]), np.array([[d]]), np.eye(1), np.array([[r]]),
+        np.ones(1),
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("gamma", [2.0, 3.0, float("inf")])
+def test_hinf_scalar_game_riccati_closed_form(gamma):
+    """n = m = q = 1, Q = 1: 1/Pt = 1/P - d^2/gamma^2 turns the GARE into c P^2 + (1 - c - a^2) P
+    - 1 = 0 with c = b^2/r - d^2/gamma^2, written out here (not imported)."""
+    import theorylab as tl
+    from theorylab.algorithms.robust import hinf_lq as H
+
+    a, b, d, r = 1.2, 1.0, 0.8, 0.5
+    game = _scalar_game(a, b, d, r)
+    c = b**2 / r - d**2 / gamma**2
+    P = (-(1 - c - a**2) + np.sqrt((1 - c - a**2) ** 2 + 4 * c)) / (2 * c)
+    Pt = 1.0 / (1.0 / P - d**2 / gamma**2)
+    K = b * Pt * a / (r + b**2 * Pt)
+    res = tl.run("hinf-lq", game, iterations=300, gamma=gamma)
+    assert res.config["solvable"]
+    assert abs(res.config["value_matrix"][0][0] - P) <= 1e-10
+    assert abs(float(res.policies[-1][0, 0]) - K) <= 1e-10
+    star = H.analytic_game_riccati(game, gamma)
+    assert abs(star[0][0, 0] - P) <= 1e-9 and abs(star[1][0, 0] - K) <= 1e-9
+    # the scalar loop's H-infinity norm peaks at z = sign(a_K): sqrt(1 + r K^2) |d| / (1 - |a_K|)
+    aK = a - b * K
+    assert H.hinf_norm(game, np.array([[K]])) == pytest.approx(
+        np.sqrt(1 + r * K**2) * abs(d) / (1 - abs(aK)), rel=1e-9
+    )
+
+
+def test_hinf_matches_scipy_and_reports_no_solution_below_gamma_star():
+    import theorylab as tl
+    from theorylab.algorithms.robust import hinf_lq as H
+
+    game = make("lq-game:n=3,m=1,q=1,seed=1")
+    g_star = H.critical_gamma(game)
+    res = tl.run("hinf-lq", game.name, iterations=400, gamma=1.2 * g_star)
+    star = H.analytic_game_riccati(game, 1.2 * g_star)
+    assert res.config["solvable"] and np.abs(res.policies[-1] - star[1]).max() <= 1e-9
+    assert H.hinf_norm(game, res.policies[-1]) < 1.2 * g_star
+    below = tl.run("hinf-lq", game.name, iterations=400, gamma=0.9 * g_star)  # no error
+    assert not below.config["solvable"] and np.isnan(below.target_value)
+    assert H.analytic_game_riccati(game, 0.9 * g_star) is None
+
+
+def test_hinf_sign_mutation_misses_the_analytic_gain():
+    import theorylab as tl
+    from theorylab.validations.robust_mutations import hinf_disturber_sign_flipped
+
+    game = make("lq-game:n=3,m=1,q=1,seed=0")
+    with hinf_disturber_sign_flipped():
+        res = tl.run("hinf-lq", game, iterations=400, gamma=4.0)
+    assert float(res.target_gap[-1]) > 1e-3
+
+
+def test_hinf_input_errors():
+    import theorylab as tl
+
+    with pytest.raises(ValueError, match=r"hinf-lq: gamma must be a number > 0 \(inf for LQR\)"):
+        tl.run("hinf-lq", "lq-game:n=2", iterations=3, gamma=-1.0)
+    with pytest.raises(ValueError, match="hinf-lq: problem must be an LQ game"):
+        tl.run("hinf-lq", "random:S=3,A=2,gamma=0.9", iterations=3)
+    with pytest.raises(ValueError, match="need n, m, q >= 1 and rho > 0"):
+        tl.run("hinf-lq", "lq-game:n=0", iterations=3)

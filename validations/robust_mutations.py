@@ -10,7 +10,9 @@
   best substate's value Q^+ instead of the worst one's Q^-
   (``theorylab.algorithms.robust.substates.tie_break_key``);
 * ``tc-adversary-unconstrained``: the time-constrained adversary's step bound ignored
-  (``theorylab.algorithms.robust.time_constrained.tc_backup``).
+  (``theorylab.algorithms.robust.time_constrained.tc_backup``);
+* ``hinf-disturber-sign-flipped``: the H-infinity learner's disturber term with the wrong sign of
+  its gamma^-2 term (``theorylab.algorithms.robust.hinf_lq.worst_case_weight``).
 """
 
 from __future__ import annotations
@@ -121,6 +123,35 @@ MUTATIONS = (
             "mutation",
             "the time-constrained adversary's step bound L ignored (any psi every step)",
             tc_adversary_unconstrained,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def hinf_disturber_sign_flipped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import hinf_lq as H
+
+    def flipped(P, D, gamma):  # the bug: the gamma^-2 term's sign flipped (a helping disturber)
+        if np.isinf(gamma):
+            return P.copy()
+        M = gamma**2 * np.eye(D.shape[1]) + D.T @ P @ D
+        Pt = P - P @ D @ np.linalg.solve(M, D.T @ P)
+        return (Pt + Pt.T) / 2
+
+    with _patched(H, "worst_case_weight", flipped):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "hinf-disturber-sign-flipped",
+            "mutation",
+            "the H-infinity learner's disturber term enters with the wrong sign (P - P D (gamma^2 "
+            "I + D'P D)^-1 D'P): the disturber helps",
+            hinf_disturber_sign_flipped,
         )
     ),
 )

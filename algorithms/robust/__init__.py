@@ -15,4 +15,10 @@ PolicyPath``, scored exactly at every iterate):
   000#50, tier B).
 """
 
-from theorylab.algorithms.robust import drrpo, iwocs, substates, time_constrained  # noqa: F401
+from theorylab.algorithms.robust import (  # noqa: F401
+    drrpo,
+    hinf_lq,
+    iwocs,
+    substates,
+    time_constrained,
+)
