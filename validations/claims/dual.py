@@ -34,9 +34,11 @@ The same bugs patched into the library are the claims' registered controls
    containing -1/2 and a point estimate in [-0.65, -0.35]. Negative control: the behaviour
    policy's own plug-in value as the "estimate" (a non-learning estimator: its error does not
    vanish).
-5. ``cmdp-ogda-last-iterate`` -- on a random CMDP whose cost constraint binds, OGDA's last
-   iterate reaches the LP optimum (max of reward gap and constraint violation <= 1e-6 over the
-   last 10% of the run), plain GDA's last iterate does not (>= 0.05 there: it oscillates) while
+5. ``cmdp-ogda-last-iterate`` -- ReLOAD (000#1) through ``tl.run("reload", ...)``: on a random
+   CMDP whose cost constraint binds, OGDA's last iterate reaches the optimum of an independent
+   LP (scipy's linprog on the occupancy LP built in the claim; lambda_T -> its multiplier; max
+   of reward gap and constraint violation <= 1e-6 over the last 10% of the run), plain GDA's
+   last iterate does not (>= 0.05 there: it oscillates) while
    GDA's averaged iterate does (<= 0.01). The CMDPs are redrawn until the optimal multiplier is
    at most 2: on the first full-scale draw one CMDP had lambda* = 4.0 and OGDA's error there was
    still 9e-3 (falling, about halving every 1500 steps) after 5000 steps at step 1, with GDA's
@@ -434,34 +436,63 @@ MAX_MULTIPLIER = 2.0
 
 def binding_cmdp(rng: np.random.Generator):
     """A random CMDP (S = 4, A = 2, gamma = 0.8, one uniform cost) whose bound binds (80% of the
-    way from the least cost to the unconstrained optimum's), redrawn until its optimal multiplier
-    is at most MAX_MULTIPLIER (module docstring: OGDA's linear rate degrades with lambda*)."""
-    from theorylab.algorithms.dual.cmdp import least_cost, solve_cmdp_lp
-    from theorylab.algorithms.planning.lp import discounted_lp, discounted_lp_matrix
+    way from the least cost to the unconstrained optimum's, the runner's ``threshold="binding"``),
+    redrawn until its optimal multiplier (:func:`cmdp_linprog`) is at most MAX_MULTIPLIER (module
+    docstring: OGDA's linear rate degrades with lambda*)."""
+    from theorylab.runners.constrained import binding_threshold
 
     while True:
         mdp, _ = random_instance(rng, 4, 2, 0.8)
-        c = rng.uniform(size=(1, 4, 2))
-        lp = discounted_lp(mdp)
-        c_opt = float(np.sum(c[0] * lp.occupancy)) / 0.2
-        c_min = least_cost(mdp, discounted_lp_matrix(mdp, 0.8), c[0].ravel(), 0.8, mdp.mu0)
-        b = [c_min + 0.8 * (c_opt - c_min)]
-        lam = solve_cmdp_lp(mdp, c, b).multipliers[0]
+        c = rng.uniform(size=(4, 2))
+        b = binding_threshold(mdp, c)
+        lam = cmdp_linprog(mdp, c, b)[1]
         if 1e-6 < lam <= MAX_MULTIPLIER:
             return mdp, c, b
+
+
+def cmdp_linprog(mdp, cost: np.ndarray, b: float) -> tuple[float, float]:
+    """``(V*, lambda*)`` of ``max V_r(mu0) s.t. V_c(mu0) <= b`` by scipy's linprog on the
+    occupancy LP built here from P (not the library's cvxpy CMDP LP): lambda* = dV*/db, minus the
+    marginal of the cost row. cost ``(S, A)``."""
+    from scipy.optimize import linprog
+
+    S, A, g = mdp.S, mdp.A, mdp.gamma
+    P = mdp.dense_P().reshape(S * A, S)  # (S*A, S)
+    M = np.repeat(np.eye(S), A, axis=0) - g * P  # (S*A, S): flow M^T d = (1 - g) mu0
+    r = np.asarray(mdp.reward(0), dtype=np.float64).ravel()
+    res = linprog(
+        -r / (1 - g),
+        A_ub=cost.ravel()[None] / (1 - g),
+        b_ub=[b],
+        A_eq=M.T,
+        b_eq=(1 - g) * mdp.mu0,
+        bounds=(0, None),
+        method="highs",
+    )
+    if res.status != 0:
+        raise RuntimeError(f"linprog on the CMDP: {res.message}")
+    return float(-res.fun), float(-res.ineqlin.marginals[0])
+
+
+def _cmdp_error(value, excess, v_star: float, tail: int) -> float:
+    """``max(|V_r - V*|, cost excess^+)`` over the last ``tail`` rows of a run."""
+    err = np.maximum(np.abs(np.asarray(value) - v_star), np.maximum(np.asarray(excess), 0.0))
+    return float(err[-tail:].max())
 
 
 @dataclass(frozen=True)
 class CMDPLastIterate:
     name: str = "cmdp-ogda-last-iterate"
     statement: str = (
-        "On seeded random CMDPs (S = 4, A = 2, gamma = 0.8, one cost whose bound binds: 80% of "
-        "the way from the least cost to the unconstrained optimum's; optimal multiplier in "
-        "(0, 2]), Lagrangian GDA and OGDA run "
-        "exactly in occupancy space (step 1, lambda in [0, 10]): OGDA's last iterate reaches the "
-        "LP optimum (max(reward gap, violation) <= 1e-6 over the last 10% of steps), GDA's last "
-        "iterate does not (>= 0.05 there: it oscillates) and GDA's running average does (<= "
-        "0.01). Quick: 1500 steps; full: 5000 steps on 5 CMDPs."
+        "ReLOAD (seed row 000#1) through tl.run: on seeded random CMDPs (S = 4, A = 2, gamma = "
+        "0.8, one cost whose bound binds: 80% of the way from the least cost to the "
+        "unconstrained optimum's; optimal multiplier in (0, 2]), `reload` (OGDA) and plain GDA "
+        "(`reload` with optimistic=False) run exactly in occupancy space (step 1, lambda in "
+        "[0, 10]): against V* and lambda* of scipy's linprog on the occupancy LP, OGDA's last "
+        "iterate reaches the optimum (max(|V_r - V*|, cost excess) <= 1e-6 over the last 10% of "
+        "iterations) and its lambda_T is within 1e-6 of lambda*, GDA's last iterate does not "
+        "(>= 0.05 there: it oscillates) and GDA's running average does (<= 0.01). Quick: 1500 "
+        "iterations on 1 CMDP; full: 5000 iterations on 5 CMDPs."
     )
     scales: dict[str, tuple[int, int]] = field(
         default_factory=lambda: {"quick": (1500, 1), "full": (5000, 5)}
@@ -469,25 +500,45 @@ class CMDPLastIterate:
     optimistic: bool = True
 
     def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
-        from theorylab.algorithms.dual.cmdp import lagrangian_gda
+        from theorylab.experiment import run as tl_run
 
         t0 = time.perf_counter()
         steps, n = self.scales[scale]
         rng = np.random.default_rng(seed + 3)
-        ogda_last, gda_last, gda_avg = [], [], []
+        ogda_last, ogda_lam, gda_last, gda_avg, lam_star, lp_diff = [], [], [], [], [], []
+        tail = max(1, steps // 10)
         for _ in range(n):
             mdp, c, b = binding_cmdp(rng)
-            o = lagrangian_gda(mdp, c, b, steps=steps, eta=1.0, optimistic=self.optimistic)
-            p = lagrangian_gda(mdp, c, b, steps=steps, eta=1.0, optimistic=False)
-            ogda_last.append(o.tail()["last_iterate"])
-            gda_last.append(p.tail()["last_iterate"])
-            gda_avg.append(p.tail()["average_iterate"])
+            v_star, lam = cmdp_linprog(mdp, c, b)
+            budget = {"iterations": steps, "cost": c, "threshold": b, "eta": 1.0}
+            o = tl_run("reload", mdp, optimistic=self.optimistic, **budget)
+            p = tl_run("reload", mdp, optimistic=False, **budget)
+            # measured against the independent LP, not the run's own optimum
+            ogda_last.append(_cmdp_error(o.primal, o.constraint, v_star, tail))
+            ogda_lam.append(abs(float(o.multiplier[-1]) - lam))
+            gda_last.append(_cmdp_error(p.primal, p.constraint, v_star, tail))
+            gda_avg.append(_cmdp_error(p.average_primal, p.average_constraint, v_star, tail))
+            lam_star.append(lam)
+            lp_diff.append(abs(float(o.optimum[0]) - v_star))
         checks = [
+            Check(
+                "the run's CMDP LP (cvxpy) = linprog's",
+                max(lp_diff) <= 1e-8,
+                f"max |V*_run - V*_linprog| = {max(lp_diff):.2e} (<= 1e-8)",
+                {"difference": lp_diff},
+            ),
             Check(
                 "OGDA last iterate -> optimum",
                 max(ogda_last) <= 1e-6,
                 f"max over CMDPs of the tail error: {max(ogda_last):.2e} (<= 1e-6)",
                 {"tail": ogda_last},
+            ),
+            Check(
+                "OGDA lambda_T -> lambda*",
+                max(ogda_lam) <= 1e-6,
+                f"max over CMDPs of |lambda_T - lambda*|: {max(ogda_lam):.2e} (<= 1e-6; "
+                f"lambda* = {', '.join(f'{v:.4f}' for v in lam_star)})",
+                {"error": ogda_lam, "lambda_star": lam_star},
             ),
             Check(
                 "GDA last iterate oscillates",
@@ -502,7 +553,7 @@ class CMDPLastIterate:
                 {"tail": gda_avg},
             ),
         ]
-        cfg = {"steps": steps, "cmdps": n, "seed": seed}
+        cfg = {"iterations": steps, "cmdps": n, "seed": seed, "via": "tl.run('reload')"}
         return _report(self.name, self.statement, scale, checks, t0, cfg)
 
 
@@ -607,7 +658,7 @@ register_validation(
 register_validation(AlphaToZero(), controls=("dual-v-sqrt-alpha",), papers=DUAL_RL_PAPERS)
 register_validation(REPSBindingKL(), controls=("reps-eta-fixed",))
 register_validation(DICERate(), controls=("dualdice-behaviour-policy",))
-# ReLOAD (000#1): its OGDA is algorithms/dual/cmdp.py, a module outside the registry
+# ReLOAD (000#1): the registered `reload` (algorithms/dual/cmdp.py's OGDA) through tl.run
 register_validation(CMDPLastIterate(), controls=("cmdp-ogda-no-optimism",), papers=("000#1",))
 register_validation(
     FiniteHorizonDualV(),
