@@ -1775,3 +1775,9 @@ MUTATIONS = (*MUTATIONS, *offline_support_mutations.MUTATIONS)
 from theorylab.validations import exploration_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *exploration_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 29 (con29)
+# constrained-alignment duals (validations/claims/dual.py, claim 7: MoCAN)
+from theorylab.validations import alignment_dual_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *alignment_dual_mutations.MUTATIONS)

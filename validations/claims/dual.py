@@ -50,6 +50,10 @@ The same bugs patched into the library are the claims' registered controls
    <= 1e-8, gap <= 1e-8, and ``0 <= V*_0(mu) - J(alpha) <= alpha sum_h D_f(d_LP,h || d^O_h)``
    for alpha in [1e-5, 1] against backward induction. Controls: the plain-conjugate mutation
    (d < 0, gap) and the sqrt(alpha) mutation (the alpha bound).
+7. ``mocan-one-shot-dual`` -- MoCAN (000#62) on seeded safety bandits: the closed-form dual
+   D(lambda) is convex and minimised at the one-shot lambda*, which equals cvxpy's multiplier on
+   the response simplex (and D(lambda*) its optimum), the primal-dual baseline's limit, and makes
+   the constraint bind when active (lambda* = 0 when not). Control: the dual with beta dropped.
 """
 
 from __future__ import annotations
@@ -650,6 +654,128 @@ class FiniteHorizonDualV:
         return _report(self.name, self.statement, scale, checks, t0, cfg)
 
 
+# --------------------------------------------------------------------------- 7. MoCAN (000#62)
+def safety_optimum_cvxpy(bandit) -> tuple[float, float]:
+    """``(value, lambda*)`` of the KL-regularised safety-constrained bandit by cvxpy on the
+    response simplex (exponential cone; the multiplier is the safety row's dual value)."""
+    import cvxpy as cp
+
+    p = cp.Variable((bandit.S, bandit.A), nonneg=True)
+    reward = cp.sum(cp.multiply(bandit.rho[:, None] * bandit.reward, p))
+    kl = cp.sum(cp.multiply(bandit.rho[:, None], cp.rel_entr(p, bandit.ref)))
+    safety = cp.sum(cp.multiply(bandit.rho[:, None] * bandit.safety, p)) >= bandit.threshold
+    problem = cp.Problem(cp.Maximize(reward - bandit.beta * kl), [cp.sum(p, axis=1) == 1, safety])
+    problem.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return float(problem.value), float(safety.dual_value)
+
+
+@dataclass(frozen=True)
+class MoCANOneShotDual:
+    name: str = "mocan-one-shot-dual"
+    statement: str = (
+        "MoCAN (seed row 000#62) through tl.run on seeded safety bandits (S = 3 prompts, A = 8 "
+        "responses, r, g ~ U[0, 1], ref ~ Dirichlet(1); beta in {0.1, 0.5, 2}; the safety bound "
+        "b at slack -0.3 (inactive), 0.3 and 0.8 of the way from the unconstrained optimum's "
+        "safety to the largest): the closed-form dual D(lambda) = E_rho beta log E_ref exp((r + "
+        "lambda g) / beta) - lambda b is convex (second differences on a 200-point grid >= "
+        "-1e-9) and minimised at MoCAN's lambda* (grid >= D(lambda*) - 1e-12); lambda* and "
+        "D(lambda*) equal cvxpy's multiplier and optimum on the response simplex (1e-5 (1 + "
+        "lambda*), 1e-6); the Lagrangian primal-dual baseline's lambda_K (3000 iterations) is "
+        "within 1e-6 (1 + lambda*) of the one-shot lambda*; the constraint binds when active "
+        "(slack > 0: lambda* > 0 and |E g - b| <= 1e-9) and lambda* = 0 with E g > b when not. "
+        "Quick: 1 seed at beta = 0.5; full: 10 seeds at every beta."
+    )
+    scales: dict[str, tuple[int, tuple[float, ...]]] = field(
+        default_factory=lambda: {"quick": (1, (0.5,)), "full": (10, (0.1, 0.5, 2.0))}
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        from theorylab.algorithms.dual.safety_dualization import dual_value
+        from theorylab.experiment import run as tl_run
+        from theorylab.mdps import make
+
+        t0 = time.perf_counter()
+        worst = {"convex": 0.0, "min": 0.0, "lam": 0.0, "value": 0.0, "pd": 0.0, "bind": 0.0}
+        inactive_ok, active_ok, cases = True, True, 0
+        n_seeds, betas = self.scales[scale]
+        for k in range(n_seeds):
+            for beta in betas:
+                for slack in (-0.3, 0.3, 0.8):
+                    spec = f"safety-bandit:S=3,A=8,beta={beta},slack={slack},seed={seed + k}"
+                    bandit = make(spec)
+                    one = tl_run("mocan", spec, iterations=40)
+                    lam = float(one.config["multipliers"][-1])
+                    excess = float(one.config["safety_excess"][-1])
+                    grid = np.linspace(0.0, 2.0 * lam + 2.0, 200)
+                    D = np.array([dual_value(bandit, x) for x in grid])
+                    curv = D[:-2] - 2 * D[1:-1] + D[2:]
+                    worst["convex"] = max(worst["convex"], float(-curv.min()))
+                    worst["min"] = max(worst["min"], dual_value(bandit, lam) - float(D.min()))
+                    value, lam_cvx = safety_optimum_cvxpy(bandit)
+                    worst["lam"] = max(worst["lam"], abs(lam - lam_cvx) / (1 + lam))
+                    worst["value"] = max(worst["value"], abs(dual_value(bandit, lam) - value))
+                    pd = tl_run("safety-primal-dual", spec, iterations=3000)
+                    lam_pd = float(pd.config["multipliers"][-1])
+                    worst["pd"] = max(worst["pd"], abs(lam_pd - lam) / (1 + lam))
+                    if slack > 0:
+                        active_ok &= lam > 0
+                        worst["bind"] = max(worst["bind"], abs(excess))
+                    else:
+                        inactive_ok &= lam == 0.0 and excess > 0
+                    cases += 1
+        checks = [
+            Check(
+                "D convex",
+                worst["convex"] <= 1e-9,
+                f"most negative second difference of D on the grids: {-worst['convex']:.2e}",
+                {"worst": worst["convex"]},
+            ),
+            Check(
+                "lambda* minimises D",
+                worst["min"] <= 1e-12,
+                f"max D(lambda*) - min_grid D = {worst['min']:.2e} (<= 1e-12)",
+                {"worst": worst["min"]},
+            ),
+            Check(
+                "lambda* = cvxpy's multiplier",
+                worst["lam"] <= 1e-5,
+                f"max |lambda* - lambda_cvxpy| / (1 + lambda*) = {worst['lam']:.2e} (<= 1e-5)",
+                {"worst": worst["lam"]},
+            ),
+            Check(
+                "D(lambda*) = cvxpy's optimum",
+                worst["value"] <= 1e-6,
+                f"max |D(lambda*) - value_cvxpy| = {worst['value']:.2e} (<= 1e-6)",
+                {"worst": worst["value"]},
+            ),
+            Check(
+                "primal-dual limit = one-shot lambda*",
+                worst["pd"] <= 1e-6,
+                f"max |lambda_K(primal-dual) - lambda*| / (1 + lambda*) = {worst['pd']:.2e}",
+                {"worst": worst["pd"]},
+            ),
+            Check(
+                "constraint binds when active",
+                active_ok and worst["bind"] <= 1e-9,
+                f"slack > 0: lambda* > 0 on every instance: {active_ok}; max |E g - b| = "
+                f"{worst['bind']:.2e} (<= 1e-9)",
+                {"worst": worst["bind"], "positive": bool(active_ok)},
+            ),
+            Check(
+                "lambda* = 0 when inactive",
+                inactive_ok,
+                f"slack < 0: lambda* = 0 and E g > b on every instance: {inactive_ok}",
+                {"ok": bool(inactive_ok)},
+            ),
+        ]
+        cfg = {
+            "instances": cases,
+            "seed": seed,
+            "via": "tl.run('mocan'), tl.run('safety-primal-dual')",
+        }
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
 # the registry's controls (theorylab.validations.mutations) patch the same bugs into the library
 # that the solver fields above take (tests/test_dual_claims.py): validate runs them
 register_validation(
@@ -665,3 +791,4 @@ register_validation(
     controls=("dual-v-plain-conjugate", "dual-v-sqrt-alpha"),
     papers=DUAL_RL_PAPERS,
 )
+register_validation(MoCANOneShotDual(), controls=("mocan-dual-without-beta",), papers=("000#62",))
