@@ -4,7 +4,10 @@
 * ``mocan-dual-without-beta``: MoCAN's dual derivatives computed with the Gibbs policy of
   ``r + lambda g`` at temperature 1 instead of beta (beta dropped from the closed-form dual
   ``beta log E_ref exp((r + lambda g) / beta)``): its lambda* is the multiplier of another
-  problem -- the control of ``mocan-one-shot-dual``.
+  problem -- the control of ``mocan-one-shot-dual``;
+* ``general-utility-frozen-reward``: the general-utility PG's pseudo-reward ``grad F(lambda)``
+  computed once, at the first occupancy, and kept: PG on a fixed linear reward, which stops at a
+  vertex, not at F* -- the control of ``general-utility-pg-global-optimum``.
 """
 
 from __future__ import annotations
@@ -40,6 +43,34 @@ MUTATIONS = (
             "mutation",
             "MoCAN's dual derivatives with beta dropped (the Gibbs policy at temperature 1)",
             mocan_dual_without_beta,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def general_utility_frozen_reward(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.dual import general_utilities
+
+    original = general_utilities.pseudo_reward
+    frozen: dict[int, np.ndarray] = {}
+
+    def first_only(F, lam):
+        # the bug: the chain rule's reward grad F(lambda) taken once, at the first occupancy
+        return frozen.setdefault(id(F), original(F, lam))
+
+    with _patched(general_utilities, "pseudo_reward", first_only):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "general-utility-frozen-reward",
+            "mutation",
+            "general-utility PG with its pseudo-reward grad F frozen at the first occupancy",
+            general_utility_frozen_reward,
         )
     ),
 )

@@ -20,7 +20,7 @@
 
 from __future__ import annotations
 
-from theorylab.algorithms.dual import cmdp, safety_dualization
+from theorylab.algorithms.dual import cmdp, general_utilities, safety_dualization
 from theorylab.algorithms.dual.dual_v import solve_dual_v
 from theorylab.algorithms.dual.dualdice import dualdice
 from theorylab.algorithms.dual.f_dvl import f_dvl
@@ -127,3 +127,18 @@ def run_mocan(problem, iterations):
 def run_safety_primal_dual(problem, iterations, eta: float = 1.0, step: float = 1.0):
     """Lagrangian primal-dual for safe RLHF: KL mirror ascent on pi, gradient descent on lambda."""
     return safety_dualization.primal_dual(problem, iterations, eta=eta, step=step)
+
+
+@register(
+    "general-utility-pg",
+    kind="policy-optimization",
+    problem="tabular-discounted",
+    papers=("000#14", "001#65"),
+)
+def run_general_utility_pg(
+    problem, iterations, utility: str = "entropy", step: float = 1.0, expert_seed: int = 0
+):
+    """Softmax PG on a concave utility F of the occupancy, exact chain rule (Barakat 2023)."""
+    return general_utilities.run_utility_pg(
+        problem, iterations, utility=utility, step=step, expert_seed=expert_seed
+    )
