@@ -8,6 +8,7 @@ baseline's limit; the control (beta dropped from the dual) moves lambda* away fr
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 import theorylab as tl
@@ -87,3 +88,13 @@ def test_spec_builds_the_bandit_and_bad_input_is_one_line():
     bandit.threshold = 2.0  # above the largest achievable safety
     with pytest.raises(ValueError, match="not below the largest achievable safety"):
         sd.optimal_multiplier(bandit)
+
+
+def test_dual_value_is_the_formula_written_out():
+    """D(lambda) = E_rho beta log sum_a ref(a|s) exp((r(s,a) + lambda g(s,a)) / beta) - lambda b,
+    written here with plain numpy (not the library's logsumexp path)."""
+    bandit = safety_bandit(S=2, A=3, beta=0.7, slack=0.4, seed=5)
+    for lam in (0.0, 0.3, 2.5):
+        inner = np.sum(bandit.ref * np.exp((bandit.reward + lam * bandit.safety) / 0.7), axis=1)
+        D = float(np.sum(bandit.rho * 0.7 * np.log(inner))) - lam * bandit.threshold
+        assert sd.dual_value(bandit, lam) == pytest.approx(D, abs=1e-13)
