@@ -203,3 +203,10 @@ def test_reps_refuses_the_cost_budget():
         tl.run("reps", "random:S=4,A=2,gamma=0.8,seed=3", epsilon=0.1, iterations=5)
     with pytest.raises(ValueError, match="needs a budget: epsilon"):
         tl.run("reps", "random:S=4,A=2,gamma=0.8,seed=3")
+
+
+def test_cli_run_reload(capsys):
+    from theorylab.cli import main
+
+    assert main(["run", "reload", "random:S=4,A=2,gamma=0.8", "--iterations", "50"]) == 0
+    assert "reload" in capsys.readouterr().out
