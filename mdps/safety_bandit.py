@@ -23,6 +23,7 @@ import numpy as np
 from scipy.special import softmax
 
 from theorylab.errors import InvalidMDPError
+from theorylab.mdps.kl_bandit import kl_rows
 
 
 @dataclass
@@ -68,9 +69,7 @@ class SafetyBandit:
 
     def kl(self, pi: np.ndarray) -> float:
         """``E_rho KL(pi(.|s) || ref(.|s))`` (0 log 0 = 0)."""
-        with np.errstate(divide="ignore", invalid="ignore"):
-            t = np.where(pi > 0, pi * (np.log(pi) - np.log(self.ref)), 0.0)
-        return float(self.rho @ t.sum(axis=1))
+        return float(self.rho @ kl_rows(pi, self.ref))
 
     def objective(self, pi: np.ndarray) -> float:
         """The regularised objective ``E_rho [<pi, r> - beta KL(pi || ref)]``."""

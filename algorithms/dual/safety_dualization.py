@@ -42,6 +42,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from theorylab.algorithms.policy_optimization.path import PolicyPath, check_iterations, check_number
+from theorylab.mdps.kl_bandit import kl_rows
 
 LAMBDA_TOL = 1e-13
 
@@ -114,8 +115,8 @@ def _path(bandit, lams: np.ndarray, pis: np.ndarray, config: dict) -> PolicyPath
     against the constrained optimum pi_{lambda*}."""
     star = optimal_multiplier(bandit)
     target = bandit.gibbs(star)
+    kl = kl_rows(pis, target[None])  # (K+1, S)
     with np.errstate(divide="ignore", invalid="ignore"):
-        kl = np.where(pis > 0, pis * (np.log(pis) - np.log(target)[None]), 0.0).sum(-1)
         ent = -np.where(pis > 0, pis * np.log(pis), 0.0).sum(-1)
     return PolicyPath(
         objective=np.array([bandit.expected(p, bandit.reward) for p in pis]),
