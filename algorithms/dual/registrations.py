@@ -124,7 +124,7 @@ def run_mocan(problem, iterations):
 @register(
     "safety-primal-dual", kind="policy-optimization", problem="safety-bandit", papers=("000#62",)
 )
-def run_safety_primal_dual(problem, iterations, eta: float = 1.0, step: float = 1.0):
+def run_safety_primal_dual(problem, iterations, eta: float = 1.0, step: float | None = None):
     """Lagrangian primal-dual for safe RLHF: KL mirror ascent on pi, gradient descent on lambda."""
     return safety_dualization.primal_dual(problem, iterations, eta=eta, step=step)
 

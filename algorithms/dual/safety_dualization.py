@@ -144,11 +144,19 @@ def mocan(bandit, iterations: int) -> PolicyPath:
     return _path(bandit, lams, pis, {"algorithm": "mocan"})
 
 
-def primal_dual(bandit, iterations: int, eta: float = 1.0, step: float = 1.0) -> PolicyPath:
+def primal_dual(bandit, iterations: int, eta: float = 1.0, step: float | None = None) -> PolicyPath:
     """The Lagrangian primal-dual baseline (module docstring): KL mirror ascent on pi with step
-    eta, projected gradient descent on lambda with step ``step``; iterates pi_k, lambda_k."""
+    eta, projected gradient descent on lambda with step ``step``; iterates pi_k, lambda_k.
+
+    step None: ``1 / L = 4 beta / (max g - min g)^2``, L the smoothness of D (D'' = E Var(g) /
+    beta <= (max g - min g)^2 / (4 beta), Popoviciu). A fixed step of 1 was measured too slow at
+    beta = 2 (|lambda_3000 - lambda*| up to 2.6e-5 on the claim's bandits) -- D'' shrinks like
+    1/beta -- and 1/L converges to 1e-13 at every beta of the claim."""
     K = check_iterations("safety-primal-dual", iterations)
     eta = check_number("safety-primal-dual", "eta", eta)
+    if step is None:
+        spread = float(bandit.safety.max() - bandit.safety.min())
+        step = 4.0 * bandit.beta / max(spread, 1e-12) ** 2
     step = check_number("safety-primal-dual", "step", step)
     log_ref = np.log(bandit.ref)
     log_pi = log_ref.copy()  # (S, A): pi_0 = ref
