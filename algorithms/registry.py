@@ -152,14 +152,23 @@ register_kind(
 register_kind(
     Kind(
         "constrained",
-        constructor_args=("mdp", "q", "epsilon"),
+        # KL-constrained factories take (mdp, q, epsilon), cost-constrained ones
+        # (mdp, cost, threshold, iterations): the registration's constraint= says which
+        constructor_args=("mdp", "q", "epsilon", "cost", "threshold", "iterations"),
         budget={
-            "epsilon": "constraint level epsilon > 0, or an increasing list of them (required; "
-            "CLI -p epsilon=...)",
+            "epsilon": "KL-constrained (reps): constraint level epsilon > 0, or an increasing "
+            "list of them (required there; CLI -p epsilon=...)",
+            "iterations": "cost-constrained (reload): T primal-dual iterations (required there; "
+            "CLI --iterations)",
+            "cost": "cost-constrained: the cost, an (S, A) array, or random (default: uniform "
+            "on [0, 1] from the run's seed)",
+            "threshold": "cost-constrained: the bound b on V_c(mu0), or binding (default: 80% "
+            "of the way from the least achievable cost to the unconstrained optimum's)",
         },
         runner="theorylab.runners.constrained:run",
-        summary="solve a KL-constrained occupancy problem at each epsilon; exact primal, dual, "
-        "KL and stationarity residual",
+        summary="a constrained occupancy problem: KL-constrained solves at each epsilon (exact "
+        "primal, dual, KL, stationarity residual) or a CMDP primal-dual run (each iterate's "
+        "value and excess cost against the LP optimum)",
     )
 )
 register_kind(

@@ -96,6 +96,15 @@ NO_THEOREM = {
     "rpo-offline",
     "xpo-bandit",
     "rlcr-pg",
+    # issue 29 (helper con29): ReLOAD states no rate (seed row 000#1: "Rate: not stated"); MoCAN's
+    # claim is the dual's identities (convex, closed form, lambda* = cvxpy's = the primal-dual
+    # limit); the general-utility PG's rates are sample complexities of the stochastic
+    # variance-reduced method, which is not built (exact gradients only:
+    # docs/algorithms/general-utilities.md)
+    "reload",
+    "mocan",
+    "safety-primal-dual",
+    "general-utility-pg",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

@@ -137,3 +137,76 @@ def test_lambda_box_must_contain_the_multipliers():
     mdp, c, b = instance(0)
     with pytest.raises(DualInputError, match="lambda_max"):
         lagrangian_gda(mdp, c, b, steps=10, lambda_max=0.1)
+
+
+# ------------------------------------------------------------------ ReLOAD through tl.run (000#1)
+def test_tl_run_reload_is_the_direct_ogda_run(tmp_path):
+    """`reload` under kind constrained: every iterate's numbers are lagrangian_gda's, the LP
+    optimum is the cvxpy LP's, the result round-trips and plots."""
+    import theorylab as tl
+    from theorylab.results import ConstrainedResult, load_result
+
+    mdp, c, b = instance(0)
+    res = tl.run("reload", mdp, iterations=300, cost=c[0], threshold=float(b[0]))
+    direct = lagrangian_gda(mdp, c, b, steps=300, eta=1.0, optimistic=True)
+    assert isinstance(res, ConstrainedResult) and res.axis == "iteration"
+    np.testing.assert_array_equal(res.primal, direct.reward)
+    np.testing.assert_array_equal(res.constraint, direct.cost[:, 0] - b[0])
+    np.testing.assert_array_equal(res.multiplier, direct.lam[:, 0])
+    assert res.optimum[0] == solve_cmdp_lp(mdp, c, b).value
+    assert res.stationarity.max() <= 1e-10
+    np.testing.assert_allclose(
+        res.last_iterate_error(), np.maximum(direct.reward_gap, direct.violation)
+    )
+    back = load_result(res.save(tmp_path / "reload"))
+    np.testing.assert_array_equal(back.average_primal, res.average_primal)
+    res.plot(tmp_path / "reload.png")
+    assert res.summary()["iterations"] == 300
+
+
+def test_reload_default_cost_and_binding_threshold():
+    """cost="random" draws from the run's seed; threshold="binding" puts b strictly between the
+    least cost and the unconstrained optimum's, so the LP multiplier is positive."""
+    import theorylab as tl
+
+    spec = "random:S=4,A=2,gamma=0.8,seed=3"
+    a = tl.run("reload", spec, iterations=20, seed=1)
+    again = tl.run("reload", spec, iterations=20, seed=1)
+    other = tl.run("reload", spec, iterations=20, seed=2)
+    assert a.config["cost"] == again.config["cost"] != other.config["cost"]
+    assert a.config["optimal_multiplier"] > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({}, "needs a budget: iterations"),
+        ({"iterations": 10, "epsilon": 0.1}, "epsilon= is the budget of KL-constrained"),
+        ({"iterations": 0}, "iterations must be a positive integer"),
+        ({"iterations": 10, "cost": "ones"}, "cost must be 'random' or an"),
+        ({"iterations": 10, "cost": np.ones((3, 3))}, r"cost must be an \(4, 2\) array"),
+        ({"iterations": 10, "threshold": "tight"}, "threshold must be a number or 'binding'"),
+        ({"iterations": 10, "threshold": -5.0}, "no policy meets cost constraint"),
+    ],
+)
+def test_reload_budget_errors(kwargs, message):
+    import theorylab as tl
+
+    with pytest.raises(ValueError, match=message):
+        tl.run("reload", "random:S=4,A=2,gamma=0.8,seed=3", **kwargs)
+
+
+def test_reps_refuses_the_cost_budget():
+    import theorylab as tl
+
+    with pytest.raises(ValueError, match="iterations= is the budget of cost-constrained"):
+        tl.run("reps", "random:S=4,A=2,gamma=0.8,seed=3", epsilon=0.1, iterations=5)
+    with pytest.raises(ValueError, match="needs a budget: epsilon"):
+        tl.run("reps", "random:S=4,A=2,gamma=0.8,seed=3")
+
+
+def test_cli_run_reload(capsys):
+    from theorylab.cli import main
+
+    assert main(["run", "reload", "random:S=4,A=2,gamma=0.8", "--iterations", "50"]) == 0
+    assert "reload" in capsys.readouterr().out

@@ -1786,3 +1786,8 @@ MUTATIONS = (*MUTATIONS, *demonstration_mutations.MUTATIONS)
 from theorylab.validations import rlvr_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *rlvr_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 29 (con29)
+# constrained-alignment duals (validations/claims/dual.py, claim 7: MoCAN)
+from theorylab.validations import alignment_dual_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *alignment_dual_mutations.MUTATIONS)

@@ -8,7 +8,7 @@ what is registered *now*:
   papers=("000#30",))``);
 * **implemented**: an algorithm names it and no claim checks the row's guarantee;
 * **claim only**: a claim names it but no registered algorithm does (the algorithm is a module
-  outside the registry, as ReLOAD's OGDA in ``algorithms/dual/cmdp.py``);
+  outside the registry);
 * **missing**: nothing names it.
 
 Each claim comes with its last verdict from the gallery (``docs/figures/gallery/NAME.json``,

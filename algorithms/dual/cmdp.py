@@ -1,5 +1,14 @@
 r"""Constrained MDPs: the occupancy LP with cost constraints, and Lagrangian (optimistic) GDA.
 
+Seed reference: ``seed-catalogue-000.md#1`` (ReLOAD, tier A); registered as ``reload``
+(kind ``constrained``, :mod:`theorylab.algorithms.dual.registrations`). What was read: ReLOAD's
+abstract and introduction [V] (GDA converges on average, not in the last iterate; the policy
+alternates between satisfying the constraint and maximising reward; optimistic ascent-descent
+fixes the last iterate; no rate is stated there). The update itself is reconstructed [A] from Wei
+et al.'s OGDA below, run exactly on the occupancy polytope (ReLOAD's own parametrisation, policy
+gradients with optimistic mirror steps, was not available to read); constants: step eta = 1 and
+lambda in [0, 10] in the claim, chosen [A], not the paper's.
+
 References:
 * Altman, *Constrained Markov Decision Processes* (1999), Theorem 3.3 / chapter 3: the CMDP is the
   occupancy LP (:mod:`theorylab.algorithms.planning.lp`) with one extra linear row per cost, and
@@ -229,7 +238,9 @@ class GDATrace:
     reward ``(T,)`` ``V_r`` of the last iterate d_t; cost ``(T, m)`` its ``V_c``; lam ``(T, m)``;
     avg_reward ``(T,)``, avg_cost ``(T, m)``: the same of the running average of d_1..d_t;
     reward_gap ``(T,)`` ``|V_r(d_t) - V*|``, violation ``(T,)`` ``max_i (V_ci(d_t) - b_i)^+``, and
-    their averaged-iterate versions; optimum: the LP solution it is measured against.
+    their averaged-iterate versions; flow_residual ``(T,)`` ``max |M^T d_t - (1 - gamma) mu|``
+    (the projection's accuracy); occupancies ``(T, S, A)`` the iterates d_t; optimum: the LP
+    solution it is measured against.
     """
 
     method: str
@@ -246,6 +257,8 @@ class GDATrace:
     optimum: CMDPSolution
     final_occupancy: np.ndarray
     seconds: float
+    flow_residual: np.ndarray
+    occupancies: np.ndarray
 
     def tail(self, fraction: float = 0.1) -> dict:
         """Max over the last ``fraction`` of the run of the last- and average-iterate errors."""
@@ -303,6 +316,7 @@ def lagrangian_gda(
     d_hat, lam_hat = d.copy(), lam.copy()
     out_r, out_c, out_l = np.empty(steps), np.empty((steps, m)), np.empty((steps, m))
     avg_r, avg_c = np.empty(steps), np.empty((steps, m))
+    flow, occ = np.empty(steps), np.empty((steps, S * A))  # (T,), (T, S*A)
     d_sum = np.zeros(S * A)
     for t in range(steps):
         gd, gl = field(d, lam)
@@ -315,6 +329,8 @@ def lagrangian_gda(
             d, xk = project_onto_occupancies(M, d + eta * gd, rhs, xk)
             lam = np.clip(lam + eta * gl, 0.0, lambda_max)
         d_sum += d
+        flow[t] = np.abs(M.T @ d - rhs).max()
+        occ[t] = d
         out_r[t] = r @ d / (1.0 - g)
         out_c[t] = C @ d / (1.0 - g)
         out_l[t] = lam
@@ -335,4 +351,6 @@ def lagrangian_gda(
         optimum=opt,
         final_occupancy=d.reshape(S, A),
         seconds=time.perf_counter() - t0,
+        flow_residual=flow,
+        occupancies=occ.reshape(steps, S, A),
     )

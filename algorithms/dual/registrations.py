@@ -5,8 +5,10 @@
   (``theorylab.runners.dual``) supplies the model, d^O and alpha and scores primal, dual, gap and
   flow residual exactly. ``dual-v`` (the dual-V form, Newton / L-BFGS) and
   ``regularized-primal`` (cvxpy on the primal, the reference answer).
-* kind ``"constrained"``: ``reps`` (REPS by Newton on its closed-form dual, ``(mdp, q, epsilon)``;
-  runner ``theorylab.runners.constrained``).
+* kind ``"constrained"`` (runner ``theorylab.runners.constrained``): ``reps`` (REPS by Newton on
+  its closed-form dual, ``constraint="kl"``: ``(mdp, q, epsilon)``) and ``reload`` (ReLOAD's
+  optimistic gradient descent-ascent on a CMDP's Lagrangian, ``constraint="cost"``:
+  ``(mdp, cost, threshold, iterations)``).
 * kind ``"ope"``: ``dualdice`` (tabular DualDICE, ``estimate(dataset, policy) -> V_hat(mu0)``
   per seed; runner ``theorylab.runners.ope``).
 * kind ``"offline"``: ``optidice`` (tabular OptiDICE, ``fit(dataset, alpha, f)``) and ``f-dvl``
@@ -18,6 +20,7 @@
 
 from __future__ import annotations
 
+from theorylab.algorithms.dual import cmdp, general_utilities, safety_dualization
 from theorylab.algorithms.dual.dual_v import solve_dual_v
 from theorylab.algorithms.dual.dualdice import dualdice
 from theorylab.algorithms.dual.f_dvl import f_dvl
@@ -62,10 +65,40 @@ def estimate_dualdice(dataset, policy):
     return dualdice(dataset, policy).value
 
 
-@register("reps", kind="constrained", problem="tabular")
+@register("reps", kind="constrained", problem="tabular", constraint="kl")
 def solve_reps(mdp, q, epsilon, max_iter: int = 500):
     """REPS, exactly: max average reward s.t. KL(mu || q) <= epsilon (Peters et al. 2010)."""
     return reps(mdp, q, epsilon, max_iter=max_iter)
+
+
+@register(
+    "reload",
+    kind="constrained",
+    problem="tabular",
+    constraint="cost",
+    horizon="discounted",
+    papers=("000#1",),
+)
+def solve_reload(
+    mdp,
+    cost,
+    threshold,
+    iterations,
+    eta: float = 1.0,
+    lambda_max: float = 10.0,
+    optimistic: bool = True,
+):
+    """ReLOAD: optimistic GDA on a CMDP's Lagrangian, exact in occupancy space (Moskovitz 2023)."""
+    # cmdp.lagrangian_gda looked up at call time: the control cmdp-ogda-no-optimism patches it
+    return cmdp.lagrangian_gda(
+        mdp,
+        cost,
+        [threshold],
+        steps=iterations,
+        eta=eta,
+        optimistic=optimistic,
+        lambda_max=lambda_max,
+    )
 
 
 @register(
@@ -80,3 +113,32 @@ def fit_recoil(expert, dataset, beta: float = 0.5, f: str = "kl"):
 def fit_smodice(expert, dataset, match: str = "state-action", disc_clip: float = 1e-6):
     """Tabular SMODICE: min KL(d || d^E) over d << d^S, via dual-V (Ma et al. 2022; [M])."""
     return smodice(expert, dataset, match=match, disc_clip=disc_clip)
+
+
+@register("mocan", kind="policy-optimization", problem="safety-bandit", papers=("000#62",))
+def run_mocan(problem, iterations):
+    """MoCAN: Newton on the closed-form convex dual D(lambda), one-shot lambda* (Huang 2024)."""
+    return safety_dualization.mocan(problem, iterations)
+
+
+@register(
+    "safety-primal-dual", kind="policy-optimization", problem="safety-bandit", papers=("000#62",)
+)
+def run_safety_primal_dual(problem, iterations, eta: float = 1.0, step: float | None = None):
+    """Lagrangian primal-dual for safe RLHF: KL mirror ascent on pi, gradient descent on lambda."""
+    return safety_dualization.primal_dual(problem, iterations, eta=eta, step=step)
+
+
+@register(
+    "general-utility-pg",
+    kind="policy-optimization",
+    problem="tabular-discounted",
+    papers=("000#14", "001#65"),
+)
+def run_general_utility_pg(
+    problem, iterations, utility: str = "entropy", step: float = 1.0, expert_seed: int = 0
+):
+    """Softmax PG on a concave utility F of the occupancy, exact chain rule (Barakat 2023)."""
+    return general_utilities.run_utility_pg(
+        problem, iterations, utility=utility, step=step, expert_seed=expert_seed
+    )
