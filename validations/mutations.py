@@ -1786,3 +1786,9 @@ MUTATIONS = (*MUTATIONS, *demonstration_mutations.MUTATIONS)
 from theorylab.validations import rlvr_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *rlvr_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (expl31b)
+# CDPO (validations/claims/tabular_regret.py, cdpo-conservative-riverswim)
+from theorylab.validations import cdpo_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *cdpo_mutations.MUTATIONS)
