@@ -502,11 +502,17 @@ class ConservativeDualVsPSRL:
     scales: dict[str, Scale] = field(
         default_factory=lambda: {
             "quick": Scale(
-                episodes=300, seeds=32, mdp="riverswim:S=4,H=4", slope_range=(-1.0, 0.8),
+                episodes=300,
+                seeds=32,
+                mdp="riverswim:S=4,H=4",
+                slope_range=(-1.0, 0.8),
                 fit_range=(0.5, 1.0),
             ),
             "full": Scale(
-                episodes=2000, seeds=32, mdp="riverswim:S=6,H=20", slope_range=(-1.0, 0.8),
+                episodes=2000,
+                seeds=32,
+                mdp="riverswim:S=6,H=20",
+                slope_range=(-1.0, 0.8),
                 fit_range=(0.5, 1.0),
             ),
         }  # fmt: skip
