@@ -1791,3 +1791,9 @@ MUTATIONS = (*MUTATIONS, *rlvr_mutations.MUTATIONS)
 from theorylab.validations import alignment_dual_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *alignment_dual_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (expl31b)
+# CDPO (validations/claims/tabular_regret.py, cdpo-conservative-riverswim)
+from theorylab.validations import cdpo_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *cdpo_mutations.MUTATIONS)
