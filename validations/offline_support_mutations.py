@@ -1,9 +1,11 @@
-"""Known-bug mutations of OGSRL (issue 31), the controls of ``ogsrl-support-restricted-optimum``
-(``validations/claims/offline.py``); appended to ``mutations.MUTATIONS``:
+"""Known-bug mutations of OGSRL, trajectory weighting and vw-pevi (issue 31), the controls of their
+claims in ``validations/claims/offline.py``; appended to ``mutations.MUTATIONS``:
 
 * ``ogsrl-support-dropped``: the OOD guardian removed -- the occupancy LP may use pairs without
   data (where the model's reward is a guess: the claim's fill of 1 is then exploited);
-* ``ogsrl-budget-dropped``: the safety-cost row removed (the costs zeroed in the LP).
+* ``ogsrl-budget-dropped``: the safety-cost row removed (the costs zeroed in the LP);
+* ``trajectory-weighting-inverted``: low-return episodes up-weighted;
+* ``vw-pevi-weights-inverted``: vw-pevi's regression weights sigma2 instead of 1 / sigma2.
 """
 
 from __future__ import annotations
@@ -86,6 +88,33 @@ MUTATIONS = (
             "mutation",
             "trajectory weighting's return sign flipped (low-return episodes up-weighted)",
             trajectory_weighting_inverted,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def vw_pevi_weights_inverted(claim=None) -> Iterator[None]:
+    """vw-pevi's regression weights inverted: sigma2 replaced by 1 / sigma2 (weights sigma2)."""
+    from theorylab.algorithms.offline import vw_pevi as vw
+
+    original = vw.estimate_variances
+
+    def inverted(*args, **kwargs):
+        return 1.0 / original(*args, **kwargs)  # the bug: high-variance pairs up-weighted
+
+    with _patched(vw, "estimate_variances", inverted):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "vw-pevi-weights-inverted",
+            "mutation",
+            "vw-pevi's variance weights inverted (1 / sigma2 -> sigma2: noisy pairs up-weighted)",
+            vw_pevi_weights_inverted,
         )
     ),
 )

@@ -76,6 +76,7 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1517,4 +1518,149 @@ register_validation(
     controls=("trajectory-weighting-inverted",),
     targets={"offline": ("trajectory-weighting",)},
     papers=("002-004#C1", "001#46"),
+)
+
+
+# ------------------------------------- 10. PNLSVI's guarantee on vw-pevi (issue 31, 000#26)
+def heteroscedastic_instance(C: int = 6, H: int = 9, q: float = 0.8):
+    """C contexts (h = 0), each with a ``noisy`` action (0) to G (reward 0.75 per step) or B (0.25
+    per step) with p = 1/2 - g_c / 4, and a ``steady`` action (1) to M (0.5 per step); G, B,
+    M absorbing. Values from stage 1 on are 6, 2 and 4 for H = 9: the noisy action's value
+    is 4 - g_c with target variance ~4 (sigma = 2), the steady one's 4 with variance 0, so
+    steady is optimal by the gap g_c (log-uniform in [0.01, 0.3]). The behaviour plays noisy
+    with q = 0.8, so n_noisy = sigma^2 n_steady: variance-weighted widths are equal at a
+    context, unweighted ones favour the noisy action by beta / (2 sqrt(n_steady)). mu0 puts
+    0.2 / 1.2 on M so that G, B and M hold the same data downstream (their pessimistic
+    losses cancel), rewards stay in (0, 1) (no clipping at 0). Returns the TabularMDP, the
+    behaviour ``(H, S, A)`` and the feature map ``phi (S, A, 2C + 3)`` (one per context-
+    action, one per G, B, M: a linear MDP)."""
+    from theorylab.mdps import TabularMDP
+
+    S, A = C + 3, 2
+    G, B, M = C, C + 1, C + 2
+    P = np.zeros((H, S, A, S))
+    R = np.zeros((H, S, A))
+    half = 0.5 * (H - 1)  # the value range from stage 1 is (0.75 - 0.25) (H - 1)
+    for c, g in enumerate(np.geomspace(0.01, 0.3, C)):
+        p = 0.5 - g / half
+        P[:, c, 0, G], P[:, c, 0, B] = p, 1.0 - p
+        P[:, c, 1, M] = 1.0
+    for s in (G, B, M):
+        P[:, s, :, s] = 1.0
+    R[:, G], R[:, B], R[:, M] = 0.75, 0.25, 0.5
+    mu0 = np.zeros(S)
+    mu0[:C], mu0[M] = 1.0 / (1.2 * C), 0.2 / 1.2
+    beh = np.full((H, S, A), 0.5)
+    beh[:, :C, 0], beh[:, :C, 1] = q, 1.0 - q
+    phi = np.zeros((S, A, 2 * C + 3))
+    for c in range(C):
+        phi[c, 0, 2 * c] = phi[c, 1, 2 * c + 1] = 1.0
+    for i, s in enumerate((G, B, M)):
+        phi[s, :, 2 * C + i] = 1.0
+    return TabularMDP(P, R, mu0, horizon=H), beh, phi
+
+
+def optimal_finite_value(mdp) -> float:
+    """``V*_1(mu0)`` by backward induction with a max, written out here."""
+    V = np.zeros(mdp.S)
+    for h in range(mdp.horizon - 1, -1, -1):
+        V = (mdp.reward(h) + _dense_P(mdp, h) @ V).max(axis=1)
+    return float(np.asarray(mdp.mu0) @ V)
+
+
+def _suboptimality_exact(mdp, policy: np.ndarray, v_star: float) -> np.ndarray:
+    """``V* - V^pi`` per seed of a deterministic ``policy (B, H, S)``, by ``finite_value``."""
+    eye = np.eye(mdp.A)
+    return np.array([v_star - finite_value(mdp, eye[p]) for p in policy])
+
+
+@dataclass
+class VarianceWeightingGuarantee:
+    name: str = "vw-pevi-heteroscedastic-rate"
+    statement: str = (
+        "Variance-weighted pessimistic LSVI (vw-pevi, 000#26's linear case) on a heteroscedastic "
+        "linear MDP (6 contexts, noisy action of target variance 4 vs a steady optimal one, "
+        "H = 9, d = 15): sub-optimality, exact by backward induction, is O(1/sqrt(N)) on the "
+        "sweep (sqrt(N) SubOpt at the largest N <= at the smallest), and at every N at most half "
+        "the unweighted pessimistic LSVI's with the same width beta and lambda (PEVI)"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"Ns": [20_000, 60_000], "seeds": 12},
+            "full": {"Ns": [20_000, 50_000, 120_000, 300_000], "seeds": 32},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.offline import make_dataset
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        mdp, beh, phi = heteroscedastic_instance()
+        H, d = mdp.horizon, phi.shape[-1]
+        c_ref = 1.0 / (math.sqrt(d) * H)  # the pilot at the main pass's width sqrt(d zeta)
+        v_star = optimal_finite_value(mdp)
+        vw, pevi = get_algorithm("vw-pevi").factory, get_algorithm("pevi").factory
+        curves: dict[str, list[float]] = {"vw-pevi": [], "unweighted, same beta": [], "pevi": []}
+        sigma_noisy = []
+        for N in cfg["Ns"]:
+            ds = make_dataset(mdp, N * H, behaviour=beh, seeds=cfg["seeds"], seed=seed)
+            r = vw(ds, phi=phi, c_beta_ref=c_ref)
+            same = pevi(ds, phi=phi, beta=r.params["beta"], lam=r.params["lam"])
+            own = pevi(ds, phi=phi)
+            for key, res in zip(curves, (r, same, own), strict=True):
+                curves[key].append(float(_suboptimality_exact(mdp, res.policy, v_star).mean()))
+            sigma_noisy.append(float(np.sqrt(r.info["sigma2"][:, 0, 0, 0]).mean()))
+        Ns = np.asarray(cfg["Ns"], dtype=float)
+        w, u = np.asarray(curves["vw-pevi"]), np.asarray(curves["unweighted, same beta"])
+        scaled = np.sqrt(Ns) * w
+        slope = float(np.polyfit(np.log(Ns), np.log(np.maximum(w, 1e-12)), 1)[0])
+        checks = [
+            Check(
+                "SubOpt = O(1/sqrt(N)) on the sweep",
+                bool(scaled[-1] <= scaled[0]) and bool(w[0] > 0),
+                f"sqrt(N) SubOpt: {np.round(scaled, 3).tolist()} (last <= first; first > 0); "
+                f"log-log slope {slope:.2f}",
+                {"sqrtN_subopt": scaled.tolist(), "slope": slope},
+            ),
+            Check(
+                "variance weighting beats unweighted (same beta)",
+                bool(np.all(w <= 0.5 * u)) and bool(np.all(u > 0)),
+                f"vw {np.round(w, 4).tolist()} vs unweighted {np.round(u, 4).tolist()} "
+                "(vw <= 0.5 x unweighted at every N)",
+                {"vw": w.tolist(), "unweighted": u.tolist()},
+            ),
+            Check(
+                "INFO: PEVI at its own width (d H sqrt(zeta))",
+                True,
+                f"SubOpt {np.round(curves['pevi'], 4).tolist()}; estimated sigma at a noisy pair "
+                f"{np.round(sigma_noisy, 2).tolist()} (true 2)",
+                {"pevi": curves["pevi"], "sigma_noisy": sigma_noisy},
+            ),
+        ]
+        config = {**cfg, "seed": seed, "H": H, "d": d, "c_beta_ref": c_ref}
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            plot_lines(
+                Ns,
+                {k: np.maximum(np.asarray(v), 1e-6) for k, v in curves.items()},
+                xlabel="episodes N",
+                ylabel="mean sub-optimality (exact)",
+                title="variance weighting on a heteroscedastic MDP",
+                path=plot,
+                logx=True,
+                logy=True,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
+
+
+register_validation(
+    VarianceWeightingGuarantee(),
+    controls=("vw-pevi-weights-inverted",),
+    targets={"offline": ("vw-pevi",)},
+    papers=("000#26",),
 )
