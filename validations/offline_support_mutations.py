@@ -5,7 +5,8 @@ claims in ``validations/claims/offline.py``; appended to ``mutations.MUTATIONS``
   data (where the model's reward is a guess: the claim's fill of 1 is then exploited);
 * ``ogsrl-budget-dropped``: the safety-cost row removed (the costs zeroed in the LP);
 * ``trajectory-weighting-inverted``: low-return episodes up-weighted;
-* ``vw-pevi-weights-inverted``: vw-pevi's regression weights sigma2 instead of 1 / sigma2.
+* ``vw-pevi-weights-inverted``: vw-pevi's regression weights sigma2 instead of 1 / sigma2;
+* ``mbrcsl-no-rollouts``: MBRCSL without its model rollouts (= RCSL).
 """
 
 from __future__ import annotations
@@ -115,6 +116,33 @@ MUTATIONS = (
             "mutation",
             "vw-pevi's variance weights inverted (1 / sigma2 -> sigma2: noisy pairs up-weighted)",
             vw_pevi_weights_inverted,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def mbrcsl_no_rollouts(claim=None) -> Iterator[None]:
+    """MBRCSL without its model rollouts: RCSL on the data alone."""
+    from theorylab.algorithms.offline import rcsl
+
+    original = rcsl._fit
+
+    def no_rollouts(dataset, name, rollouts, seed):
+        return original(dataset, name, 0, seed)  # the bug: the rollouts are skipped
+
+    with _patched(rcsl, "_fit", no_rollouts):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "mbrcsl-no-rollouts",
+            "mutation",
+            "MBRCSL's model rollouts skipped (RCSL on the data alone)",
+            mbrcsl_no_rollouts,
         )
     ),
 )

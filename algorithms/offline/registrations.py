@@ -170,3 +170,23 @@ def fit_trajectory_weighting(dataset, temperature: float = 0.1):
     from theorylab.algorithms.offline.trajectory_weighting import trajectory_weighting
 
     return trajectory_weighting(dataset, temperature=temperature)
+
+
+@register("rcsl", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#5",))
+def fit_rcsl(dataset):
+    """Markovian return-conditioned supervised learning, tabular (Zhou et al. 2024; [A])."""
+    from theorylab.algorithms.offline.rcsl import rcsl
+
+    return rcsl(dataset)
+
+
+@register(
+    "mbrcsl", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#5",)
+)
+def fit_mbrcsl(dataset, rollouts: str = "exact", seed: int = 0):
+    """MBRCSL: empirical model, behaviour-policy rollouts, high-return filter, RCSL ([A]);
+    rollouts: "exact" (enumerated) or a count ("0": RCSL)."""
+    from theorylab.algorithms.offline.rcsl import mbrcsl
+
+    n = int(rollouts) if str(rollouts).isdigit() else rollouts
+    return mbrcsl(dataset, rollouts=n, seed=seed)

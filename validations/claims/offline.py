@@ -1664,3 +1664,169 @@ register_validation(
     targets={"offline": ("vw-pevi",)},
     papers=("000#26",),
 )
+
+
+# ------------------------------------------------ 11. RCSL vs MBRCSL (issue 31, 000#5)
+def mixture_dataset(mdp, policies: list[np.ndarray], weights=None):
+    """The enumerated trajectories of each deterministic ``policies[i] (H, S)`` with mass
+    ``weights[i]`` (default equal), concatenated: the exact data distribution of a
+    non-Markov behaviour that runs one whole policy per episode."""
+    from dataclasses import replace
+
+    weights = np.full(len(policies), 1.0 / len(policies)) if weights is None else weights
+    eye = np.eye(mdp.A)
+    parts = [enumerated_trajectories(mdp, eye[pi]) for pi in policies]
+    cat = {
+        k: np.concatenate([getattr(d, k) for d in parts], axis=1)
+        for k in ("states", "actions", "rewards", "next_states", "stages")
+    }
+    wts = np.concatenate([w * d.weights for w, d in zip(weights, parts, strict=True)], axis=1)
+    return replace(
+        parts[0], **cat, weights=wts, n_episodes=sum(d.n_episodes for d in parts), behaviour=None
+    )
+
+
+def stitching_instance():
+    """H = 2, one start state s0 and one shared middle state m (S = 2, A = 2, deterministic):
+    at s0 action 0 pays 0.5, action 1 pays 0, both lead to m; at m action 0 pays 0, action 1
+    pays 1. The data hold (0, 0) (return 0.5) and (1, 1) (return 1) half and half; the optimal
+    (0, 1) (return 1.5) never appears whole, only its two halves do."""
+    from theorylab.mdps import TabularMDP
+
+    P = np.zeros((2, 2, 2, 2))
+    P[:, :, :, 1] = 1.0
+    R = np.zeros((2, 2, 2))
+    R[0, 0, 0], R[1, 1, 1] = 0.5, 1.0
+    mdp = TabularMDP(P, R, np.array([1.0, 0.0]), horizon=2)
+    return mdp, [np.zeros((2, 2), dtype=np.int64), np.ones((2, 2), dtype=np.int64)]
+
+
+def random_stitching_instance(seed: int, S: int = 4, A: int = 3, H: int = 4, k: int = 3):
+    """A random deterministic MDP from a single start state and k random deterministic
+    policies whose whole episodes make the data."""
+    mdp, _ = deterministic_instance(seed, S, A, H)
+    from theorylab.mdps import TabularMDP
+
+    mu0 = np.zeros(S)
+    mu0[0] = 1.0
+    mdp = TabularMDP(np.stack([_dense_P(mdp, h) for h in range(H)]), mdp.R, mu0, horizon=H)
+    rng = np.random.default_rng([seed, 31, 5])
+    return mdp, [rng.integers(A, size=(H, S)) for _ in range(k)]
+
+
+def support_value(mdp, data) -> float:
+    """The best value over paths that use only (h, s, a) seen in the data: backward induction
+    on the true model restricted to those pairs (-inf elsewhere), written out here."""
+    H, S, A = mdp.horizon, mdp.S, mdp.A
+    seen = np.zeros((H, S, A), dtype=bool)
+    live = data.weights[0] > 0
+    seen[data.stages[0][live], data.states[0][live], data.actions[0][live]] = True
+    V = np.zeros(S)
+    for h in range(H - 1, -1, -1):
+        P, fin = _dense_P(mdp, h), np.isfinite(V)
+        blocked = P @ (~fin).astype(float) > 0  # (S, A): may land where no seen path goes on
+        Q = mdp.reward(h) + P @ np.where(fin, V, 0.0)
+        V = np.where(seen[h] & ~blocked, Q, -np.inf).max(axis=1)
+    start = np.asarray(mdp.mu0) > 0
+    return float(np.asarray(mdp.mu0)[start] @ V[start])
+
+
+@dataclass
+class RcslStitching:
+    name: str = "mbrcsl-stitches-rcsl-does-not"
+    statement: str = (
+        "On a stitching MDP whose optimal trajectory never appears whole in the data (two "
+        "sub-optimal halves sharing a state), RCSL's return-conditioned policy returns the best "
+        "data trajectory's return (1.0 < V* = 1.5, V* by backward induction) while MBRCSL "
+        "(empirical model, behaviour-cloned rollouts, keep returns >= the data's best, RCSL) "
+        "returns V*; on random deterministic MDPs (S = 4, A = 3, H = 4, data = whole episodes "
+        "of 3 random policies) RCSL's value equals the best data return and MBRCSL's equals the "
+        "best support-restricted value (backward induction over seen pairs), exactly"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"instances": 20, "sampled_rollouts": 2000},
+            "full": {"instances": 300, "sampled_rollouts": 20000},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        rcsl, mb = get_algorithm("rcsl").factory, get_algorithm("mbrcsl").factory
+        eye = np.eye(2)
+        mdp, pols = stitching_instance()
+        data = mixture_dataset(mdp, pols)
+        v_star = optimal_finite_value(mdp)
+        v_r = finite_value(mdp, eye[rcsl(data).policy[0]])
+        v_m = finite_value(mdp, eye[mb(data).policy[0]])
+        v_s = finite_value(mdp, eye[mb(data, rollouts=str(cfg["sampled_rollouts"])).policy[0]])
+        errs_r, errs_m = [0.0], [0.0]
+        gains, curves = [], {"best data return (RCSL)": [], "MBRCSL": [], "V*": []}
+        for i in range(cfg["instances"]):
+            m2, p2 = random_stitching_instance(seed + i)
+            d2 = mixture_dataset(m2, p2)
+            e2 = np.eye(m2.A)
+            best_data = max(finite_value(m2, e2[p]) for p in p2)
+            vr = finite_value(m2, e2[rcsl(d2).policy[0]])
+            vm = finite_value(m2, e2[mb(d2).policy[0]])
+            errs_r.append(abs(vr - best_data))
+            errs_m.append(abs(vm - support_value(m2, d2)))
+            gains.append(vm - vr)
+            for key, x in zip(curves, (vr, vm, optimal_finite_value(m2)), strict=True):
+                curves[key].append(x)
+        err_r, err_m = float(np.max(errs_r)), float(np.max(errs_m))  # NaN propagates: fails
+        checks = [
+            Check(
+                "stitching MDP: RCSL stays below optimal",
+                v_r < v_star - 0.25,
+                f"V(RCSL) = {v_r:.4f} < V* = {v_star:.4f} (by > 0.25; best data return 1.0)",
+                {"v_rcsl": v_r, "v_star": v_star},
+            ),
+            Check(
+                "stitching MDP: MBRCSL reaches the optimum",
+                abs(v_m - v_star) <= ROUND_OFF,
+                f"|V(MBRCSL) - V*| = {abs(v_m - v_star):.1e} (<= 1e-12); with "
+                f"{cfg['sampled_rollouts']} sampled rollouts V = {v_s:.4f}",
+                {"v_mbrcsl": v_m, "v_sampled": v_s},
+            ),
+            Check(
+                "random MDPs: MBRCSL = best support-restricted value",
+                bool(err_m <= 1e-10),
+                f"max |V(MBRCSL) - V_support| = {err_m:.1e} over {cfg['instances']} (<= 1e-10)",
+                {"max_err_mbrcsl": err_m},
+            ),
+            Check(
+                "random MDPs: RCSL = best data trajectory, MBRCSL improves",
+                bool(err_r <= 1e-10) and float(np.mean(gains)) > 0.01,
+                f"max |V(RCSL) - best data return| = {err_r:.1e} (<= 1e-10); mean "
+                f"V(MBRCSL) - V(RCSL) = {np.mean(gains):.4f} (> 0.01)",
+                {"max_err_rcsl": err_r, "mean_gain": float(np.mean(gains))},
+            ),
+        ]
+        config = {**cfg, "seed": seed}
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            order = np.argsort(curves["V*"])
+            plot_lines(
+                np.arange(1, len(order) + 1),
+                {k: np.asarray(v)[order] for k, v in curves.items()},
+                xlabel="random deterministic MDP (sorted by V*)",
+                ylabel="V(mu0), exact",
+                title="MBRCSL stitches, RCSL does not",
+                path=plot,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
+
+
+register_validation(
+    RcslStitching(),
+    controls=("mbrcsl-no-rollouts",),
+    targets={"offline": ("rcsl", "mbrcsl")},
+    papers=("000#5",),
+)
