@@ -146,3 +146,51 @@ MUTATIONS = (
         )
     ),
 )
+
+
+@contextlib.contextmanager
+def _het_pevi_with(**forced) -> Iterator[None]:
+    from theorylab.algorithms.offline import het_pevi as hp
+
+    original = hp.het_pevi
+
+    def mutated(dataset, **kwargs):
+        return original(dataset, **{**kwargs, **forced})
+
+    with _patched(hp, "het_pevi", mutated):
+        yield
+
+
+@contextlib.contextmanager
+def het_pevi_single_source(claim=None) -> Iterator[None]:
+    """HetPEVI on source 0's rows only: single-source PEVI with the same penalty."""
+    with _het_pevi_with(single_source=0):
+        yield
+
+
+@contextlib.contextmanager
+def het_pevi_source_term_dropped(claim=None) -> Iterator[None]:
+    """HetPEVI without its source-uncertainty penalty (c_K = 0)."""
+    with _het_pevi_with(c_K=0.0):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "het-pevi-single-source",
+            "mutation",
+            "HetPEVI fed one source (single-source PEVI: no benefit from more sources)",
+            het_pevi_single_source,
+        )
+    ),
+    register_control(
+        Control(
+            "het-pevi-source-term-dropped",
+            "mutation",
+            "HetPEVI's source-uncertainty penalty removed (c_K = 0)",
+            het_pevi_source_term_dropped,
+        )
+    ),
+)

@@ -190,3 +190,14 @@ def fit_mbrcsl(dataset, rollouts: str = "exact", seed: int = 0):
 
     n = int(rollouts) if str(rollouts).isdigit() else rollouts
     return mbrcsl(dataset, rollouts=n, seed=seed)
+
+
+@register(
+    "het-pevi", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#71",)
+)
+def fit_het_pevi(dataset, delta: float = 0.1, c_n: float = 1.0, c_K: float = 1.0):
+    """HetPEVI: pessimistic VI from K perturbed sources, sample + source penalty (Shi et al.
+    2023; [A]); sources from ``dataset.info["sources"]`` (none: one source)."""
+    from theorylab.algorithms.offline.het_pevi import het_pevi
+
+    return het_pevi(dataset, delta=delta, c_n=c_n, c_K=c_K)

@@ -1830,3 +1830,144 @@ register_validation(
     targets={"offline": ("rcsl", "mbrcsl")},
     papers=("000#5",),
 )
+
+
+# ------------------------------------------- 12. HetPEVI, perturbed sources (issue 31, 000#71)
+def perturbed_sources_target(C: int = 6):
+    """H = 2: C contexts (mu0 uniform), each with two actions to G (reward 1 at stage 1) or B
+    (0): action 1 with probability 1/2 + g_c (g_c log-uniform in [0.01, 0.2]), action 0 with
+    1/2; action 1 is optimal (ties go to action 0, so clipping everything is sub-optimal)."""
+    from theorylab.mdps import TabularMDP
+
+    S, G, B = C + 2, C, C + 1
+    P = np.zeros((2, S, 2, S))
+    for c, g in enumerate(np.geomspace(0.01, 0.2, C)):
+        P[0, c, 1, G], P[0, c, 1, B] = 0.5 + g, 0.5 - g
+        P[0, c, 0, G] = P[0, c, 0, B] = 0.5
+    P[0, G:, :, :] = 0.0
+    P[:, G, :, G] = P[:, B, :, B] = 1.0
+    P[1, :C, :, G] = 1.0
+    R = np.zeros((2, S, 2))
+    R[1, G] = 1.0
+    mu0 = np.zeros(S)
+    mu0[:C] = 1.0 / C
+    return TabularMDP(P, R, mu0, horizon=2)
+
+
+def perturbed_source(target, alpha: float, rng: np.random.Generator):
+    """One source: every stage-0 context row of the target's kernel redrawn from
+    ``Beta(alpha p_G, alpha p_B)`` (mean the target's; sd ~ 0.5 / sqrt(alpha))."""
+    from theorylab.mdps import TabularMDP
+
+    P = np.stack([_dense_P(target, h) for h in range(target.horizon)])
+    G, B = target.S - 2, target.S - 1
+    x = rng.beta(alpha * P[0, :G, :, G], alpha * P[0, :G, :, B])  # (C, A)
+    P[0, :G, :, G], P[0, :G, :, B] = x, 1.0 - x
+    return TabularMDP(P, target.R, target.mu0, horizon=target.horizon)
+
+
+@dataclass
+class HetPeviSources:
+    name: str = "het-pevi-source-floor"
+    statement: str = (
+        "HetPEVI on K randomly perturbed sources (Beta perturbations of mean the target's, "
+        "alpha = 20) of an H = 2 target with 6 contexts, n episodes per source, penalty "
+        "constants c_n = c_K = 0.05: sub-optimality on the target (exact) floors in n at the "
+        "smallest K (at the largest n, 10 x the middle one, >= 0.5 x its value -- a 1/sqrt(n) "
+        "decay would give 0.32 -- and > 0), falls with K at the largest n "
+        "(K_max <= 0.5 x K_min), and V_hat(mu0) <= V^pi_hat(mu0) on the target on >= 90% of "
+        "the runs at every (K, n)"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"Ks": [2, 16], "ns": [100, 300, 3000], "draws": 8, "seeds": 4},
+            "full": {"Ks": [2, 8, 32], "ns": [100, 1000, 10000], "draws": 16, "seeds": 8},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.offline import make_dataset
+        from theorylab.algorithms.offline.het_pevi import concat_sources
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        target = perturbed_sources_target()
+        v_star = optimal_finite_value(target)
+        fit = get_algorithm("het-pevi").factory
+        Ks, ns = cfg["Ks"], cfg["ns"]
+        sub = np.zeros((len(Ks), len(ns)))
+        pess = np.zeros((len(Ks), len(ns)))
+        eye = np.eye(target.A)
+        for i, K in enumerate(Ks):
+            for j, n in enumerate(ns):
+                gaps, holds = [], []
+                for r in range(cfg["draws"]):
+                    rng = np.random.default_rng([seed, 71, K, r])
+                    srcs = [perturbed_source(target, 20.0, rng) for _ in range(K)]
+                    data = concat_sources(
+                        [
+                            make_dataset(
+                                m,
+                                2 * n,
+                                coverage=0.0,
+                                seeds=cfg["seeds"],
+                                seed=seed * 10**6 + K * 10**4 + r * 100 + k,
+                            )
+                            for k, m in enumerate(srcs)
+                        ]
+                    )
+                    res = fit(data, c_n=0.05, c_K=0.05)
+                    for b in range(cfg["seeds"]):
+                        v = finite_value(target, eye[res.policy[b]])
+                        gaps.append(v_star - v)
+                        holds.append(res.value_estimate[b] <= v + ROUND_OFF)
+                sub[i, j], pess[i, j] = np.mean(gaps), np.mean(holds)
+        floor = sub[0, -1] >= 0.5 * sub[0, len(ns) // 2] and sub[0, -1] > 0
+        checks = [
+            Check(
+                "sub-optimality floors in n at the smallest K",
+                bool(floor),
+                f"K = {Ks[0]}: SubOpt over n = {ns}: {np.round(sub[0], 4).tolist()} "
+                "(last >= 0.5 x middle, > 0)",
+                {"subopt": sub.tolist()},
+            ),
+            Check(
+                "the floor falls with K",
+                bool(sub[-1, -1] <= 0.5 * sub[0, -1]),
+                f"largest n: SubOpt over K = {Ks}: {np.round(sub[:, -1], 4).tolist()} "
+                "(K_max <= 0.5 x K_min)",
+                {"subopt_vs_K": sub[:, -1].tolist()},
+            ),
+            Check(
+                "pessimism on the target",
+                bool(np.all(pess >= 0.9)),
+                f"min fraction of runs with V_hat <= V^pi_hat = {pess.min():.3f} (>= 0.9)",
+                {"pessimism": pess.tolist()},
+            ),
+        ]
+        config = {**cfg, "seed": seed, "alpha": 20.0, "c_n": 0.05, "c_K": 0.05}
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            plot_lines(
+                np.asarray(ns, dtype=float),
+                {f"K = {K}": np.maximum(sub[i], 1e-5) for i, K in enumerate(Ks)},
+                xlabel="episodes per source n",
+                ylabel="mean sub-optimality on the target (exact)",
+                title="HetPEVI: a floor in n that falls with K",
+                path=plot,
+                logx=True,
+                logy=True,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
+
+
+register_validation(
+    HetPeviSources(),
+    controls=("het-pevi-single-source", "het-pevi-source-term-dropped"),
+    targets={"offline": ("het-pevi",)},
+    papers=("000#71",),
+)
