@@ -74,6 +74,8 @@ NO_THEOREM = {
     # return, best support-restricted value); the paper's theorems were not read
     "rcsl",
     "mbrcsl",
+    # HetPEVI (000#71): the penalty's constants and the theorem were not read (het_pevi.py)
+    "het-pevi",
     # robust MDPs (issue 30): exact planners; their claims are validations
     "iwocs",
     "dr-rpo",
