@@ -72,6 +72,17 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
    in the claim) is >= the behaviour's on every fit, above it by > 0.01 on average, and equals the
    re-weighted data's mean return; on the stochastic gamble MDP it is below the behaviour's.
    Control: ``trajectory-weighting-inverted``.
+10. ``vw-pevi-heteroscedastic-rate`` -- PNLSVI's guarantee (000#26) on vw-pevi: on a
+   heteroscedastic linear MDP (``heteroscedastic_instance``) the exact sub-optimality is
+   O(1/sqrt(N)) on the sweep and at most half the unweighted pessimistic LSVI's at the same width.
+   Control: ``vw-pevi-weights-inverted``.
+11. ``mbrcsl-stitches-rcsl-does-not`` -- RCSL / MBRCSL (000#5): on the stitching MDP RCSL returns
+   the best data return (1.0 < V* = 1.5), MBRCSL returns V*; on random deterministic MDPs RCSL
+   equals the best data return and MBRCSL the best support-restricted value (``support_value``).
+   Control: ``mbrcsl-no-rollouts``.
+12. ``het-pevi-source-floor`` -- HetPEVI (000#71): sub-optimality floors in n at fixed K, falls
+   with K, pessimism holds on the target. Controls: ``het-pevi-single-source``,
+   ``het-pevi-source-term-dropped``.
 """
 
 from __future__ import annotations
