@@ -1437,6 +1437,21 @@ def gamble_instance():
     return TabularMDP(P, R, np.array([1.0, 0, 0, 0]), horizon=2), np.full((2, 4, 2), 0.5)
 
 
+def _plot_sorted(curves: dict, key: str, xlabel: str, title: str, path: str) -> None:
+    """Exact values per instance, instances sorted by ``curves[key]``."""
+    from theorylab.plotting import plot_lines
+
+    order = np.argsort(curves[key])
+    plot_lines(
+        np.arange(1, len(order) + 1),
+        {k: np.asarray(v)[order] for k, v in curves.items()},
+        xlabel=xlabel,
+        ylabel="V(mu0), exact",
+        title=title,
+        path=path,
+    )
+
+
 @dataclass
 class TrajectoryWeightingImproves:
     name: str = "trajectory-weighting-improves-deterministic"
@@ -1510,16 +1525,12 @@ class TrajectoryWeightingImproves:
         ]
         config = {**cfg, "seed": seed, "S": 4, "A": 2, "H": 3}
         if plot:
-            from theorylab.plotting import plot_lines
-
-            order = np.argsort(curves[next(iter(curves))])
-            plot_lines(
-                np.arange(1, len(order) + 1),
-                {k: np.asarray(v)[order] for k, v in curves.items()},
-                xlabel="deterministic MDP (sorted by the behaviour's value)",
-                ylabel="V(mu0), exact",
-                title="return weighting improves on the behaviour",
-                path=plot,
+            _plot_sorted(
+                curves,
+                next(iter(curves)),
+                "deterministic MDP (sorted by the behaviour's value)",
+                "return weighting improves on the behaviour",
+                plot,
             )
         return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
 
@@ -1821,16 +1832,12 @@ class RcslStitching:
         ]
         config = {**cfg, "seed": seed}
         if plot:
-            from theorylab.plotting import plot_lines
-
-            order = np.argsort(curves["V*"])
-            plot_lines(
-                np.arange(1, len(order) + 1),
-                {k: np.asarray(v)[order] for k, v in curves.items()},
-                xlabel="random deterministic MDP (sorted by V*)",
-                ylabel="V(mu0), exact",
-                title="MBRCSL stitches, RCSL does not",
-                path=plot,
+            _plot_sorted(
+                curves,
+                "V*",
+                "random deterministic MDP (sorted by V*)",
+                "MBRCSL stitches, RCSL does not",
+                plot,
             )
         return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
 
