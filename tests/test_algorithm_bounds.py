@@ -77,6 +77,12 @@ NO_THEOREM = {
     # (support-restricted LP = brute force; improvement over behaviour); no rate card is carried
     "ogsrl",
     "trajectory-weighting",
+    # issue 31 (helper off31): RCSL / MBRCSL (000#5): the claim is exact identities (best data
+    # return, best support-restricted value); the paper's theorems were not read
+    "rcsl",
+    "mbrcsl",
+    # HetPEVI (000#71): the penalty's constants and the theorem were not read (het_pevi.py)
+    "het-pevi",
     # robust MDPs (issue 30): exact planners; their claims are validations
     "iwocs",
     "dr-rpo",

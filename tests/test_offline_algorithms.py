@@ -29,8 +29,10 @@ from theorylab.mdps.families.offline_instances import tempting_arms_coverage
 
 DISCOUNTED_ONLY = ("vi-lcb", "optidice", "f-dvl", "ogsrl")  # optidice, f-dvl: algorithms/dual
 # trajectory weighting returns the reweighted behaviour policy, an improvement on the behaviour
-# but not an optimal policy, even with infinite data (its claim checks the improvement)
-NOT_CONSISTENT = ("trajectory-weighting",)
+# but not an optimal policy, even with infinite data (its claim checks the improvement); RCSL
+# returns the best data trajectory and MBRCSL the best stitched one, neither optimal in general;
+# HetPEVI's source penalty c_K H sqrt(iota / K) does not shrink with data from one source
+NOT_CONSISTENT = ("trajectory-weighting", "rcsl", "mbrcsl", "het-pevi")
 FINITE = [n for n in list_algorithms("offline") if n not in DISCOUNTED_ONLY]
 DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
 PESSIMISTIC_FINITE = [
@@ -39,6 +41,7 @@ PESSIMISTIC_FINITE = [
     "pevi",
     "pevi-tabular",
     "vw-pevi",
+    "het-pevi",
 ]
 
 
@@ -64,6 +67,9 @@ def test_registry_lists_every_algorithm():
         "f-dvl",  # algorithms/dual (tests/test_dual_f_dvl.py)
         "ogsrl",  # tests/test_offline_ogsrl.py
         "trajectory-weighting",  # tests/test_offline_trajectory_weighting.py
+        "rcsl",  # tests/test_offline_rcsl.py
+        "mbrcsl",  # tests/test_offline_rcsl.py
+        "het-pevi",  # tests/test_offline_het_pevi.py
     }
 
 

@@ -1,9 +1,12 @@
-"""Known-bug mutations of OGSRL (issue 31), the controls of ``ogsrl-support-restricted-optimum``
-(``validations/claims/offline.py``); appended to ``mutations.MUTATIONS``:
+"""Known-bug mutations of OGSRL, trajectory weighting and vw-pevi (issue 31), the controls of their
+claims in ``validations/claims/offline.py``; appended to ``mutations.MUTATIONS``:
 
 * ``ogsrl-support-dropped``: the OOD guardian removed -- the occupancy LP may use pairs without
   data (where the model's reward is a guess: the claim's fill of 1 is then exploited);
-* ``ogsrl-budget-dropped``: the safety-cost row removed (the costs zeroed in the LP).
+* ``ogsrl-budget-dropped``: the safety-cost row removed (the costs zeroed in the LP);
+* ``trajectory-weighting-inverted``: low-return episodes up-weighted;
+* ``vw-pevi-weights-inverted``: vw-pevi's regression weights sigma2 instead of 1 / sigma2;
+* ``mbrcsl-no-rollouts``: MBRCSL without its model rollouts (= RCSL).
 """
 
 from __future__ import annotations
@@ -86,6 +89,108 @@ MUTATIONS = (
             "mutation",
             "trajectory weighting's return sign flipped (low-return episodes up-weighted)",
             trajectory_weighting_inverted,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def vw_pevi_weights_inverted(claim=None) -> Iterator[None]:
+    """vw-pevi's regression weights inverted: sigma2 replaced by 1 / sigma2 (weights sigma2)."""
+    from theorylab.algorithms.offline import vw_pevi as vw
+
+    original = vw.estimate_variances
+
+    def inverted(*args, **kwargs):
+        return 1.0 / original(*args, **kwargs)  # the bug: high-variance pairs up-weighted
+
+    with _patched(vw, "estimate_variances", inverted):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "vw-pevi-weights-inverted",
+            "mutation",
+            "vw-pevi's variance weights inverted (1 / sigma2 -> sigma2: noisy pairs up-weighted)",
+            vw_pevi_weights_inverted,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def mbrcsl_no_rollouts(claim=None) -> Iterator[None]:
+    """MBRCSL without its model rollouts: RCSL on the data alone."""
+    from theorylab.algorithms.offline import rcsl
+
+    original = rcsl._fit
+
+    def no_rollouts(dataset, name, rollouts, seed):
+        return original(dataset, name, 0, seed)  # the bug: the rollouts are skipped
+
+    with _patched(rcsl, "_fit", no_rollouts):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "mbrcsl-no-rollouts",
+            "mutation",
+            "MBRCSL's model rollouts skipped (RCSL on the data alone)",
+            mbrcsl_no_rollouts,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def _het_pevi_with(**forced) -> Iterator[None]:
+    from theorylab.algorithms.offline import het_pevi as hp
+
+    original = hp.het_pevi
+
+    def mutated(dataset, **kwargs):
+        return original(dataset, **{**kwargs, **forced})
+
+    with _patched(hp, "het_pevi", mutated):
+        yield
+
+
+@contextlib.contextmanager
+def het_pevi_single_source(claim=None) -> Iterator[None]:
+    """HetPEVI on source 0's rows only: single-source PEVI with the same penalty."""
+    with _het_pevi_with(single_source=0):
+        yield
+
+
+@contextlib.contextmanager
+def het_pevi_source_term_dropped(claim=None) -> Iterator[None]:
+    """HetPEVI without its source-uncertainty penalty (c_K = 0)."""
+    with _het_pevi_with(c_K=0.0):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "het-pevi-single-source",
+            "mutation",
+            "HetPEVI fed one source (single-source PEVI: no benefit from more sources)",
+            het_pevi_single_source,
+        )
+    ),
+    register_control(
+        Control(
+            "het-pevi-source-term-dropped",
+            "mutation",
+            "HetPEVI's source-uncertainty penalty removed (c_K = 0)",
+            het_pevi_source_term_dropped,
         )
     ),
 )

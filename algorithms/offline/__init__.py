@@ -12,7 +12,8 @@ batch of B seeds at once; sub-optimality is computed exactly on the true model
 
 Modules: ``dataset`` (behaviour policies, datasets, population data), ``coverage`` (exact
 occupancies, C*, clipped C*, PEVI's coverage term), ``empirical`` (batched sufficient
-statistics), ``vi_lcb``, ``pessimistic_vi``, ``pevi``, ``vw_pevi``, ``baselines`` (naive VI,
+statistics), ``vi_lcb``, ``pessimistic_vi``, ``pevi``, ``vw_pevi``, ``het_pevi`` (K perturbed
+sources), ``rcsl`` (RCSL, MBRCSL), ``baselines`` (naive VI,
 behaviour cloning), ``registrations`` (their entries in the one algorithm registry, kind
 "offline"), ``scoring`` (exact sub-optimality). ``theorylab.run(name, problem, dataset_size=N)``
 draws the data, fits and scores (``theorylab.runners.offline``).

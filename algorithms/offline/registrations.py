@@ -170,3 +170,34 @@ def fit_trajectory_weighting(dataset, temperature: float = 0.1):
     from theorylab.algorithms.offline.trajectory_weighting import trajectory_weighting
 
     return trajectory_weighting(dataset, temperature=temperature)
+
+
+@register("rcsl", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#5",))
+def fit_rcsl(dataset):
+    """Markovian return-conditioned supervised learning, tabular (Zhou et al. 2024; [A])."""
+    from theorylab.algorithms.offline.rcsl import rcsl
+
+    return rcsl(dataset)
+
+
+@register(
+    "mbrcsl", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#5",)
+)
+def fit_mbrcsl(dataset, rollouts: str = "exact", seed: int = 0):
+    """MBRCSL: empirical model, behaviour-policy rollouts, high-return filter, RCSL ([A]);
+    rollouts: "exact" (enumerated) or a count ("0": RCSL)."""
+    from theorylab.algorithms.offline.rcsl import mbrcsl
+
+    n = int(rollouts) if str(rollouts).isdigit() else rollouts
+    return mbrcsl(dataset, rollouts=n, seed=seed)
+
+
+@register(
+    "het-pevi", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#71",)
+)
+def fit_het_pevi(dataset, delta: float = 0.1, c_n: float = 1.0, c_K: float = 1.0):
+    """HetPEVI: pessimistic VI from K perturbed sources, sample + source penalty (Shi et al.
+    2023; [A]); sources from ``dataset.info["sources"]`` (none: one source)."""
+    from theorylab.algorithms.offline.het_pevi import het_pevi
+
+    return het_pevi(dataset, delta=delta, c_n=c_n, c_K=c_K)

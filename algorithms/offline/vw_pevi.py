@@ -14,7 +14,12 @@ Until issue 14 this module cited Di, Zhao, Cai, Gu, "Pessimistic Nonlinear Least
 Iteration" (PNLSVI; seed catalogue 000, row 26 [A]: "variance-based weighted regression,
 variance-estimation subroutine, pessimistic value-iteration planning"), whose linear
 specialisation has the same three parts; only PNLSVI's abstract was available and it carries no
-readable bound, so the module now follows, names and carries the linear paper.
+readable bound, so the module now follows, names and carries the linear paper. PNLSVI's
+qualitative guarantee (1/sqrt(N), and variance weighting beating unweighted pessimism on
+heteroscedastic data) is held by the claim ``vw-pevi-heteroscedastic-rate`` (issue 31; control:
+the mutation ``vw-pevi-weights-inverted``), with the pilot at ``c_beta_ref = 1 / (sqrt(d) H)``:
+at the default 1 the pilot's width d H sqrt(zeta) clips V_ref to 0 on that instance and every
+sigma2 falls to the floor up to N = 10^6 (measured; docs/algorithms/pevi.md).
 
 Algorithm (0-based stages; the data of every seed is split by rows into two halves, D_var then
 D_main, episodes kept whole for trajectory data):

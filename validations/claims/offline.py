@@ -72,10 +72,22 @@ Claims and what they test (see docs/tutorials/why-pessimism.md for the story and
    in the claim) is >= the behaviour's on every fit, above it by > 0.01 on average, and equals the
    re-weighted data's mean return; on the stochastic gamble MDP it is below the behaviour's.
    Control: ``trajectory-weighting-inverted``.
+10. ``vw-pevi-heteroscedastic-rate`` -- PNLSVI's guarantee (000#26) on vw-pevi: on a
+   heteroscedastic linear MDP (``heteroscedastic_instance``) the exact sub-optimality is
+   O(1/sqrt(N)) on the sweep and at most half the unweighted pessimistic LSVI's at the same width.
+   Control: ``vw-pevi-weights-inverted``.
+11. ``mbrcsl-stitches-rcsl-does-not`` -- RCSL / MBRCSL (000#5): on the stitching MDP RCSL returns
+   the best data return (1.0 < V* = 1.5), MBRCSL returns V*; on random deterministic MDPs RCSL
+   equals the best data return and MBRCSL the best support-restricted value (``support_value``).
+   Control: ``mbrcsl-no-rollouts``.
+12. ``het-pevi-source-floor`` -- HetPEVI (000#71): sub-optimality floors in n at fixed K, falls
+   with K, pessimism holds on the target. Controls: ``het-pevi-single-source``,
+   ``het-pevi-source-term-dropped``.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1425,6 +1437,21 @@ def gamble_instance():
     return TabularMDP(P, R, np.array([1.0, 0, 0, 0]), horizon=2), np.full((2, 4, 2), 0.5)
 
 
+def _plot_sorted(curves: dict, key: str, xlabel: str, title: str, path: str) -> None:
+    """Exact values per instance, instances sorted by ``curves[key]``."""
+    from theorylab.plotting import plot_lines
+
+    order = np.argsort(curves[key])
+    plot_lines(
+        np.arange(1, len(order) + 1),
+        {k: np.asarray(v)[order] for k, v in curves.items()},
+        xlabel=xlabel,
+        ylabel="V(mu0), exact",
+        title=title,
+        path=path,
+    )
+
+
 @dataclass
 class TrajectoryWeightingImproves:
     name: str = "trajectory-weighting-improves-deterministic"
@@ -1498,16 +1525,12 @@ class TrajectoryWeightingImproves:
         ]
         config = {**cfg, "seed": seed, "S": 4, "A": 2, "H": 3}
         if plot:
-            from theorylab.plotting import plot_lines
-
-            order = np.argsort(curves[next(iter(curves))])
-            plot_lines(
-                np.arange(1, len(order) + 1),
-                {k: np.asarray(v)[order] for k, v in curves.items()},
-                xlabel="deterministic MDP (sorted by the behaviour's value)",
-                ylabel="V(mu0), exact",
-                title="return weighting improves on the behaviour",
-                path=plot,
+            _plot_sorted(
+                curves,
+                next(iter(curves)),
+                "deterministic MDP (sorted by the behaviour's value)",
+                "return weighting improves on the behaviour",
+                plot,
             )
         return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
 
@@ -1517,4 +1540,452 @@ register_validation(
     controls=("trajectory-weighting-inverted",),
     targets={"offline": ("trajectory-weighting",)},
     papers=("002-004#C1", "001#46"),
+)
+
+
+# ------------------------------------- 10. PNLSVI's guarantee on vw-pevi (issue 31, 000#26)
+def heteroscedastic_instance(C: int = 6, H: int = 9, q: float = 0.8):
+    """C contexts (h = 0), each with a ``noisy`` action (0) to G (reward 0.75 per step) or B (0.25
+    per step) with p = 1/2 - g_c / 4, and a ``steady`` action (1) to M (0.5 per step); G, B,
+    M absorbing. Values from stage 1 on are 6, 2 and 4 for H = 9: the noisy action's value
+    is 4 - g_c with target variance ~4 (sigma = 2), the steady one's 4 with variance 0, so
+    steady is optimal by the gap g_c (log-uniform in [0.01, 0.3]). The behaviour plays noisy
+    with q = 0.8, so n_noisy = sigma^2 n_steady: variance-weighted widths are equal at a
+    context, unweighted ones favour the noisy action by beta / (2 sqrt(n_steady)). mu0 puts
+    0.2 / 1.2 on M so that G, B and M hold the same data downstream (their pessimistic
+    losses cancel), rewards stay in (0, 1) (no clipping at 0). Returns the TabularMDP, the
+    behaviour ``(H, S, A)`` and the feature map ``phi (S, A, 2C + 3)`` (one per context-
+    action, one per G, B, M: a linear MDP)."""
+    from theorylab.mdps import TabularMDP
+
+    S, A = C + 3, 2
+    G, B, M = C, C + 1, C + 2
+    P = np.zeros((H, S, A, S))
+    R = np.zeros((H, S, A))
+    half = 0.5 * (H - 1)  # the value range from stage 1 is (0.75 - 0.25) (H - 1)
+    for c, g in enumerate(np.geomspace(0.01, 0.3, C)):
+        p = 0.5 - g / half
+        P[:, c, 0, G], P[:, c, 0, B] = p, 1.0 - p
+        P[:, c, 1, M] = 1.0
+    for s in (G, B, M):
+        P[:, s, :, s] = 1.0
+    R[:, G], R[:, B], R[:, M] = 0.75, 0.25, 0.5
+    mu0 = np.zeros(S)
+    mu0[:C], mu0[M] = 1.0 / (1.2 * C), 0.2 / 1.2
+    beh = np.full((H, S, A), 0.5)
+    beh[:, :C, 0], beh[:, :C, 1] = q, 1.0 - q
+    phi = np.zeros((S, A, 2 * C + 3))
+    for c in range(C):
+        phi[c, 0, 2 * c] = phi[c, 1, 2 * c + 1] = 1.0
+    for i, s in enumerate((G, B, M)):
+        phi[s, :, 2 * C + i] = 1.0
+    return TabularMDP(P, R, mu0, horizon=H), beh, phi
+
+
+def optimal_finite_value(mdp) -> float:
+    """``V*_1(mu0)`` by backward induction with a max, written out here."""
+    V = np.zeros(mdp.S)
+    for h in range(mdp.horizon - 1, -1, -1):
+        V = (mdp.reward(h) + _dense_P(mdp, h) @ V).max(axis=1)
+    return float(np.asarray(mdp.mu0) @ V)
+
+
+def _suboptimality_exact(mdp, policy: np.ndarray, v_star: float) -> np.ndarray:
+    """``V* - V^pi`` per seed of a deterministic ``policy (B, H, S)``, by ``finite_value``."""
+    eye = np.eye(mdp.A)
+    return np.array([v_star - finite_value(mdp, eye[p]) for p in policy])
+
+
+@dataclass
+class VarianceWeightingGuarantee:
+    name: str = "vw-pevi-heteroscedastic-rate"
+    statement: str = (
+        "Variance-weighted pessimistic LSVI (vw-pevi, 000#26's linear case) on a heteroscedastic "
+        "linear MDP (6 contexts, noisy action of target variance 4 vs a steady optimal one, "
+        "H = 9, d = 15): sub-optimality, exact by backward induction, is O(1/sqrt(N)) on the "
+        "sweep (sqrt(N) SubOpt at the largest N <= at the smallest), and at every N at most half "
+        "the unweighted pessimistic LSVI's with the same width beta and lambda (PEVI)"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"Ns": [20_000, 60_000], "seeds": 12},
+            "full": {"Ns": [20_000, 50_000, 120_000, 300_000], "seeds": 32},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.offline import make_dataset
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        mdp, beh, phi = heteroscedastic_instance()
+        H, d = mdp.horizon, phi.shape[-1]
+        c_ref = 1.0 / (math.sqrt(d) * H)  # the pilot at the main pass's width sqrt(d zeta)
+        v_star = optimal_finite_value(mdp)
+        vw, pevi = get_algorithm("vw-pevi").factory, get_algorithm("pevi").factory
+        curves: dict[str, list[float]] = {"vw-pevi": [], "unweighted, same beta": [], "pevi": []}
+        sigma_noisy = []
+        for N in cfg["Ns"]:
+            ds = make_dataset(mdp, N * H, behaviour=beh, seeds=cfg["seeds"], seed=seed)
+            r = vw(ds, phi=phi, c_beta_ref=c_ref)
+            same = pevi(ds, phi=phi, beta=r.params["beta"], lam=r.params["lam"])
+            own = pevi(ds, phi=phi)
+            for key, res in zip(curves, (r, same, own), strict=True):
+                curves[key].append(float(_suboptimality_exact(mdp, res.policy, v_star).mean()))
+            sigma_noisy.append(float(np.sqrt(r.info["sigma2"][:, 0, 0, 0]).mean()))
+        Ns = np.asarray(cfg["Ns"], dtype=float)
+        w, u = np.asarray(curves["vw-pevi"]), np.asarray(curves["unweighted, same beta"])
+        scaled = np.sqrt(Ns) * w
+        slope = float(np.polyfit(np.log(Ns), np.log(np.maximum(w, 1e-12)), 1)[0])
+        checks = [
+            Check(
+                "SubOpt = O(1/sqrt(N)) on the sweep",
+                bool(scaled[-1] <= scaled[0]) and bool(w[0] > 0),
+                f"sqrt(N) SubOpt: {np.round(scaled, 3).tolist()} (last <= first; first > 0); "
+                f"log-log slope {slope:.2f}",
+                {"sqrtN_subopt": scaled.tolist(), "slope": slope},
+            ),
+            Check(
+                "variance weighting beats unweighted (same beta)",
+                bool(np.all(w <= 0.5 * u)) and bool(np.all(u > 0)),
+                f"vw {np.round(w, 4).tolist()} vs unweighted {np.round(u, 4).tolist()} "
+                "(vw <= 0.5 x unweighted at every N)",
+                {"vw": w.tolist(), "unweighted": u.tolist()},
+            ),
+            Check(
+                "INFO: PEVI at its own width (d H sqrt(zeta))",
+                True,
+                f"SubOpt {np.round(curves['pevi'], 4).tolist()}; estimated sigma at a noisy pair "
+                f"{np.round(sigma_noisy, 2).tolist()} (true 2)",
+                {"pevi": curves["pevi"], "sigma_noisy": sigma_noisy},
+            ),
+        ]
+        config = {**cfg, "seed": seed, "H": H, "d": d, "c_beta_ref": c_ref}
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            plot_lines(
+                Ns,
+                {k: np.maximum(np.asarray(v), 1e-6) for k, v in curves.items()},
+                xlabel="episodes N",
+                ylabel="mean sub-optimality (exact)",
+                title="variance weighting on a heteroscedastic MDP",
+                path=plot,
+                logx=True,
+                logy=True,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
+
+
+register_validation(
+    VarianceWeightingGuarantee(),
+    controls=("vw-pevi-weights-inverted",),
+    targets={"offline": ("vw-pevi",)},
+    papers=("000#26",),
+)
+
+
+# ------------------------------------------------ 11. RCSL vs MBRCSL (issue 31, 000#5)
+def mixture_dataset(mdp, policies: list[np.ndarray], weights=None):
+    """The enumerated trajectories of each deterministic ``policies[i] (H, S)`` with mass
+    ``weights[i]`` (default equal), concatenated: the exact data distribution of a
+    non-Markov behaviour that runs one whole policy per episode."""
+    from dataclasses import replace
+
+    weights = np.full(len(policies), 1.0 / len(policies)) if weights is None else weights
+    eye = np.eye(mdp.A)
+    parts = [enumerated_trajectories(mdp, eye[pi]) for pi in policies]
+    cat = {
+        k: np.concatenate([getattr(d, k) for d in parts], axis=1)
+        for k in ("states", "actions", "rewards", "next_states", "stages")
+    }
+    wts = np.concatenate([w * d.weights for w, d in zip(weights, parts, strict=True)], axis=1)
+    return replace(
+        parts[0], **cat, weights=wts, n_episodes=sum(d.n_episodes for d in parts), behaviour=None
+    )
+
+
+def stitching_instance():
+    """H = 2, one start state s0 and one shared middle state m (S = 2, A = 2, deterministic):
+    at s0 action 0 pays 0.5, action 1 pays 0, both lead to m; at m action 0 pays 0, action 1
+    pays 1. The data hold (0, 0) (return 0.5) and (1, 1) (return 1) half and half; the optimal
+    (0, 1) (return 1.5) never appears whole, only its two halves do."""
+    from theorylab.mdps import TabularMDP
+
+    P = np.zeros((2, 2, 2, 2))
+    P[:, :, :, 1] = 1.0
+    R = np.zeros((2, 2, 2))
+    R[0, 0, 0], R[1, 1, 1] = 0.5, 1.0
+    mdp = TabularMDP(P, R, np.array([1.0, 0.0]), horizon=2)
+    return mdp, [np.zeros((2, 2), dtype=np.int64), np.ones((2, 2), dtype=np.int64)]
+
+
+def random_stitching_instance(seed: int, S: int = 4, A: int = 3, H: int = 4, k: int = 3):
+    """A random deterministic MDP from a single start state and k random deterministic
+    policies whose whole episodes make the data."""
+    mdp, _ = deterministic_instance(seed, S, A, H)
+    from theorylab.mdps import TabularMDP
+
+    mu0 = np.zeros(S)
+    mu0[0] = 1.0
+    mdp = TabularMDP(np.stack([_dense_P(mdp, h) for h in range(H)]), mdp.R, mu0, horizon=H)
+    rng = np.random.default_rng([seed, 31, 5])
+    return mdp, [rng.integers(A, size=(H, S)) for _ in range(k)]
+
+
+def support_value(mdp, data) -> float:
+    """The best value over paths that use only (h, s, a) seen in the data: backward induction
+    on the true model restricted to those pairs (-inf elsewhere), written out here."""
+    H, S, A = mdp.horizon, mdp.S, mdp.A
+    seen = np.zeros((H, S, A), dtype=bool)
+    live = data.weights[0] > 0
+    seen[data.stages[0][live], data.states[0][live], data.actions[0][live]] = True
+    V = np.zeros(S)
+    for h in range(H - 1, -1, -1):
+        P, fin = _dense_P(mdp, h), np.isfinite(V)
+        blocked = P @ (~fin).astype(float) > 0  # (S, A): may land where no seen path goes on
+        Q = mdp.reward(h) + P @ np.where(fin, V, 0.0)
+        V = np.where(seen[h] & ~blocked, Q, -np.inf).max(axis=1)
+    start = np.asarray(mdp.mu0) > 0
+    return float(np.asarray(mdp.mu0)[start] @ V[start])
+
+
+@dataclass
+class RcslStitching:
+    name: str = "mbrcsl-stitches-rcsl-does-not"
+    statement: str = (
+        "On a stitching MDP whose optimal trajectory never appears whole in the data (two "
+        "sub-optimal halves sharing a state), RCSL's return-conditioned policy returns the best "
+        "data trajectory's return (1.0 < V* = 1.5, V* by backward induction) while MBRCSL "
+        "(empirical model, behaviour-cloned rollouts, keep returns >= the data's best, RCSL) "
+        "returns V*; on random deterministic MDPs (S = 4, A = 3, H = 4, data = whole episodes "
+        "of 3 random policies) RCSL's value equals the best data return and MBRCSL's equals the "
+        "best support-restricted value (backward induction over seen pairs), exactly"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"instances": 20, "sampled_rollouts": 2000},
+            "full": {"instances": 300, "sampled_rollouts": 20000},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        rcsl, mb = get_algorithm("rcsl").factory, get_algorithm("mbrcsl").factory
+        eye = np.eye(2)
+        mdp, pols = stitching_instance()
+        data = mixture_dataset(mdp, pols)
+        v_star = optimal_finite_value(mdp)
+        v_r = finite_value(mdp, eye[rcsl(data).policy[0]])
+        v_m = finite_value(mdp, eye[mb(data).policy[0]])
+        v_s = finite_value(mdp, eye[mb(data, rollouts=str(cfg["sampled_rollouts"])).policy[0]])
+        errs_r, errs_m = [0.0], [0.0]
+        gains, curves = [], {"best data return (RCSL)": [], "MBRCSL": [], "V*": []}
+        for i in range(cfg["instances"]):
+            m2, p2 = random_stitching_instance(seed + i)
+            d2 = mixture_dataset(m2, p2)
+            e2 = np.eye(m2.A)
+            best_data = max(finite_value(m2, e2[p]) for p in p2)
+            vr = finite_value(m2, e2[rcsl(d2).policy[0]])
+            vm = finite_value(m2, e2[mb(d2).policy[0]])
+            errs_r.append(abs(vr - best_data))
+            errs_m.append(abs(vm - support_value(m2, d2)))
+            gains.append(vm - vr)
+            for key, x in zip(curves, (vr, vm, optimal_finite_value(m2)), strict=True):
+                curves[key].append(x)
+        err_r, err_m = float(np.max(errs_r)), float(np.max(errs_m))  # NaN propagates: fails
+        checks = [
+            Check(
+                "stitching MDP: RCSL stays below optimal",
+                v_r < v_star - 0.25,
+                f"V(RCSL) = {v_r:.4f} < V* = {v_star:.4f} (by > 0.25; best data return 1.0)",
+                {"v_rcsl": v_r, "v_star": v_star},
+            ),
+            Check(
+                "stitching MDP: MBRCSL reaches the optimum",
+                abs(v_m - v_star) <= ROUND_OFF,
+                f"|V(MBRCSL) - V*| = {abs(v_m - v_star):.1e} (<= 1e-12); with "
+                f"{cfg['sampled_rollouts']} sampled rollouts V = {v_s:.4f}",
+                {"v_mbrcsl": v_m, "v_sampled": v_s},
+            ),
+            Check(
+                "random MDPs: MBRCSL = best support-restricted value",
+                bool(err_m <= 1e-10),
+                f"max |V(MBRCSL) - V_support| = {err_m:.1e} over {cfg['instances']} (<= 1e-10)",
+                {"max_err_mbrcsl": err_m},
+            ),
+            Check(
+                "random MDPs: RCSL = best data trajectory, MBRCSL improves",
+                bool(err_r <= 1e-10) and float(np.mean(gains)) > 0.01,
+                f"max |V(RCSL) - best data return| = {err_r:.1e} (<= 1e-10); mean "
+                f"V(MBRCSL) - V(RCSL) = {np.mean(gains):.4f} (> 0.01)",
+                {"max_err_rcsl": err_r, "mean_gain": float(np.mean(gains))},
+            ),
+        ]
+        config = {**cfg, "seed": seed}
+        if plot:
+            _plot_sorted(
+                curves,
+                "V*",
+                "random deterministic MDP (sorted by V*)",
+                "MBRCSL stitches, RCSL does not",
+                plot,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
+
+
+register_validation(
+    RcslStitching(),
+    controls=("mbrcsl-no-rollouts",),
+    targets={"offline": ("rcsl", "mbrcsl")},
+    papers=("000#5",),
+)
+
+
+# ------------------------------------------- 12. HetPEVI, perturbed sources (issue 31, 000#71)
+def perturbed_sources_target(C: int = 6):
+    """H = 2: C contexts (mu0 uniform), each with two actions to G (reward 1 at stage 1) or B
+    (0): action 1 with probability 1/2 + g_c (g_c log-uniform in [0.01, 0.2]), action 0 with
+    1/2; action 1 is optimal (ties go to action 0, so clipping everything is sub-optimal)."""
+    from theorylab.mdps import TabularMDP
+
+    S, G, B = C + 2, C, C + 1
+    P = np.zeros((2, S, 2, S))
+    for c, g in enumerate(np.geomspace(0.01, 0.2, C)):
+        P[0, c, 1, G], P[0, c, 1, B] = 0.5 + g, 0.5 - g
+        P[0, c, 0, G] = P[0, c, 0, B] = 0.5
+    P[0, G:, :, :] = 0.0
+    P[:, G, :, G] = P[:, B, :, B] = 1.0
+    P[1, :C, :, G] = 1.0
+    R = np.zeros((2, S, 2))
+    R[1, G] = 1.0
+    mu0 = np.zeros(S)
+    mu0[:C] = 1.0 / C
+    return TabularMDP(P, R, mu0, horizon=2)
+
+
+def perturbed_source(target, alpha: float, rng: np.random.Generator):
+    """One source: every stage-0 context row of the target's kernel redrawn from
+    ``Beta(alpha p_G, alpha p_B)`` (mean the target's; sd ~ 0.5 / sqrt(alpha))."""
+    from theorylab.mdps import TabularMDP
+
+    P = np.stack([_dense_P(target, h) for h in range(target.horizon)])
+    G, B = target.S - 2, target.S - 1
+    x = rng.beta(alpha * P[0, :G, :, G], alpha * P[0, :G, :, B])  # (C, A)
+    P[0, :G, :, G], P[0, :G, :, B] = x, 1.0 - x
+    return TabularMDP(P, target.R, target.mu0, horizon=target.horizon)
+
+
+@dataclass
+class HetPeviSources:
+    name: str = "het-pevi-source-floor"
+    statement: str = (
+        "HetPEVI on K randomly perturbed sources (Beta perturbations of mean the target's, "
+        "alpha = 20) of an H = 2 target with 6 contexts, n episodes per source, penalty "
+        "constants c_n = c_K = 0.05: sub-optimality on the target (exact) floors in n at the "
+        "smallest K (at the largest n, 10 x the middle one, >= 0.5 x its value -- a 1/sqrt(n) "
+        "decay would give 0.32 -- and > 0), falls with K at the largest n "
+        "(K_max <= 0.5 x K_min), and V_hat(mu0) <= V^pi_hat(mu0) on the target on >= 90% of "
+        "the runs at every (K, n)"
+    )
+    scales: dict[str, dict] = field(
+        default_factory=lambda: {
+            "quick": {"Ks": [2, 16], "ns": [100, 300, 3000], "draws": 8, "seeds": 4},
+            "full": {"Ks": [2, 8, 32], "ns": [100, 1000, 10000], "draws": 16, "seeds": 8},
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import time
+
+        from theorylab.algorithms.offline import make_dataset
+        from theorylab.algorithms.offline.het_pevi import concat_sources
+        from theorylab.algorithms.registry import get_algorithm
+
+        t0 = time.perf_counter()
+        cfg = self.scales[scale]
+        target = perturbed_sources_target()
+        v_star = optimal_finite_value(target)
+        fit = get_algorithm("het-pevi").factory
+        Ks, ns = cfg["Ks"], cfg["ns"]
+        sub = np.zeros((len(Ks), len(ns)))
+        pess = np.zeros((len(Ks), len(ns)))
+        eye = np.eye(target.A)
+        for i, K in enumerate(Ks):
+            for j, n in enumerate(ns):
+                gaps, holds = [], []
+                for r in range(cfg["draws"]):
+                    rng = np.random.default_rng([seed, 71, K, r])
+                    srcs = [perturbed_source(target, 20.0, rng) for _ in range(K)]
+                    data = concat_sources(
+                        [
+                            make_dataset(
+                                m,
+                                2 * n,
+                                coverage=0.0,
+                                seeds=cfg["seeds"],
+                                seed=seed * 10**6 + K * 10**4 + r * 100 + k,
+                            )
+                            for k, m in enumerate(srcs)
+                        ]
+                    )
+                    res = fit(data, c_n=0.05, c_K=0.05)
+                    for b in range(cfg["seeds"]):
+                        v = finite_value(target, eye[res.policy[b]])
+                        gaps.append(v_star - v)
+                        holds.append(res.value_estimate[b] <= v + ROUND_OFF)
+                sub[i, j], pess[i, j] = np.mean(gaps), np.mean(holds)
+        floor = sub[0, -1] >= 0.5 * sub[0, len(ns) // 2] and sub[0, -1] > 0
+        checks = [
+            Check(
+                "sub-optimality floors in n at the smallest K",
+                bool(floor),
+                f"K = {Ks[0]}: SubOpt over n = {ns}: {np.round(sub[0], 4).tolist()} "
+                "(last >= 0.5 x middle, > 0)",
+                {"subopt": sub.tolist()},
+            ),
+            Check(
+                "the floor falls with K",
+                bool(sub[-1, -1] <= 0.5 * sub[0, -1]),
+                f"largest n: SubOpt over K = {Ks}: {np.round(sub[:, -1], 4).tolist()} "
+                "(K_max <= 0.5 x K_min)",
+                {"subopt_vs_K": sub[:, -1].tolist()},
+            ),
+            Check(
+                "pessimism on the target",
+                bool(np.all(pess >= 0.9)),
+                f"min fraction of runs with V_hat <= V^pi_hat = {pess.min():.3f} (>= 0.9)",
+                {"pessimism": pess.tolist()},
+            ),
+        ]
+        config = {**cfg, "seed": seed, "alpha": 20.0, "c_n": 0.05, "c_K": 0.05}
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            plot_lines(
+                np.asarray(ns, dtype=float),
+                {f"K = {K}": np.maximum(sub[i], 1e-5) for i, K in enumerate(Ks)},
+                xlabel="episodes per source n",
+                ylabel="mean sub-optimality on the target (exact)",
+                title="HetPEVI: a floor in n that falls with K",
+                path=plot,
+                logx=True,
+                logy=True,
+            )
+        return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
+
+
+register_validation(
+    HetPeviSources(),
+    controls=("het-pevi-single-source", "het-pevi-source-term-dropped"),
+    targets={"offline": ("het-pevi",)},
+    papers=("000#71",),
 )
