@@ -124,3 +124,50 @@ MUTATIONS = (
         )
     ),
 )
+
+
+@contextlib.contextmanager
+def nondominated_drops_a_vertex(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import nondominated
+
+    original = nondominated.nondominated
+
+    def drops(values, tol=1e-9):  # the bug: the last vertex found is lost (off by one)
+        kept = original(values, tol)
+        return kept[:-1] if kept.size > 1 else kept
+
+    with _patched(nondominated, "nondominated", drops):
+        yield
+
+
+@contextlib.contextmanager
+def exp3_plays_uniform(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import nondominated
+
+    def uniform(x, n_seeds, seed, gamma=None):  # the bug: the weights are never updated
+        T, K = x.shape
+        return np.full((n_seeds, T, K), 1.0 / K)
+
+    with _patched(nondominated, "exp3", uniform):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "nondominated-drops-a-vertex",
+            "mutation",
+            "the non-dominated filter loses the last policy it keeps (a needed one)",
+            nondominated_drops_a_vertex,
+        )
+    ),
+    register_control(
+        Control(
+            "exp3-plays-uniform",
+            "mutation",
+            "EXP3 never updates its weights: uniform play over the kept policies",
+            exp3_plays_uniform,
+        )
+    ),
+)
