@@ -171,3 +171,27 @@ MUTATIONS = (
         )
     ),
 )
+
+
+@contextlib.contextmanager
+def smoothing_budget_over_sqrt_horizon(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import policy_smoothing
+
+    def shift(budget, sigma, horizon):  # the bug: the budget spread over the H noise draws
+        return budget / (sigma * np.sqrt(horizon))
+
+    with _patched(policy_smoothing, "budget_shift", shift):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "smoothing-budget-over-sqrt-horizon",
+            "mutation",
+            "the smoothing certificate shifts by B / (sigma sqrt(H)) instead of B / sigma",
+            smoothing_budget_over_sqrt_horizon,
+        )
+    ),
+)
