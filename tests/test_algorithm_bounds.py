@@ -75,6 +75,9 @@ NO_THEOREM = {
     "dr-rpo",
     "substate-dp",
     "tc-rmdp",
+    # issue 30 (helper risk30): policy smoothing's certificate is a bound on a probability, checked
+    # by its claim (validations/claims/robust.py), not a rate
+    "policy-smoothing",
     # issue 29 (helper pref): the iterative / hybrid rounds, HyPO, DNO and MaxMin-RLHF carry no
     # card (their papers' rates were not read; docs/algorithms/gshf.md, hypo.md, dno.md,
     # maxmin-rlhf.md, rlhs.md say what their claims test instead)
@@ -128,6 +131,7 @@ MAIN_THEOREM = {
     "plugin-average": "wang2023-avg-sample-complexity",
     "md-vi": "md-vi-thm1",
     "gshf-offline": "gshf-offline-pessimism",
+    "nondominated-exp3": "auer2002-exp3-cor3.2",
 }
 
 

@@ -156,8 +156,13 @@ def _check_int(name: str, value, low: int) -> int:
     return int(value)
 
 
-@register("nondominated-exp3", kind="policy-optimization", problem="tabular-discounted",
-          papers=PAPERS)  # fmt: skip
+@register(
+    "nondominated-exp3",
+    kind="policy-optimization",
+    problem="tabular-discounted",
+    bounds=("auer2002-exp3-cor3.2",),
+    papers=PAPERS,
+)
 def nondominated_exp3_path(
     problem,
     iterations,
