@@ -10,7 +10,12 @@
   best substate's value Q^+ instead of the worst one's Q^-
   (``theorylab.algorithms.robust.substates.tie_break_key``);
 * ``tc-adversary-unconstrained``: the time-constrained adversary's step bound ignored
-  (``theorylab.algorithms.robust.time_constrained.tc_backup``).
+  (``theorylab.algorithms.robust.time_constrained.tc_backup``);
+* ``nondominated-drops-a-vertex``: the non-dominated filter loses the last policy it keeps
+  (``theorylab.algorithms.robust.nondominated.nondominated``);
+* ``exp3-plays-uniform``: EXP3 never updates its weights (``...nondominated.exp3``);
+* ``smoothing-budget-over-sqrt-horizon``: the smoothing certificate's shift B / sigma replaced
+  by B / (sigma sqrt(H)) (``theorylab.algorithms.robust.policy_smoothing.budget_shift``).
 """
 
 from __future__ import annotations

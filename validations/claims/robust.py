@@ -20,6 +20,15 @@
 4. ``tc-rmdp-value-ordering`` -- time-constrained robust MDPs (seed row 000#50, tier B):
    rectangular <= TC <= nominal, monotone in the step bound, both limits recovered. Negative
    control: ``tc-adversary-unconstrained``.
+5. ``nondominated-exp3-regret`` -- Liu, Deng, Sun, Liang & Huang 2024 (seed row 002-004#D3): the
+   LP filter of non-dominated policies over observation attacks keeps a best policy for every
+   attack mixture (against brute force) and drops only dominated ones; EXP3 over the kept set has
+   regret <= 2 sqrt(e - 1) sqrt(T K ln K) (Auer et al. 2002, Cor. 3.2), growing like sqrt(T).
+   Negative controls: ``nondominated-drops-a-vertex``, ``exp3-plays-uniform``.
+6. ``policy-smoothing-certificate`` -- Kumar, Levine & Feizi 2022 (seed row 002-004#D2): the
+   Gaussian-smoothing certificate on a combination lock holds under attack over many Monte-Carlo
+   seeds (exact attacked probabilities), shrinks with B, grows with sigma, VACUOUS at sigma -> 0.
+   Negative control: ``smoothing-budget-over-sqrt-horizon``.
 """
 
 from __future__ import annotations
