@@ -132,6 +132,7 @@ MAIN_THEOREM = {
     "md-vi": "md-vi-thm1",
     "gshf-offline": "gshf-offline-pessimism",
     "nondominated-exp3": "auer2002-exp3-cor3.2",
+    "cvar-ela": "zhao2024-cvar-lowrank-h7",
 }
 
 

@@ -200,3 +200,33 @@ MUTATIONS = (
         )
     ),
 )
+
+
+@contextlib.contextmanager
+def cvar_ela_plans_risk_neutral(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online import cvar_ela
+
+    original = cvar_ela.CVaRELA.plan
+
+    def neutral(self):  # the bug: the budget-augmented plan at tau = 1 whatever tau is asked
+        tau, self.tau = self.tau, 1.0
+        try:
+            original(self)
+        finally:
+            self.tau = tau
+
+    with _patched(cvar_ela.CVaRELA, "plan", neutral):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "cvar-ela-plans-risk-neutral",
+            "mutation",
+            "CVaR-ELA plans the risk-neutral problem (tau = 1) whatever tau is asked",
+            cvar_ela_plans_risk_neutral,
+        )
+    ),
+)
