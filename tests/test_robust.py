@@ -423,7 +423,7 @@ def test_exp3_constants_are_auer_et_al_corollary_3_2():
     for K, T in ((2, 100), (5, 20_000), (11, 10**6)):
         printed = 2.0 * math.sqrt(math.e - 1.0) * math.sqrt(T * K * math.log(K))
         assert N.exp3_bound(K, T) == pytest.approx(printed, rel=1e-15)
-        assert float(get_bound("auer2002-exp3-cor3.2").evaluate(T=T, A=K)) == pytest.approx(
+        assert float(get_bound("auer2002-exp3-cor3.2").evaluate(K=T, A=K)) == pytest.approx(
             printed, rel=1e-12
         )
         assert N.exp3_gamma(K, T) == pytest.approx(
