@@ -550,12 +550,12 @@ class NondominatedEXP3Regret(ScaledClaim):
         "against the best fixed policy over all 32 (brute force) <= 2 sqrt(e - 1) sqrt(T K ln K) "
         "(Auer et al. 2002, Cor. 3.2), with that bound < T (informative); (iii) the regret grows "
         "like sqrt(T): the mean log-log slope between T/16 and T is <= 0.75. Quick: 4 MDPs, T = "
-        "20,000, 8 EXP3 seeds; full: 12 MDPs, T = 200,000, 16 seeds."
+        "20,000, 8 EXP3 seeds; full: 8 MDPs, T = 100,000, 8 seeds."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
             "quick": {"mdps": 4, "T": 20_000, "seeds": 8},
-            "full": {"mdps": 12, "T": 200_000, "seeds": 16},
+            "full": {"mdps": 8, "T": 100_000, "seeds": 8},
         }
     )
     attacks: int = 5
