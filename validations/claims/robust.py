@@ -549,7 +549,8 @@ class NondominatedEXP3Regret(ScaledClaim):
         "policies, against random and block attack sequences, has seed-mean expected regret "
         "against the best fixed policy over all 32 (brute force) <= 2 sqrt(e - 1) sqrt(T K ln K) "
         "(Auer et al. 2002, Cor. 3.2), with that bound < T (informative); (iii) the regret grows "
-        "like sqrt(T): the mean log-log slope between T/16 and T is <= 0.75. Quick: 4 MDPs, T = "
+        "like sqrt(T): the mean log-log slope between T/16 and T, over the runs whose regret is "
+        "positive at both, is <= 0.75. Quick: 4 MDPs, T = "
         "20,000, 8 EXP3 seeds; full: 8 MDPs, T = 100,000, 8 seeds."
     )
     scales: dict[str, dict[str, Any]] = field(
@@ -570,15 +571,8 @@ class NondominatedEXP3Regret(ScaledClaim):
         from theorylab.algorithms.robust.finite_sets import all_deterministic_policies
 
         rng = np.random.default_rng(seed)
-        max_gap, dom_gap, needed_ok, ratios, slopes, ks, bound_below_T = (
-            0.0,
-            0.0,
-            True,
-            [],
-            [],
-            [],
-            True,
-        )
+        max_gap, dom_gap, needed_ok, bound_below_T, negative = 0.0, 0.0, True, True, 0
+        ratios, slopes, ks = [], [], []
         curves = {}
         for i in range(cfg["mdps"]):
             spec = f"random:S=5,A=2,gamma=0.9,seed={seed + i}"
@@ -624,10 +618,11 @@ class NondominatedEXP3Regret(ScaledClaim):
                 bound_below_T &= bound < T
                 ratios.append(float(res.regularised[-1]) / bound)
                 small = runs[T // 16]
-                slopes.append(
-                    math.log(max(float(res.regularised[-1]), 1e-12)
-                             / max(float(small.regularised[-1]), 1e-12)) / math.log(16.0)
-                )  # fmt: skip
+                r_big, r_small = float(res.regularised[-1]), float(small.regularised[-1])
+                if min(r_big, r_small) > 0:  # a switching schedule can give negative regret
+                    slopes.append(math.log(r_big / r_small) / math.log(16.0))
+                else:
+                    negative += 1
                 if len(curves) < 4:
                     curves[f"MDP {i}, {schedule} attacks, K = {K}: regret / bound"] = np.maximum(
                         res.regularised / bound, 1e-16
@@ -667,7 +662,8 @@ class NondominatedEXP3Regret(ScaledClaim):
                     "regret grows like sqrt(T) (mean log-log slope <= 0.75 from T/16 to T)",
                     bool(s.size) and float(s.mean()) <= 0.75,
                     f"mean slope {s.mean():.3f}, per run in [{s.min():.3f}, {s.max():.3f}] "
-                    "(sqrt(T): 0.5, linear: 1)",
+                    f"over {s.size} runs with positive regret at T/16 and T ({negative} left "
+                    "out: EXP3 beat the best fixed policy) (sqrt(T): 0.5, linear: 1)",
                     {"mean_slope": float(s.mean()) if s.size else float("nan")},
                 ),
             ]
