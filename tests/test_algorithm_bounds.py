@@ -90,6 +90,9 @@ NO_THEOREM = {
     "tc-rmdp",
     # issue 30 (helper rob30b): H-infinity LQ game, an exact identity against scipy's GARE
     "hinf-lq",
+    # issue 30 (helper risk30): policy smoothing's certificate is a bound on a probability, checked
+    # by its claim (validations/claims/robust.py), not a rate
+    "policy-smoothing",
     # issue 29 (helper pref): the iterative / hybrid rounds, HyPO, DNO and MaxMin-RLHF carry no
     # card (their papers' rates were not read; docs/algorithms/gshf.md, hypo.md, dno.md,
     # maxmin-rlhf.md, rlhs.md say what their claims test instead)
@@ -160,6 +163,8 @@ MAIN_THEOREM = {
     "plugin-average": "wang2023-avg-sample-complexity",
     "md-vi": "md-vi-thm1",
     "gshf-offline": "gshf-offline-pessimism",
+    "nondominated-exp3": "auer2002-exp3-cor3.2",
+    "cvar-ela": "zhao2024-cvar-lowrank-h7",
 }
 
 

@@ -23,6 +23,7 @@ PROBLEM = {
     "lmc-lsvi": "linear-simplex:S=5,A=3,d=3,H=4,rewards=cube",
     "rep-ucb": "lowrank-simplex:S=6,A=3,d=2,H=2,seed=3",
     "cvar-ucbvi": "cvar-safe-risky:H=3",
+    "cvar-ela": "lowrank-simplex:S=6,A=3,d=2,H=2,seed=3,reward_model=bernoulli",
 }
 
 

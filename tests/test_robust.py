@@ -481,3 +481,174 @@ def test_hinf_input_errors():
         tl.run("hinf-lq", "random:S=3,A=2,gamma=0.9", iterations=3)
     with pytest.raises(ValueError, match="need n, m, q >= 1 and rho > 0"):
         tl.run("hinf-lq", "lq-game:n=0", iterations=3)
+# ------------------------------------------------------------------ non-dominated + EXP3 (D3)
+def test_exp3_constants_are_auer_et_al_corollary_3_2():
+    """The printed bound 2 sqrt(e - 1) sqrt(T K ln K) and rate min(1, sqrt(K ln K/((e-1) T))),
+    written out here, against the library and the bound card."""
+    import math
+
+    from theorylab.algorithms.robust import nondominated as N
+    from theorylab.bounds import get_bound
+
+    for K, T in ((2, 100), (5, 20_000), (11, 10**6)):
+        printed = 2.0 * math.sqrt(math.e - 1.0) * math.sqrt(T * K * math.log(K))
+        assert N.exp3_bound(K, T) == pytest.approx(printed, rel=1e-15)
+        assert float(get_bound("auer2002-exp3-cor3.2").evaluate(K=T, A=K)) == pytest.approx(
+            printed, rel=1e-12
+        )
+        assert N.exp3_gamma(K, T) == pytest.approx(
+            min(1.0, math.sqrt(K * math.log(K) / ((math.e - 1.0) * T))), rel=1e-15
+        )
+    c = 2.0 * math.sqrt(math.e - 1.0)
+    assert c == pytest.approx(2.6217, abs=1e-4) and c <= 2.63  # the paper rounds it to 2.63
+
+
+def _upper_hull_2d(points: np.ndarray) -> set[int]:
+    """Indices of the points that are unique maximisers of w . x for some w in the 2-simplex:
+    an independent sweep over a fine grid of w (two attacks)."""
+    out = set()
+    for lam in np.linspace(0.0, 1.0, 20_001):
+        v = points @ np.array([lam, 1.0 - lam])
+        order = np.argsort(-v)
+        if v[order[0]] - v[order[1]] > 1e-9:
+            out.add(int(order[0]))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_nondominated_filter_is_the_upper_hull_with_two_attacks(seed):
+    from theorylab.algorithms.robust import nondominated as N
+    from theorylab.algorithms.robust.finite_sets import all_deterministic_policies
+
+    mdp = _discounted(f"random:S=4,A=2,gamma=0.9,seed={seed}")
+    pols = all_deterministic_policies(4, 2)
+    J = N.attack_values(mdp, pols, N.observation_attacks(4, 2, 0.7, seed))
+    kept = set(N.nondominated(J).tolist())
+    _, first = np.unique(np.round(J, 12), axis=0, return_index=True)
+    assert kept == _upper_hull_2d(J) & set(first.tolist())
+
+
+def test_attack_values_are_the_composed_policies_values():
+    from theorylab.algorithms.planning.evaluation import evaluate_discounted
+    from theorylab.algorithms.robust import nondominated as N
+    from theorylab.algorithms.robust.finite_sets import all_deterministic_policies
+
+    mdp = _discounted("random:S=4,A=3,gamma=0.8,seed=5")
+    pols = all_deterministic_policies(4, 3)[::7]
+    nus = N.observation_attacks(4, 3, 0.8, 1)
+    J = N.attack_values(mdp, pols, nus)
+    for b in range(pols.shape[0]):
+        for j in range(3):
+            onehot = np.eye(3)[pols[b][nus[j]]]  # (S, A): pi(nu(s)) in state s
+            assert J[b, j] == pytest.approx(evaluate_discounted(mdp, onehot) @ mdp.mu0, abs=1e-10)
+
+
+def test_exp3_regret_is_below_the_bound_and_uniform_play_is_not():
+    import theorylab as tl
+    from theorylab.validations.robust_mutations import exp3_plays_uniform
+
+    spec = "random:S=5,A=2,gamma=0.9,seed=2"
+    res = tl.run("nondominated-exp3", spec, iterations=19_999, attacks=5, attack_seed=2)
+    assert res.config["best_fixed_kept"] and len(res.config["kept"]) >= 3
+    assert res.regularised[-1] <= res.config["exp3_bound"] < res.config["rounds"]
+    with exp3_plays_uniform():
+        bad = tl.run("nondominated-exp3", spec, iterations=19_999, attacks=5, attack_seed=2)
+    assert bad.regularised[-1] > bad.config["exp3_bound"]
+
+
+def test_dropping_a_vertex_loses_an_attacks_best_policy():
+    from theorylab.algorithms.robust import nondominated as N
+    from theorylab.algorithms.robust.finite_sets import all_deterministic_policies
+    from theorylab.validations.robust_mutations import nondominated_drops_a_vertex
+
+    mdp = _discounted("random:S=5,A=2,gamma=0.9,seed=2")
+    pols = all_deterministic_policies(5, 2)
+    J = N.attack_values(mdp, pols, N.observation_attacks(5, 5, 0.5, 2))
+    full = N.nondominated(J)
+    W = np.random.default_rng(0).dirichlet(np.ones(5), 500)
+    assert np.max((J @ W.T).max(0) - (J[full] @ W.T).max(0)) <= 1e-12
+    with nondominated_drops_a_vertex():
+        kept = N.nondominated(J)
+    (lost,) = set(full.tolist()) - set(kept.tolist())
+    _, w = N.unique_best_response_margin(J, lost)  # the attack mixture only it answers best
+    assert (J @ w).max() - (J[kept] @ w).max() > 1e-9
+
+
+def test_nondominated_exp3_input_errors():
+    import theorylab as tl
+
+    spec = "random:S=3,A=2,gamma=0.9"
+    with pytest.raises(ValueError, match="nondominated-exp3: attacks must be an integer >= 1"):
+        tl.run("nondominated-exp3", spec, iterations=3, attacks=0)
+    with pytest.raises(ValueError, match="nondominated-exp3: strength must be a number in"):
+        tl.run("nondominated-exp3", spec, iterations=3, strength=1.5)
+    with pytest.raises(ValueError, match="schedule must be random or blocks, got 'x'"):
+        tl.run("nondominated-exp3", spec, iterations=3, schedule="x")
+    with pytest.raises(ValueError, match="A\\^S <= 16384"):
+        tl.run("nondominated-exp3", "random:S=15,A=2,gamma=0.9", iterations=3)
+
+
+# ------------------------------------------------------------------ policy smoothing (D2)
+def test_smoothing_certificate_is_the_gaussian_formula():
+    """Phi(Phi^{-1}(p) - B / sigma), written out here with scipy, and the one-sided
+    Clopper-Pearson bound as the Beta(alpha; k, n - k + 1) quantile."""
+    from scipy.stats import beta, norm
+
+    from theorylab.algorithms.robust import policy_smoothing as P
+
+    for p, B, sigma, H in ((0.9, 0.5, 1.0, 10), (0.99, 2.0, 0.25, 3), (0.6, 0.0, 3.0, 1)):
+        want = norm.cdf(norm.ppf(p) - B / sigma)
+        assert P.certified_probability(p, B, sigma, H) == pytest.approx(want, rel=1e-14)
+    assert P.certified_probability(0.0, 1.0, 1.0, 5) == 0.0
+    assert P.clopper_pearson_lower(9_000, 10_000, 0.01) == pytest.approx(
+        beta.ppf(0.01, 9_000, 1_001), rel=1e-14
+    )
+    assert P.certified_percentile(np.array([1.0]), [0.6], 0.5, 0.0) == 1.0
+    assert P.certified_percentile(np.array([1.0]), [0.4], 0.5, 0.0) == 0.0
+
+
+def test_smoothed_lock_values_agree_with_policy_evaluation():
+    """The attacked success probability prod_h Phi((m_h + delta_h) / sigma) equals the value of
+    the corresponding stochastic policy on the combination-lock MDP (the library's evaluator),
+    and the Monte-Carlo clean success rate is within 4 standard errors of the exact one."""
+    from theorylab.algorithms.planning.evaluation import policy_values
+    from theorylab.algorithms.robust import policy_smoothing as P
+
+    mdp = make("combination-lock:H=6,A=2")
+    m = P.margins(6, 2.0, 0.5, 2)
+    for B, attack in ((0.0, "critical"), (1.0, "critical"), (1.5, "spread")):
+        q = P.success_probabilities(m, P.attack_shifts(m, B, attack, 2), 0.8)  # (H,)
+        pol = np.zeros((6, mdp.S, 2))
+        pol[:, :, 0], pol[:, :, 1] = q[:, None], 1.0 - q[:, None]  # action 0 opens the lock
+        assert float(policy_values(mdp, pol)) == pytest.approx(q.prod(), abs=1e-12)
+    exact = P.success_probabilities(m, np.zeros(6), 0.8).prod()
+    k = P.clean_successes(m, 0.8, 40_000, np.random.default_rng(3))
+    assert abs(k / 40_000 - exact) <= 4 * np.sqrt(exact * (1 - exact) / 40_000)
+
+
+def test_smoothing_wrong_scaling_is_above_the_attacked_probability():
+    import theorylab as tl
+    from theorylab.validations.robust_mutations import smoothing_budget_over_sqrt_horizon
+
+    spec = "combination-lock:H=10,A=2"
+    res = tl.run("policy-smoothing", spec, iterations=4, budget=2.0)
+    assert np.all(res.target_gap >= 0) and np.all(np.diff(res.regularised) < 0)
+    with smoothing_budget_over_sqrt_horizon():
+        bad = tl.run("policy-smoothing", spec, iterations=4, budget=2.0)
+    assert np.all(bad.target_gap[1:] < -0.05)
+
+
+def test_policy_smoothing_input_errors():
+    import theorylab as tl
+
+    spec = "combination-lock:H=4,A=2"
+    with pytest.raises(ValueError, match="policy-smoothing: sigma must be a finite number > 0"):
+        tl.run("policy-smoothing", spec, iterations=2, sigma=0.0)
+    with pytest.raises(ValueError, match="attack must be critical or spread, got 'x'"):
+        tl.run("policy-smoothing", spec, iterations=2, attack="x")
+    with pytest.raises(ValueError, match="critical_step must be an integer in \\[0, 4\\)"):
+        tl.run("policy-smoothing", spec, iterations=2, critical_step=4)
+    with pytest.raises(ValueError, match="two-action combination lock"):
+        tl.run("policy-smoothing", "random:S=3,A=2,H=3", iterations=2)
+    with pytest.raises(ValueError, match="alpha must be a float in \\(0, 1\\)"):
+        tl.run("policy-smoothing", spec, iterations=2, alpha=2)

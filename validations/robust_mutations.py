@@ -11,6 +11,11 @@
   (``theorylab.algorithms.robust.substates.tie_break_key``);
 * ``tc-adversary-unconstrained``: the time-constrained adversary's step bound ignored
   (``theorylab.algorithms.robust.time_constrained.tc_backup``);
+* ``nondominated-drops-a-vertex``: the non-dominated filter loses the last policy it keeps
+  (``theorylab.algorithms.robust.nondominated.nondominated``);
+* ``exp3-plays-uniform``: EXP3 never updates its weights (``...nondominated.exp3``);
+* ``smoothing-budget-over-sqrt-horizon``: the smoothing certificate's shift B / sigma replaced
+  by B / (sigma sqrt(H)) (``theorylab.algorithms.robust.policy_smoothing.budget_shift``);
 * ``hinf-disturber-sign-flipped``: the H-infinity learner's disturber term with the wrong sign of
   its gamma^-2 term (``theorylab.algorithms.robust.hinf_lq.worst_case_weight``).
 """
@@ -123,6 +128,107 @@ MUTATIONS = (
             "mutation",
             "the time-constrained adversary's step bound L ignored (any psi every step)",
             tc_adversary_unconstrained,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def nondominated_drops_a_vertex(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import nondominated
+
+    original = nondominated.nondominated
+
+    def drops(values, tol=1e-9):  # the bug: the last vertex found is lost (off by one)
+        kept = original(values, tol)
+        return kept[:-1] if kept.size > 1 else kept
+
+    with _patched(nondominated, "nondominated", drops):
+        yield
+
+
+@contextlib.contextmanager
+def exp3_plays_uniform(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import nondominated
+
+    def uniform(x, n_seeds, seed, gamma=None):  # the bug: the weights are never updated
+        T, K = x.shape
+        return np.full((n_seeds, T, K), 1.0 / K)
+
+    with _patched(nondominated, "exp3", uniform):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "nondominated-drops-a-vertex",
+            "mutation",
+            "the non-dominated filter loses the last policy it keeps (a needed one)",
+            nondominated_drops_a_vertex,
+        )
+    ),
+    register_control(
+        Control(
+            "exp3-plays-uniform",
+            "mutation",
+            "EXP3 never updates its weights: uniform play over the kept policies",
+            exp3_plays_uniform,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def smoothing_budget_over_sqrt_horizon(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import policy_smoothing
+
+    def shift(budget, sigma, horizon):  # the bug: the budget spread over the H noise draws
+        return budget / (sigma * np.sqrt(horizon))
+
+    with _patched(policy_smoothing, "budget_shift", shift):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "smoothing-budget-over-sqrt-horizon",
+            "mutation",
+            "the smoothing certificate shifts by B / (sigma sqrt(H)) instead of B / sigma",
+            smoothing_budget_over_sqrt_horizon,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def cvar_ela_plans_risk_neutral(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online import cvar_ela
+
+    original = cvar_ela.CVaRELA.plan
+
+    def neutral(self):  # the bug: the budget-augmented plan at tau = 1 whatever tau is asked
+        tau, self.tau = self.tau, 1.0
+        try:
+            original(self)
+        finally:
+            self.tau = tau
+
+    with _patched(cvar_ela.CVaRELA, "plan", neutral):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "cvar-ela-plans-risk-neutral",
+            "mutation",
+            "CVaR-ELA plans the risk-neutral problem (tau = 1) whatever tau is asked",
+            cvar_ela_plans_risk_neutral,
         )
     ),
 )

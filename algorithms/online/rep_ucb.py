@@ -193,10 +193,10 @@ class RepUCB:
         self.selection_history.append(self.selected.copy())
         self.plan()
 
-    def plan(self) -> None:
-        """Backward induction in P_hat with reward r + min{alpha ||phi_hat||_{Sigma^-1}, H}."""
-        B, H, S, A = self.n_seeds, self.H, self.S, self.A
-        Hf = float(H)
+    def learned_model(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The MLE model and the elliptical widths: P_hat ``(B, H, SA, S)``, the widths
+        ||phi_hat(s, a)||_{Sigma_h^{-1}} ``(B, H, SA)`` and Sigma_h^{-1} ``(B, H, d, d)``."""
+        B = self.n_seeds
         phi_hat = self.Phi[self.selected]  # (B, SA, d)
         mu_hat = self.mu[np.arange(B), :, self.selected]  # (B, H, d, S)
         P_hat = np.matmul(phi_hat[:, None], mu_hat)  # P_hat_h(s'|s,a): (B, H, SA, S)
@@ -207,6 +207,14 @@ class RepUCB:
         )  # (B, H, d, d)
         Sigma_inv = np.linalg.inv(Sigma)  # (B, H, d, d)
         width = np.sqrt(elliptical_norm_sq(Sigma_inv, phi_hat[:, None]))  # (B, H, SA)
+        return P_hat, width, Sigma_inv
+
+    def plan(self) -> None:
+        """Backward induction in P_hat with reward r + min{alpha ||phi_hat||_{Sigma^-1}, H}."""
+        B, H, S, A = self.n_seeds, self.H, self.S, self.A
+        Hf = float(H)
+        phi_hat = self.Phi[self.selected]  # (B, SA, d)
+        P_hat, width, Sigma_inv = self.learned_model()
         bonus = np.minimum(self.alpha * width, Hf)  # (B, H, SA)
         if self.known_rewards:
             r = np.broadcast_to(self.r, (B, H, S * A))

@@ -12,13 +12,19 @@ PolicyPath``, scored exactly at every iterate):
 * ``substate-dp`` (:mod:`.substates`): distributional DP with worst/best substates and safe /
   risky tie-breaking among optimal actions (Achab & Neu; seed row 000#73);
 * ``tc-rmdp`` (:mod:`.time_constrained`): time-constrained robust DP on (s, psi_prev) (seed row
-  000#50, tier B).
+  000#50, tier B);
+* ``nondominated-exp3`` (:mod:`.nondominated`): the non-dominated policies against a finite set
+  of observation attacks and EXP3 over them at test time (Liu et al. 2024; seed row 002-004#D3);
+* ``policy-smoothing`` (:mod:`.policy_smoothing`): the Gaussian-smoothing certificate on the
+  return under an l2 observation attack (Kumar, Levine & Feizi 2022; seed row 002-004#D2).
 """
 
 from theorylab.algorithms.robust import (  # noqa: F401
     drrpo,
     hinf_lq,
     iwocs,
+    nondominated,
+    policy_smoothing,
     substates,
     time_constrained,
 )

@@ -14,6 +14,7 @@ from . import (
     policy_optimization,
     preference,
     risk,
+    robust,
     tabular,
 )
 
@@ -22,6 +23,7 @@ CARDS = (
     *linear.CARDS,
     *offline.CARDS,
     *risk.CARDS,
+    *robust.CARDS,
     *lowrank.CARDS,
     *preference.CARDS,
     *average_reward.CARDS,
