@@ -115,7 +115,7 @@ def test_bench_llm_without_trl_says_so_and_runs_against_plain_pytorch(monkeypatc
     monkeypatch.setitem(llm.CONFIGS, "quick", tiny)
     real_plain = llm.bench_plain
     monkeypatch.setattr(
-        llm, "bench_plain", lambda cfg, **kw: real_plain(cfg, **{**kw, "warmup": 0, "repeats": 1})
+        llm, "bench_plain", lambda cfg, **kw: real_plain(cfg, **{**kw, "warmup": 0, "rounds": 1})
     )
     rows = llm.bench_llm(quick=True)
     err = capsys.readouterr().err
@@ -129,7 +129,7 @@ def test_bench_llm_without_trl_says_so_and_runs_against_plain_pytorch(monkeypatc
     table = llm.format_table(rows)
     assert "ratio vs plain" in table and "TRL is not installed" in table
     no_trl = [r["ratio_vs_trl"] for r in rows]
-    assert all(r["clock"] == "process_time" for r in rows) and all(x != x for x in no_trl)
+    assert all(r["clock"] == "thread_time" for r in rows) and all(x != x for x in no_trl)
 
 
 def test_plain_pytorch_losses_are_the_papers_formulas():
