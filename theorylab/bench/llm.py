@@ -40,14 +40,26 @@ whose CPU path folds (token x vocabulary) tiles in torch ops): the difference be
 rows is what TRL's CPU fallback of the fused head costs it. Both are checked against TRL's loss
 and gradient to 1e-5 first.
 
-Then the steps are timed alternately, in an order that rotates every round (so that load on a
-shared machine hits all alike and no trainer always runs after the same one), on two clocks: CPU
-time of the process (``time.process_time``, the ratios' clock) and wall time. On CPU the bench
-runs with one torch thread (OpenMP's idle workers spin, and spinning is CPU time that grows with
-the machine's load). Each row: the median and spread (min, max) of CPU ms/step over ``repeats``
-steps after ``warmup``, the wall-clock median, tokens/s = real (non-padding) tokens in the batch /
-median CPU seconds, the ratios of TRL's and plain PyTorch's median CPU time to this row's, the
-clock, and the 1-minute load average when the row's timing began and ended.
+Then every contender of a loss (the theorylab layouts, plain PyTorch, TRL, TRL unfused) is timed in
+the same interleaved rounds (:func:`_time_alternately`): after ``warmup`` steps each, ``rounds``
+rounds, in each of which every contender runs one timed sample of ``k`` consecutive steps, in an
+order shuffled per round (seeded), so that whatever a neighbour does to a shared machine during a
+round hits all of them and no trainer always follows another. ``k`` is set from the fastest
+warm-up step so that every sample lasts at least ``MIN_SAMPLE_S`` = 0.1 s of CPU (a 30 ms step
+alone is at the mercy of one scheduler tick). Each sample is read on three clocks:
+``time.thread_time`` (CPU time of the calling thread, the ratios' clock on CPU; autograd's CPU
+backward runs in this thread), ``time.process_time`` and ``time.perf_counter`` (wall); on a CUDA
+device the ratios use wall time after ``torch.cuda.synchronize``. On CPU the bench runs with one
+torch thread (OpenMP's idle workers spin, and spinning is CPU time that grows with the machine's
+load). A ratio is the **median over rounds of the paired ratio** (TRL's or plain PyTorch's sample
+over this row's sample of the same round, :func:`paired_ratio`), not a ratio of medians: a slow
+stretch of the machine inflates both sides of a pair. Each row: the ratios (and their quartiles
+and their value on every clock), the median and spread (min, max) of ms/step on the ratios' clock
+and the wall-clock median (absolute times: load-dependent), tokens/s = real (non-padding) tokens in
+the batch / median seconds, the clock, rounds and ``k``, and the 1-minute load average when the
+timing began and ended. ``bench_llm(runs=N)`` (``theorylab bench llm --runs N``) runs the whole
+bench N times in one sitting, and :func:`reproducibility` reports each row's ratios across the
+runs and their spread (max / min - 1), flagging rows over 10%.
 
 What one step is, on both sides:
 
