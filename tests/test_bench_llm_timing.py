@@ -93,6 +93,7 @@ def test_rows_hold_paired_ratios_on_every_clock_and_absolute_times():
     assert set(padded["ratio_vs_trl_by_clock"]) == set(llm.CLOCKS)
     assert padded["ms_median"] == 1500.0 and padded["clock"] == llm.CLOCK
     assert padded["rounds"] == 3 and padded["steps_per_sample"] == 2
+    assert padded["samples_ms"] == [1000.0, 1500.0, 3000.0]
     assert rows["TRL"]["ratio_vs_trl"] == 1.0 and padded["ratio_vs_peer"] == 2.0
 
 

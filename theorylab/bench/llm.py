@@ -311,6 +311,9 @@ def _rows(case: str, cfg: dict, tokens: int, timing: dict, checks: dict, device,
                     c: 1e3 * statistics.median(samples[c][name]) for c in CLOCKS
                 },
                 "wall_ms_median": 1e3 * statistics.median(samples["perf_counter"][name]),
+                # per-round samples (ms/step on ``clock``, round i of every row of this loss
+                # paired): the ratios can be recomputed, and a drift within the run seen
+                "samples_ms": [1e3 * t for t in ts],
                 "tokens_per_s": tokens / med,
                 **ratios,
                 "ratio_vs_peer": ratios["ratio_vs_trl" if "trl" in ts_names else "ratio_vs_plain"],
