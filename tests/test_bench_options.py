@@ -112,3 +112,28 @@ def test_lsvi_benchmark_runs_on_the_asked_backend():
                       memory=False, backend="numba")  # fmt: skip
     assert [r["backend"] for r in rows] == ["numba"]
     assert " numba " in format_table(rows).splitlines()[2]
+
+
+def test_runs_reaches_only_benchmarks_that_take_it(fake_benchmarks, monkeypatch):
+    calls = {}
+
+    def with_runs(quick=False, runs=1):
+        calls["runs"] = runs
+        return [{"x": 3}]
+
+    mod = types.ModuleType("theorylab.bench.repeats")
+    mod.bench_repeats = with_runs
+    mod.format_table = lambda rows: f"{len(rows)} row(s)"
+    monkeypatch.setitem(sys.modules, "theorylab.bench.repeats", mod)
+    monkeypatch.setattr(suite, "BENCHMARKS", ("takes", "fixed", "repeats"))
+    suite.run_benchmarks("repeats", quick=True, runs=3)
+    assert calls == {"runs": 3}
+    # refused before any work: a benchmark without runs, all, a count that is not positive
+    with pytest.raises(ValueError, match=r"--runs applies to theorylab bench llm only, got bench"):
+        suite.run_benchmarks("fixed", runs=2)
+    with pytest.raises(ValueError, match=r"--runs applies"):
+        suite.run_benchmarks("all", runs=2)
+    for bad in (0, -1, True, 2.0):
+        with pytest.raises(ValueError, match=r"--runs must be a positive integer, got"):
+            suite.run_benchmarks("repeats", runs=bad)
+    assert fake_benchmarks == {} and calls == {"runs": 3}

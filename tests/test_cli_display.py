@@ -115,10 +115,11 @@ def test_bench_llm_without_trl_says_so_and_runs_against_plain_pytorch(monkeypatc
     monkeypatch.setitem(llm.CONFIGS, "quick", tiny)
     real_plain = llm.bench_plain
     monkeypatch.setattr(
-        llm, "bench_plain", lambda cfg, **kw: real_plain(cfg, **{**kw, "warmup": 0, "repeats": 1})
+        llm, "bench_plain", lambda cfg, **kw: real_plain(cfg, **{**kw, "warmup": 0, "rounds": 1})
     )
-    rows = llm.bench_llm(quick=True)
+    rows = llm.bench_llm(quick=True, runs=2)
     err = capsys.readouterr().err
+    assert "run 2 of 2" in err and {r["run"] for r in rows} == {1, 2}
     assert "TRL is not installed" in err and "plain PyTorch" in err and "skipped" in err
     assert {r["step"] for r in rows} == {"DPO step", "GRPO step (given completions)"}
     assert {r["peer"] for r in rows} == {"plain PyTorch"}
@@ -128,8 +129,9 @@ def test_bench_llm_without_trl_says_so_and_runs_against_plain_pytorch(monkeypatc
     assert all(r["loss_gap"] <= 1e-5 and r["grad_gap"] <= 1e-5 for r in rows)
     table = llm.format_table(rows)
     assert "ratio vs plain" in table and "TRL is not installed" in table
+    assert "Reproducibility across runs" in table  # every row's ratio to plain in runs 1 / 2
     no_trl = [r["ratio_vs_trl"] for r in rows]
-    assert all(r["clock"] == "process_time" for r in rows) and all(x != x for x in no_trl)
+    assert all(r["clock"] == "thread_time" for r in rows) and all(x != x for x in no_trl)
 
 
 def test_plain_pytorch_losses_are_the_papers_formulas():

@@ -264,9 +264,9 @@ def test_shards_and_flag_removal():
     "loss, message",
     [
         ("astar-po", "loss 'astar-po' takes the tensors (logp, ref_logp, mask, rewards, v_star, "
-         "weights); the prompt trainer supplies (logp, old_logp, ref_logp, mask, rewards, group) "
-         "in that order, not v_star; on a prompt dataset use one of cvar-grpo, dr-grpo, grpo, "
-         "rebel"),
+         "weights); the prompt trainer supplies (logp, old_logp, ref_logp, mask, rewards, group, "
+         "advantages), not v_star; on a prompt dataset use one of cvar-grpo, dr-grpo, grpo, "
+         "ppo-clip, rebel, rloo"),
         ("tbrm", "not root_values; on a prompt dataset"),
         ("vpo", "not calibration_logp; on a prompt dataset use one of chipo, dpo, ipo"),
     ],

@@ -87,7 +87,7 @@ def test_trl_computes_the_same_losses_and_gradients():
     )  # fmt: skip
 
     cfg = dict(CONFIGS["quick"], vocab=512, n_embd=32, prompt=8, completion=8, batch=4)
-    reps = dict(warmup=0, repeats=1)
+    reps = dict(warmup=0, rounds=1)
     rows = bench_dpo(cfg, **reps) + bench_grpo(cfg, **reps) + bench_grpo_generation(cfg, **reps)
     assert {r["step"] for r in rows} == {
         "DPO step", "GRPO step (given completions)", "GRPO step with generation"
@@ -99,11 +99,13 @@ def test_trl_computes_the_same_losses_and_gradients():
     assert by_step["GRPO step with generation"] == {"theorylab padded", "theorylab buckets", "TRL"}
     # every row checked against TRL's fused loss (plain PyTorch and TRL unfused included)
     assert all(r["loss_gap"] <= 1e-5 and r["grad_gap"] <= 1e-5 for r in rows)
-    # the clock, the repeats and the load are in every row; ratios are of CPU-time medians
-    assert all(r["clock"] == "process_time" and r["repeats"] == 1 for r in rows)
+    # the clock, the rounds and the load are in every row; with one round (no warm-up: one
+    # step per sample) the paired ratio is that round's ratio
+    assert all(r["clock"] == "thread_time" and r["rounds"] == 1 for r in rows)
+    assert all(r["steps_per_sample"] == 1 for r in rows)
     assert all(r["load_1min"] == r["load_1min"] and r["wall_ms_median"] > 0 for r in rows)
     for r in rows:
         trl = next(x for x in rows if x["step"] == r["step"] and x["trainer"] == "TRL")
         assert r["ratio_vs_trl"] == pytest.approx(trl["ms_median"] / r["ms_median"])
     table = format_table(rows)
-    assert "ratio vs TRL" in table and "process_time" in table and "load" in table
+    assert "ratio vs TRL" in table and "thread_time 1x1" in table and "load" in table

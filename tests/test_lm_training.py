@@ -199,18 +199,63 @@ def relative_gap(a: list[torch.Tensor], b: list[torch.Tensor]) -> float:
     return num / max(float(x.abs().max()) for x in a)
 
 
-def test_micro_batches_give_the_big_batch_gradient_on_prompts(monkeypatch):
+@pytest.mark.parametrize("loss", ["grpo", "rloo", "ppo-clip:beta=0.04"])
+def test_micro_batches_give_the_big_batch_gradient_on_prompts(monkeypatch, loss):
     """k micro-batches see the same samples and add up to the one-batch gradient (measured
-    relative gap ~1e-7, float32 summation order)."""
+    relative gap ~1e-7, float32 summation order). RLOO (leave-one-out advantages, KL in the
+    reward) and PPO-clip (GRPO's std advantages, token-mean: sub-batches weighted by tokens) take
+    their tensors by name."""
     grads = {}
     for k in (1, 2, 4):
-        run = lambda k=k: train_prompts(MODEL, DATA, "grpo", steps=1, micro_batches=k,  # noqa: E731
+        run = lambda k=k: train_prompts(MODEL, DATA, loss, steps=1, micro_batches=k,  # noqa: E731
                                         reward=length_reward,
                                         **{**SMALL, "group_size": 4})  # fmt: skip
         grads[k] = _first_step_gradients(monkeypatch, prompt_trainer, run)
     assert max(float(g.abs().max()) for g in grads[1]) > 0
     assert relative_gap(grads[1], grads[2]) < 1e-5
     assert relative_gap(grads[1], grads[4]) < 1e-5
+
+
+def test_token_mean_micro_batches_weighted_by_prompts_miss_the_big_batch(monkeypatch):
+    """The control: PPO-clip's token mean with sub-batches weighted by prompts (as a row-mean loss)
+    is not the one-batch gradient (completions differ in length)."""
+    monkeypatch.setattr(prompt_trainer, "token_mean", lambda fn: False)
+    grads = {}
+    for k in (1, 4):
+        run = lambda k=k: train_prompts(MODEL, DATA, "ppo-clip", steps=1, micro_batches=k,  # noqa: E731
+                                        reward=length_reward,
+                                        **{**SMALL, "group_size": 4})  # fmt: skip
+        grads[k] = _first_step_gradients(monkeypatch, prompt_trainer, run)
+    assert relative_gap(grads[1], grads[4]) > 1e-3
+
+
+def test_prompt_losses_get_their_tensors_by_name():
+    """RLOO's loss on a sampled batch through the prompt trainer equals the formula written out
+    here: A_i = r_i - mean_{j != i} r_j (beta = 0), loss = -mean_i A_i sum_t log pi(o_i,t)."""
+    from theorylab.algorithms.deep.registry import make_loss
+
+    g = torch.Generator().manual_seed(0)
+    logp = -torch.rand(4, 3, generator=g, dtype=torch.float64)  # (B, T), 2 groups of 2
+    mask = torch.tensor([[1, 1, 0], [1, 1, 1], [1, 0, 0], [1, 1, 1]], dtype=torch.float64)
+    rewards = torch.tensor([1.0, 0.0, 0.5, 2.0], dtype=torch.float64)
+    group = torch.tensor([0, 0, 1, 1])
+    seen = {}
+
+    def fake_group_step(model, reference, opt, loss_fn, *args, **kw):
+        seen["loss"] = loss_fn(logp, None, logp.detach(), mask, rewards, group)
+        return seen["loss"]
+
+    loss_of_batch = prompt_trainer.group_loss(None, make_loss("rloo:beta=0"), 2, False)
+    batch = prompt_trainer.SampledBatch(torch.zeros(4, 3), None, None, rewards, 0, 2)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(prompt_trainer, "group_step", fake_group_step)
+        got = loss_of_batch(torch.nn.Linear(1, 1), batch)
+    adv = torch.tensor([1.0 - 0.0, 0.0 - 1.0, 0.5 - 2.0, 2.0 - 0.5], dtype=torch.float64)
+    expected = -(adv * (logp * mask).sum(1)).mean()
+    assert float(got) == pytest.approx(float(expected), abs=1e-12)
+    assert prompt_trainer.token_mean(make_loss("ppo-clip"))
+    assert not prompt_trainer.token_mean(make_loss("ppo-clip:aggregation=seq-mean-token-mean"))
+    assert not prompt_trainer.token_mean(make_loss("grpo"))
 
 
 def test_gradient_checkpointing_gives_the_same_gradient(monkeypatch):

@@ -306,3 +306,22 @@ def test_a_spec_discount_is_honoured_or_refused_everywhere_never_dropped(capsys)
         assert (again.horizon, again.gamma) == (mdp.horizon, mdp.gamma)
         assert ("gamma=0.5" in mdp.name) == ("gamma=0.5" in spec_text)
         assert ("H=" in mdp.name) == (mdp.horizon is not None)
+
+
+def test_bench_runs_is_checked_before_any_work(capsys, monkeypatch):
+    import theorylab.bench.machine as machine
+
+    def no_work(**kwargs):
+        raise AssertionError("the machine was measured before --runs was checked")
+
+    monkeypatch.setattr(machine, "machine_info", no_work)
+    assert main(["bench", "llm", "--quick", "--runs", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "--runs must be a positive integer, got 0" in err and len(err.strip().splitlines()) == 1
+    assert main(["bench", "planning", "--runs", "3"]) == 2
+    err = capsys.readouterr().err
+    assert "--runs applies to theorylab bench llm only, got bench planning" in err
+    assert "Traceback" not in err
+    with pytest.raises(SystemExit) as info:
+        main(["bench", "llm", "--runs", "three"])
+    assert info.value.code == 2 and "invalid int value: 'three'" in capsys.readouterr().err

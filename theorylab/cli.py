@@ -846,7 +846,9 @@ def _check_writable(path: str, flag: str | None = None) -> None:
 def cmd_bench(args) -> int:
     from theorylab.bench.suite import run_benchmarks
 
-    payload = run_benchmarks(args.which, quick=args.quick, backend=args.backend, device=args.device)
+    payload = run_benchmarks(
+        args.which, quick=args.quick, backend=args.backend, device=args.device, runs=args.runs
+    )
     if args.json:
         from theorylab.store import atomic_write_json
 
@@ -1339,6 +1341,13 @@ def build_parser() -> argparse.ArgumentParser:
         "only this one (default all available); the other tables time fixed implementations",
     )
     q.add_argument("--device", default="cpu", help="cpu or cuda (ucbvi, lsvi with --backend torch)")
+    q.add_argument(
+        "--runs",
+        type=int,
+        default=1,
+        help="llm: run the bench N times in one sitting and print each row's ratios across the "
+        "runs with their spread (max/min - 1), flagging rows over 10%% (default 1)",
+    )
     q.add_argument("--json", help="write all measurements as JSON")
     q.set_defaults(func=cmd_bench)
 

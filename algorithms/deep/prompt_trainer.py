@@ -14,14 +14,16 @@
    arXiv 2402.04792, Algorithm 1, with the annotator replaced by the reward);
 3. split the prompts into ``micro_batches`` chunks (and each chunk into runs of equal prompt
    length: the sampler takes unpadded prompts), and for each sub-batch of n_i prompts call
-   :func:`~theorylab.algorithms.deep.lm_training_state.accumulate` with weight n_i / n: forward,
+   :func:`~theorylab.algorithms.deep.lm_training_state.accumulate` with weight n_i / n (a loss
+   that averages over all tokens, ``aggregation="token-mean"`` as PPO-clip's default: the
+   sub-batch's completion tokens / the step's): forward,
    the loss (:func:`~theorylab.algorithms.deep.steps.group_step` /
    :func:`~theorylab.algorithms.deep.steps.preference_step` with ``step=False``), backward;
 4. :func:`~theorylab.algorithms.deep.lm_training_state.optimizer_step` (clip, Adam, schedule).
 
 Sampling for a step happens before any backward of that step, so the micro-batches of a step see
 the same samples as one big batch: the accumulated gradient equals the big batch's for row-mean
-losses (tests/test_lm_training.py measures the gap).
+and token-mean losses (tests/test_lm_training.py measures the gap).
 
 Every ``eval_every`` steps the held-out prompts (the last ``eval_prompts`` of a seeded
 permutation of the dataset, never trained on) are decoded greedily and scored by exact match
@@ -55,11 +57,13 @@ number of processes). Measured (``tests/test_deep_distributed.py``, 2 gloo proce
 norm and held-out accuracy 2.2e-9 for GRPO with 2 micro-batches, 6.0e-8 for online DPO; without
 the all-reduce (the control) the gap is 0.6 (the ranks sample other completions).
 
-**Losses.** The trainer passes the GRPO family ``(logp, old_logp, ref_logp, mask, rewards,
-group)`` and the DPO family ``(policy_chosen, policy_rejected, ref_chosen, ref_rejected)`` by
-position; a loss that takes other tensors (A*-PO's ``v_star``, TBRM's ``root_values``, EXO's
-``logratios``, RLOO's order, VPO's calibration samples, ...) is refused in one line before any
-work (:func:`check_prompt_loss`); they run on token trees.
+**Losses.** The trainer passes the GRPO family the tensors it names from ``(logp, old_logp,
+ref_logp, mask, rewards, group, advantages)`` (``advantages``: GRPO's std-normalised group
+advantages, as the token-tree trainer's; so ``grpo``, ``dr-grpo``, ``cvar-grpo``, ``rebel``,
+``rloo`` and ``ppo-clip`` run on prompts), and the DPO family ``(policy_chosen,
+policy_rejected, ref_chosen, ref_rejected)`` by position; a loss that takes other tensors (A*-PO's
+``v_star``, TBRM's ``root_values``, EXO's ``logratios``, VPO's calibration samples, ...) is
+refused in one line before any work (:func:`check_prompt_loss`); they run on token trees.
 """
 
 from __future__ import annotations
@@ -146,23 +150,38 @@ class PromptTrainingOptions:
             raise TrainingConfigError(f"temperature must be > 0, got {self.temperature!r}")
 
 
-# the tensors the prompt trainer passes a loss, by position (steps.group_step / preference_step)
+# the tensors the prompt trainer passes a loss: the GRPO family by name (``call_loss``; the
+# ``advantages`` are GRPO's std-normalised group advantages, as the token-tree trainer's), the DPO
+# family by position (steps.preference_step)
 SUPPLIED = {
-    "online": ("logp", "old_logp", "ref_logp", "mask", "rewards", "group"),
+    "online": ("logp", "old_logp", "ref_logp", "mask", "rewards", "group", "advantages"),
     "preference": ("policy_chosen", "policy_rejected", "ref_chosen", "ref_rejected"),
 }
 
 
 def runs_on_prompts(loss_fn, family: str) -> bool:
-    """Whether the prompt trainer can call ``loss_fn``: its tensor arguments start with the
-    family's supplied tensors, in order, and any further one has a default."""
+    """Whether the prompt trainer can call ``loss_fn``: GRPO family, every tensor argument without
+    a default is one the trainer supplies (by name); DPO family, its tensor arguments start with
+    the supplied ones, in order, and any further one has a default."""
     from theorylab.algorithms.deep.trainer import tensor_arguments
 
     args, supplied = tensor_arguments(loss_fn), SUPPLIED[family]
     params = inspect.signature(loss_fn.func).parameters
+    if family == "online":
+        return all(a in supplied or params[a].default is not inspect.Parameter.empty
+                   for a in args)  # fmt: skip
     return tuple(args[: len(supplied)]) == supplied and all(
         params[a].default is not inspect.Parameter.empty for a in args[len(supplied) :]
     )
+
+
+def token_mean(loss_fn) -> bool:
+    """Whether ``loss_fn`` averages over all the batch's tokens (``aggregation="token-mean"``, PPO-
+    clip's default): its micro-batches are then weighted by tokens, not by prompts."""
+    params = inspect.signature(loss_fn.func).parameters
+    if "aggregation" not in params:
+        return False
+    return loss_fn.keywords.get("aggregation", params["aggregation"].default) == "token-mean"
 
 
 def check_prompt_loss(spec: str) -> None:
@@ -186,7 +205,8 @@ def check_prompt_loss(spec: str) -> None:
             and runs_on_prompts(make_loss(n), family)]  # fmt: skip
     raise TrainingConfigError(
         f"loss {name!r} takes the tensors ({', '.join(args)}); the prompt trainer supplies "
-        f"({', '.join(supplied)}) in that order"
+        f"({', '.join(supplied)})"
+        + (" in that order" if family == "preference" else "")
         + (f", not {', '.join(missing)}" if missing else "")
         + f"; on a prompt dataset use one of {', '.join(fits)} (or a token-tree task)"
     )
@@ -313,12 +333,23 @@ def rows_of(batch: SampledBatch, prompts: list[int], group_size: int) -> Sampled
 
 
 def group_loss(reference, loss_fn, group_size: int, train_mode: bool):
-    """``loss_of_batch(model, batch)`` of the GRPO family (for :func:`accumulate`)."""
+    """``loss_of_batch(model, batch)`` of the GRPO family (for :func:`accumulate`); the loss gets
+    the tensors it names (``SUPPLIED["online"]``)."""
+    from theorylab.algorithms.deep.groups import group_advantages
+    from theorylab.algorithms.deep.trainer import call_loss
+
+    def by_name(logp, old_logp, ref_logp, mask, rewards, group):
+        available = {
+            "logp": logp, "old_logp": old_logp, "ref_logp": ref_logp, "mask": mask,
+            "rewards": rewards, "group": group,
+            "advantages": group_advantages(rewards, group, "std"),
+        }  # fmt: skip
+        return call_loss(loss_fn, available)
 
     def loss_of_batch(model, b: SampledBatch) -> torch.Tensor:
         model.train(train_mode)
         group = torch.arange(b.n_prompts, device=b.input_ids.device).repeat_interleave(group_size)
-        return group_step(model, reference, None, loss_fn, b.input_ids, b.attention_mask,
+        return group_step(model, reference, None, by_name, b.input_ids, b.attention_mask,
                           b.completion_mask, b.rewards, group, prompt_length=b.prompt_length,
                           step=False)  # fmt: skip
 
@@ -574,7 +605,7 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
     n = opts.prompts_per_step
     chunk = n // opts.micro_batches
     shard = place.rows(chunk)  # this rank's prompts of each micro-batch (check_prompt_shards)
-    local = n // place.world  # this rank's prompts of the step
+    by_tokens = family == "online" and token_mean(loss_fn)
     try:
         for _ in steps_of_this_call(state, opts.steps, stop_after):
             idx = state.rng.choice(len(train_set), n, replace=False)
@@ -606,14 +637,19 @@ def _train_one_seed(model, dataset, tok, reward_fn, loss_fn, family, opts, dev, 
                     sub = b if len(ks) == b.n_prompts else rows_of(b, ks, opts.group_size)
                     work.append((sub, len(ks)))
             losses = []
+            # each sub-batch's share of the step's loss (prompts, or tokens for a token-mean
+            # loss; summing to 1 over all ranks), times world: DDP averages over the ranks
+            tokens = float(sum(b.completion_mask.sum() for b in batches)) if by_tokens else 0.0
             for w, (sub, m) in enumerate(work):  # one all-reduce per step: the last backward
+                share = float(sub.completion_mask.sum()) / tokens if by_tokens else m / n
                 with gradient_sync(learner, w == len(work) - 1):
-                    loss = accumulate(state, loss_of_batch, sub, m / local, model=learner)
-                losses.append(loss * m)
+                    loss = accumulate(state, loss_of_batch, sub, share * place.world,
+                                      model=learner)  # fmt: skip
+                losses.append(loss * share * place.world)
             lr_now = state.lr
             gn = optimizer_step(state, opts.max_grad_norm)
             reward_mean = float(torch.cat([b.rewards for b in batches]).mean())
-            for k, v in (("train_reward", reward_mean), ("loss", place.mean(sum(losses) / local)),
+            for k, v in (("train_reward", reward_mean), ("loss", place.mean(sum(losses))),
                          ("lr", lr_now), ("gn", gn)):  # fmt: skip
                 state.metrics[k].append(v)
                 if writer is not None:

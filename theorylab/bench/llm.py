@@ -40,14 +40,26 @@ whose CPU path folds (token x vocabulary) tiles in torch ops): the difference be
 rows is what TRL's CPU fallback of the fused head costs it. Both are checked against TRL's loss
 and gradient to 1e-5 first.
 
-Then the steps are timed alternately, in an order that rotates every round (so that load on a
-shared machine hits all alike and no trainer always runs after the same one), on two clocks: CPU
-time of the process (``time.process_time``, the ratios' clock) and wall time. On CPU the bench
-runs with one torch thread (OpenMP's idle workers spin, and spinning is CPU time that grows with
-the machine's load). Each row: the median and spread (min, max) of CPU ms/step over ``repeats``
-steps after ``warmup``, the wall-clock median, tokens/s = real (non-padding) tokens in the batch /
-median CPU seconds, the ratios of TRL's and plain PyTorch's median CPU time to this row's, the
-clock, and the 1-minute load average when the row's timing began and ended.
+Then every contender of a loss (the theorylab layouts, plain PyTorch, TRL, TRL unfused) is timed in
+the same interleaved rounds (:func:`_time_alternately`): after ``warmup`` steps each, ``rounds``
+rounds, in each of which every contender runs one timed sample of ``k`` consecutive steps, in an
+order shuffled per round (seeded), so that whatever a neighbour does to a shared machine during a
+round hits all of them and no trainer always follows another. ``k`` is set from the fastest
+warm-up step so that every sample lasts at least ``MIN_SAMPLE_S`` = 0.1 s of CPU (a 30 ms step
+alone is at the mercy of one scheduler tick). Each sample is read on three clocks:
+``time.thread_time`` (CPU time of the calling thread, the ratios' clock on CPU; autograd's CPU
+backward runs in this thread), ``time.process_time`` and ``time.perf_counter`` (wall); on a CUDA
+device the ratios use wall time after ``torch.cuda.synchronize``. On CPU the bench runs with one
+torch thread (OpenMP's idle workers spin, and spinning is CPU time that grows with the machine's
+load). A ratio is the **median over rounds of the paired ratio** (TRL's or plain PyTorch's sample
+over this row's sample of the same round, :func:`paired_ratio`), not a ratio of medians: a slow
+stretch of the machine inflates both sides of a pair. Each row: the ratios (and their quartiles
+and their value on every clock), the median and spread (min, max) of ms/step on the ratios' clock
+and the wall-clock median (absolute times: load-dependent), tokens/s = real (non-padding) tokens in
+the batch / median seconds, the clock, rounds and ``k``, and the 1-minute load average when the
+timing began and ended. ``bench_llm(runs=N)`` (``theorylab bench llm --runs N``) runs the whole
+bench N times in one sitting, and :func:`reproducibility` reports each row's ratios across the
+runs and their spread (max / min - 1), flagging rows over 10%.
 
 What one step is, on both sides:
 
@@ -70,6 +82,7 @@ What one step is, on both sides:
 from __future__ import annotations
 
 import copy
+import math
 import os
 import shutil
 import statistics
@@ -165,7 +178,15 @@ def _text(g, vocab: int, n: int) -> str:
 LAYOUTS = ("padded", "buckets", "packed")
 
 
-CLOCK = "process_time"  # CPU seconds of this process, all its threads (no child processes)
+# The clocks every timed sample is read on (the ratios use ``CLOCK``; the others are kept so that
+# the clock can be chosen by measurement: ``reproducibility`` reports each clock's spread).
+CLOCKS = {
+    "thread_time": time.thread_time,  # CPU seconds of the calling thread (autograd runs here)
+    "process_time": time.process_time,  # CPU seconds of the process, all its threads
+    "perf_counter": time.perf_counter,  # wall clock
+}
+CLOCK = "thread_time"
+MIN_SAMPLE_S = 0.1  # each timed sample runs a contender's step k times, >= 0.1 s of CPU in all
 TRAINER_NAMES = {"plain": "plain PyTorch", "trl": "TRL", "trl-unfused": "TRL, LM head unfused"}
 
 
@@ -174,46 +195,101 @@ def _load() -> float:
     return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
 
 
-def _time_alternately(fns: dict[str, Any], warmup: int, repeats: int) -> dict[str, Any]:
-    """Run every step ``warmup`` times, then ``repeats`` rounds in an order that rotates every
-    round (so that no trainer always follows another); each call is timed on two clocks: CPU time
-    (``time.process_time``: this process's CPU seconds over all its threads, the clock the ratios
-    use: a neighbour's load delays a step's wall time, much less the CPU time it burns) and wall
-    time (``time.perf_counter``). Returns ``{"cpu": {name: [s]}, "wall": {name: [s]}, "load":
-    (1-min load before, after)}``."""
-    for _ in range(warmup):
-        for fn in fns.values():
-            fn()
-    cpu: dict[str, list[float]] = {k: [] for k in fns}
-    wall: dict[str, list[float]] = {k: [] for k in fns}
+def _time_alternately(fns: dict[str, Any], warmup: int, rounds: int, *,
+                      min_sample_s: float = MIN_SAMPLE_S, seed: int = 0,
+                      device: str = "cpu") -> dict[str, Any]:  # fmt: skip
+    """Time every contender of one loss in the same interleaved rounds.
+
+    Every step runs ``warmup`` times; the fastest warm-up step (on ``CLOCK``) sets ``k``, the
+    number of consecutive steps in one timed sample, so that every sample is at least
+    ``min_sample_s`` (a sample of a few ms is at the mercy of one scheduler tick or cache flush).
+    Then ``rounds`` rounds; in each, every contender runs one sample, in an order shuffled per
+    round (seeded: no trainer always follows another, and whatever a neighbour does to the machine
+    during a round hits all of them). Each sample is read on every clock of ``CLOCKS`` and stored
+    per step (sample / k). Returns ``{"samples": {clock: {name: [s per step, one per round]}},
+    "steps_per_sample": k, "rounds", "load": (1-min load before, after)}``; sample ``i`` of two
+    contenders comes from the same round, so their ratio is a paired ratio."""
+    import random
+
     names = list(fns)
-    load_before = _load()
-    for i in range(repeats):
-        for name in names[i % len(names) :] + names[: i % len(names)]:
-            c0, w0 = time.process_time(), time.perf_counter()
+    # on a GPU the work is on the device: wall clock after a synchronisation is its clock
+    clock = CLOCK if str(device) == "cpu" else "perf_counter"
+    sync = _synchronizer(device)
+    tick = CLOCKS[clock]
+    fastest = float("inf")
+    for _ in range(warmup):
+        for name in names:
+            sync()
+            t0 = tick()
             fns[name]()
-            cpu[name].append(time.process_time() - c0)
-            wall[name].append(time.perf_counter() - w0)
-    return {"cpu": cpu, "wall": wall, "load": (load_before, _load())}
+            sync()
+            fastest = min(fastest, tick() - t0)
+    k = max(1, math.ceil(min_sample_s / fastest)) if fastest < float("inf") else 1
+    samples: dict[str, dict[str, list[float]]] = {c: {n: [] for n in names} for c in CLOCKS}
+    order = random.Random(seed)
+    load_before = _load()
+    for _ in range(rounds):
+        order.shuffle(names)
+        for name in names:
+            sync()
+            t0 = {c: read() for c, read in CLOCKS.items()}
+            for _ in range(k):
+                fns[name]()
+            sync()
+            t1 = {c: read() for c, read in CLOCKS.items()}
+            for c in CLOCKS:
+                samples[c][name].append((t1[c] - t0[c]) / k)
+    return {"samples": samples, "clock": clock, "steps_per_sample": k, "rounds": rounds,
+            "load": (load_before, _load())}  # fmt: skip
+
+
+def _synchronizer(device):
+    """A no-op on CPU; ``torch.cuda.synchronize`` on a CUDA device (kernels run asynchronously)."""
+    if not str(device).startswith("cuda"):
+        return lambda: None
+    import torch
+
+    return torch.cuda.synchronize
+
+
+def paired_ratio(reference: list[float], contender: list[float]) -> dict[str, float]:
+    """The median over rounds of ``reference[i] / contender[i]`` (how many times faster the
+    contender is than the reference, round by round) and its quartiles; nan without samples."""
+    ratios = sorted(r / c for r, c in zip(reference, contender, strict=True) if c > 0)
+    if not ratios:
+        return {"median": float("nan"), "q1": float("nan"), "q3": float("nan")}
+    q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [ratios[0]] * 3
+    return {"median": statistics.median(ratios), "q1": q[0], "q3": q[2]}
 
 
 def _rows(case: str, cfg: dict, tokens: int, timing: dict, checks: dict, device, dtype,
           peer: str = "TRL"):  # fmt: skip
     """One row per trainer (``timing``: :func:`_time_alternately`; keys: the theorylab layouts,
     ``plain``, ``trl``, ``trl-unfused``); ``checks[name] = (loss, |loss gap|, max gradient gap)``
-    against the peer on the same batch. Ratios are of CPU-time medians: ``ratio_vs_trl`` (TRL's
-    over this row's), ``ratio_vs_plain`` (plain PyTorch's over this row's); ``ratio_vs_peer`` is
-    the first that exists."""
+    against the peer on the same batch. Ratios are medians of per-round paired ratios on
+    ``CLOCK`` (:func:`paired_ratio`): ``ratio_vs_trl`` (TRL's time over this row's, round by
+    round), ``ratio_vs_plain`` (plain PyTorch's); ``ratio_vs_peer`` is the first that exists;
+    ``ratio_vs_trl_by_clock`` / ``ratio_vs_plain_by_clock`` hold the same on every clock.
+    Absolute times (``ms_median`` etc.) depend on the machine's load; the ratios much less."""
     import torch
 
+    samples, clock = timing["samples"], timing["clock"]
+    ts_names = set(samples[clock])
     out = []
-    med = {k: statistics.median(v) for k, v in timing["cpu"].items()}
-    for name, ts in timing["cpu"].items():
+    for name, ts in samples[clock].items():
         loss, loss_gap, grad_gap = checks[name]
-        ratios = {
-            f"ratio_vs_{k}": (med[k] / med[name] if k in med else float("nan"))
-            for k in ("trl", "plain")
-        }
+        ratios: dict[str, Any] = {}
+        for k in ("trl", "plain"):
+            by_clock = {
+                c: (paired_ratio(samples[c][k], samples[c][name])["median"]
+                    if k in samples[c] else float("nan"))
+                for c in CLOCKS
+            }  # fmt: skip
+            main = paired_ratio(samples[clock][k], ts) if k in samples[clock] else None
+            ratios[f"ratio_vs_{k}"] = main["median"] if main else float("nan")
+            ratios[f"ratio_vs_{k}_iqr"] = [main["q1"], main["q3"]] if main else None
+            ratios[f"ratio_vs_{k}_by_clock"] = by_clock
+        med = statistics.median(ts)
         out.append(
             {
                 "step": case,
@@ -223,15 +299,24 @@ def _rows(case: str, cfg: dict, tokens: int, timing: dict, checks: dict, device,
                 "dtype": str(dtype).replace("torch.", ""),
                 "model": f"gpt2 {cfg['n_layer']}x{cfg['n_embd']}, vocab {cfg['vocab']}",
                 "batch": tokens,
-                "clock": CLOCK,
-                "repeats": len(ts),
-                "ms_median": 1e3 * med[name],
+                "clock": clock,
+                "rounds": timing["rounds"],
+                "steps_per_sample": timing["steps_per_sample"],
+                "order": "shuffled per round",
+                # absolute times: load-dependent (a neighbour's load slows a CPU second too)
+                "ms_median": 1e3 * med,
                 "ms_min": 1e3 * min(ts),
                 "ms_max": 1e3 * max(ts),
-                "wall_ms_median": 1e3 * statistics.median(timing["wall"][name]),
-                "tokens_per_s": tokens / med[name],
+                "ms_median_by_clock": {
+                    c: 1e3 * statistics.median(samples[c][name]) for c in CLOCKS
+                },
+                "wall_ms_median": 1e3 * statistics.median(samples["perf_counter"][name]),
+                # per-round samples (ms/step on ``clock``, round i of every row of this loss
+                # paired): the ratios can be recomputed, and a drift within the run seen
+                "samples_ms": [1e3 * t for t in ts],
+                "tokens_per_s": tokens / med,
                 **ratios,
-                "ratio_vs_peer": ratios["ratio_vs_trl" if "trl" in med else "ratio_vs_plain"],
+                "ratio_vs_peer": ratios["ratio_vs_trl" if "trl" in ts_names else "ratio_vs_plain"],
                 "loss": loss,
                 "loss_gap": loss_gap,
                 "grad_gap": grad_gap,
@@ -335,8 +420,8 @@ def _unfused_slot(case: str, unfused_loss, unfused_module, fused_loss, fused_mod
     return unfused_step, check
 
 
-def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
-              layouts=LAYOUTS) -> list[dict]:  # fmt: skip
+def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, rounds=10,
+              min_sample_s=MIN_SAMPLE_S, layouts=LAYOUTS) -> list[dict]:  # fmt: skip
     import torch
     from datasets import Dataset
     from trl import DPOConfig, DPOTrainer
@@ -415,7 +500,7 @@ def bench_dpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=1
         lambda: trainer.compute_loss(trainer.model, batch), trainer.model,
         lambda: trl_step(trainer_u),
     )  # fmt: skip
-    times = _time_alternately(fns, warmup, repeats)
+    times = _time_alternately(fns, warmup, rounds, min_sample_s=min_sample_s, device=device)
     return _rows("DPO step", cfg, int(am.sum()), times, checks, device, dtype)
 
 
@@ -476,8 +561,8 @@ def _trl_grpo_update(trainer, inputs) -> None:
     trainer.model.zero_grad(set_to_none=True)
 
 
-def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
-               layouts=LAYOUTS) -> list[dict]:  # fmt: skip
+def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, rounds=10,
+               min_sample_s=MIN_SAMPLE_S, layouts=LAYOUTS) -> list[dict]:  # fmt: skip
     import torch
 
     from theorylab.algorithms.deep.groups import group_advantages
@@ -553,12 +638,13 @@ def bench_grpo(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=
         trainer_u.model, lambda: trainer.compute_loss(trainer.model, trl_inputs()), trainer.model,
         lambda: _trl_grpo_update(trainer_u, trl_inputs(trainer_u)),
     )  # fmt: skip
-    times = _time_alternately(fns, warmup, repeats)
+    times = _time_alternately(fns, warmup, rounds, min_sample_s=min_sample_s, device=device)
     case = "GRPO step (given completions)"
     return _rows(case, cfg, int(am.sum()), times, checks, device, dtype)
 
 
-def bench_grpo_generation(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
+def bench_grpo_generation(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, rounds=10,
+                          min_sample_s=MIN_SAMPLE_S,
                           layouts=("padded", "buckets")) -> list[dict]:  # fmt: skip
     """Row (c): a full GRPO step with generation (module docstring)."""
     import torch
@@ -621,7 +707,7 @@ def bench_grpo_generation(cfg: dict, *, device: str = "cpu", dtype=None, warmup=
 
     checks["trl"] = (float(trainer.compute_loss(trainer.model, out)), 0.0, 0.0)
     fns["trl"] = trl_step
-    times = _time_alternately(fns, warmup, repeats)
+    times = _time_alternately(fns, warmup, rounds, min_sample_s=min_sample_s, device=device)
     return _rows("GRPO step with generation", cfg, tokens, times, checks, device, dtype)
 
 
@@ -688,8 +774,8 @@ def _padded_batch(g, rows: list[tuple[int, int]], vocab: int, device):
     return ids.to(device), am.to(device), cm.to(device)
 
 
-def _plain_case(case, cfg, policy_loss, ours_loss, tokens, device, dtype, warmup, repeats,
-                layouts) -> list[dict]:  # fmt: skip
+def _plain_case(case, cfg, policy_loss, ours_loss, tokens, device, dtype, warmup, rounds,
+                layouts, min_sample_s=MIN_SAMPLE_S) -> list[dict]:  # fmt: skip
     """Check and time one case against the plain-PyTorch peer (``policy_loss(model)``) and
     theorylab's step in each layout (``ours_loss(policy, opt, layout, step)``)."""
     import torch
@@ -714,12 +800,12 @@ def _plain_case(case, cfg, policy_loss, ours_loss, tokens, device, dtype, warmup
 
     checks["plain"] = (float(policy_loss(plain)), 0.0, 0.0)
     fns["plain"] = plain_step
-    times = _time_alternately(fns, warmup, repeats)
+    times = _time_alternately(fns, warmup, rounds, min_sample_s=min_sample_s, device=device)
     return _rows(case, cfg, tokens, times, checks, device, dtype, peer="plain PyTorch")
 
 
-def bench_plain(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats=10,
-                layouts=LAYOUTS) -> list[dict]:  # fmt: skip
+def bench_plain(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, rounds=10,
+                min_sample_s=MIN_SAMPLE_S, layouts=LAYOUTS) -> list[dict]:  # fmt: skip
     """Rows (a) and (b) against plain PyTorch (no TRL): the same batches' shapes as with TRL."""
     import torch
 
@@ -741,7 +827,7 @@ def bench_plain(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats
         lambda pol, opt, layout, step: preference_step(
             pol, reference, opt, dpo, ids, am, cm, step=step, layout=layout
         ),
-        int(am.sum()), device, dtype, warmup, repeats, layouts,
+        int(am.sum()), device, dtype, warmup, rounds, layouts, min_sample_s,
     )  # fmt: skip
 
     B = max(GROUP_SIZE, n * GROUP_SIZE // 2 - (n * GROUP_SIZE // 2) % GROUP_SIZE)
@@ -759,7 +845,7 @@ def bench_plain(cfg: dict, *, device: str = "cpu", dtype=None, warmup=2, repeats
             pol, reference, opt, grpo, gids, gam, gcm, rewards, group, prompt_length=P,
             step=step, layout=layout,
         ),
-        int(gam.sum()), device, dtype, warmup, repeats, layouts,
+        int(gam.sum()), device, dtype, warmup, rounds, layouts, min_sample_s,
     )  # fmt: skip
     return rows
 
@@ -776,11 +862,21 @@ NO_TRANSFORMERS = (
 )
 
 
-def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
+ROUNDS = {"quick": 25, "default": 15}  # interleaved rounds per run (2 warm-up steps each before)
+SPREAD_LIMIT = 0.10  # ``--runs``: a row whose ratio spreads more than this across runs is flagged
+
+
+def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1) -> list[dict]:
     """Rows (a), (b), (c) against TRL; without TRL rows (a) and (b) against plain PyTorch, with a
-    line on stderr saying so (module docstring); no row without transformers."""
+    line on stderr saying so (module docstring); no row without transformers.
+
+    runs: run the whole bench this many times one after another in this process (fresh models and
+    batches each time, the same seeds); every row carries its ``run`` (1..runs), and
+    :func:`format_table` adds the reproducibility table (:func:`reproducibility`)."""
     import importlib.util
 
+    if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
+        raise ValueError(f"--runs must be a positive integer, got {runs!r}")
     if importlib.util.find_spec("transformers") is None:
         print(NO_TRANSFORMERS, file=sys.stderr)
         return []
@@ -789,27 +885,118 @@ def bench_llm(quick: bool = False, device: str = "cpu") -> list[dict]:
     from theorylab.algorithms.deep.models import resolve_device
 
     resolve_device(device)
-    cfg = CONFIGS["quick" if quick else "default"]
+    size = "quick" if quick else "default"
+    cfg = CONFIGS[size]
     dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
-    reps = dict(warmup=2, repeats=41) if quick else dict(warmup=2, repeats=21)
+    reps = dict(warmup=2, rounds=ROUNDS[size])
+    has_trl = importlib.util.find_spec("trl") is not None
+    if not has_trl:
+        print(NO_TRL, file=sys.stderr)
     threads = torch.get_num_threads()
     if device == "cpu":
         # one intra-op thread: OpenMP's idle workers spin while they wait, and on a loaded machine
         # that spinning (CPU time, no work) grows with the load; one thread's CPU time is its work
         torch.set_num_threads(1)
+    rows: list[dict] = []
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            if importlib.util.find_spec("trl") is None:
-                print(NO_TRL, file=sys.stderr)
-                return bench_plain(cfg, device=device, dtype=dtype, **reps)
-            return (
-                bench_dpo(cfg, device=device, dtype=dtype, **reps)
-                + bench_grpo(cfg, device=device, dtype=dtype, **reps)
-                + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
-            )
+        for run in range(1, runs + 1):
+            if runs > 1:
+                print(f"bench llm: run {run} of {runs} (load {_load():.1f})", file=sys.stderr)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if not has_trl:
+                    got = bench_plain(cfg, device=device, dtype=dtype, **reps)
+                else:
+                    got = (
+                        bench_dpo(cfg, device=device, dtype=dtype, **reps)
+                        + bench_grpo(cfg, device=device, dtype=dtype, **reps)
+                        + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
+                    )
+            rows += [dict(r, run=run) for r in got]
     finally:
         torch.set_num_threads(threads)
+    return rows
+
+
+def _spread(values: list[float]) -> float:
+    """max / min - 1 of positive values (nan if any is nan or not positive)."""
+    if not values or any(not (v > 0) for v in values):
+        return float("nan")
+    return max(values) / min(values) - 1
+
+
+def reproducibility(rows: list[dict], limit: float = SPREAD_LIMIT) -> list[dict]:
+    """Per (step, trainer) across the runs of :func:`bench_llm`: every run's ratio to TRL and to
+    plain PyTorch, their spread (max / min - 1), the spread on every clock of ``CLOCKS`` (to choose
+    the clock by measurement), the spread of the absolute time (load-dependent), and ``flag``
+    when a ratio's spread on the row's clock exceeds ``limit``."""
+    keys = list(dict.fromkeys((r["step"], r["trainer"]) for r in rows))
+    out = []
+    for step, trainer in keys:
+        mine = sorted((r for r in rows if (r["step"], r["trainer"]) == (step, trainer)),
+                      key=lambda r: r.get("run", 1))  # fmt: skip
+        entry: dict[str, Any] = {"step": step, "trainer": trainer, "runs": len(mine),
+                                 "clock": mine[0]["clock"]}  # fmt: skip
+        flagged = []
+        for peer in ("trl", "plain"):
+            values = [r[f"ratio_vs_{peer}"] for r in mine]
+            if all(v != v for v in values) or all(v == 1 for v in values):
+                continue  # no such peer, or the peer's own row
+            entry[f"ratio_vs_{peer}"] = values
+            entry[f"spread_vs_{peer}"] = _spread(values)
+            entry[f"spread_vs_{peer}_by_clock"] = {
+                c: _spread([r[f"ratio_vs_{peer}_by_clock"][c] for r in mine]) for c in CLOCKS
+            }
+            if entry[f"spread_vs_{peer}"] > limit:
+                flagged.append(peer)
+        entry["ms_median"] = [r["ms_median"] for r in mine]
+        entry["spread_ms"] = _spread(entry["ms_median"])
+        entry["load"] = [(r["load_1min_start"], r["load_1min"]) for r in mine]
+        entry["flag"] = flagged
+        out.append(entry)
+    return out
+
+
+def format_reproducibility(entries: list[dict], limit: float = SPREAD_LIMIT) -> str:
+    """The table of :func:`reproducibility`, and the worst spread on each clock."""
+    from theorylab.table import from_dicts
+
+    def runs(values) -> str:
+        return " / ".join(f"{v:.2f}" for v in values) if values else ""
+
+    def pct(x) -> str:
+        return "" if x is None or x != x else f"{100 * x:.1f}%"
+
+    table = from_dicts(
+        [
+            {
+                "step": e["step"],
+                "trainer": e["trainer"],
+                "ratio vs TRL (runs)": runs(e.get("ratio_vs_trl")),
+                "spread (TRL)": pct(e.get("spread_vs_trl")),
+                "ratio vs plain (runs)": runs(e.get("ratio_vs_plain")),
+                "spread (plain)": pct(e.get("spread_vs_plain")),
+                "ms/step (runs, load-dependent)": " / ".join(f"{v:.1f}" for v in e["ms_median"]),
+                "spread (ms)": pct(e["spread_ms"]),
+                "flag": f"> {100 * limit:.0f}%" if e["flag"] else "",
+            }
+            for e in entries
+        ]
+    )
+    worst = {
+        c: max((e[f"spread_vs_{p}_by_clock"][c] for e in entries for p in ("trl", "plain")
+                if f"spread_vs_{p}_by_clock" in e), default=float("nan"))
+        for c in CLOCKS
+    }  # fmt: skip
+    flagged = sum(bool(e["flag"]) for e in entries)
+    lines = [
+        table,
+        f"spread = max / min - 1 across {entries[0]['runs'] if entries else 0} runs of the "
+        f"ratios (medians of per-round paired ratios on {entries[0]['clock'] if entries else ''}); "
+        f"{flagged} of {len(entries)} rows over {100 * limit:.0f}%.",
+        "worst ratio spread by clock: " + ", ".join(f"{c} {pct(v)}" for c, v in worst.items()),
+    ]
+    return "\n".join(lines)
 
 
 def format_table(rows: list[dict]) -> str:
@@ -819,11 +1006,12 @@ def format_table(rows: list[dict]) -> str:
         return "(no rows: transformers is not installed)"
     peers = sorted({r.get("peer", "TRL") for r in rows})
     notes = [
-        "ms/step: CPU time of the process (time.process_time; torch_threads in the JSON: 1 on "
-        "CPU), median [min, max] of "
-        "the timed steps; wall: the median wall-clock time; ratio vs TRL / plain: that trainer's "
-        "median CPU time over this row's; load: the 1-minute load average when the row's timing "
-        "began and ended."
+        "ms/step: CPU time of the calling thread (time.thread_time; torch_threads in the JSON: 1 "
+        "on CPU; wall clock after synchronising on a GPU) per step, median [min, max] over the "
+        "rounds, load-dependent; wall: the median wall-clock time; rounds x k: interleaved rounds "
+        "(order shuffled per round), k steps per timed sample; ratio vs TRL / plain: the median "
+        "over rounds of that trainer's time over this row's in the same round; load: the 1-minute "
+        "load average when the timing began and ended."
     ]
     if "TRL" not in peers:
         notes.append(
@@ -837,12 +1025,13 @@ def format_table(rows: list[dict]) -> str:
     table = from_dicts(
         [
             {
+                **({"run": str(r["run"])} if len({x.get("run", 1) for x in rows}) > 1 else {}),
                 "step": r["step"],
                 "trainer": r["trainer"],
                 "model": r["model"],
                 "device/dtype": f"{r['device']}/{r['dtype']}",
                 "tokens": str(r["batch"]),
-                "clock": f"{r['clock']} x{r['repeats']}",
+                "clock, rounds x k": f"{r['clock']} {r['rounds']}x{r['steps_per_sample']}",
                 "ms/step median [min, max]": f"{r['ms_median']:.1f} [{r['ms_min']:.1f}, "
                 f"{r['ms_max']:.1f}]",
                 "wall ms": f"{r['wall_ms_median']:.1f}",
@@ -857,4 +1046,8 @@ def format_table(rows: list[dict]) -> str:
             for r in rows
         ]
     )
-    return "\n".join([table, *notes])
+    out = [table, *notes]
+    if len({r.get("run", 1) for r in rows}) > 1:
+        out += ["", "Reproducibility across runs in one sitting:",
+                format_reproducibility(reproducibility(rows))]  # fmt: skip
+    return "\n".join(out)

@@ -3,7 +3,9 @@ all]``: run the benchmark tables and collect them as JSON (``all`` leaves out ``
 needs TRL: run it by name).
 
 Benchmarks print tables; they are not timed tests. Each table module exposes
-``bench_<name>(quick=...) -> list[dict]`` and ``format_table(rows) -> str``. A module whose
+``bench_<name>(quick=...) -> list[dict]`` and ``format_table(rows) -> str``. ``--runs N``
+reaches the benchmarks whose ``bench_<name>`` takes ``runs`` (``llm``: N runs in one sitting and a
+table of how far each row's ratios spread); any other is refused before any work. A module whose
 ``bench_<name>`` takes ``backend`` (and ``device``) honours ``--backend`` / ``--device``:
 
 * ``ucbvi``: the backend of UCBVI's empirical model, exact regret and rollouts (default numpy,
@@ -44,19 +46,38 @@ def _accepts(fn, name: str) -> bool:
     return name in inspect.signature(fn).parameters
 
 
+def _bench_fn(name: str):
+    """``bench_<name>`` of ``theorylab.bench.<name>`` (imports the module, not its heavy deps)."""
+    return getattr(importlib.import_module(f"theorylab.bench.{name}"), f"bench_{name}")
+
+
 def run_benchmarks(
-    which: str = "all", *, quick: bool = False, backend: str | None = None, device: str = "cpu"
+    which: str = "all",
+    *,
+    quick: bool = False,
+    backend: str | None = None,
+    device: str = "cpu",
+    runs: int = 1,
 ) -> dict:
     """Run the named benchmark (or all), print each table, return everything as a dict.
 
     backend / device: passed to the benchmarks that take them (module docstring); None leaves
-    each benchmark at its default."""
+    each benchmark at its default. runs: run the benchmark this many times in one sitting and
+    report how far its figures spread (only benchmarks that take ``runs``: ``llm``)."""
     from theorylab.bench.machine import machine_info
 
     names = tuple(n for n in BENCHMARKS if n not in BY_NAME_ONLY) if which == "all" else (which,)
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
         raise ValueError(f"unknown benchmark {unknown[0]!r}; available: {', '.join(BENCHMARKS)}")
+    if isinstance(runs, bool) or not isinstance(runs, int) or runs < 1:
+        raise ValueError(f"--runs must be a positive integer, got {runs!r}")
+    if runs != 1:
+        takes = [n for n in names if _accepts(_bench_fn(n), "runs")]
+        if takes != list(names):
+            raise ValueError(
+                f"--runs applies to theorylab bench llm only, got bench {which} (--runs {runs})"
+            )
     if backend is not None:
         from theorylab.backends import get_backend
 
@@ -74,6 +95,8 @@ def run_benchmarks(
         module = importlib.import_module(f"theorylab.bench.{name}")
         fn = getattr(module, f"bench_{name}")
         kwargs: dict[str, Any] = {"quick": quick}
+        if runs != 1:
+            kwargs["runs"] = runs
         if backend is not None:
             if _accepts(fn, "backend"):
                 kwargs["backend"] = backend
