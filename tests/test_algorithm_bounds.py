@@ -142,7 +142,7 @@ MAIN_THEOREM = {
 TRANSFORMERS = {
     f"{loss}-transformer"
     for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm",
-                 "exo", "pacs", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+                 "exo", "pacs", "p3o", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 }  # fmt: skip
 
 

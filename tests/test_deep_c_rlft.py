@@ -55,7 +55,7 @@ def test_minimiser_is_the_closed_form_optimum():
 
 
 def test_mutations_move_the_minimiser():
-    from theorylab.validations.c_rlft_mutations import c_rlft_no_class_token, c_rlft_token_mean
+    from theorylab.validations.openchat_p3o_mutations import c_rlft_no_class_token, c_rlft_token_mean
 
     data = cr.mixed_quality_data(make(EOS), seed=3)
     want = _closed_form(data)
@@ -65,7 +65,7 @@ def test_mutations_move_the_minimiser():
 
 
 def test_mixture_mle_closed_form_is_the_unconditioned_minimiser():
-    from theorylab.validations.c_rlft_mutations import c_rlft_no_class_token
+    from theorylab.validations.openchat_p3o_mutations import c_rlft_no_class_token
 
     data = cr.mixed_quality_data(make(EOS), seed=4)
     with c_rlft_no_class_token():
@@ -75,7 +75,7 @@ def test_mixture_mle_closed_form_is_the_unconditioned_minimiser():
 
 def test_claim_passes_and_the_no_class_control_fails():
     from theorylab.validations.claims.rlvr_twins import CRlftConditionedOptimum
-    from theorylab.validations.c_rlft_mutations import c_rlft_no_class_token
+    from theorylab.validations.openchat_p3o_mutations import c_rlft_no_class_token
 
     claim = CRlftConditionedOptimum(scales={"quick": ("tokentree-eos:V=2,L=2,prompts=1",)})
     assert claim.run("quick").passed

@@ -1786,7 +1786,7 @@ MUTATIONS = (*MUTATIONS, *demonstration_mutations.MUTATIONS)
 from theorylab.validations import rlvr_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *rlvr_mutations.MUTATIONS)
-# C-RLFT (validations/claims/rlvr_twins.py, issue 28, llm28b)
-from theorylab.validations import c_rlft_mutations  # noqa: E402
+# C-RLFT and P3O (validations/claims/rlvr_twins.py, issue 28, llm28b)
+from theorylab.validations import openchat_p3o_mutations  # noqa: E402
 
-MUTATIONS = (*MUTATIONS, *c_rlft_mutations.MUTATIONS)
+MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)

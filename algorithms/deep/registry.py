@@ -25,6 +25,7 @@ LOSS_MODULES = (
     "theorylab.algorithms.deep.exo",
     "theorylab.algorithms.deep.pacs",
     "theorylab.algorithms.deep.c_rlft",
+    "theorylab.algorithms.deep.p3o",
     "theorylab.algorithms.deep.kl",
 )
 

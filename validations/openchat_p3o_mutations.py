@@ -1,10 +1,13 @@
-"""Known-bug mutations of C-RLFT (seed row 002-004#F7, ``algorithms/deep/c_rlft.py``); appended
-to ``mutations.MUTATIONS``:
+"""Known-bug mutations of C-RLFT (seed row 002-004#F7, ``algorithms/deep/c_rlft.py``) and P3O
+(002-004#E3, ``algorithms/deep/p3o.py``); appended to ``mutations.MUTATIONS``:
 
 * ``c-rlft-no-class-token``: the class token dropped, every example (and every inference) read
   under the first class's slot -- the policy is fitted to the r_c-weighted mixture of the sources;
 * ``c-rlft-token-mean``: the log-likelihood of a response averaged over its tokens instead of
-  summed, which weights a response by 1/|y| (invisible when every response has one length).
+  summed, which weights a response by 1/|y| (invisible when every response has one length);
+* ``p3o-single-response-advantage``: P3O's pairwise advantage r_i - r_j replaced by the
+  value-free single-response advantage r_i (trajectory-wise PPO), which a prompt-dependent reward
+  shift c(x) moves.
 """
 
 from __future__ import annotations
@@ -40,6 +43,20 @@ def c_rlft_token_mean(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def p3o_single_response_advantage(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.deep import p3o
+
+    original = p3o.pairwise_advantages
+
+    def single(rewards, group):
+        _, pairs = original(rewards, group)
+        return rewards[:, None] * pairs, pairs  # the bug: A_ij = r_i, no partner subtracted
+
+    with _patched(p3o, "pairwise_advantages", single):
+        yield
+
+
 MUTATIONS = tuple(
     register_control(Control(name, "mutation", description, mutation))
     for name, description, mutation in (
@@ -52,6 +69,11 @@ MUTATIONS = tuple(
             "c-rlft-token-mean",
             "C-RLFT's response log-likelihood averaged over its tokens instead of summed",
             c_rlft_token_mean,
+        ),
+        (
+            "p3o-single-response-advantage",
+            "P3O's pairwise advantage r_i - r_j replaced by the single-response r_i (PPO)",
+            p3o_single_response_advantage,
         ),
     )
 )
