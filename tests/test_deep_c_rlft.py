@@ -55,7 +55,10 @@ def test_minimiser_is_the_closed_form_optimum():
 
 
 def test_mutations_move_the_minimiser():
-    from theorylab.validations.openchat_p3o_mutations import c_rlft_no_class_token, c_rlft_token_mean
+    from theorylab.validations.openchat_p3o_mutations import (
+        c_rlft_no_class_token,
+        c_rlft_token_mean,
+    )
 
     data = cr.mixed_quality_data(make(EOS), seed=3)
     want = _closed_form(data)

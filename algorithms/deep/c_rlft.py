@@ -140,16 +140,18 @@ def exact_objective(data: MixedQualityData, pol, spec: str = "c-rlft", weighted:
     P, Y = task.n_prompts, task.n_responses
     seq = np.stack([task.sequence_logprobs(np.log(b)) for b in data.behaviour])  # (C, P, Y)
     w = np.exp(seq) * data.class_prior.T[..., None] / P  # (C, P, Y)
-    c, x, y = (torch.as_tensor(a.reshape(-1)) for a in np.meshgrid(np.arange(C), np.arange(P),
-                                                                    np.arange(Y), indexing="ij"))
+    c, x, y = (
+        torch.as_tensor(a.reshape(-1))
+        for a in np.meshgrid(np.arange(C), np.arange(P), np.arange(Y), indexing="ij")
+    )
     r = torch.as_tensor(data.class_reward)[c] if weighted else torch.ones(c.shape[0], dtype=D)
     logp = pol.token_logp(pol.cond_logp(), class_prompt(x, c, C), y)
     return make_loss(spec)(logp, pol.mask[y], r, torch.as_tensor(w.reshape(-1)))
 
 
 def minimise(data: MixedQualityData, weighted: bool = True, iters: int = 200) -> np.ndarray:
-    """(P C, Y) the sequence log-probabilities of the exact loss's minimiser over a class-conditioned
-    logit table (rows x C + c), by L-BFGS from the uniform table."""
+    """(P C, Y) the sequence log-probabilities of the exact loss's minimiser over a
+    class-conditioned logit table (rows x C + c), by L-BFGS from the uniform table."""
     from theorylab.algorithms.deep.regression_twins import lbfgs
     from theorylab.algorithms.deep.twins import LogitTable
 

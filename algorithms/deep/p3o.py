@@ -1,6 +1,7 @@
 """P3O (Wu, Zhu, Liu, Jiao and Jiao 2023, "Pairwise Proximal Policy Optimization: Harnessing
 Relative Feedback for LLM Alignment", arXiv 2310.00212): the registered pairwise loss and its
-invariance to prompt-dependent reward shifts. Seed row 002-004#E3 (``seed-catalogue-002-004.md#E3``).
+invariance to prompt-dependent reward shifts. Seed row 002-004#E3
+(``seed-catalogue-002-004.md#E3``).
 
 Read [V] (the abstract, through the catalogue row): a trajectory-wise policy gradient that
 "operates directly on comparative rewards"; "P3O is invariant to equivalent rewards", while

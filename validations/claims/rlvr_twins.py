@@ -1,6 +1,7 @@
-"""Claims for RLVR methods of issue 28 as exact twins on token trees with variable-length
-responses (EOS): ROVER (000#17). Each checks the method against an independent exact answer
-(enumeration over the tree's responses) and names a registered mutation that fails it."""
+"""Claims for LLM-RL methods of issue 28 as exact twins on token trees with variable-length
+responses (EOS): ROVER (000#17), PACS (002-004#G5), C-RLFT (002-004#F7), P3O (002-004#E3). Each
+checks the method against an independent exact answer (enumeration over the tree's responses)
+and names a registered mutation that fails it."""
 
 from __future__ import annotations
 
@@ -239,7 +240,8 @@ class CRlftConditionedOptimum:
     name: str = "c-rlft-conditioned-optimum"
     statement: str = (
         "C-RLFT (OpenChat, Wang et al. 2023): on tokentree-eos with binary rewards (responses of "
-        "1..L tokens ended by EOS; quick V=3, L=2, 2 prompts; full V=3, L=3, 3 prompts) and two "
+        "1..L tokens ended by EOS; quick V=3, L=2, 2 prompts; full V=3, L=3 and V=4, L=2, 3 "
+        "prompts each) and two "
         "data sources, the expert pi*_0.2 of the task (class reward 1, a quarter of the data) and "
         "a random table (class reward 0.1), the minimiser (L-BFGS) of the exact expectation of the "
         "registered c-rlft loss (class-reward-weighted NLL, the class a prompt token) over a "
@@ -399,8 +401,9 @@ class P3oShiftInvariance:
                                               grad(loss, theta, old, shifted)))  # fmt: skip
             ppo_change = min(ppo_change, change(grad(ppo, theta, old, task.mean_reward),
                                                 grad(ppo, theta, old, shifted)))  # fmt: skip
-            ppo_onpolicy = max(ppo_onpolicy, change(grad(ppo, old_theta, None, task.mean_reward),
-                                                    grad(ppo, old_theta, None, shifted)))  # fmt: skip
+            on_policy = change(grad(ppo, old_theta, None, task.mean_reward),
+                               grad(ppo, old_theta, None, shifted))  # fmt: skip
+            ppo_onpolicy = max(ppo_onpolicy, on_policy)
         # a sampled batch: 64 pairs from pi_old, the reward shifted per prompt
         pol_old = LogitTable(task, old_theta)
         probs = np.exp(pol_old.numpy_seq_logp())
