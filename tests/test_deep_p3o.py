@@ -114,6 +114,9 @@ def test_input_errors(kwargs, message):
 def test_trainer_runs_p3o_and_accuracy_rises():
     from theorylab.algorithms.deep.trainer import train
 
-    res = train("tiny", "tokentree:V=2,L=2", "p3o:beta=0.05", steps=20, eval_every=20, group_size=4,
-                lr=1e-2)  # fmt: skip
-    assert res.accuracy[0, -1] > res.accuracy[0, 0] + 0.15
+    # measured: accuracy 0.345 -> 0.976 and KL to pi*_0.05 12.0 -> 0.60 in 40 steps (lr 3e-3;
+    # at lr 1e-2 on V=3 it reached 0.963 at step 20, then collapsed to 0.5)
+    res = train("tiny", "tokentree:V=2,L=2", "p3o:beta=0.05", steps=40, eval_every=40,
+                group_size=8, lr=3e-3)  # fmt: skip
+    assert res.accuracy[0, -1] > res.accuracy[0, 0] + 0.3
+    assert res.kl_optimum[0, -1] < res.kl_optimum[0, 0] / 4
