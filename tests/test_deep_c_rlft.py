@@ -118,3 +118,18 @@ def test_registered_run_reaches_the_expert_conditioned_optimum():
     assert res.tv_predicted[0, 0] > 0.5
     assert res.tv_predicted[0, -1] < 1e-3
     assert res.accuracy[0, -1] > res.accuracy[0, 0] + 0.5
+
+
+@pytest.mark.parametrize(
+    "spec, message",
+    [
+        ("c-rlft-twin:alpha=2", "alpha"),
+        ("c-rlft-twin:expert_share=0", "expert_share"),
+        ("c-rlft-twin:lr=0", "lr must be > 0"),
+    ],
+)
+def test_bad_runs_say_what_is_wrong(spec, message):
+    import theorylab as tl
+
+    with pytest.raises(ValueError, match=message):
+        tl.run(spec, EOS, steps=1)
