@@ -135,6 +135,7 @@ DEEP_TWINS = {
     "refuel-twin",
     "exo-twin",
     "rover-twin",
+    "c-rlft-twin",
 }
 # The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
 MAIN_THEOREM = {
@@ -173,7 +174,7 @@ MAIN_THEOREM = {
 TRANSFORMERS = {
     f"{loss}-transformer"
     for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm",
-                 "exo", "pacs", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+                 "exo", "pacs", "p3o", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 }  # fmt: skip
 
 

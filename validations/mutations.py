@@ -1797,3 +1797,7 @@ MUTATIONS = (*MUTATIONS, *alignment_dual_mutations.MUTATIONS)
 from theorylab.validations import cdpo_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *cdpo_mutations.MUTATIONS)
+# C-RLFT and P3O (validations/claims/rlvr_twins.py, issue 28, llm28b)
+from theorylab.validations import openchat_p3o_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)

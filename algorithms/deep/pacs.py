@@ -101,15 +101,23 @@ def policy_gradient(task, cond_logp, beta: float):
 
 def pacs_expectation(task, pol, G: int, beta: float, spec: str = "pacs") -> torch.Tensor:
     """E over G i.i.d. responses per prompt from the current policy (on-policy: old = theta,
-    detached) of the registered loss ``spec``: one call on every ordered G-tuple of every prompt,
-    each tuple a group, each response weighted P(tuple) / (G P) (the loss's mean over its G
-    responses, prompts averaged). ``pol``: a :class:`~theorylab.algorithms.deep.twins.LogitTable`;
-    a torch scalar with the table's gradient."""
+    detached) of the registered loss ``spec`` (:func:`group_expectation`)."""
+    from theorylab.algorithms.deep.registry import make_loss
+
+    return group_expectation(task, pol, G, make_loss(spec, beta=beta))
+
+
+def group_expectation(task, pol, G: int, loss, old_cond=None, rewards=None) -> torch.Tensor:
+    """E over G i.i.d. responses per prompt of ``loss`` (a group loss called as
+    ``loss(logp, old_logp, ref_logp, mask, rewards, group, weights)``): one call on every ordered
+    G-tuple of every prompt, each tuple a group, each response weighted P(tuple) / (G P) (the
+    loss's mean over its G responses, prompts averaged). ``pol``: a
+    :class:`~theorylab.algorithms.deep.twins.LogitTable`; ``old_cond`` (P, N, V) log pi_old, the
+    sampler (None: the current policy, detached, and ``old_logp`` None); ``rewards`` (P, Y)
+    (None: the task's mean reward). A torch scalar with the table's gradient."""
     import itertools
 
     import numpy as np
-
-    from theorylab.algorithms.deep.registry import make_loss
 
     P, Y = task.n_prompts, task.n_responses
     if P * Y**G > 500_000:
@@ -117,14 +125,15 @@ def pacs_expectation(task, pol, G: int, beta: float, spec: str = "pacs") -> torc
     tup = torch.as_tensor(np.array(list(itertools.product(range(Y), repeat=G))))  # (M, G)
     M = tup.shape[0]
     cond = pol.cond_logp()
-    prob = pol.seq_logp(cond).detach().exp()  # (P, Y)
+    old = None if old_cond is None else torch.as_tensor(old_cond)
+    prob = (pol.seq_logp(cond) if old is None else pol.seq_logp(old)).detach().exp()  # (P, Y)
     xs = torch.arange(P).repeat_interleave(M * G)  # (P M G,)
     ys = tup.reshape(-1).repeat(P)  # (P M G,)
     w = prob[xs.reshape(P, M, G), ys.reshape(P, M, G)].prod(-1) / (G * P)  # (P, M)
     weights = w[..., None].expand(P, M, G).reshape(-1)
     group = torch.arange(P * M).repeat_interleave(G)
-    rewards = torch.as_tensor(task.mean_reward)[xs, ys]
+    r = torch.as_tensor(task.mean_reward if rewards is None else rewards)[xs, ys]
     ref = torch.as_tensor(np.log(task.ref_cond))
-    loss = make_loss(spec, beta=beta)
-    return loss(pol.token_logp(cond, xs, ys), None, pol.token_logp(ref, xs, ys), pol.mask[ys],
-                rewards, group, weights)  # fmt: skip
+    old_logp = None if old is None else pol.token_logp(old, xs, ys)
+    return loss(pol.token_logp(cond, xs, ys), old_logp, pol.token_logp(ref, xs, ys),
+                pol.mask[ys], r, group, weights)  # fmt: skip

@@ -113,3 +113,13 @@ def rover_twin(task, rho: float = 0.05, beta: float = 0.5) -> TwinConfig:
     from steps x batch uniform roll-outs per (h, a) in sampled mode). Predicted: the exact-Q
     softmax, optimal as rho -> 0 under binary rewards; kl_optimum to pi*_beta."""
     return _config("rover", task, rho=rho, beta=beta)
+
+
+@register("c-rlft-twin", kind="deep", problem="token-tree", papers=("002-004#F7",))
+def c_rlft_twin(
+    task, beta: float = 0.5, lr: float = 5.0, expert_share: float = 0.25, alpha: float = 0.1
+) -> TwinConfig:
+    """C-RLFT (OpenChat, Wang et al. 2023): gradient steps on the exact class-reward-weighted,
+    class-conditioned NLL over two sources (expert pi*_0.2 with reward 1, a random table with
+    reward alpha). Predicted: the expert-conditioned pi* ∝ pi_expert exp(1/beta)."""
+    return _config("c-rlft", task, beta=beta, lr=lr, expert_share=expert_share, alpha=alpha)

@@ -24,6 +24,8 @@ LOSS_MODULES = (
     "theorylab.algorithms.deep.regression_losses",
     "theorylab.algorithms.deep.exo",
     "theorylab.algorithms.deep.pacs",
+    "theorylab.algorithms.deep.c_rlft",
+    "theorylab.algorithms.deep.p3o",
     "theorylab.algorithms.deep.kl",
 )
 

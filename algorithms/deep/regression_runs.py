@@ -25,6 +25,12 @@ What ``steps`` counts, and the predicted point each run's ``tv_predicted`` measu
   softmax(Q^{pi_u} / rho) (exact mode: Q^{pi_u} by the tree backup; sampled mode: the mean reward
   of ``s x batch`` uniform roll-outs per (h, a) at record step s). Predicted: the exact-Q
   softmax; ``kl_optimum`` is to pi*_beta for the given beta.
+* ``c-rlft`` (seed row 002-004#F7, :mod:`~theorylab.algorithms.deep.c_rlft`): ``steps`` gradient
+  steps (step size lr x P C) on the registered c-rlft loss's exact expectation over the mixed
+  data of :func:`c_rlft.mixed_quality_data` (expert pi*_0.2, a share ``expert_share``, reward 1;
+  a random table, reward ``alpha``), from the uniform class-conditioned table; the recorded
+  policy is the expert-conditioned one. Predicted: pi*(.|x, expert) ∝ pi_expert exp(1/beta) =
+  pi_expert (soft value iteration on the conditioned tree); ``kl_optimum`` is to pi*_beta.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from theorylab.algorithms.deep.twins import (
     train_twin,
 )
 
-RUNS = ("qsharp", "rto", "refuel", "exo", "rover")
+RUNS = ("qsharp", "rto", "refuel", "exo", "rover", "c-rlft")
 
 
 def _schedule(steps: int, record_every: int) -> list[int]:
@@ -128,6 +134,23 @@ def _rover(task, marks, mode, batch, seed, rho, beta):
     return seqs, predicted, task.soft_optimum(beta).seq_logp
 
 
+def _c_rlft(task, marks, beta, lr, expert_share, alpha, seed):
+    from theorylab.algorithms.deep import c_rlft
+
+    data = c_rlft.mixed_quality_data(task, expert_share, alpha, seed=seed)
+    cond_task = c_rlft.conditioned_task(data)
+    pol = LogitTable(cond_task)
+    seqs = [c_rlft.inference_logp(data, pol.numpy_seq_logp(), 0)]
+    for step in range(1, marks[-1] + 1):
+        (g,) = torch.autograd.grad(c_rlft.exact_objective(data, pol), pol.theta)
+        with torch.no_grad():
+            pol.theta -= lr * cond_task.n_prompts * g
+        if step in marks:
+            seqs.append(c_rlft.inference_logp(data, pol.numpy_seq_logp(), 0))
+    predicted = c_rlft.inference_logp(data, cond_task.soft_optimum(beta).seq_logp, 0)
+    return seqs, predicted, task.soft_optimum(beta).seq_logp
+
+
 def run_twin(
     task,
     twin: str,
@@ -145,6 +168,8 @@ def run_twin(
     group_size: int = 2,
     iters: int = 200,
     rho: float = 0.05,
+    expert_share: float = 0.25,
+    alpha: float = 0.1,
 ) -> TwinTrace:
     """Run ``twin`` (one of :data:`RUNS`) for ``steps`` (module docstring) and record exact
     metrics; the keywords not used by ``twin`` are ignored by it."""
@@ -171,6 +196,9 @@ def run_twin(
         elif twin == "refuel":
             params = {"eta": eta, "beta": beta, "iters": iters}
             out = _refuel(task, marks, eta, beta, iters)
+        elif twin == "c-rlft":
+            params = {"beta": beta, "lr": lr, "expert_share": expert_share, "alpha": alpha}
+            out = _c_rlft(task, marks, beta, lr, expert_share, alpha, seed)
         elif twin == "rover":
             params = {"rho": rho, "beta": beta}
             out = _rover(task, marks, mode, batch, seed, rho, beta)

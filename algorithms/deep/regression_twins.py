@@ -169,6 +169,24 @@ def objective(task, method: str, pol: LogitTable, sampler: np.ndarray, step: flo
     return fns[method](task, pol, sampler, step)
 
 
+def lbfgs(pol: LogitTable, loss_fn, iters: int = 200, scale: float = 1e8) -> None:
+    """Minimise ``loss_fn()`` (a torch scalar of ``pol.theta``) in place: five L-BFGS runs of
+    ``iters`` iterations, strong-Wolfe line search, the loss scaled up by ``scale`` (L-BFGS's
+    stopping tolerances are absolute and an optimum's loss may be ~0)."""
+    opt = torch.optim.LBFGS([pol.theta], lr=1.0, max_iter=iters, tolerance_grad=1e-13,
+                            tolerance_change=1e-16, history_size=50,
+                            line_search_fn="strong_wolfe")  # fmt: skip
+
+    def closure():
+        opt.zero_grad()
+        loss = scale * loss_fn()
+        loss.backward()
+        return loss
+
+    for _ in range(5):
+        opt.step(closure)
+
+
 def minimise(
     task, method: str, sampler: np.ndarray, step: float, iters: int = 200,
     start: np.ndarray | None = None,
@@ -177,18 +195,7 @@ def minimise(
     (the minimiser's (P, Y) sequence log-probabilities, the final loss, the final gradient's
     max-norm, the minimiser's (P, N, V) logit table)."""
     pol = LogitTable(task, (sampler if start is None else start).copy())
-    opt = torch.optim.LBFGS([pol.theta], lr=1.0, max_iter=iters, tolerance_grad=1e-13,
-                            tolerance_change=1e-16, history_size=50,
-                            line_search_fn="strong_wolfe")  # fmt: skip
-
-    def closure():  # scaled up: L-BFGS's stopping tolerances are absolute, the optimum's loss ~0
-        opt.zero_grad()
-        loss = 1e8 * objective(task, method, pol, sampler, step)
-        loss.backward()
-        return loss
-
-    for _ in range(5):
-        opt.step(closure)
+    lbfgs(pol, lambda: objective(task, method, pol, sampler, step), iters)
     loss = objective(task, method, pol, sampler, step)
     (g,) = torch.autograd.grad(loss, pol.theta)
     theta = pol.theta.detach().numpy().copy()

@@ -16,7 +16,7 @@ from theorylab.algorithms.registry import register
 
 ONLINE_LOSSES = (
     "grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm", "exo",
-    "pacs",
+    "pacs", "p3o",
 )  # fmt: skip
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
@@ -24,6 +24,7 @@ LOSS_PAPERS = {
     "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
     "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "tbrm": ("000#42",),
     "exo": ("000#11",), "pacs": ("002-004#G5",),
+    "p3o": ("002-004#E3",),
 }  # fmt: skip
 
 

@@ -1,6 +1,7 @@
-"""Claims for RLVR methods of issue 28 as exact twins on token trees with variable-length
-responses (EOS): ROVER (000#17). Each checks the method against an independent exact answer
-(enumeration over the tree's responses) and names a registered mutation that fails it."""
+"""Claims for LLM-RL methods of issue 28 as exact twins on token trees with variable-length
+responses (EOS): ROVER (000#17), PACS (002-004#G5), C-RLFT (002-004#F7), P3O (002-004#E3). Each
+checks the method against an independent exact answer (enumeration over the tree's responses)
+and names a registered mutation that fails it."""
 
 from __future__ import annotations
 
@@ -231,4 +232,227 @@ class PacsPolicyGradient:
 
 register_validation(
     PacsPolicyGradient(), controls=("pacs-ratio-length-normalised",), papers=("002-004#G5",)
+)
+
+
+@dataclass(frozen=True)
+class CRlftConditionedOptimum:
+    name: str = "c-rlft-conditioned-optimum"
+    statement: str = (
+        "C-RLFT (OpenChat, Wang et al. 2023): on tokentree-eos with binary rewards (responses of "
+        "1..L tokens ended by EOS; quick V=3, L=2, 2 prompts; full V=3, L=3 and V=4, L=2, 3 "
+        "prompts each) and two "
+        "data sources, the expert pi*_0.2 of the task (class reward 1, a quarter of the data) and "
+        "a random table (class reward 0.1), the minimiser (L-BFGS) of the exact expectation of the "
+        "registered c-rlft loss (class-reward-weighted NLL, the class a prompt token) over a "
+        "class-conditioned logit table equals pi*(y|x,c) ∝ pi_c(y|x) exp(r_c/beta), computed "
+        "independently by soft value iteration with reference pi_c (max |log pi_theta - log pi*| "
+        "<= 1e-5 over every (x, c, y)); conditioning on the expert class at inference has an "
+        "accuracy >= 0.1 above plain SFT on the mixture and above the r_c-weighted MLE without a "
+        "class token (the minimiser ∝ sum_c p(c|x) r_c pi_c). Measured, not asserted: the "
+        "unweighted conditioned MLE has the same minimiser (r_c is constant within a class). "
+        "Controls: the class token dropped, and the log-likelihood averaged over a response's "
+        "tokens, both fail (gap > 0.1)."
+    )
+    beta: float = 0.5
+    tolerance: float = 1e-5
+    margin: float = 0.1
+    scales: dict[str, tuple[str, ...]] = field(
+        default_factory=lambda: {
+            "quick": ("tokentree-eos:V=3,L=2,prompts=2,reward=binary",),
+            "full": ("tokentree-eos:V=3,L=3,prompts=3,reward=binary,seed=1",
+                     "tokentree-eos:V=4,L=2,prompts=3,reward=binary,seed=2"),
+        }
+    )  # fmt: skip
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        from theorylab.algorithms.deep import c_rlft as cr
+        from theorylab.mdps import make
+
+        t0 = time.perf_counter()
+        gaps, unweighted, acc = {}, {}, {}
+        for i, spec in enumerate(self.scales[scale]):
+            task = make(spec)
+            data = cr.mixed_quality_data(task, seed=seed + i)
+            want = cr.conditioned_task(data).soft_optimum(self.beta).seq_logp  # (P C, Y)
+            got = cr.minimise(data)
+            gaps[spec] = float(np.abs(got - want).max())
+            unweighted[spec] = float(np.abs(cr.minimise(data, weighted=False) - want).max())
+
+            def accuracy(seq_logp, task=task):
+                return float((np.exp(seq_logp) * task.correct).sum(1).mean())
+
+            acc[spec] = {
+                "expert-conditioned": accuracy(cr.inference_logp(data, got, 0)),
+                "sft on the mixture": accuracy(cr.mixture_mle(data, np.ones(data.n_classes))),
+                "r_c-weighted, no class token": accuracy(cr.mixture_mle(data, data.class_reward)),
+            }
+        worst = max(gaps, key=gaps.get)
+        lift = min(a["expert-conditioned"] - max(a["sft on the mixture"],
+                                                 a["r_c-weighted, no class token"])
+                   for a in acc.values())  # fmt: skip
+        checks = [
+            different_lengths(task, "else a per-token mean log-likelihood has the same minimiser"),
+            Check(
+                "the weighted conditioned MLE minimiser is pi*(y|x,c) ∝ pi_c exp(r_c/beta)",
+                gaps[worst] <= self.tolerance,
+                f"max |log pi_theta - log pi*| = {gaps[worst]:.1e} <= {self.tolerance:g} "
+                f"(worst: {worst}); the unweighted conditioned MLE's gap "
+                f"{max(unweighted.values()):.1e} (the class weights cancel within a class)",
+                {"gaps": gaps, "unweighted_gaps": unweighted},
+            ),
+            Check(
+                "conditioning on the expert class beats SFT and weighted MLE without the class",
+                lift >= self.margin,
+                "accuracy "
+                + "; ".join(", ".join(f"{k} {v:.3f}" for k, v in a.items()) for a in acc.values())
+                + f"; smallest lift {lift:.3f} >= {self.margin}",
+                {"accuracy": acc, "lift": lift},
+            ),
+        ]
+        cfg = {"tasks": list(self.scales[scale]), "beta": self.beta, "seed": seed}
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
+register_validation(
+    CRlftConditionedOptimum(),
+    controls=("c-rlft-no-class-token", "c-rlft-token-mean"),
+    papers=("002-004#F7",),
+)
+
+
+def _ppo_value_free(clip_eps: float):
+    """PPO-clip (the registered ``ppo-clip``, token ratios, each response's token sum over the
+    constant L) with the value-free single-response advantage A_i = r_i, as a group loss (a
+    token mean, 1/|y|, would move even the expected on-policy gradient under r + c(x) on a tree
+    with EOS: measured 1.9 relative)."""
+    from theorylab.algorithms.deep.registry import make_loss
+
+    ppo = make_loss("ppo-clip", clip_eps=clip_eps, aggregation="seq-mean-token-sum-norm")
+
+    def loss(logp, old_logp, ref_logp, mask, rewards, group, weights=None):
+        return ppo(logp, old_logp, rewards, mask, None, weights)
+
+    return loss
+
+
+@dataclass(frozen=True)
+class P3oShiftInvariance:
+    name: str = "p3o-shift-invariance"
+    statement: str = (
+        "P3O (Wu et al. 2023): on tokentree-eos (responses of 1..L tokens ended by EOS; quick "
+        "V=3, L=2, 2 prompts, 2 policy pairs; full V=3, L=3, 3 prompts, 4 policy pairs), with "
+        "the sampler pi_old a random table and pi_theta = pi_old perturbed so that trajectory "
+        "ratios leave [0.8, 1.2] (clipping active), the gradient of the exact expectation of the "
+        "registered p3o loss (every ordered pair of responses from pi_old enumerated; beta in "
+        "{0, 0.1}) is unchanged when r(x, y) becomes r(x, y) + c(x) for random shifts c(x) in "
+        "[-2, 2] (max relative change <= 1e-12), and so is the gradient on a sampled batch of "
+        "64 pairs; PPO-clip with a value-free single-response advantage A = r changes (relative "
+        "change of the expected gradient >= 1e-2, and of the sampled gradient at theta = "
+        "theta_old >= 1e-2), although its expected on-policy gradient does not (<= 1e-12: the "
+        "change comes from the clip and from sampling). "
+        "Control: P3O with the single-response advantage (trajectory-wise PPO) fails."
+    )
+    clip_eps: float = 0.2
+    betas: tuple[float, ...] = (0.0, 0.1)
+    scales: dict[str, tuple[str, int]] = field(
+        default_factory=lambda: {
+            "quick": ("tokentree-eos:V=3,L=2,prompts=2,reward=binary", 2),
+            "full": ("tokentree-eos:V=3,L=3,prompts=3,reward=binary,seed=1", 4),
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import torch
+
+        from theorylab.algorithms.deep import regression_twins as rt
+        from theorylab.algorithms.deep.pacs import group_expectation
+        from theorylab.algorithms.deep.registry import make_loss
+        from theorylab.algorithms.deep.twins import LogitTable
+        from theorylab.mdps import make
+
+        t0 = time.perf_counter()
+        spec, n_policies = self.scales[scale]
+        task = make(spec)
+        P, Y = task.n_prompts, task.n_responses
+        rng = np.random.default_rng(seed + 29)
+        ppo = _ppo_value_free(self.clip_eps)
+
+        def grad(loss, theta, old, rewards):
+            pol = LogitTable(task, theta)
+            (g,) = torch.autograd.grad(group_expectation(task, pol, 2, loss, old, rewards),
+                                       pol.theta)  # fmt: skip
+            return g.numpy()
+
+        def change(g0, g1):
+            return float(np.abs(g1 - g0).max() / np.abs(g0).max())
+
+        p3o_gap, ppo_change, ppo_onpolicy, ratio_spread = 0.0, np.inf, 0.0, 0.0
+        for i in range(n_policies):
+            old_theta = rt.random_logits(task, seed + 100 + i)
+            theta = old_theta + rt.random_logits(task, seed + 200 + i, scale=0.6)
+            old = torch.as_tensor(rt.log_softmax(old_theta))
+            lr = task.sequence_logprobs(rt.log_softmax(theta)) - task.sequence_logprobs(old.numpy())
+            ratio_spread = max(ratio_spread, float(np.abs(np.exp(lr) - 1).max()))
+            shifted = task.mean_reward + rng.uniform(-2, 2, size=(P, 1))
+            for beta in self.betas:
+                loss = make_loss("p3o", clip_eps=self.clip_eps, beta=beta)
+                p3o_gap = max(p3o_gap, change(grad(loss, theta, old, task.mean_reward),
+                                              grad(loss, theta, old, shifted)))  # fmt: skip
+            ppo_change = min(ppo_change, change(grad(ppo, theta, old, task.mean_reward),
+                                                grad(ppo, theta, old, shifted)))  # fmt: skip
+            on_policy = change(grad(ppo, old_theta, None, task.mean_reward),
+                               grad(ppo, old_theta, None, shifted))  # fmt: skip
+            ppo_onpolicy = max(ppo_onpolicy, on_policy)
+        # a sampled batch: 64 pairs from pi_old, the reward shifted per prompt
+        pol_old = LogitTable(task, old_theta)
+        probs = np.exp(pol_old.numpy_seq_logp())
+        xs = np.repeat(rng.integers(0, P, 64), 2)
+        ys = np.array([rng.choice(Y, p=probs[x]) for x in xs])
+        x_t, y_t = torch.as_tensor(xs), torch.as_tensor(ys)
+        group = torch.arange(64).repeat_interleave(2)
+        shift = rng.uniform(-2, 2, size=P)
+
+        def batch_grad(loss, th, old_cond, r):
+            pol = LogitTable(task, th)
+            cond = pol.cond_logp()
+            o = None if old_cond is None else pol.token_logp(old_cond, x_t, y_t)
+            ref = pol.token_logp(torch.as_tensor(np.log(task.ref_cond)), x_t, y_t)
+            val = loss(pol.token_logp(cond, x_t, y_t), o, ref, pol.mask[y_t],
+                       torch.as_tensor(r), group)  # fmt: skip
+            return torch.autograd.grad(val, pol.theta)[0].numpy()
+
+        r0 = task.mean_reward[xs, ys]
+        p3o_loss = make_loss("p3o", clip_eps=self.clip_eps, beta=0.1)
+        batch_p3o = change(batch_grad(p3o_loss, theta, old, r0),
+                           batch_grad(p3o_loss, theta, old, r0 + shift[xs]))  # fmt: skip
+        batch_ppo = change(batch_grad(ppo, old_theta, None, r0),
+                           batch_grad(ppo, old_theta, None, r0 + shift[xs]))  # fmt: skip
+        checks = [
+            different_lengths(task, "else a per-token ratio and the trajectory ratio coincide"),
+            Check(
+                "P3O's expected and sampled gradients are invariant to r + c(x)",
+                p3o_gap <= 1e-12 and batch_p3o <= 1e-12 and ratio_spread > self.clip_eps,
+                f"max relative change {p3o_gap:.1e} (exact expectation, {n_policies} policy "
+                f"pairs, beta {self.betas}; max |rho - 1| = {ratio_spread:.2f} > eps "
+                f"{self.clip_eps}), {batch_p3o:.1e} (64 sampled pairs) <= 1e-12",
+                {"expected": p3o_gap, "sampled": batch_p3o, "ratio_spread": ratio_spread},
+            ),
+            Check(
+                "PPO with a value-free single-response advantage is not invariant",
+                ppo_change >= 1e-2 and batch_ppo >= 1e-2 and ppo_onpolicy <= 1e-12,
+                f"smallest relative change of the expected gradient (theta != theta_old) "
+                f"{ppo_change:.3f} >= 1e-2; sampled batch at theta = theta_old {batch_ppo:.3f} "
+                f">= 1e-2; its expected on-policy gradient moves by {ppo_onpolicy:.1e} <= 1e-12 "
+                "(E[c(x) grad log pi] = 0)",
+                {"expected": ppo_change, "sampled": batch_ppo, "on_policy": ppo_onpolicy},
+            ),
+        ]
+        cfg = {"task": spec, "policies": n_policies, "betas": list(self.betas),
+               "clip_eps": self.clip_eps, "seed": seed}  # fmt: skip
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
+register_validation(
+    P3oShiftInvariance(), controls=("p3o-single-response-advantage",), papers=("002-004#E3",)
 )
