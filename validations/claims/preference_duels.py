@@ -4,9 +4,9 @@ against its exploration and query budgets.
 Both run through ``tl.run`` (registered with ``compares="trajectories"``: whole trajectories
 compared, BTL on the summed true mean rewards) and compute everything exactly on the true model.
 Cards: docs/algorithms/dueling-rl.md, docs/algorithms/regime.md; bounds ``psl-dueling-known``
-[A] and ``zhan2024-regime-queries`` [M]. Each claim names one known-bug mutation of
-``theorylab.validations.mutations`` that must FAIL it, and also runs that mutation through its
-own tests as an in-report negative control.
+[A], ``psl-dueling-unknown`` [A] and ``zhan2024-regime-queries`` [M]. Each claim names one
+known-bug mutation of ``theorylab.validations.mutations`` that must FAIL it, and also runs that
+mutation through its own tests as an in-report negative control.
 
 1. ``dueling-rl-regret-under-bound`` -- Dueling RL with known transitions (the GLM radius as
    stated, ``radius_scale = 1``) on a small random MDP (quick: H = 1, full: H = 2; since issue
@@ -20,6 +20,19 @@ own tests as an in-report negative control.
    cumulative regret over the last part of log K below ``slope_max``). Control:
    ``dueling-rl-random-duels`` (the duel drawn uniformly from all policies, ignoring the
    elimination) must fail ``learns``.
+1b. ``dueling-rl-unknown-regret-under-bound`` -- the same learner with UNKNOWN transitions
+   against ``psl-dueling-unknown`` [A] at C = 1, c sqrt(K) with c = (sqrt(d) + H^2 + S) sqrt(d) +
+   sqrt(S A H) (``unknown_bound_coefficient``), on ``random:S=2,A=2,H=1,seed=1``: c = 12, the card
+   is informative (below K Delta_max, Delta_max = 0.726) from K = 274. The learner explores at
+   the random agent's rate (0.363 per round) until its Weissman widths fall below the gap (the
+   refit at ~8,200 rounds), then its regret stays at 2,973.5: it meets 12 sqrt(K) from K = 61,402
+   on. Full scale (K = 80,000) tests below-bound on >= 1 - delta of the seeds; quick scale
+   (K = 10,000) reports it (INFO, with that crossing K) and tests ``learns`` and ``flat`` (regret
+   over the last tenth <= 1% of the random agent's). On ``random:S=2,A=2,H=2,seed=1`` (c = 18.83,
+   informative from K = 189) the plateau is ~23,000 (measured at 1.28e5 rounds, 2 seeds) plus
+   0.0067 per round, so the crossing is near K ~ 1.6e6: not run. Controls: the uniformly random
+   agent's exact regret 0.363 K fails below-bound (in the report); ``dueling-rl-random-duels``
+   fails ``learns`` and ``flat``.
 2. ``regime-suboptimality-falls`` -- REGIME on ``riverswim:S=2,H=3`` (stochastic transitions):
    the exact sub-optimality of its output falls with the exploration budget (at N queries fixed)
    and with the number of queries (at a fixed exploration budget): at each sweep's largest budget
