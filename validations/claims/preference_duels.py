@@ -65,38 +65,66 @@ def _exact_yardsticks(mdp) -> tuple[float, float, float]:
     return v, null_regret_per_episode(mdp, v), max_regret_per_episode(mdp, v)
 
 
+def _plot_regret_vs_card(plot, title, label, cum, card, bound, null, worst, first) -> None:
+    """Cumulative regret ``cum (B, K)`` against the card at C = 1 ``bound (K,)``, the random
+    agent's and the trivial lines, log-log; the informative-from marker when it lies in the run."""
+    from theorylab.plotting import plot_regret
+    from theorylab.validations.reference import NULL_LABEL, TRIVIAL_LABEL
+
+    K = cum.shape[1]
+    ks = np.arange(1, K + 1, dtype=float)
+    keywords = {}
+    if first is not None and first <= K:
+        keywords["informative_from"] = {f"{card.name} (C = 1)": int(first)}
+    ax = plot_regret(
+        {label: cum},
+        bound_curves={f"{card.name} (C = 1)": bound},
+        loglog=True,
+        references={NULL_LABEL: null * ks, TRIVIAL_LABEL: worst * ks},
+        title=title,
+        **keywords,
+    )
+    save_claim_figure(ax, plot)
+
+
+def _dueling_card(rep, name: str, mdp, K: int, delta: float, worst: float):
+    """A psl-dueling card at C = 1 (d = SA) on ``mdp``: its values at K = 1..K ``(K,)`` and the
+    least K from which it is informative (recorded in ``rep.informative_from``)."""
+    from theorylab.bounds.registry import get_bound
+    from theorylab.validations.reference import informative_from
+
+    card = get_bound(name)
+    S, A, H = mdp.S, mdp.A, mdp.horizon
+
+    def bound_at(k):
+        return np.asarray(card.evaluate(S=S, A=A, H=H, d=S * A, K=k, delta=delta, C=1.0))
+
+    first = informative_from(bound_at, worst)
+    rep.informative_from = {
+        "variable": "K",
+        "value": first,
+        "at": K,
+        "bound": card.name,
+        "max_episode_regret": worst,
+    }
+    return card, bound_at(np.arange(1, K + 1, dtype=float)), first
+
+
 # ------------------------------------------------------------------ 1. Dueling RL
 class DuelingRegretUnderBound(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         import theorylab as tl
-        from theorylab.bounds.registry import get_bound
         from theorylab.mdps import make
         from theorylab.stats import fraction_below, loglog_slope
         from theorylab.validations.claim import check_learns
-        from theorylab.validations.reference import informative_from
         from theorylab.validations.vacuity import describe_informative
 
         mdp = make(cfg["mdp"])
         K, B, delta = cfg["episodes"], cfg["seeds"], 0.1
         _, null, worst = _exact_yardsticks(mdp)
-        card = get_bound("psl-dueling-known")
-
-        def bound_at(k):
-            return card.evaluate(
-                S=mdp.S, A=mdp.A, H=mdp.horizon, d=mdp.S * mdp.A, K=k, delta=delta, C=1.0
-            )
-
+        card, bound, first = _dueling_card(rep, "psl-dueling-known", mdp, K, delta, worst)
         res = tl.run("dueling-rl", mdp, episodes=K, seeds=B, seed=seed, delta=delta)
         ks = np.arange(1, K + 1, dtype=float)
-        bound = np.asarray(bound_at(ks))
-        first = informative_from(lambda k: np.asarray(bound_at(k)), worst)
-        rep.informative_from = {
-            "variable": "K",
-            "value": first,
-            "at": K,
-            "bound": card.name,
-            "max_episode_regret": worst,
-        }
         cum = res.curve  # (B, K) cumulative regret, both policies of a round counted, halved
         fb = fraction_below(cum[:, -1], bound[-1])
         vacuous = bound[-1] >= K * worst
@@ -143,21 +171,17 @@ class DuelingRegretUnderBound(ScaledClaim):
             queries=int(res.queries[0, -1]),
         )
         if plot:
-            from theorylab.plotting import plot_regret
-            from theorylab.validations.reference import NULL_LABEL, TRIVIAL_LABEL
-
-            keywords = {}
-            if first is not None and first <= K:
-                keywords["informative_from"] = {f"{card.name} (C = 1)": int(first)}
-            ax = plot_regret(
-                {"dueling-rl (known P)": cum},
-                bound_curves={f"{card.name} (C = 1)": bound},
-                loglog=True,
-                references={NULL_LABEL: null * ks, TRIVIAL_LABEL: worst * ks},
-                title=f"{self.name} [{rep.scale}] on {cfg['mdp']}",
-                **keywords,
+            _plot_regret_vs_card(
+                plot,
+                f"{self.name} [{rep.scale}] on {cfg['mdp']}",
+                "dueling-rl (known P)",
+                cum,
+                card,
+                bound,
+                null,
+                worst,
+                first,
             )
-            save_claim_figure(ax, plot)
 
 
 register_validation(
@@ -207,36 +231,20 @@ def unknown_bound_coefficient(S: int, A: int, H: int) -> float:
 class DuelingUnknownRegretUnderBound(ScaledClaim):
     def _run(self, cfg, seed, plot, rep):
         import theorylab as tl
-        from theorylab.bounds.registry import get_bound
         from theorylab.mdps import make
         from theorylab.stats import fraction_below
         from theorylab.validations.claim import check_learns
-        from theorylab.validations.reference import informative_from
         from theorylab.validations.vacuity import describe_informative
 
         mdp = make(cfg["mdp"])
         K, B, delta = cfg["episodes"], cfg["seeds"], 0.1
         S, A, H = mdp.S, mdp.A, mdp.horizon
         _, null, worst = _exact_yardsticks(mdp)
-        card = get_bound("psl-dueling-unknown")
-
-        def bound_at(k):
-            return np.asarray(card.evaluate(S=S, A=A, H=H, d=S * A, K=k, delta=delta, C=1.0))
-
+        card, bound, first = _dueling_card(rep, "psl-dueling-unknown", mdp, K, delta, worst)
         res = tl.run(
             "dueling-rl", mdp, episodes=K, seeds=B, seed=seed, delta=delta, transitions="unknown"
         )
-        ks = np.arange(1, K + 1, dtype=float)
-        bound = bound_at(ks)
-        first = informative_from(bound_at, worst)
         c = unknown_bound_coefficient(S, A, H)
-        rep.informative_from = {
-            "variable": "K",
-            "value": first,
-            "at": K,
-            "bound": card.name,
-            "max_episode_regret": worst,
-        }
         cum = res.curve  # (B, K) cumulative regret, both policies of a round counted, halved
         final = cum[:, -1]  # (B,)
         # the K from which this run's regret, once flat, sits under c sqrt(K): (R_K / c)^2
@@ -314,21 +322,17 @@ class DuelingUnknownRegretUnderBound(ScaledClaim):
             candidates_left=res.extra["candidates"][:, -1].tolist(),
         )
         if plot:
-            from theorylab.plotting import plot_regret
-            from theorylab.validations.reference import NULL_LABEL, TRIVIAL_LABEL
-
-            keywords = {}
-            if first is not None and first <= K:
-                keywords["informative_from"] = {f"{card.name} (C = 1)": int(first)}
-            ax = plot_regret(
-                {"dueling-rl (unknown P)": cum},
-                bound_curves={f"{card.name} (C = 1)": bound},
-                loglog=True,
-                references={NULL_LABEL: null * ks, TRIVIAL_LABEL: worst * ks},
-                title=f"{self.name} [{rep.scale}] on {cfg['mdp']}",
-                **keywords,
+            _plot_regret_vs_card(
+                plot,
+                f"{self.name} [{rep.scale}] on {cfg['mdp']}",
+                "dueling-rl (unknown P)",
+                cum,
+                card,
+                bound,
+                null,
+                worst,
+                first,
             )
-            save_claim_figure(ax, plot)
 
 
 register_validation(
