@@ -232,3 +232,39 @@ def test_glm_radius_kappa_is_the_least_slope_over_theta_b():
         kappa = 1.0 / (2.0 + math.exp(m) + math.exp(-m))
         want = math.sqrt(d * math.log(1 + t * 2 * H * H / d) + 2 * math.log(10)) / kappa + B
         assert glm_radius(t, d, H, 1.0, 0.1, B) == pytest.approx(want, rel=1e-12)
+
+
+def test_psl_dueling_unknown_informative_from_written_out():
+    """psl-dueling-unknown at C = 1: (sqrt(d) + H^2 + S) sqrt(d K) + sqrt(S A K H), d = SA,
+    written out here. On random:S=2,A=2,H=1,seed=1 (mu0 = e_0, so Delta_max = max_a r(0, a) -
+    min_a r(0, a)) it is 12 sqrt(K), informative (below K Delta_max) from K = 274; on the H = 2
+    instance 18.83 sqrt(K), from K = 189 -- what claim dueling-rl-unknown-regret-under-bound
+    reports."""
+    from theorylab.bounds.registry import get_bound
+    from theorylab.validations.claims.preference_duels import unknown_bound_coefficient
+    from theorylab.validations.reference import informative_from
+
+    card = get_bound("psl-dueling-unknown")
+    mdp = make("random:S=2,A=2,H=1,seed=1")
+    assert np.array_equal(mdp.mu0, [1.0, 0.0])
+    R = np.asarray(mdp.R)  # (S, A)
+    dmax = float(R[0].max() - R[0].min())
+    for S, A, H, K in ((2, 2, 1, 274.0), (2, 2, 2, 189.0), (3, 2, 4, 1e5)):
+        d = S * A
+        by_hand = (np.sqrt(d) + H**2 + S) * np.sqrt(d * K) + np.sqrt(S * A * K * H)
+        got = float(card.evaluate(S=S, A=A, H=H, d=d, K=K, delta=0.1, C=1.0))
+        assert got == pytest.approx(by_hand, rel=1e-12)
+        assert unknown_bound_coefficient(S, A, H) * np.sqrt(K) == pytest.approx(by_hand)
+    assert unknown_bound_coefficient(2, 2, 1) == pytest.approx(12.0)
+    k_by_hand = int(np.floor((12.0 / dmax) ** 2)) + 1  # least K with 12 sqrt(K) < K Delta_max
+    assert k_by_hand == 274
+    assert max_regret_per_episode(mdp, backward_induction(mdp).value) == pytest.approx(dmax)
+
+    def bound(k):
+        return np.asarray(card.evaluate(S=2, A=2, H=1, d=4, K=k, delta=0.1, C=1.0))
+
+    assert informative_from(bound, dmax) == k_by_hand
+    mdp2 = make("random:S=2,A=2,H=2,seed=1")
+    dmax2 = max_regret_per_episode(mdp2, backward_induction(mdp2).value)
+    c2 = (2 + 4 + 2) * 2 + np.sqrt(8)  # (sqrt(4) + 2^2 + 2) sqrt(4) + sqrt(2 * 2 * 2)
+    assert int(np.floor((c2 / dmax2) ** 2)) + 1 == 189
