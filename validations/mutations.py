@@ -1797,3 +1797,9 @@ MUTATIONS = (*MUTATIONS, *alignment_dual_mutations.MUTATIONS)
 from theorylab.validations import cdpo_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *cdpo_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (sq31)
+# SQIRL / effective horizon (validations/claims/exploration.py, sqirl-effective-horizon)
+from theorylab.validations import sqirl_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
