@@ -49,7 +49,11 @@ def bait_lock(
         b = float("nan")
     if not (0.0 <= b < 1.0):
         raise InvalidMDPError(f"bait-lock: parameter bait must lie in [0, 1), got bait={bait!r}")
-    if isinstance(code_seed, bool) or not isinstance(code_seed, (int, np.integer)) or code_seed < -1:
+    if (
+        isinstance(code_seed, bool)
+        or not isinstance(code_seed, (int, np.integer))
+        or code_seed < -1
+    ):
         raise InvalidMDPError(
             "bait-lock: parameter code_seed must be -1 (action 0 everywhere) or a seed >= 0, "
             f"got code_seed={code_seed!r}"

@@ -195,7 +195,7 @@ register_validation(
 )
 
 
-# ------------------------------------------------------------------ SQIRL / effective horizon (000#4)
+# ---------------------------------------------------------- SQIRL / effective horizon (000#4)
 def sqirl_success(mdp, k: int, rollouts: int, seeds: int, seed: int) -> np.ndarray:
     """Whether SQIRL's learned policy is exactly optimal (value = V* by backward induction),
     per seed ``(B,)``, after its H * rollouts episodes."""
@@ -262,10 +262,7 @@ class SQIRLEffectiveHorizon(ScaledClaim):
         exact_k += [effective_horizon(instance(int(H), cfg["k"])) for H in Hs]
         want_k = [*ks.tolist(), *[cfg["k"]] * len(Hs)]
         m_k = np.array(
-            [
-                rollouts_needed(instance(cfg["H"], int(k)), int(k), B, seed, grid, level)
-                for k in ks
-            ]
+            [rollouts_needed(instance(cfg["H"], int(k)), int(k), B, seed, grid, level) for k in ks]
         )
         m_H = np.array(
             [
