@@ -186,3 +186,11 @@ def test_short_lookahead_fails_the_claim():
     assert not rep.passed
     growth = next(c for c in rep.checks if c.name.startswith("rollouts needed grow"))
     assert not growth.passed, growth.detail
+
+
+def test_bait_lock_name_round_trips():
+    mdp = make("bait-lock:H=5,A=3,k=2,bait=0.6,code_seed=4")
+    again = make(mdp.name)
+    assert again.name == mdp.name
+    np.testing.assert_array_equal(again.dense_P(), mdp.dense_P())
+    np.testing.assert_array_equal(again.R, mdp.R)
