@@ -38,7 +38,9 @@ from theorylab.agent import EnvSpec, read_only_copy
 from theorylab.algorithms.registry import register
 
 
-@register("sqirl", kind="online", problem="tabular", bounds=(), papers=("000#4", "001#10"))
+@register(
+    "sqirl", kind="online", problem="tabular", bounds=(), papers=("000#4", "001#10", "002-004#A3")
+)
 class SQIRL:
     """SQIRL with tabular regression (see the module docstring).
 

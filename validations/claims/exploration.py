@@ -315,5 +315,5 @@ class SQIRLEffectiveHorizon(ScaledClaim):
 register_validation(
     SQIRLEffectiveHorizon(),
     controls=("sqirl-short-lookahead",),
-    papers=("000#4", "001#10"),
+    papers=("000#4", "001#10", "002-004#A3"),
 )
