@@ -236,9 +236,9 @@ class SQIRLEffectiveHorizon(ScaledClaim):
         "return an exactly optimal policy grow like A^k*: the log-slope of m_90 in k* at fixed H "
         "is within 0.3 of log A; (iii) at fixed k* they do not grow with H: |log-slope in H| <= "
         "0.1, so the total samples H m_90 are linear in H, far below A^H at the largest H. "
-        "Grid of m: powers of sqrt 2 up to a cap. Quick: k* in {1, 2, 3, 4} at H = 6, H in "
-        "{3, 5, 7, 9} at k* = 2, 40 seeds; full: k* in {1, .., 6} at H = 8, H in {4, 8, 12, 16} "
-        "at k* = 3, 64 seeds."
+        "Grid of m: powers of sqrt 2 up to 16 A^max k*; a sweep stops at its first failure. "
+        "Quick: k* in {1, 2, 3, 4} at H = 6, H in {3, 5, 7, 9} at k* = 2, 40 seeds; full: k* in "
+        "{1, .., 6} at H = 8, H in {4, 8, 12, 16} at k* = 3, 64 seeds."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
@@ -261,15 +261,15 @@ class SQIRLEffectiveHorizon(ScaledClaim):
         exact_k = [effective_horizon(instance(cfg["H"], int(k))) for k in ks]
         exact_k += [effective_horizon(instance(int(H), cfg["k"])) for H in Hs]
         want_k = [*ks.tolist(), *[cfg["k"]] * len(Hs)]
-        m_k = np.array(
-            [rollouts_needed(instance(cfg["H"], int(k)), int(k), B, seed, grid, level) for k in ks]
-        )
-        m_H = np.array(
-            [
-                rollouts_needed(instance(int(H), cfg["k"]), cfg["k"], B, seed, grid, level)
-                for H in Hs
-            ]
-        )
+        m_k, m_H = np.full(len(ks), np.inf), np.full(len(Hs), np.inf)
+        for j, k in enumerate(ks):  # a sweep stops at its first failure (the rest stay inf)
+            m_k[j] = rollouts_needed(instance(cfg["H"], int(k)), int(k), B, seed, grid, level)
+            if not np.isfinite(m_k[j]):
+                break
+        for j, H in enumerate(Hs):
+            m_H[j] = rollouts_needed(instance(int(H), cfg["k"]), cfg["k"], B, seed, grid, level)
+            if not np.isfinite(m_H[j]):
+                break
         finite = bool(np.all(np.isfinite(m_k)) and np.all(np.isfinite(m_H)))
         slope_k = float(np.polyfit(ks, np.log(m_k), 1)[0]) if finite else float("nan")
         slope_H = float(np.polyfit(Hs, np.log(m_H), 1)[0]) if finite else float("nan")
