@@ -4,8 +4,8 @@ Seed reference: ``seed-catalogue-000.md#4`` (rows 000#4, 001#10, 002-004#A3). La
 and Dragan, "Bridging RL Theory and Practice with the Effective Horizon" (NeurIPS 2023) and
 "The Effective Horizon Explains Deep RL Performance in Stochastic Environments" (ICLR 2024).
 
-Definition used (reconstructed [A] from the catalogue rows and the abstracts; the paper's text
-was not available here): with Q^1 = Q^{pi_rand} (the exact Q-function of the uniformly random
+Definition used (reconstructed [A] from the catalogue rows, which paraphrase the abstract; the
+paper's text was not read here): with Q^1 = Q^{pi_rand} (the exact Q of the uniformly random
 policy, a finite-horizon policy evaluation) and Q^{j+1}_t(s, a) = r(s, a) + E_{s'} max_a'
 Q^j_{t+1}(s', a') (the Bellman optimality operator; Q_H = 0), the MDP is *k-QVI-solvable* when
 every policy greedy with respect to Q^k (every tie-break) is optimal. The effective horizon used
