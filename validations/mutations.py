@@ -1801,3 +1801,9 @@ MUTATIONS = (*MUTATIONS, *cdpo_mutations.MUTATIONS)
 from theorylab.validations import openchat_p3o_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (sq31)
+# SQIRL / effective horizon (validations/claims/exploration.py, sqirl-effective-horizon)
+from theorylab.validations import sqirl_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
