@@ -193,7 +193,12 @@ def fit_mbrcsl(dataset, rollouts: str = "exact", seed: int = 0):
 
 
 @register(
-    "het-pevi", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#71",)
+    "het-pevi",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="finite",
+    papers=("000#71", "001#42"),
 )
 def fit_het_pevi(dataset, delta: float = 0.1, c_n: float = 1.0, c_K: float = 1.0):
     """HetPEVI: pessimistic VI from K perturbed sources, sample + source penalty (Shi et al.

@@ -1987,5 +1987,5 @@ register_validation(
     HetPeviSources(),
     controls=("het-pevi-single-source", "het-pevi-source-term-dropped"),
     targets={"offline": ("het-pevi",)},
-    papers=("000#71",),
+    papers=("000#71", "001#42"),
 )
