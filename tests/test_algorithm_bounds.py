@@ -132,6 +132,7 @@ DEEP_TWINS = {
     "refuel-twin",
     "exo-twin",
     "rover-twin",
+    "brorl-twin",
 }
 # The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
 MAIN_THEOREM = {

@@ -113,3 +113,11 @@ def rover_twin(task, rho: float = 0.05, beta: float = 0.5) -> TwinConfig:
     from steps x batch uniform roll-outs per (h, a) in sampled mode). Predicted: the exact-Q
     softmax, optimal as rho -> 0 under binary rewards; kl_optimum to pi*_beta."""
     return _config("rover", task, rho=rho, beta=beta)
+
+
+@register("brorl-twin", kind="deep", problem="token-tree", papers=("002-004#G2",))
+def brorl_twin(task, eta: float = 1.0, beta: float = 0.5) -> TwinConfig:
+    """BroRL (Hu et al. 2025): one-step updates dz_i = (eta/N) p_i (R_i 1[i in S] - S_R) of each
+    prompt's sequence-level logits, S the distinct responses among N = batch rollouts (sampled
+    mode) or all of them (exact mode, the N -> oo limit). Predicted: the exact-mode iterate."""
+    return _config("brorl", task, eta=eta, beta=beta)

@@ -25,6 +25,12 @@ What ``steps`` counts, and the predicted point each run's ``tv_predicted`` measu
   softmax(Q^{pi_u} / rho) (exact mode: Q^{pi_u} by the tree backup; sampled mode: the mean reward
   of ``s x batch`` uniform roll-outs per (h, a) at record step s). Predicted: the exact-Q
   softmax; ``kl_optimum`` is to pi*_beta for the given beta.
+* ``brorl`` (seed row 002-004#G2, :mod:`~theorylab.algorithms.deep.brorl`): ``steps`` one-step
+  BroRL updates (R_c = 1, R_w = -1, step eta) of each prompt's sequence-level logits log pi, the
+  responses its vocabulary, from the reference; sampled mode: the sampled set S the distinct
+  responses among ``batch`` = N rollouts per prompt and step; exact mode: S every response (the
+  N -> oo limit). Predicted: the exact-mode iterate at the last step (the large-N limit);
+  ``kl_optimum`` is to pi*_beta for the given beta.
 """
 
 from __future__ import annotations
@@ -41,7 +47,7 @@ from theorylab.algorithms.deep.twins import (
     train_twin,
 )
 
-RUNS = ("qsharp", "rto", "refuel", "exo", "rover")
+RUNS = ("qsharp", "rto", "refuel", "exo", "rover", "brorl")
 
 
 def _schedule(steps: int, record_every: int) -> list[int]:
@@ -128,6 +134,20 @@ def _rover(task, marks, mode, batch, seed, rho, beta):
     return seqs, predicted, task.soft_optimum(beta).seq_logp
 
 
+def _brorl(task, marks, mode, batch, seed, eta, beta):
+    from theorylab.algorithms.deep import brorl
+
+    rng = np.random.default_rng(seed)
+    correct = task.correct.astype(bool)
+    limit = brorl.brorl_iterates(task.ref_logprobs, correct, marks[-1], None, rng, eta=eta)
+    its = (
+        limit
+        if mode == "exact"
+        else brorl.brorl_iterates(task.ref_logprobs, correct, marks[-1], batch, rng, eta=eta)
+    )
+    return [its[s] for s in marks], limit[-1], task.soft_optimum(beta).seq_logp
+
+
 def run_twin(
     task,
     twin: str,
@@ -150,7 +170,7 @@ def run_twin(
     metrics; the keywords not used by ``twin`` are ignored by it."""
     if twin not in RUNS:
         raise ValueError(f"unknown run {twin!r}; expected one of {RUNS}")
-    if mode != "exact" and twin not in ("qsharp", "rover"):
+    if mode != "exact" and twin not in ("qsharp", "rover", "brorl"):
         raise ValueError(f"{twin}-twin runs in mode 'exact' only, got mode {mode!r}")
     for name, v in (("beta", beta), ("beta2", beta2), ("eta", eta), ("lr", lr), ("rho", rho)):
         if not v > 0:
@@ -174,6 +194,9 @@ def run_twin(
         elif twin == "rover":
             params = {"rho": rho, "beta": beta}
             out = _rover(task, marks, mode, batch, seed, rho, beta)
+        elif twin == "brorl":
+            params = {"eta": eta, "beta": beta}
+            out = _brorl(task, marks, mode, batch, seed, eta, beta)
         else:
             params = {"beta": beta, "group_size": group_size, "lr": lr}
             out = _exo(task, marks, beta, group_size, lr)
