@@ -239,42 +239,43 @@ class BrorlCorrectMassGrowth:
     name: str = "brorl-correct-mass-growth"
     statement: str = (
         "BroRL (Hu et al. 2025, mass balance under one-step RL): for random softmax policies over "
-        "V = 10 tokens, 4 of them correct (quick 20 policies, full 100; p ~ Dirichlet(0.5) floored "
-        "at 1e-3), rewards R_c = 1, R_w = -1, the first-order change of the correct mass under the "
-        "one-step update from N rollouts equals the paper's printed three-term mass-balance "
-        "equation (written out here) on every set of sampled tokens (max gap <= 1e-12) and a "
-        "finite-difference of the softmax (<= 1e-6 relative); the sampled-token terms are >= 0 on "
-        "every set; the exact probability over the N draws (all 2^V sets, inclusion-exclusion; "
-        "probabilities sum to 1 within 1e-12 and agree with 20,000 Monte-Carlo batches within 4 "
-        "SE at N = 4) that the correct mass grows rises with N (its mean over policies never "
-        "falls over N = 1, 2, 4, ..., 512) to >= 0.999 for every policy at N = 512, while at "
-        "N = 1 some policy loses correct mass with positive probability. Control: the batch mood "
-        "S_R taken as the unweighted sum of the sampled tokens' rewards fails."
+        "V tokens, 2V/5 of them correct (quick 20 policies with V = 10, full 300 with V = 12; p ~ "
+        "Dirichlet(0.5) floored at 1e-3), rewards R_c = 1, R_w = -1, the first-order change of "
+        "the correct mass under the one-step update from N rollouts equals the paper's printed "
+        "three-term mass-balance equation (written out here) on every set of sampled tokens (max "
+        "gap <= 1e-12) and a finite-difference of the softmax (<= 1e-6 relative); the "
+        "sampled-token terms are >= 0 on every set; the exact probability over the N draws (all 2^V sets, "
+        "inclusion-exclusion; probabilities sum to 1 within 1e-12 and agree with 20,000 "
+        "Monte-Carlo batches within 4 SE at N = 4) that the correct mass grows rises with N (its mean "
+        "over policies never falls over N = 1, 2, 4, ..., 512) to >= 0.999 for every policy at N "
+        "= 512, while at N = 1 some policy loses correct mass with positive probability. Control: "
+        "the batch mood S_R taken as the unweighted sum of the sampled tokens' rewards fails."
     )
-    V: int = 10
-    n_correct: int = 4
     ns: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     threshold: float = 0.999
-    scales: dict[str, int] = field(default_factory=lambda: {"quick": 20, "full": 100})
+    # (policies, V): 2V/5 tokens correct
+    scales: dict[str, tuple[int, int]] = field(
+        default_factory=lambda: {"quick": (20, 10), "full": (300, 12)}
+    )
 
-    def policies(self, count: int, seed: int):
+    def policies(self, count: int, V: int, seed: int):
         rng = np.random.default_rng(seed + 11)
         for _ in range(count):
-            p = np.maximum(rng.dirichlet(np.full(self.V, 0.5)), 1e-3)
-            c = np.zeros(self.V, bool)
-            c[rng.choice(self.V, self.n_correct, replace=False)] = True
+            p = np.maximum(rng.dirichlet(np.full(V, 0.5)), 1e-3)
+            c = np.zeros(V, bool)
+            c[rng.choice(V, 2 * V // 5, replace=False)] = True
             yield p / p.sum(), c
 
     def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
         from theorylab.algorithms.deep import brorl
 
         t0 = time.perf_counter()
-        count = self.scales[scale]
+        count, V = self.scales[scale]
         rng = np.random.default_rng(seed)
-        sets = brorl.all_sets(self.V)  # (M, V)
+        sets = brorl.all_sets(V)  # (M, V)
         growth = np.zeros((count, len(self.ns)))
         formula_gap, fd_gap, sampled_min, mass_gap, mc_z, lose1 = 0.0, 0.0, np.inf, 0.0, 0.0, 0.0
-        for k, (p, c) in enumerate(self.policies(count, seed)):
+        for k, (p, c) in enumerate(self.policies(count, V, seed)):
             growth[k] = [brorl.growth_probability(p, c, n) for n in self.ns]
             n = 4
             rate = brorl.correct_mass_rate(p, c, brorl.logit_update(p, c, sets, n))  # (M,)
@@ -291,7 +292,7 @@ class BrorlCorrectMassGrowth:
             formula_gap = max(formula_gap, float(np.abs(rate - paper).max()))
             sampled_min = min(sampled_min, float(sampled_terms.min()))
             dz = brorl.logit_update(p, c, sets[-1 - k % 7], n)  # one set, by finite difference
-            z, h = np.log(p), 1e-6
+            z, h = np.log(p), 1e-4
             q = [(np.exp(z + e * dz) / np.exp(z + e * dz).sum())[c].sum() for e in (-h, h)]
             fd = (q[1] - q[0]) / (2 * h)
             want = brorl.correct_mass_rate(p, c, dz)
@@ -307,11 +308,13 @@ class BrorlCorrectMassGrowth:
         mean = growth.mean(0)
         rising = bool((np.diff(mean) >= -1e-12).all())
         last = float(growth[:, -1].min())
+        worst = growth.min(0)
+        reach = next((n for n, w in zip(self.ns, worst, strict=True) if w >= self.threshold), None)
         checks = [
             Check(
                 "the first-order correct-mass change is the paper's mass-balance equation",
                 formula_gap <= 1e-12 and fd_gap <= 1e-6,
-                f"max |dQ - three-term formula| = {formula_gap:.1e} <= 1e-12 over all 2^{self.V} "
+                f"max |dQ - three-term formula| = {formula_gap:.1e} <= 1e-12 over all 2^{V} "
                 f"sets; finite difference of the softmax relative gap {fd_gap:.1e} <= 1e-6",
                 {"formula_gap": formula_gap, "finite_difference_gap": fd_gap},
             ),
@@ -334,7 +337,8 @@ class BrorlCorrectMassGrowth:
                 "mean over policies at N = "
                 + ", ".join(f"{n}: {g:.4f}" for n, g in zip(self.ns, mean, strict=True))
                 + f" (never falling); worst policy at N = {self.ns[-1]}: {last:.6f} >= "
-                f"{self.threshold}; at N = 1 the worst P(dQ < 0) is {lose1:.4f} > 0",
+                f"{self.threshold} (reached from N = {reach}); at N = 1 the worst P(dQ < 0) is "
+                f"{lose1:.4f} > 0",
                 {"mean": mean.tolist(), "worst": growth.min(0).tolist(), "loss_at_1": lose1},
             ),
         ]
@@ -352,7 +356,7 @@ class BrorlCorrectMassGrowth:
                 path=plot,
             )
             figure = plot
-        cfg = {"policies": count, "V": self.V, "n_correct": self.n_correct,
+        cfg = {"policies": count, "V": V, "n_correct": 2 * V // 5,
                "ns": list(self.ns), "threshold": self.threshold, "seed": seed}  # fmt: skip
         return _report(self.name, self.statement, scale, checks, t0, cfg, figure)
 
