@@ -244,12 +244,13 @@ class BrorlCorrectMassGrowth:
         "the correct mass under the one-step update from N rollouts equals the paper's printed "
         "three-term mass-balance equation (written out here) on every set of sampled tokens (max "
         "gap <= 1e-12) and a finite-difference of the softmax (<= 1e-6 relative); the "
-        "sampled-token terms are >= 0 on every set; the exact probability over the N draws (all 2^V sets, "
-        "inclusion-exclusion; probabilities sum to 1 within 1e-12 and agree with 20,000 "
-        "Monte-Carlo batches within 4 SE at N = 4) that the correct mass grows rises with N (its mean "
-        "over policies never falls over N = 1, 2, 4, ..., 512) to >= 0.999 for every policy at N "
-        "= 512, while at N = 1 some policy loses correct mass with positive probability. Control: "
-        "the batch mood S_R taken as the unweighted sum of the sampled tokens' rewards fails."
+        "sampled-token terms are >= 0 on every set; the exact probability over the N draws (all "
+        "2^V sets, inclusion-exclusion; probabilities sum to 1 within 1e-12 and agree with 20,000 "
+        "Monte-Carlo batches within 4 SE at N = 4) that the correct mass grows rises with N (its "
+        "mean over policies never falls over N = 1, 2, 4, ..., 512) to >= 0.999 for every policy "
+        "at N = 512, while at N = 1 some policy loses correct mass with positive probability. "
+        "Control: the batch mood S_R taken as the unweighted sum of the sampled tokens' rewards "
+        "fails."
     )
     ns: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
     threshold: float = 0.999
