@@ -117,3 +117,11 @@ def test_registered_run_approaches_its_large_n_limit():
 def test_input_errors(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_run_rejects_a_bad_step_size_before_any_work():
+    pytest.importorskip("torch")
+    import theorylab as tl
+
+    with pytest.raises(ValueError, match=r"eta must be > 0, got 0"):
+        tl.run("brorl-twin:eta=0", "tokentree-eos:V=3,L=3,prompts=2,reward=binary", steps=3)
