@@ -8,7 +8,9 @@ appended to ``mutations.MUTATIONS``:
 * ``pacs-ratio-length-normalised``: PACS's implicit reward beta sum_t log pi/pi_old averaged over
   a response's tokens (the authors' ``reward_method="2"`` normalisation) instead of summed;
 * ``brorl-unweighted-mood``: BroRL's batch mood S_R taken as the plain sum of the sampled tokens'
-  rewards instead of their probability-weighted sum R_c P_pos + R_w P_neg.
+  rewards instead of their probability-weighted sum R_c P_pos + R_w P_neg;
+* ``prefixrl-prefix-resampled``: PrefixRL's prefix sampled on-policy with its completion (its
+  tokens' probabilities multiplied in) instead of forced, so every prefix length is the root.
 """
 
 from __future__ import annotations
@@ -67,6 +69,21 @@ def brorl_unweighted_mood(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def prefixrl_prefix_resampled(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.deep import prefixrl
+
+    def resampled(task, cond, trace, ell):
+        picked = cond[:, task.token_nodes, task.tokens]  # (P, Y, L)
+        whole = np.where(task.token_mask[None] > 0, picked, 1.0).prod(axis=-1)  # the bug
+        return (whole * prefixrl._through(task, trace, ell)).sum(axis=1)
+
+    with _patched(prefixrl, "prefix_success", resampled):
+        yield
+
+
 MUTATIONS = tuple(
     register_control(Control(name, "mutation", description, mutation))
     for name, description, mutation in (
@@ -84,6 +101,11 @@ MUTATIONS = tuple(
             "brorl-unweighted-mood",
             "BroRL's batch mood S_R summed over the sampled tokens without their probabilities",
             brorl_unweighted_mood,
+        ),
+        (
+            "prefixrl-prefix-resampled",
+            "PrefixRL's prefix sampled on-policy with the completion instead of forced",
+            prefixrl_prefix_resampled,
         ),
     )
 )
