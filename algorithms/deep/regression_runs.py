@@ -31,6 +31,13 @@ What ``steps`` counts, and the predicted point each run's ``tv_predicted`` measu
   responses among ``batch`` = N rollouts per prompt and step; exact mode: S every response (the
   N -> oo limit). Predicted: the exact-mode iterate at the last step (the large-N limit);
   ``kl_optimum`` is to pi*_beta for the given beta.
+* ``prefixrl`` (seed row 002-004#G4, :mod:`~theorylab.algorithms.deep.prefixrl`): ``steps``
+  exact gradient-ascent steps (per-prompt step lr) on the PrefixRL objective, the success of
+  on-policy completion from the prefixes of each prompt's longest correct response, prefix
+  lengths uniform (0 included), on a per-node logit table from the reference. Exact mode only.
+  Predicted: the set of root-optimal policies (all mass on correct responses), each a maximiser
+  of the objective; ``tv_predicted`` is the TV to that set, 1 - accuracy (``predicted_seq_logp``
+  holds one member, the greedy argmax-Q* policy); ``kl_optimum`` is to pi*_beta.
 """
 
 from __future__ import annotations
@@ -47,7 +54,7 @@ from theorylab.algorithms.deep.twins import (
     train_twin,
 )
 
-RUNS = ("qsharp", "rto", "refuel", "exo", "rover", "brorl")
+RUNS = ("qsharp", "rto", "refuel", "exo", "rover", "brorl", "prefixrl")
 
 
 def _schedule(steps: int, record_every: int) -> list[int]:
@@ -55,10 +62,11 @@ def _schedule(steps: int, record_every: int) -> list[int]:
     return [0] + [s for s in range(1, steps + 1) if s % every == 0 or s == steps]
 
 
-def _trace(task, twin, params, marks, seqs, predicted, optimum, k, t0) -> TwinTrace:
-    """A TwinTrace from the policies (P, Y) at the recorded steps ``marks``."""
+def _trace(task, twin, params, marks, seqs, predicted, optimum, k, t0, tv=None) -> TwinTrace:
+    """A TwinTrace from the policies (P, Y) at the recorded steps ``marks`` (``tv``: the TV to a
+    predicted set, as :func:`trace_from_policies`)."""
     return trace_from_policies(
-        task, twin, dict(params, k=k), marks, seqs, predicted, optimum, k, t0
+        task, twin, dict(params, k=k), marks, seqs, predicted, optimum, k, t0, tv=tv
     )
 
 
@@ -148,6 +156,21 @@ def _brorl(task, marks, mode, batch, seed, eta, beta):
     return [its[s] for s in marks], limit[-1], task.soft_optimum(beta).seq_logp
 
 
+def _prefixrl(task, marks, lr, beta):
+    from theorylab.algorithms.deep import prefixrl, rover
+
+    trace = prefixrl.longest_correct(task)
+    lt = int(task.token_mask.sum(axis=1)[trace].min())
+    conds = prefixrl.train(task, trace, np.full(lt, 1.0 / lt), marks[-1], lr)
+    with np.errstate(divide="ignore"):
+        seqs = [np.log(rover.sequence_probs(task, conds[s])) for s in marks]
+        greedy = rover.greedy_policy(rover.optimal_q_by_enumeration(task))
+        predicted = np.log(rover.sequence_probs(task, greedy))
+    # the maximisers form a set (every policy on correct responses): TV to it = 1 - accuracy
+    tv = np.asarray([1.0 - task.accuracy(s).mean() for s in seqs])
+    return seqs, predicted, task.soft_optimum(beta).seq_logp, tv
+
+
 def run_twin(
     task,
     twin: str,
@@ -194,6 +217,9 @@ def run_twin(
         elif twin == "rover":
             params = {"rho": rho, "beta": beta}
             out = _rover(task, marks, mode, batch, seed, rho, beta)
+        elif twin == "prefixrl":
+            params = {"lr": lr, "beta": beta}
+            out = _prefixrl(task, marks, lr, beta)
         elif twin == "brorl":
             params = {"eta": eta, "beta": beta}
             out = _brorl(task, marks, mode, batch, seed, eta, beta)
@@ -203,4 +229,4 @@ def run_twin(
     finally:
         torch.set_num_threads(threads)
     params.update(mode=mode, steps=steps, seed=seed, batch=batch)
-    return _trace(task, twin, params, marks, *out, k, t0)
+    return _trace(task, twin, params, marks, *out[:3], k, t0, tv=out[3] if len(out) > 3 else None)
