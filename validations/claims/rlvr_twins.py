@@ -373,20 +373,21 @@ class PrefixrlSignal:
     statement: str = (
         "PrefixRL (Setlur et al. 2025): on hard random token trees with EOS (V = 3, responses of "
         "1..L tokens, each correct i.i.d. with probability p; quick 4 trees L = 5, p = 0.01, full "
-        "30 trees L = 6, p = 0.005; 2 prompts each; uniform reference), conditioning on the first "
-        "l tokens of the longest correct response y*: the expected number of rollouts until the "
-        "first non-zero group-centred gradient (groups of G = 4), G / (1 - s_l^G - (1 - s_l)^G) "
-        "with s_l the exact success probability of on-policy completion (written out here), "
-        "strictly falls with l on every prompt, by >= 10x from l = 0 to the longest prefix, and "
-        "agrees with token-by-token Monte Carlo (200 runs, the two longest prefixes, 3 trees) "
-        "within 4 SE; consistency: the root-optimal greedy policy (argmax Q* by enumeration) has "
-        "s_l = 1 for every l, and exact gradient ascent on the PrefixRL objective (prefix lengths "
-        "uniform, l = 0 included; step 50) ends root-optimal (s_0 >= 0.99). Control: the prefix "
-        "sampled on-policy instead of forced fails."
+        "16 trees L = 6, p = 0.005; 2 prompts each; uniform reference; a tree kept only if hard: "
+        "every prompt's longest correct response y* has >= L - 1 tokens and success from the root "
+        "<= 3^-(L-2)), conditioning on the first l tokens of the longest correct response y*: the "
+        "expected number of rollouts until the first non-zero group-centred gradient (groups of G "
+        "= 4), G / (1 - s_l^G - (1 - s_l)^G) with s_l the exact success probability of on-policy "
+        "completion (written out here), strictly falls with l on every prompt, by >= 10x from l = "
+        "0 to the longest prefix, and agrees with token-by-token Monte Carlo (200 runs, the two "
+        "longest prefixes, 3 trees) within 4 SE; consistency: the root-optimal greedy policy "
+        "(argmax Q* by enumeration) has s_l = 1 for every l, and exact gradient ascent on the "
+        "PrefixRL objective (prefix lengths uniform, l = 0 included; step 50) ends root-optimal "
+        "(s_0 >= 0.99). Control: the prefix sampled on-policy instead of forced fails."
     )
     group: int = 4
     scales: dict[str, tuple[int, int, float, int]] = field(
-        default_factory=lambda: {"quick": (4, 5, 0.01, 100), "full": (30, 6, 0.005, 200)}
+        default_factory=lambda: {"quick": (4, 5, 0.01, 100), "full": (16, 6, 0.005, 200)}
     )
 
     def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
@@ -399,10 +400,19 @@ class PrefixrlSignal:
         rng = np.random.default_rng(seed)
         falls, ratio, mc_z, greedy_gap, root = True, np.inf, 0.0, 0.0, 1.0
         curve: list[np.ndarray] = []
-        for i in range(trees):
-            task = rv.random_binary_tree(3, L, 2, p, seed * 100_000 + i)
+        kept, draws = 0, 0
+        while kept < trees:  # hard trees only: a long trace, a rare success from the root
+            if draws >= 100 * trees:
+                raise ValueError(f"fewer than {trees} hard trees in {draws} draws (L={L}, p={p})")
+            task = rv.random_binary_tree(3, L, 2, p, seed * 100_000 + draws)
+            draws += 1
             trace = pr.longest_correct(task)
             lt = int(task.token_mask.sum(axis=1)[trace].min())
+            if lt < L - 1 or pr.prefix_success(task, task.ref_cond, trace, 0).max() > 3.0 ** (
+                2 - L
+            ):
+                continue
+            i, kept = kept, kept + 1
             s = np.array([pr.prefix_success(task, task.ref_cond, trace, ell) for ell in range(lt)])
             want = G / (1.0 - s**G - (1.0 - s) ** G)  # (lt, P) the formula, written out
             falls = falls and bool((np.diff(want, axis=0) < 0).all())
@@ -450,7 +460,8 @@ class PrefixrlSignal:
                 path=plot,
             )
             figure = plot
-        cfg = {"trees": trees, "L": L, "p": p, "steps": steps, "group": G, "seed": seed}
+        cfg = {"trees": trees, "draws": draws, "L": L, "p": p, "steps": steps, "group": G,
+               "seed": seed}  # fmt: skip
         return _report(self.name, self.statement, scale, checks, t0, cfg, figure)
 
 
