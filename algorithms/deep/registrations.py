@@ -125,7 +125,7 @@ def brorl_twin(task, eta: float = 1.0, beta: float = 0.5) -> TwinConfig:
 
 @register("prefixrl-twin", kind="deep", problem="token-tree", papers=("002-004#G4",))
 def prefixrl_twin(task, lr: float = 50.0, beta: float = 0.5) -> TwinConfig:
-    """PrefixRL (Setlur et al. 2025): exact gradient ascent on the success of on-policy completion
+    """PrefixRL (Setlur et al. 2026): exact gradient ascent on the success of on-policy completion
     from the prefixes of each prompt's longest correct response (lengths uniform, 0 included).
     Predicted: the root-optimal greedy policy (argmax Q*)."""
     return _config("prefixrl", task, lr=lr, beta=beta)

@@ -371,7 +371,7 @@ register_validation(
 class PrefixrlSignal:
     name: str = "prefixrl-prefix-signal"
     statement: str = (
-        "PrefixRL (Setlur et al. 2025): on hard random token trees with EOS (V = 3, responses of "
+        "PrefixRL (Setlur et al. 2026): on hard random token trees with EOS (V = 3, responses of "
         "1..L tokens, each correct i.i.d. with probability p; quick 4 trees L = 5, p = 0.01, full "
         "16 trees L = 6, p = 0.005; 2 prompts each; uniform reference; a tree kept only if hard: "
         "every prompt's longest correct response y* has >= L - 1 tokens and success from the root "
