@@ -1,11 +1,13 @@
 """PrefixRL (Setlur et al. 2026, "Reuse your FLOPs: Scaling RL on Hard Problems by Conditioning
 on Very Off-Policy Prefixes", arXiv 2601.18795): on-policy RL started from prefixes of a
-successful off-policy trace, exact on a token tree with EOS. Seed row 002-004#G4 (``seed-catalogue-002-004.md#G4``).
+successful off-policy trace, exact on a token tree with EOS. Seed row 002-004#G4
+(``seed-catalogue-002-004.md#G4``).
 
-What was read. [V] only the abstract (the arXiv listing and the catalogue row): "we condition on the prefix of
-successful off-policy traces and run on-policy RL to complete them"; the prefix length modulates
-the difficulty; "the PrefixRL objective is not only consistent with the standard RL objective
-but also more sample efficient". The paper's text, theorems and code were not read.
+What was read. [V] only the abstract (the arXiv listing and the catalogue row): "we condition
+on the prefix of successful off-policy traces and run on-policy RL to complete them"; the prefix
+length modulates the difficulty; "the PrefixRL objective is not only consistent with the
+standard RL objective but also more sample efficient". The paper's text, theorems and code were
+not read.
 
 What was reconstructed [A]. A prompt's problem is a tree whose correct responses are rare; the
 off-policy trace y* is one correct response (here the longest, so that every prefix length
