@@ -139,6 +139,8 @@ DEEP_TWINS = {
     "exo-twin",
     "rover-twin",
     "c-rlft-twin",
+    "brorl-twin",
+    "prefixrl-twin",
 }
 # The algorithm -> main theorem of the papers each implements (issue 14's list and the rest).
 MAIN_THEOREM = {

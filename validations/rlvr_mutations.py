@@ -6,7 +6,11 @@ appended to ``mutations.MUTATIONS``:
   uniform policy ends on a correct one (which weights a response by V^-(its tokens after a)); on
   a tree whose responses all have one length the two are proportional at every node;
 * ``pacs-ratio-length-normalised``: PACS's implicit reward beta sum_t log pi/pi_old averaged over
-  a response's tokens (the authors' ``reward_method="2"`` normalisation) instead of summed.
+  a response's tokens (the authors' ``reward_method="2"`` normalisation) instead of summed;
+* ``brorl-unweighted-mood``: BroRL's batch mood S_R taken as the plain sum of the sampled tokens'
+  rewards instead of their probability-weighted sum R_c P_pos + R_w P_neg;
+* ``prefixrl-prefix-resampled``: PrefixRL's prefix sampled on-policy with its completion (its
+  tokens' probabilities multiplied in) instead of forced, so every prefix length is the root.
 """
 
 from __future__ import annotations
@@ -49,6 +53,37 @@ def pacs_ratio_length_normalised(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def brorl_unweighted_mood(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.deep import brorl
+
+    def unweighted(p, correct, sampled, n, *, r_c=1.0, r_w=-1.0, eta=1.0):
+        rewards = np.where(correct, r_c, r_w)
+        s = np.asarray(sampled, dtype=float)
+        mood = (s * rewards).sum(-1, keepdims=True)  # the bug: no p_j weights
+        return eta / n * p * (rewards * s - mood)
+
+    with _patched(brorl, "logit_update", unweighted):
+        yield
+
+
+@contextlib.contextmanager
+def prefixrl_prefix_resampled(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.deep import prefixrl
+
+    def resampled(task, cond, trace, ell):
+        picked = cond[:, task.token_nodes, task.tokens]  # (P, Y, L)
+        whole = np.where(task.token_mask[None] > 0, picked, 1.0).prod(axis=-1)  # the bug
+        return (whole * prefixrl._through(task, trace, ell)).sum(axis=1)
+
+    with _patched(prefixrl, "prefix_success", resampled):
+        yield
+
+
 MUTATIONS = tuple(
     register_control(Control(name, "mutation", description, mutation))
     for name, description, mutation in (
@@ -61,6 +96,16 @@ MUTATIONS = tuple(
             "pacs-ratio-length-normalised",
             "PACS's implicit reward averaged over a response's tokens instead of summed",
             pacs_ratio_length_normalised,
+        ),
+        (
+            "brorl-unweighted-mood",
+            "BroRL's batch mood S_R summed over the sampled tokens without their probabilities",
+            brorl_unweighted_mood,
+        ),
+        (
+            "prefixrl-prefix-resampled",
+            "PrefixRL's prefix sampled on-policy with the completion instead of forced",
+            prefixrl_prefix_resampled,
         ),
     )
 )

@@ -123,3 +123,19 @@ def c_rlft_twin(
     class-conditioned NLL over two sources (expert pi*_0.2 with reward 1, a random table with
     reward alpha). Predicted: the expert-conditioned pi* ∝ pi_expert exp(1/beta)."""
     return _config("c-rlft", task, beta=beta, lr=lr, expert_share=expert_share, alpha=alpha)
+
+
+@register("brorl-twin", kind="deep", problem="token-tree", papers=("002-004#G2",))
+def brorl_twin(task, eta: float = 1.0, beta: float = 0.5) -> TwinConfig:
+    """BroRL (Hu et al. 2025): one-step updates dz_i = (eta/N) p_i (R_i 1[i in S] - S_R) of each
+    prompt's sequence-level logits, S the distinct responses among N = batch rollouts (sampled
+    mode) or all of them (exact mode, the N -> oo limit). Predicted: the exact-mode iterate."""
+    return _config("brorl", task, eta=eta, beta=beta)
+
+
+@register("prefixrl-twin", kind="deep", problem="token-tree", papers=("002-004#G4",))
+def prefixrl_twin(task, lr: float = 50.0, beta: float = 0.5) -> TwinConfig:
+    """PrefixRL (Setlur et al. 2026): exact gradient ascent on the success of on-policy completion
+    from the prefixes of each prompt's longest correct response (lengths uniform, 0 included).
+    Predicted: the root-optimal greedy policy (argmax Q*)."""
+    return _config("prefixrl", task, lr=lr, beta=beta)

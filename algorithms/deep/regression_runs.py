@@ -31,6 +31,19 @@ What ``steps`` counts, and the predicted point each run's ``tv_predicted`` measu
   a random table, reward ``alpha``), from the uniform class-conditioned table; the recorded
   policy is the expert-conditioned one. Predicted: pi*(.|x, expert) ∝ pi_expert exp(1/beta) =
   pi_expert (soft value iteration on the conditioned tree); ``kl_optimum`` is to pi*_beta.
+* ``brorl`` (seed row 002-004#G2, :mod:`~theorylab.algorithms.deep.brorl`): ``steps`` one-step
+  BroRL updates (R_c = 1, R_w = -1, step eta) of each prompt's sequence-level logits log pi, the
+  responses its vocabulary, from the reference; sampled mode: the sampled set S the distinct
+  responses among ``batch`` = N rollouts per prompt and step; exact mode: S every response (the
+  N -> oo limit). Predicted: the exact-mode iterate at the last step (the large-N limit);
+  ``kl_optimum`` is to pi*_beta for the given beta.
+* ``prefixrl`` (seed row 002-004#G4, :mod:`~theorylab.algorithms.deep.prefixrl`): ``steps``
+  exact gradient-ascent steps (per-prompt step lr) on the PrefixRL objective, the success of
+  on-policy completion from the prefixes of each prompt's longest correct response, prefix
+  lengths uniform (0 included), on a per-node logit table from the reference. Exact mode only.
+  Predicted: the set of root-optimal policies (all mass on correct responses), each a maximiser
+  of the objective; ``tv_predicted`` is the TV to that set, 1 - accuracy (``predicted_seq_logp``
+  holds one member, the greedy argmax-Q* policy); ``kl_optimum`` is to pi*_beta.
 """
 
 from __future__ import annotations
@@ -47,7 +60,7 @@ from theorylab.algorithms.deep.twins import (
     train_twin,
 )
 
-RUNS = ("qsharp", "rto", "refuel", "exo", "rover", "c-rlft")
+RUNS = ("qsharp", "rto", "refuel", "exo", "rover", "c-rlft", "brorl", "prefixrl")
 
 
 def _schedule(steps: int, record_every: int) -> list[int]:
@@ -55,10 +68,11 @@ def _schedule(steps: int, record_every: int) -> list[int]:
     return [0] + [s for s in range(1, steps + 1) if s % every == 0 or s == steps]
 
 
-def _trace(task, twin, params, marks, seqs, predicted, optimum, k, t0) -> TwinTrace:
-    """A TwinTrace from the policies (P, Y) at the recorded steps ``marks``."""
+def _trace(task, twin, params, marks, seqs, predicted, optimum, k, t0, tv=None) -> TwinTrace:
+    """A TwinTrace from the policies (P, Y) at the recorded steps ``marks`` (``tv``: the TV to a
+    predicted set, as :func:`trace_from_policies`)."""
     return trace_from_policies(
-        task, twin, dict(params, k=k), marks, seqs, predicted, optimum, k, t0
+        task, twin, dict(params, k=k), marks, seqs, predicted, optimum, k, t0, tv=tv
     )
 
 
@@ -151,6 +165,35 @@ def _c_rlft(task, marks, beta, lr, expert_share, alpha, seed):
     return seqs, predicted, task.soft_optimum(beta).seq_logp
 
 
+def _brorl(task, marks, mode, batch, seed, eta, beta):
+    from theorylab.algorithms.deep import brorl
+
+    rng = np.random.default_rng(seed)
+    correct = task.correct.astype(bool)
+    limit = brorl.brorl_iterates(task.ref_logprobs, correct, marks[-1], None, rng, eta=eta)
+    its = (
+        limit
+        if mode == "exact"
+        else brorl.brorl_iterates(task.ref_logprobs, correct, marks[-1], batch, rng, eta=eta)
+    )
+    return [its[s] for s in marks], limit[-1], task.soft_optimum(beta).seq_logp
+
+
+def _prefixrl(task, marks, lr, beta):
+    from theorylab.algorithms.deep import prefixrl, rover
+
+    trace = prefixrl.longest_correct(task)
+    lt = int(task.token_mask.sum(axis=1)[trace].min())
+    conds = prefixrl.train(task, trace, np.full(lt, 1.0 / lt), marks[-1], lr)
+    with np.errstate(divide="ignore"):
+        seqs = [np.log(rover.sequence_probs(task, conds[s])) for s in marks]
+        greedy = rover.greedy_policy(rover.optimal_q_by_enumeration(task))
+        predicted = np.log(rover.sequence_probs(task, greedy))
+    # the maximisers form a set (every policy on correct responses): TV to it = 1 - accuracy
+    tv = np.asarray([1.0 - task.accuracy(s).mean() for s in seqs])
+    return seqs, predicted, task.soft_optimum(beta).seq_logp, tv
+
+
 def run_twin(
     task,
     twin: str,
@@ -175,7 +218,7 @@ def run_twin(
     metrics; the keywords not used by ``twin`` are ignored by it."""
     if twin not in RUNS:
         raise ValueError(f"unknown run {twin!r}; expected one of {RUNS}")
-    if mode != "exact" and twin not in ("qsharp", "rover"):
+    if mode != "exact" and twin not in ("qsharp", "rover", "brorl"):
         raise ValueError(f"{twin}-twin runs in mode 'exact' only, got mode {mode!r}")
     for name, v in (("beta", beta), ("beta2", beta2), ("eta", eta), ("lr", lr), ("rho", rho)):
         if not v > 0:
@@ -202,10 +245,16 @@ def run_twin(
         elif twin == "rover":
             params = {"rho": rho, "beta": beta}
             out = _rover(task, marks, mode, batch, seed, rho, beta)
+        elif twin == "prefixrl":
+            params = {"lr": lr, "beta": beta}
+            out = _prefixrl(task, marks, lr, beta)
+        elif twin == "brorl":
+            params = {"eta": eta, "beta": beta}
+            out = _brorl(task, marks, mode, batch, seed, eta, beta)
         else:
             params = {"beta": beta, "group_size": group_size, "lr": lr}
             out = _exo(task, marks, beta, group_size, lr)
     finally:
         torch.set_num_threads(threads)
     params.update(mode=mode, steps=steps, seed=seed, batch=batch)
-    return _trace(task, twin, params, marks, *out, k, t0)
+    return _trace(task, twin, params, marks, *out[:3], k, t0, tv=out[3] if len(out) > 3 else None)
