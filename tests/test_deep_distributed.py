@@ -265,8 +265,7 @@ def test_shards_and_flag_removal():
     [
         ("astar-po", "loss 'astar-po' takes the tensors (logp, ref_logp, mask, rewards, v_star, "
          "weights); the prompt trainer supplies (logp, old_logp, ref_logp, mask, rewards, group, "
-         "advantages), not v_star; on a prompt dataset use one of cvar-grpo, dr-grpo, grpo, "
-         "ppo-clip, rebel, rloo"),
+         "advantages), not v_star; on a prompt dataset use one of "),
         ("tbrm", "not root_values; on a prompt dataset"),
         ("vpo", "not calibration_logp; on a prompt dataset use one of chipo, dpo, ipo"),
     ],
@@ -286,3 +285,6 @@ def test_losses_the_prompt_trainer_cannot_feed_fail_in_one_line_before_any_work(
         assert main(["train", loss, "arithmetic", "--steps", "1", "--nproc", nproc]) == 2
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and message in err, err
+        if loss == "astar-po":  # the losses it names run there (the list grows with the registry)
+            fits = err.split("use one of ")[1].split(" (or")[0].split(", ")
+            assert {"grpo", "rloo", "ppo-clip", "dr-grpo"} <= set(fits), fits
