@@ -133,3 +133,16 @@ def test_bad_runs_say_what_is_wrong(spec, message):
 
     with pytest.raises(ValueError, match=message):
         tl.run(spec, EOS, steps=1)
+
+
+@pytest.mark.parametrize("task", ["tokentree:V=3,L=2", "arithmetic"])
+def test_the_trainers_refuse_c_rlft_in_one_line_before_any_work(task, capsys):
+    """Both trainers sample on-policy; C-RLFT trains on an offline, class-tagged dataset. Before,
+    `theorylab train c-rlft arithmetic` ran reward-weighted NLL of the model's own samples."""
+    from theorylab.cli import main
+
+    assert main(["train", "c-rlft", task, "--steps", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    assert "loss 'c-rlft' trains on an offline mixed-quality dataset" in err
+    assert "c-rlft-twin" in err and "Traceback" not in err

@@ -72,7 +72,11 @@ from theorylab.algorithms.deep.masking import InvalidBatchError
 from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_device
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
 from theorylab.algorithms.deep.regression_losses import log_mean_exp_value, tbrm_root_values
-from theorylab.algorithms.deep.transformer_registrations import ONLINE_LOSSES, PREFERENCE_LOSSES
+from theorylab.algorithms.deep.transformer_registrations import (
+    OFFLINE_DATA_LOSSES,
+    ONLINE_LOSSES,
+    PREFERENCE_LOSSES,
+)
 from theorylab.mdps.token_tree import TokenTreeTask
 from theorylab.registry import parse_spec
 from theorylab.results.training import TrainingResult
@@ -168,6 +172,10 @@ def loss_family(name: str) -> str:
     from theorylab.algorithms.deep.registry import LOSSES
 
     fn = LOSSES.get(name)
+    if name in OFFLINE_DATA_LOSSES:
+        raise InvalidBatchError(
+            f"loss {name!r} trains on {OFFLINE_DATA_LOSSES[name]}; the trainers sample on-policy"
+        )
     params = tensor_arguments(fn)
     if "policy_chosen" in params:
         return "preference"

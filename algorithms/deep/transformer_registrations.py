@@ -19,6 +19,13 @@ ONLINE_LOSSES = (
     "pacs", "p3o",
 )  # fmt: skip
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+# losses of methods that train on a fixed offline dataset neither trainer builds (both sample
+# on-policy): refused by name, with where the method does run, rather than run as something else
+# (C-RLFT on the model's own samples, without its class tokens, is reward-weighted fine-tuning)
+OFFLINE_DATA_LOSSES = {
+    "c-rlft": "an offline mixed-quality dataset whose prompts carry a source-class token; its "
+    "exact twin runs with tl.run('c-rlft-twin', 'tokentree-eos:...')",
+}
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
 LOSS_PAPERS = {
     "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
