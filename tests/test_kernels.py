@@ -268,3 +268,36 @@ def test_bench_planning_runs_and_formats_without_timing_assertions():
     assert "numba-fused" in text and "byte model" in text
     mem = pymdptoolbox_memory(10**5, 4)
     assert mem["dense_P_bytes"] == 8 * 4 * 10**10  # 320 GB, computed and never allocated
+
+
+# ------------------------------------------------------------------- draws_per_row (sampling)
+
+
+def test_draws_per_row_frequencies_match_the_rows_and_skip_zero_weights():
+    """Each row's empirical frequencies over 200,000 draws are within 5 standard errors of its
+    normalised weights (rows need not sum to 1); zero-weight entries, trailing ones included,
+    are never drawn."""
+    from theorylab.kernels.sampling import draws_per_row
+
+    w = np.array([[0.5, 0.0, 0.5, 0.0], [1.0, 2.0, 1.0, 0.0], [0.0, 0.0, 0.0, 3.0]])
+    n = 200_000
+    idx = draws_per_row(np.random.default_rng(0), w, n)
+    assert idx.shape == (3, n) and idx.dtype == np.int64
+    p = w / w.sum(axis=1, keepdims=True)
+    freq = np.stack([np.bincount(row, minlength=4) / n for row in idx])
+    se = np.sqrt(p * (1 - p) / n)
+    assert np.all(np.abs(freq - p) <= 5 * se + 1e-12)
+    assert np.all(freq[p == 0] == 0)
+
+
+def test_draws_per_row_clamps_a_rounded_cumsum_to_the_last_positive_entry():
+    """A uniform at the row total (what a cumulative sum rounding below it can produce) maps to
+    the last positive entry, never to a trailing zero."""
+    from theorylab.kernels.sampling import draws_per_row
+
+    class AtTotal:
+        def random(self, shape):
+            return np.full(shape, 1.0)
+
+    w = np.array([[0.2, 0.8, 0.0, 0.0], [1.0, 0.0, 0.0, 2.0]])
+    assert draws_per_row(AtTotal(), w, 3).tolist() == [[1, 1, 1], [3, 3, 3]]

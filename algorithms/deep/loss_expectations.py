@@ -45,6 +45,7 @@ import torch
 from theorylab.algorithms.deep import reference_objectives as ref
 from theorylab.algorithms.deep.registry import make_loss
 from theorylab.algorithms.deep.twins import LogitTable, _pairs
+from theorylab.kernels.sampling import draws_per_row
 from theorylab.mdps.token_tree import TokenTreeTask
 
 D = torch.float64
@@ -95,13 +96,6 @@ def case_data(task: TokenTreeTask, seed: int) -> CaseData:
     old = rng.standard_normal(shape) * 0.7
     old -= np.log(np.exp(old).sum(-1, keepdims=True))
     return CaseData(old, rng.standard_normal(shape), rng.standard_normal(shape))
-
-
-def _sample(rng: np.random.Generator, probs: np.ndarray, n: int) -> np.ndarray:
-    """(P, n) response indices from (P, Y) probabilities."""
-    cum = np.cumsum(probs, axis=1)
-    u = rng.random((probs.shape[0], n)) * cum[:, -1:]
-    return np.minimum((u[:, :, None] > cum[:, None, :]).sum(-1), probs.shape[1] - 1)
 
 
 class CaseObjective:
@@ -189,11 +183,12 @@ class CaseObjective:
         xs = np.repeat(np.arange(P), n)
         ref = np.exp(task.ref_logprobs)
         if self.case in PAIR_CASES:
-            a, b = _sample(self.rng, ref, n).reshape(-1), _sample(self.rng, ref, n).reshape(-1)
+            a = draws_per_row(self.rng, ref, n).reshape(-1)
+            b = draws_per_row(self.rng, ref, n).reshape(-1)
             r = task.mean_reward
             a_wins = self.rng.random(a.shape[0]) < 1.0 / (1.0 + np.exp(-(r[xs, a] - r[xs, b])))
             yw, yl = np.where(a_wins, a, b), np.where(a_wins, b, a)
-            ye = _sample(self.rng, ref, n).reshape(-1)
+            ye = draws_per_row(self.rng, ref, n).reshape(-1)
             t = torch.as_tensor
             return self._with_extra(cond, (t(xs), t(yw), t(yl), None), (t(xs), t(ye), None))
         if self.case == "ppo-clip":
@@ -203,7 +198,7 @@ class CaseObjective:
             probs = np.exp(probs)
         else:
             probs = ref
-        ys = torch.as_tensor(_sample(self.rng, probs, n).reshape(-1))
+        ys = torch.as_tensor(draws_per_row(self.rng, probs, n).reshape(-1))
         xt = torch.as_tensor(xs)
         if self.case in ("cql", "fdvl-chi-square", "fdvl-tv"):  # each response weighs 1/B
             return self._tokens(cond, xt, ys, torch.full((len(ys),), 1.0 / len(ys), dtype=D))

@@ -25,6 +25,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from theorylab.kernels.sampling import draws_per_row
+
 
 def return_distribution(task) -> tuple[np.ndarray, np.ndarray]:
     """(atoms (P, 1, 1, Y, K), probabilities (P, N, V, Y, K)) of the return after (x, h, a) when
@@ -55,9 +57,7 @@ def sampled_q(task, beta: float, n: int, rng: np.random.Generator) -> np.ndarray
     atoms, probs = return_distribution(task)
     P, N, V, Y, K = probs.shape
     flat = probs.reshape(-1, Y * K)
-    cum = np.cumsum(flat, axis=1)
-    u = rng.random((flat.shape[0], n)) * cum[:, -1:]
-    idx = np.minimum((u[:, :, None] > cum[:, None, :]).sum(-1), Y * K - 1)  # (P N V, n)
+    idx = draws_per_row(rng, flat, n)  # (P N V, n)
     counts = np.zeros_like(flat)
     np.add.at(counts, (np.arange(flat.shape[0])[:, None], idx), 1.0)
     return certainty_equivalent(atoms, (counts / n).reshape(probs.shape), beta)

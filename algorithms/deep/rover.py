@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from theorylab.kernels.sampling import draws_per_row
 from theorylab.mdps.eos_tree import EosTokenTree, eos_tree_structure
 
 
@@ -188,8 +189,6 @@ def sampled_uniform_q(task, n: int, rng: np.random.Generator) -> np.ndarray:
     cont = task.continuations(log_u)  # (P, N, V, Y)
     P, N, V, Y = cont.shape
     flat = cont.reshape(-1, Y)
-    cum = np.cumsum(flat, axis=1)
-    u = rng.random((flat.shape[0], n)) * cum[:, -1:]
-    idx = np.minimum((u[:, :, None] > cum[:, None, :]).sum(-1), Y - 1)  # (P N V, n)
+    idx = draws_per_row(rng, flat, n)  # (P N V, n)
     r = np.repeat(task.mean_reward, N * V, axis=0)  # (P N V, Y)
     return np.take_along_axis(r, idx, axis=1).mean(axis=1).reshape(P, N, V)

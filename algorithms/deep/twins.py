@@ -33,6 +33,7 @@ from theorylab.algorithms.deep.fixed_points import (
 )
 from theorylab.algorithms.deep.group_enumeration import enumerate_multisets, group_probabilities
 from theorylab.algorithms.deep.registry import make_loss
+from theorylab.kernels.sampling import draws_per_row
 from theorylab.mdps.token_tree import TokenTreeTask
 
 D = torch.float64
@@ -292,19 +293,14 @@ class SampledObjective:
         else:
             self.loss = group_loss(twin, beta, alpha)
 
-    def _sample(self, probs: np.ndarray, n: int) -> np.ndarray:
-        """n responses per prompt from (P, Y) probabilities: (P, n)."""
-        cum = np.cumsum(probs, axis=1)
-        u = self.rng.random((probs.shape[0], n)) * cum[:, -1:]
-        return np.minimum((u[:, :, None] > cum[:, None, :]).sum(-1), probs.shape[1] - 1)
-
     def __call__(self) -> torch.Tensor:
         task, pol = self.task, self.policy
         P = task.n_prompts
         cond = pol.cond_logp()
         if self.twin in PAIR_TWINS:
             ref = np.exp(self.ref_seq)
-            a, b = self._sample(ref, self.batch), self._sample(ref, self.batch)
+            a = draws_per_row(self.rng, ref, self.batch)
+            b = draws_per_row(self.rng, ref, self.batch)
             r = task.mean_reward
             x = np.repeat(np.arange(P), self.batch)
             a, b = a.reshape(-1), b.reshape(-1)
@@ -318,12 +314,9 @@ class SampledObjective:
         with torch.no_grad():
             probs = pol.seq_logp(cond).exp().numpy()
         groups_per_prompt = max(self.batch // self.G, 1)
-        ys = self._sample(probs, groups_per_prompt * self.G).reshape(-1)
+        ys = draws_per_row(self.rng, probs, groups_per_prompt * self.G).reshape(-1)
         x = np.repeat(np.arange(P), groups_per_prompt * self.G)
-        k = (
-            self.rng.random(ys.shape[0])[:, None] > np.cumsum(task.reward_probs[x, ys], axis=-1)
-        ).sum(-1)
-        k = np.minimum(k, task.reward_values.shape[-1] - 1)
+        k = draws_per_row(self.rng, task.reward_probs[x, ys], 1)[:, 0]  # reward atom per sample
         rewards = torch.as_tensor(task.reward_values[x, ys, k])
         xt, yt = torch.as_tensor(x), torch.as_tensor(ys)
         logp = pol.token_logp(cond, xt, yt)

@@ -9,6 +9,8 @@ return a zero-probability state.
 * :func:`inverse_cdf_dense`: rows given densely ``(n, S)``; a count of ``cdf <= u``.
 * :func:`inverse_cdf_csr`: rows of a CSR matrix, searched within their slice by a vectorised
   bisection (log2 of the longest row's length steps), so nothing is densified.
+* :func:`draws_per_row`: n independent draws from each row of an ``(R, Y)`` table of
+  non-negative weights (the token-tree twins' responses, roll-outs and reward atoms).
 * :func:`sample_episodes`: whole episodes from per-seed uniforms, the loop that
   ``TabularMDP.rollout`` and the numpy backend share (initial state and a stochastic policy's
   action by the same clamped inverse CDF).
@@ -27,6 +29,16 @@ def inverse_cdf_dense(P_rows: np.ndarray, u: np.ndarray, last: np.ndarray) -> np
     last: ``(n,)`` column of each row's last positive entry (the clamp)."""
     cdf = np.cumsum(P_rows, axis=1)  # (n, S)
     return np.minimum((cdf <= u[:, None]).sum(axis=1), last)
+
+
+def draws_per_row(rng: np.random.Generator, weights: np.ndarray, n: int) -> np.ndarray:
+    """``(R, n)`` int64: n draws from each row of ``weights (R, Y)`` (non-negative, each row with
+    a positive entry; rows are normalised by their total), by the clamped inverse CDF above with
+    ``u ~ U[0, total)``; the uniforms are one ``rng.random((R, n))`` call."""
+    cum = np.cumsum(weights, axis=1)  # (R, Y)
+    u = rng.random((weights.shape[0], n)) * cum[:, -1:]  # (R, n)
+    last = weights.shape[1] - 1 - np.argmax(weights[:, ::-1] > 0, axis=1)  # (R,)
+    return np.minimum((cum[:, None, :] <= u[:, :, None]).sum(-1), last[:, None])
 
 
 def inverse_cdf_csr(
