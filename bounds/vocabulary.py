@@ -112,6 +112,18 @@ _ENTRIES = [
         low_closed=True,
         latex=r"\sum_{(s,a)} \frac{1}{v_{\min}(s,a)\, p_{\min}(s,a)}",
     ),
+    # stochastic multi-armed bandits: the gaps Delta_i = mu* - mu_i of the arms' means
+    Variable(
+        "inv_gap_sum",
+        "sum over the suboptimal arms of 1 / Delta_i, Delta_i = mu* - mu_i (UCB1's instance term)",
+        latex=r"\sum_{i:\Delta_i > 0} \frac{1}{\Delta_i}",
+    ),
+    Variable(
+        "gap_sum",
+        "sum over the arms of the gap Delta_i = mu* - mu_i",
+        low_closed=True,
+        latex=r"\sum_{i} \Delta_i",
+    ),
     # average reward (non-episodic): diameter and mixing time of a communicating MDP
     Variable(
         "D",

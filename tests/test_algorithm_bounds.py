@@ -120,6 +120,8 @@ NO_THEOREM = {
     "mocan",
     "safety-primal-dual",
     "general-utility-pg",
+    # issue 28 tier B: SEC states no theorem (abstract: a TD(0) bandit curriculum)
+    "sec",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
@@ -171,6 +173,7 @@ MAIN_THEOREM = {
     "gshf-offline": "gshf-offline-pessimism",
     "nondominated-exp3": "auer2002-exp3-cor3.2",
     "cvar-ela": "zhao2024-cvar-lowrank-h7",
+    "dump": "auer2002-ucb1-thm1",
 }
 
 

@@ -75,6 +75,7 @@ EXPECTED_NAMES = {
     "zhao2024-cvar-lowrank-h7",
     "zhao2024-cvar-lowrank-h2",
     "auer2002-exp3-cor3.2",
+    "auer2002-ucb1-thm1",
     "zjj-thm3.2",
     "psl-dueling-known",
     "psl-dueling-unknown",
@@ -121,9 +122,10 @@ def test_every_card_is_complete(name):
     assert b.quantity in ("regret", "suboptimality", "sample_complexity")
     assert b.provenance in {"V", "A", "S", "M"} and b.provenance in PROVENANCE
     assert isinstance(b.source, Source)
-    # year >= 2010 catches typos; EXP3 (2002), the bandit bound of 002-004#D3, is the one classic
+    # year >= 2010 catches typos; EXP3 and UCB1 (2002), the bandit bounds of 002-004#D3 and B3,
+    # are the classics
     assert b.source.authors and b.source.title
-    assert b.source.year >= 2010 or name == "auer2002-exp3-cor3.2"
+    assert b.source.year >= 2010 or name in ("auer2002-exp3-cor3.2", "auer2002-ucb1-thm1")
     assert b.source.arxiv or b.source.venue
     assert b.probability.strip() and b.setting.strip() and b.version.strip()
     # the variables come from the vocabulary and are quantities or unspecified constants
@@ -261,13 +263,16 @@ def test_rates_of_the_registered_bounds():
         b
         for b in all_bounds()
         if b.quantity == "regret"
-        and b.name not in ("oful-abbasi2011", "du2023-maxwp", "jaksch2010-ucrl2-thm2")
+        and b.name
+        not in ("oful-abbasi2011", "du2023-maxwp", "jaksch2010-ucrl2-thm2", "auer2002-ucb1-thm1")
     ]
     for b in regret_sqrt_k:
         assert b.exponent("K") == HALF, b.name
     maxwp = get_bound("du2023-maxwp")  # constant in K (Du et al. Theorem 4)
     assert maxwp.rate_variable == "K" and maxwp.exponent("K") == 0
     assert get_bound("oful-abbasi2011").exponent("T") == HALF
+    ucb1 = get_bound("auer2002-ucb1-thm1")  # gap-dependent: logarithmic in the pulls
+    assert ucb1.exponent("K") == 0 and ucb1.exponent("inv_gap_sum") == 1
     ucrl2 = get_bound("jaksch2010-ucrl2-thm2")  # average reward: T steps, no episodes
     assert ucrl2.exponent("T") == HALF and ucrl2.exponent("D") == 1 and ucrl2.exponent("S") == 1
     assert get_bound("wang2023-avg-sample-complexity").exponent("t_mix") == 1

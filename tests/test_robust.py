@@ -481,6 +481,8 @@ def test_hinf_input_errors():
         tl.run("hinf-lq", "random:S=3,A=2,gamma=0.9", iterations=3)
     with pytest.raises(ValueError, match="need n, m, q >= 1 and rho > 0"):
         tl.run("hinf-lq", "lq-game:n=0", iterations=3)
+
+
 # ------------------------------------------------------------------ non-dominated + EXP3 (D3)
 def test_exp3_constants_are_auer_et_al_corollary_3_2():
     """The printed bound 2 sqrt(e - 1) sqrt(T K ln K) and rate min(1, sqrt(K ln K/((e-1) T))),

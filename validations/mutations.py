@@ -1807,3 +1807,8 @@ MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)
 from theorylab.validations import sqirl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 28 (tier B)
+# SEC and DUMP curricula (validations/claims/curriculum.py)
+from theorylab.validations import curriculum_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *curriculum_mutations.MUTATIONS)

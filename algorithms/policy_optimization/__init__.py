@@ -28,12 +28,15 @@ records it. Registered:
   row 002-004#E12).
 * ``rlcr-pg`` (:mod:`.rlcr`): exact softmax PG on a correctness + Brier calibration reward over
   (answer, confidence level) (Damani et al. 2025; seed row 002-004#B6).
+* ``sec`` (:mod:`.sec`), ``dump`` (:mod:`.dump`): curricula over problem categories of a
+  synthetic RLVR learner, chosen by the absolute advantage (seed rows 002-004#B2, B3).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
     alignment_asymptotics,
     demonstration_regularised,
     divergence_choice,
+    dump,
     kl_bayesian_inference,
     leverage_average,
     max_at_k,
@@ -45,6 +48,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     rlcr,
     rlvr_support,
     rpg,
+    sec,
     staq,
     trpo,
 )

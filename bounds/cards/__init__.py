@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from . import (
     average_reward,
+    bandits,
     linear,
     lowrank,
     offline,
@@ -28,6 +29,7 @@ CARDS = (
     *preference.CARDS,
     *average_reward.CARDS,
     *policy_optimization.CARDS,
+    *bandits.CARDS,
 )
 
 __all__ = ["CARDS"]
