@@ -38,12 +38,15 @@ from scipy.stats import binom
 @dataclass(frozen=True)
 class CurriculumBandit:
     """theta0: (K,) initial logits of the categories' pass rates; G rollouts per step; eta the
-    learner's step size (0: frozen, a stationary bandit)."""
+    learner's step size (0: frozen, a stationary bandit); hint: the logit a full hint adds (a
+    hint revealing a fraction h in [0, 1] of the solution gives pass rate sigmoid(theta + hint h);
+    used by SEELE, seed row 002-004#G9)."""
 
     theta0: np.ndarray
     G: int = 8
     eta: float = 1.0
     name: str = "curriculum"
+    hint: float = 0.0
 
     def __post_init__(self) -> None:
         t = np.asarray(self.theta0, dtype=np.float64)
@@ -99,7 +102,8 @@ class CurriculumRun:
     pass_rate: (B, T+1) the learner's mean pass rate over categories after t steps;
     choices: (B, T); chosen_p: (B, T) the chosen category's pass rate when chosen;
     abs_adv: (B, T) the observed mean absolute advantage; gap: (B, T) the pseudo-regret of the
-    step, max_c E|A|_c - E|A|_{c_t} at the learner's state then (:func:`expected_abs_advantage`).
+    step, max_c E|A|_c - E|A|_{c_t} at the learner's state then (:func:`expected_abs_advantage`);
+    target_gap: (B, T) |p_{c_t} - target| - min_c |p_c - target| then (when a target is given).
     """
 
     pass_rate: np.ndarray
@@ -107,17 +111,20 @@ class CurriculumRun:
     chosen_p: np.ndarray
     abs_adv: np.ndarray
     gap: np.ndarray
+    target_gap: np.ndarray | None = None
 
 
 def simulate(problem: CurriculumBandit, T: int, chooser: Chooser, B: int,
-             rng: np.random.Generator) -> CurriculumRun:  # fmt: skip
-    """Train B independent learners for T steps, each on the categories ``chooser`` picks."""
+             rng: np.random.Generator, target: float | None = None) -> CurriculumRun:  # fmt: skip
+    """Train B independent learners for T steps, each on the categories ``chooser`` picks
+    (``target``: also record each pull's distance regret to that pass rate)."""
     K, G = problem.K, int(problem.G)
     theta = np.tile(np.asarray(problem.theta0, dtype=np.float64), (B, 1))  # (B, K)
     rows = np.arange(B)
     pass_rate = np.empty((B, T + 1))
     choices = np.empty((B, T), dtype=np.int64)
     chosen_p, abs_adv, gap = np.empty((B, T)), np.empty((B, T)), np.empty((B, T))
+    target_gap = None if target is None else np.empty((B, T))
     pass_rate[:, 0] = expit(theta).mean(1)
     for t in range(T):
         c = np.asarray(chooser.choose(theta, t, rng), dtype=np.int64)  # (B,)
@@ -130,9 +137,12 @@ def simulate(problem: CurriculumBandit, T: int, chooser: Chooser, B: int,
         choices[:, t], chosen_p[:, t] = c, p[rows, c]
         abs_adv[:, t] = 2.0 * rbar * (1.0 - rbar)
         gap[:, t] = mu.max(1) - mu[rows, c]
+        if target_gap is not None:
+            dist = np.abs(p - target)  # (B, K)
+            target_gap[:, t] = dist[rows, c] - dist.min(1)
         chooser.observe(c, abs_adv[:, t], rbar)
         pass_rate[:, t + 1] = expit(theta).mean(1)
-    return CurriculumRun(pass_rate, choices, chosen_p, abs_adv, gap)
+    return CurriculumRun(pass_rate, choices, chosen_p, abs_adv, gap, target_gap)
 
 
 class UniformCurriculum:

@@ -120,8 +120,14 @@ NO_THEOREM = {
     "mocan",
     "safety-primal-dual",
     "general-utility-pg",
-    # issue 28 tier B: SEC states no theorem (abstract: a TD(0) bandit curriculum)
+    # issue 28 tier B: SEC, MoPPS and SEELE state no theorem (abstracts: a TD(0) bandit
+    # curriculum; posterior sampling toward a target difficulty; an IRT-sized hint); difficulty
+    # filtering's KL lower bound and Guide's efficiency analysis were not read (abstracts only)
     "sec",
+    "mopps",
+    "difficulty-filtering",
+    "seele",
+    "guide-grpo",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

@@ -144,3 +144,113 @@ def test_input_errors_are_one_line(name, kwargs, word):
 def test_wrong_problem_is_refused():
     with pytest.raises(ValueError, match="curriculum"):
         sec.sec_path(make("calibration-bandit"), 5)
+
+
+def test_mopps_update_written_out_and_thompson_toward_the_target():
+    from theorylab.algorithms.policy_optimization import mopps
+
+    a, b = mopps.discounted_update(np.array(5.0), np.array(3.0), 2, 8, 0.9, 1.0, 1.0)
+    assert a == pytest.approx(0.9 * 5 + 0.1 * 1 + 2) and b == pytest.approx(0.9 * 3 + 0.1 + 6)
+    ch = mopps.MoPPSCurriculum(1, 3, 8, target=0.5, lam=1.0, a0=1.0, b0=1.0)
+    ch.a[:] = [[1000.0, 500.0, 1.0]]  # posterior means ~1, 0.5 (sharp), ~0.5 (flat prior)
+    ch.b[:] = [[1.0, 500.0, 1.0]]
+    picks = [int(ch.choose(np.zeros((1, 3)), 0, np.random.default_rng(s))[0]) for s in range(200)]
+    assert picks.count(1) > 150 and picks.count(0) == 0
+
+
+def test_mopps_input_errors_are_one_line():
+    for kwargs, word in [(dict(target=1.0), "target"), (dict(lam=1.5), "lam"), (dict(a0=0), "a0")]:
+        with pytest.raises(ValueError, match=word) as err:
+            tl.run("mopps", "curriculum:K=3", iterations=5, **kwargs)
+        assert "\n" not in str(err.value)
+
+
+def test_difficulty_filter_band_and_batch_step_written_out():
+    from theorylab.algorithms.policy_optimization import difficulty_filtering as df
+
+    rbar = np.arange(9) / 8
+    assert df.keep_group(rbar, 8, None, None).tolist() == [False] + [True] * 7 + [False]
+    assert df.keep_group(rbar, 8, 0.25, 0.5).tolist() == [r in (2, 3, 4) for r in range(9)]
+    # one learner, one category, batch of 3: the step is (eta / n) sum of rbar (1 - rbar)
+    inst = CurriculumBandit(np.array([0.0, 0.0]), G=4, eta=0.6)
+    rates, rollouts, informative = df.filtered_updates(
+        inst, 1, 3, False, None, None, 1, 1, np.random.default_rng(5)
+    )
+    rng = np.random.default_rng(5)
+    c = rng.integers(0, 2, size=(1, 3))
+    rb = rng.binomial(4, 0.5 * np.ones((1, 3))) / 4
+    theta = np.zeros(2)
+    np.add.at(theta, c[0], 0.6 / 3 * rb[0] * (1 - rb[0]))
+    assert np.allclose(rates[0, 1], expit(theta)) and rollouts[0, 1] == 12
+
+
+def test_filtered_batches_are_full_of_signal_and_cost_more_rollouts_per_update():
+    kw = dict(iterations=20, batch=8, learners=16)
+    f = tl.run("difficulty-filtering", "curriculum:K=6,G=8,eta=1.0", filtering=True, **kw)
+    b = tl.run("difficulty-filtering", "curriculum:K=6,G=8,eta=1.0", filtering=False, **kw)
+    assert np.all(f.entropy[1:] == 1.0) and np.all(b.entropy[1:] < 1.0)
+    assert np.all(b.regularised == np.arange(21) * 64) and f.regularised[-1] > b.regularised[-1]
+    with pytest.raises(ValueError, match="low must be <= high"):
+        tl.run("difficulty-filtering", "curriculum:K=3", iterations=2, low=0.8, high=0.2)
+
+
+def test_seele_fit_recovers_a_known_item_and_inverts_it():
+    from theorylab.algorithms.policy_optimization import seele
+
+    h = np.linspace(0, 1, 11)
+    G = 10**6  # near-exact frequencies
+    k = np.rint(G * expit(-2.0 + 5.0 * h))
+    a, b = seele.fit_irt(h[None], k[None], G, ridge=0.0)
+    assert a[0] == pytest.approx(-2.0, abs=1e-3) and b[0] == pytest.approx(5.0, abs=1e-3)
+    # h = (logit(p*) - alpha) / beta, clipped; beta <= 0 keeps the previous hint
+    got = seele.next_hint(np.array([-2.0, -2.0, 3.0]), np.array([5.0, -1.0, 1.0]), 0.5,
+                          np.array([0.7, 0.7, 0.7]))  # fmt: skip
+    assert np.allclose(got, [0.4, 0.7, 0.0])
+
+
+def test_seele_first_rounds_and_inputs():
+    r = tl.run("seele", "curriculum:K=3,eta=0,hint=6", iterations=3, learners=2)
+    assert np.allclose(r.policies[1], 0.0) and np.allclose(r.policies[2], 1.0)
+    with pytest.raises(ValueError, match="hints"):
+        tl.run("seele", "curriculum:K=3", iterations=3)
+    with pytest.raises(ValueError, match="schedule"):
+        tl.run("seele", "curriculum:K=3,hint=6", iterations=3, schedule="best")
+    with pytest.raises(ValueError, match="window"):
+        tl.run("seele", "curriculum:K=3,hint=6", iterations=3, window=1)
+
+
+def test_guide_update_written_out_for_one_prompt():
+    """A fixed draw: the step is (1/G) sum_i w_i A_i (e_{y_i} - pi), w = pi/pi_h on hinted rows."""
+    from scipy.special import softmax
+
+    from theorylab.algorithms.policy_optimization import guide
+
+    theta = np.array([[0.0, -4.0, 1.0]])
+    corr = np.array([[False, True, False]])
+    rng = np.random.default_rng(11)
+    step, adv = guide.guide_update(theta, corr, 5.0, 4, "guide", rng)
+    rng = np.random.default_rng(11)
+    pi = softmax(theta, axis=1)
+    from theorylab.kernels.sampling import draws_per_row
+
+    y = draws_per_row(rng, pi, 4)[0]
+    w = np.ones(4)
+    if not corr[0, y].any():
+        pi_h = softmax(theta + 5.0 * corr, axis=1)
+        y = draws_per_row(rng, pi_h, 4)[0]
+        w = pi[0, y] / pi_h[0, y]
+    r = corr[0, y].astype(float)
+    a = r - r.mean()
+    want = sum(w[i] * a[i] * (np.eye(3)[y[i]] - pi[0]) for i in range(4)) / 4
+    assert np.allclose(step[0], want, atol=1e-15) and np.allclose(adv[0], a)
+
+
+def test_guide_grpo_mode_never_hints_and_inputs():
+    r = tl.run("guide-grpo", "answer-bandit:P=4,A=5,rare=6", iterations=3, mode="grpo", learners=4)
+    assert r.policies.shape == (4, 4, 5) and np.isnan(r.regularised[0])
+    with pytest.raises(ValueError, match="mode"):
+        tl.run("guide-grpo", "answer-bandit", iterations=2, mode="hinted")
+    with pytest.raises(ValueError, match="group"):
+        tl.run("guide-grpo", "answer-bandit", iterations=2, group=1)
+    with pytest.raises(Exception, match="rare"):
+        make("answer-bandit:rare=-1")

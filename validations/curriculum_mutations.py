@@ -5,7 +5,15 @@ to ``mutations.MUTATIONS``:
   its mean absolute advantage, so the curriculum chases the easiest categories
   (``sec.sec_reward``);
 * ``dump-bonus-dropped``: DUMP's UCB index without its exploration term (greedy on the mean
-  absolute advantage after one pull each) (``dump.ucb_scores`` at bonus 0).
+  absolute advantage after one pull each) (``dump.ucb_scores`` at bonus 0);
+* ``mopps-posterior-frozen``: MoPPS never updates its posteriors, so its Thompson draws are prior
+  draws and the choice is random (``mopps.discounted_update`` returns its input);
+* ``difficulty-filter-dropped``: the balanced filter keeps every group, zero-variance ones
+  included (``difficulty_filtering.keep_group`` always true);
+* ``seele-irt-slope-ignored``: SEELE inverts its item with slope 1 instead of the fitted beta
+  (``seele.next_hint``);
+* ``guide-importance-weights-dropped``: Guide trains on its hinted rollouts with weight 1, i.e. on
+  the hinted objective (``guide.importance_ratio`` returns ones).
 """
 
 from __future__ import annotations
@@ -41,6 +49,58 @@ def dump_bonus_dropped(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def mopps_posterior_frozen(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import mopps
+
+    def frozen(a, b, k, G, lam, a0, b0):
+        return a, b  # the bug: the observation is dropped
+
+    with _patched(mopps, "discounted_update", frozen):
+        yield
+
+
+@contextlib.contextmanager
+def difficulty_filter_dropped(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import difficulty_filtering
+
+    def keep_all(rbar, G, low, high):
+        return np.ones(np.shape(rbar), dtype=bool)  # the bug: nothing is filtered
+
+    with _patched(difficulty_filtering, "keep_group", keep_all):
+        yield
+
+
+@contextlib.contextmanager
+def seele_irt_slope_ignored(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import seele
+
+    original = seele.next_hint
+
+    def unit_slope(alpha, beta, target, previous):
+        return original(alpha, np.ones_like(beta), target, previous)  # the bug: beta dropped
+
+    with _patched(seele, "next_hint", unit_slope):
+        yield
+
+
+@contextlib.contextmanager
+def guide_importance_weights_dropped(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import guide
+
+    def ones(pi, pi_hint):
+        return np.ones(np.shape(pi))  # the bug: the hinted rollouts taken as on-policy
+
+    with _patched(guide, "importance_ratio", ones):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -56,6 +116,38 @@ MUTATIONS = (
             "mutation",
             "DUMP's UCB index without its exploration bonus (greedy)",
             dump_bonus_dropped,
+        )
+    ),
+    register_control(
+        Control(
+            "mopps-posterior-frozen",
+            "mutation",
+            "MoPPS's posteriors never updated (Thompson draws from the prior)",
+            mopps_posterior_frozen,
+        )
+    ),
+    register_control(
+        Control(
+            "difficulty-filter-dropped",
+            "mutation",
+            "balanced difficulty filtering keeps every group (no filter)",
+            difficulty_filter_dropped,
+        )
+    ),
+    register_control(
+        Control(
+            "seele-irt-slope-ignored",
+            "mutation",
+            "SEELE inverts its item-response model with slope 1, not the fitted one",
+            seele_irt_slope_ignored,
+        )
+    ),
+    register_control(
+        Control(
+            "guide-importance-weights-dropped",
+            "mutation",
+            "Guide's hinted rollouts used without their importance weights",
+            guide_importance_weights_dropped,
         )
     ),
 )

@@ -29,19 +29,28 @@ records it. Registered:
 * ``rlcr-pg`` (:mod:`.rlcr`): exact softmax PG on a correctness + Brier calibration reward over
   (answer, confidence level) (Damani et al. 2025; seed row 002-004#B6).
 * ``sec`` (:mod:`.sec`), ``dump`` (:mod:`.dump`): curricula over problem categories of a
-  synthetic RLVR learner, chosen by the absolute advantage (seed rows 002-004#B2, B3).
+  synthetic RLVR learner, chosen by the absolute advantage (seed rows 002-004#B2, B3);
+  ``mopps`` (:mod:`.mopps`): discounted Beta posteriors and Thompson sampling toward a target
+  pass rate (seed row 000#72); ``difficulty-filtering`` (:mod:`.difficulty_filtering`): GRPO
+  batches of intermediate-accuracy groups only (seed row 001#58); ``seele`` (:mod:`.seele`):
+  hints sized by a fitted item-response model toward a target accuracy (seed row 002-004#G9);
+  ``guide-grpo`` (:mod:`.guide`): hinted, importance-weighted rollouts on all-fail prompts
+  (seed row 002-004#G7).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
     alignment_asymptotics,
     demonstration_regularised,
+    difficulty_filtering,
     divergence_choice,
+    guide,
     dump,
     kl_bayesian_inference,
     leverage_average,
     max_at_k,
     mdpo,
     mirror_learning,
+    mopps,
     on_policy_data,
     policy_cliff,
     reasoning_boundary,
@@ -49,6 +58,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     rlvr_support,
     rpg,
     sec,
+    seele,
     staq,
     trpo,
 )
