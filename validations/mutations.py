@@ -1807,3 +1807,9 @@ MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)
 from theorylab.validations import sqirl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 30 (icvar30)
+# ICVaR-L / ICVaR-HF (validations/claims/risk_icvar_fa.py, seed 001#48)
+from theorylab.validations import icvar_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *icvar_mutations.MUTATIONS)
