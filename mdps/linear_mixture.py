@@ -11,7 +11,7 @@ row a distribution) and ``theta`` lies on the simplex, so that every mixture ``s
 is a transition kernel and ``||theta||_2 <= 1``. For any value function ``f (S')`` the expectation
 is linear in theta through the *value features*
 
-    phi_f(s, a) = sum_{s'} phi(s' | s, a) f(s')  in R^d,    E_{P(.|s,a)}[f] = < phi_f(s, a), theta >,
+    phi_f(s, a) = sum_{s'} phi(s' | s, a) f(s')  in R^d,   E_{P(.|s,a)}[f] = <phi_f(s, a), theta>,
 
 the identity every linear-mixture learner regresses on (:func:`value_features`).
 

@@ -43,8 +43,9 @@ the regressor is ``phi_f(s_h, a_h)`` and the target ``f(s_{h+1})`` for
 ``f = (x_hat - V_{h+1})^+``, x_hat the breakpoint the plan chose at (s_h, a_h); Sigma = lambda I +
 sum of the regressor outer products (Sherman-Morrison), theta_hat = Sigma^-1 sum (regressor
 target). Whatever the regressors, the self-normalised bound (Abbasi-Yadkori et al. 2011, Thm 2)
-gives, with the targets in [0, H] (noise sub-Gaussian with sigma = H/2) and ``||theta||_2 <= S_theta``,
-``||phi||_2 <= L`` (L = H max_{s,a} ||sum_t phi(t|s,a)||_2 for a nonnegative basis)::
+gives, with the targets in [0, H] (noise sub-Gaussian with sigma = H/2),
+``||theta||_2 <= S_theta`` and ``||phi||_2 <= L`` (L = H max_{s,a} ||sum_t phi(t|s,a)||_2 for a
+nonnegative basis)::
 
     beta_k = bonus_scale * [ (H/2) sqrt( 2 log(1/delta) + d log(1 + n L^2 / (d lambda)) )
                              + sqrt(lambda) S_theta ],            n = (k - 1) H regressions
@@ -74,15 +75,16 @@ per-pair bonus above is the linear-bandit relaxation of that step.
 Deviations: ICVaR-HF refits the BTL MLE after each of the first ``REFIT_ALWAYS`` = 20
 comparisons and then only when their number has grown by ``REFIT_GROWTH`` = 1.1 (a lazy,
 geometric schedule: O(log K) refits, as in rarely-switching bandit algorithms; the Gram matrix
-and the bonus are updated every episode). ``bonus_scale`` / ``reward_bonus_scale`` (default 1: the radii above) multiply the
-radii; any value < 1 voids the guarantee and the claims that use one say so. Known rewards are
-used by ICVaR-L when the learner is told them, else their empirical means (1 for unvisited pairs).
-Stationary transitions only (the linear mixture model has one theta): stage-dependent
-environments raise ValueError.
+and the bonus are updated every episode). ``bonus_scale`` / ``reward_bonus_scale`` (default 1:
+the radii above) multiply the radii; any value < 1 voids the guarantee and the claims that use
+one say so. Known rewards are used by ICVaR-L when the learner is told them, else their
+empirical means (1 for unvisited pairs). ICVaR-HF breaks ties of its optimistic Q at random and
+plans without the H - h cap (see :meth:`ICVaRHF.argmax`). Stationary transitions only (the
+linear mixture model has one theta): stage-dependent environments raise ValueError.
 
 Bounds carried: ``chen2024-icvar-l-thm1`` (upper), ``chen2024-icvar-l-lower`` (lower),
-``chen2024-icvar-hf-thm3`` (ICVaR-HF). Measured (claims ``icvar-l-linear-mixture``,
-``icvar-hf-preference``): see docs/algorithms/icvar-l.md.
+none for ICVaR-HF (its bound is in eluder dimensions D_P, D_R, which have no card). Measured
+(claim ``icvar-l-linear-mixture``; ICVaR-HF has no claim): see docs/algorithms/icvar-l.md.
 
 State arrays carry a leading seed axis B; seeds are independent (no cross-seed randomness), so a
 seed's run is the same alone or in a batch.
@@ -109,9 +111,10 @@ def icvar_l_beta(
 ) -> float:
     """``(H/2) sqrt(2 log(1/delta) + d log(1 + n L^2 / (d lam))) + sqrt(lam) theta_norm``:
     the self-normalised radius of the CVaR-adapted ridge regression (module docstring, [M])."""
-    return 0.5 * H * math.sqrt(
-        2.0 * math.log(1.0 / delta) + d * math.log(1.0 + n * L * L / (d * lam))
-    ) + math.sqrt(lam) * theta_norm
+    return (
+        0.5 * H * math.sqrt(2.0 * math.log(1.0 / delta) + d * math.log(1.0 + n * L * L / (d * lam)))
+        + math.sqrt(lam) * theta_norm
+    )
 
 
 def optimistic_cvar_backup(
