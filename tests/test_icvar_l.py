@@ -161,7 +161,7 @@ def test_btl_oracle_frequencies():
     assert abs(y.mean() - 1 / (1 + math.exp(-1))) < 0.035
 
 
-def test_icvar_hf_learns_reward_shape_and_hides_rewards():
+def test_icvar_hf_runs_blind_to_rewards():
     m = make("linear-mixture:S=5,A=2,d=4,H=3,seed=13,concentration=1.0")
     r = tl.run("icvar-hf", m.name, episodes=60, seeds=2, alpha=0.25, basis=m.basis,
                known_rewards=False, reward_bonus_scale=0.05)  # fmt: skip
