@@ -63,6 +63,7 @@ LOWER_BOUNDS: dict[str, str] = {
     "wang2023-cvar-continuous": "wang2023-cvar-lower",
     "du2023-icvar-thm1": "du2023-icvar-lower-visitation",
     "vi-lcb-upper": "vi-lcb-lower",
+    "chen2024-icvar-l-thm1": "chen2024-icvar-l-lower",
 }
 
 

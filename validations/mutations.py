@@ -1808,7 +1808,13 @@ from theorylab.validations import sqirl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
 # ----------------------------------------------------------------------------- issue 28 (tier B)
-# SEC and DUMP curricula (validations/claims/curriculum.py)
+# SEC, DUMP, MoPPS, difficulty filtering, SEELE, Guide (validations/claims/curriculum.py)
 from theorylab.validations import curriculum_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *curriculum_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 30 (icvar30)
+# ICVaR-L / ICVaR-HF (validations/claims/risk_icvar_fa.py, seed 001#48)
+from theorylab.validations import icvar_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *icvar_mutations.MUTATIONS)

@@ -234,3 +234,62 @@ CARDS = (
         notes=ZHAO_NOTES,
     ),
 )
+
+# ----------------------------------------------------------------- ICVaR-L (seed 001#48), issue 30
+CHEN = dict(
+    authors="Chen, Du, Hu, Wang, Wu, Huang",
+    title=(
+        "Provably Efficient Iterated CVaR Reinforcement Learning with Function Approximation "
+        "and Human Feedback"
+    ),
+    venue="ICLR",
+    year=2024,
+    arxiv="2307.02842",
+    url="https://huggingface.datasetlab.ai/papers/2307.02842.md",
+)
+CHEN_SETTING = (
+    "episodic linear mixture MDP P(s'|s,a) = <phi(s'|s,a), theta> with known d-dimensional "
+    "features, iterated CVaR_alpha objective (per-step CVaR recursion, Du et al. 2023), fixed "
+    "initial state, rewards in [0,1], alpha in (0,1], K episodes"
+)
+CHEN_NOTES = (
+    "[S] Read from a public review summary of the full text (theory.md 4.4); the theorem "
+    "statements themselves were not read. O~ / Omega statements: log factors are not carried, "
+    "C / c are unspecified constants.",
+    "The upper and lower bounds match in d and K only: the alpha exponents differ by 2 "
+    "(alpha^-(H+1) vs alpha^-(H-1)), a factor 1/alpha in the regret.",
+)
+
+CARDS = (
+    *CARDS,
+    Bound(
+        name="chen2024-icvar-l-thm1",
+        printed="C*sqrt(alpha^(-(H + 1))*(d^2*H^4 + d*H^6)*K)",
+        order_printed="sqrt(alpha^(-(H + 1))*(d^2*H^4 + d*H^6)*K)",
+        kind="upper",
+        quantity="regret",
+        probability="1 - delta",
+        setting=CHEN_SETTING + "; ICVaR-L",
+        source=Source(**CHEN, theorem="Theorem 1 (ICVaR-L regret) [S]"),
+        provenance="S",
+        version="[S] review summary: O~(sqrt(alpha^-(H+1) (d^2 H^4 + d H^6) K))",
+        notes=CHEN_NOTES
+        + (
+            "At C = 1 it exceeds the trivial bound K H until K > alpha^-(H+1) (d^2 H^4 + d H^6) "
+            "/ H^2 (the informative K; tests/test_icvar_l.py writes it out).",
+        ),
+    ),
+    Bound(
+        name="chen2024-icvar-l-lower",
+        printed="c*d*sqrt(alpha^(-(H - 1))*K)",
+        order_printed="d*sqrt(alpha^(-(H - 1))*K)",
+        kind="lower",
+        quantity="regret",
+        probability="expectation, minimax (over linear mixture instances of dimension d)",
+        setting=CHEN_SETTING,
+        source=Source(**CHEN, theorem="lower bound, section 4.1 [S]"),
+        provenance="S",
+        version="[S] review summary: Omega(d sqrt(alpha^-(H-1) K))",
+        notes=CHEN_NOTES + ("The hard instance was not read; no family here reproduces it.",),
+    ),
+)

@@ -1,0 +1,220 @@
+"""Claims of seed paper 001#48 (Chen et al. ICLR 2024): ICVaR-L and ICVaR-HF on linear mixture
+MDPs (``theorylab.algorithms.online.icvar_l``; issue 30).
+
+``icvar-l-linear-mixture``: exact planning identities against independent planners (alpha = 1 is
+risk-neutral backward induction, every alpha is the sorting-based iterated-CVaR DP), monotonicity
+in alpha, sublinear regret against the exact iterated-CVaR optimum, Theorem 1's bound at C = 1
+where it is informative, and the measured d-dependence beside the lower bound's. Control: the
+registered mutation ``icvar-l-risk-neutral-backup`` (the learner backs up the expectation in place
+of the CVaR), which converges to the risk-neutral policy and has linear regret.
+
+ICVaR-HF has no claim: at the paper-form radii and at tuned ones it is still in its linear
+burn-in at the K a claim can afford here (docs/algorithms/icvar-l.md gives the measurements).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from theorylab.validations.claim import Check, Report, ScaledClaim, save_claim_figure
+from theorylab.validations.registry import register_validation
+
+EXACT_TOL = 1e-12
+ALPHAS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0)
+LEARN_MDP = "linear-mixture:S=5,A=2,d=4,H=3,seed=13,concentration=1.0"
+BOUND_MDP = "linear-mixture:S=5,A=2,d=4,H=2,seed=12,concentration=1.0"
+
+
+def informative_k(alpha: float, d: int, H: int) -> float:
+    """The K above which chen2024-icvar-l-thm1 at C = 1 is below the trivial bound K H:
+    ``sqrt(alpha^-(H+1) (d^2 H^4 + d H^6) K) < K H``  <=>  ``K > alpha^-(H+1) (d^2 H^4 + d H^6)
+    / H^2``."""
+    return alpha ** (-(H + 1)) * (d * d * H**4 + d * H**6) / H**2
+
+
+def loglog_slope(cum: np.ndarray, lo: float = 0.5) -> float:
+    """Least-squares slope of log R(k) on log k over k in [lo K, K] (seed-mean curve ``(K,)``)."""
+    K = cum.shape[0]
+    k = np.unique(np.geomspace(max(1, int(lo * K)), K, 50).astype(int))
+    return float(np.polyfit(np.log(k), np.log(np.maximum(cum[k - 1], 1e-12)), 1)[0])
+
+
+def _exact_checks(n_mdps: int, seed: int) -> list[Check]:
+    from theorylab.algorithms.online import icvar_l
+    from theorylab.algorithms.planning.finite_horizon import backward_induction
+    from theorylab.algorithms.risk.iterated_cvar import iterated_cvar_planning
+    from theorylab.mdps import make
+
+    err_dp, err_neutral, worst_drop, below_worst = 0.0, 0.0, 0.0, 0.0
+    for i in range(n_mdps):
+        m = make(f"linear-mixture:S=5,A=2,d=3,H=3,seed={seed + i},concentration=0.5")
+        values = []
+        for alpha in ALPHAS:
+            V = np.zeros((1, m.horizon + 1, m.S))
+            eye = np.eye(m.d)[None]
+            for h in range(m.horizon - 1, -1, -1):  # the learner's backup at theta, beta = 0
+                tail, _ = icvar_l.optimistic_cvar_backup(
+                    m.basis, m.theta[None], eye, V[:, h + 1], alpha, 0.0
+                )
+                V[:, h] = (m.reward(h)[None] + tail).max(axis=2)
+            ref = iterated_cvar_planning(m, alpha)
+            err_dp = max(err_dp, float(np.abs(V[0] - ref.V).max()))
+            values.append(ref.value)
+            if alpha == 1.0:
+                bi = backward_induction(m)
+                err_neutral = max(err_neutral, float(np.abs(V[0] - bi.V).max()))
+        worst_drop = max(worst_drop, float(-np.diff(values).min()))
+        below_worst = max(below_worst, iterated_cvar_planning(m, 0.0).value - values[0])
+    return [
+        Check(
+            "alpha = 1 is risk-neutral backward induction",
+            err_neutral <= EXACT_TOL,
+            f"max |V_(alpha=1) - V*_BI| = {err_neutral:.2e} over {n_mdps} linear mixture MDPs "
+            "(the learner's backup at the true theta, no bonus)",
+            {"max_error": err_neutral},
+        ),
+        Check(
+            "the dual-form backup equals the sorting iterated-CVaR DP at every alpha",
+            err_dp <= EXACT_TOL,
+            f"max |V - V_DP| = {err_dp:.2e} over alpha in {ALPHAS}",
+            {"max_error": err_dp},
+        ),
+        Check(
+            "V*_alpha is non-decreasing in alpha, above the worst path",
+            worst_drop <= EXACT_TOL and below_worst <= EXACT_TOL,
+            f"largest decrease along alpha {worst_drop:.2e}; worst-path value minus V*_0.05: "
+            f"{below_worst:.2e} (both <= 1e-12)",
+            {"worst_drop": worst_drop},
+        ),
+    ]
+
+
+@dataclass(frozen=True)
+class ICVaRLinearMixture(ScaledClaim):
+    name: str = "icvar-l-linear-mixture"
+    statement: str = (
+        "TUNED BONUS for the regret-rate checks (bonus_scale 0.1, not the paper-form radius; the "
+        "bound check runs the paper-form radius). ICVaR-L (Chen et al. ICLR 2024, reconstructed: "
+        "CVaR-adapted ridge regression on a linear mixture model, optimistic dual-form CVaR "
+        "backup over the S breakpoints). (i) On random linear-mixture MDPs (S = 5, A = 2, d = 3, "
+        "H = 3) its backup at the true theta and beta = 0 equals risk-neutral backward induction "
+        "at alpha = 1 and the sorting iterated-CVaR DP at every alpha to 1e-12; (ii) V*_alpha is "
+        "non-decreasing in alpha and >= the worst-path value; (iii) on " + LEARN_MDP + " at "
+        "alpha = 0.25 (the risk-neutral policy loses 0.227 per episode) the seed-mean regret per "
+        "episode over the last quarter is <= 0.1 and (full) the log-log slope of the cumulative "
+        "regret over [K/2, K] is <= 0.7; (iv, full) on " + BOUND_MDP + " (alpha = 0.25, "
+        "bonus_scale 1) every seed's regret at K = 10000 is below chen2024-icvar-l-thm1 at C = 1, "
+        "informative from K = 8192 (VACUOUS, not passed, below that), and the d-dependence of "
+        "R(K) over d in {2, 4, 8} is reported beside the lower bound's d^1. At the paper-form "
+        "radius ICVaR-L is still exploring at K = 3000 on the (iii) instance (optimistic V_1 "
+        "1.85 vs V* 0.79; regret 335), so (iii) uses the tuned scale. "
+        "Quick: 6 MDPs, K = 1500, 4 seeds; full: 20 MDPs, K = 3000, 4 seeds, plus (iv) (4 seeds; "
+        "the d sweep at K = 2000)."
+    )
+    scales: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "quick": {"mdps": 6, "K": 1500, "seeds": 4, "bound_K": 0, "d_sweep": 0},
+            "full": {"mdps": 20, "K": 3000, "seeds": 4, "bound_K": 10_000, "d_sweep": 2000},
+        }
+    )
+    alpha: float = 0.25
+    bonus_scale: float = 0.1
+
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep: Report) -> None:
+        import theorylab as tl
+        from theorylab.mdps import make
+
+        rep.checks.extend(_exact_checks(cfg["mdps"], seed))
+        m = make(LEARN_MDP)
+        r = tl.run("icvar-l", LEARN_MDP, episodes=cfg["K"], seeds=cfg["seeds"], seed=seed,
+                   alpha=self.alpha, basis=m.basis, bonus_scale=self.bonus_scale)  # fmt: skip
+        cum = np.asarray(r.cumulative_regret).mean(axis=0)  # (K,)
+        K = cum.shape[0]
+        slope, late = loglog_slope(cum), float(np.diff(cum)[-K // 4 :].mean())
+        full = cfg["bound_K"] > 0
+        rep.checks.append(
+            Check(
+                "regret against the exact ICVaR optimum is sublinear",
+                late <= 0.1 and (slope <= 0.7 or not full),
+                f"last-quarter regret per episode {late:.4f} (<= 0.1; the risk-neutral policy "
+                f"loses 0.227); log-log slope over [K/2, K] = {slope:.3f} "
+                + ("(<= 0.7)" if full else "(tested at full scale)")
+                + f"; R(K) = {cum[-1]:.1f} at K = {K}, {cfg['seeds']} seeds",
+                {"slope": slope, "late": late, "final": float(cum[-1])},
+            )
+        )
+        curves = {"ICVaR-L (alpha = 0.25, bonus_scale 0.1)": np.asarray(r.cumulative_regret)}
+        mb = make(BOUND_MDP)
+        H, d = mb.horizon, mb.d
+        k_inf = informative_k(self.alpha, d, H)
+        if cfg["bound_K"]:
+            rb = tl.run("icvar-l", BOUND_MDP, episodes=cfg["bound_K"], seeds=cfg["seeds"],
+                        seed=seed, alpha=self.alpha, basis=mb.basis)  # fmt: skip
+            Kb = cfg["bound_K"]
+            bound = math.sqrt(self.alpha ** (-(H + 1)) * (d * d * H**4 + d * H**6) * Kb)
+            worst = float(np.asarray(rb.cumulative_regret)[:, -1].max())
+            informative = Kb > k_inf
+            rep.checks.append(
+                Check(
+                    "below chen2024-icvar-l-thm1 at C = 1",
+                    informative and worst <= bound,
+                    f"max over seeds R(K) = {worst:.1f} vs bound {bound:.1f} (trivial K H = "
+                    f"{Kb * H}) at K = {Kb}; informative from K = {k_inf:.0f}",
+                    {"worst": worst, "bound": bound, "informative_from": k_inf},
+                    status=None if informative else "VACUOUS",
+                )
+            )
+        else:
+            rep.checks.append(
+                Check(
+                    "below chen2024-icvar-l-thm1 at C = 1",
+                    True,
+                    f"not run at this scale: on {BOUND_MDP} the bound is informative only from "
+                    f"K = {k_inf:.0f} (full scale runs K = 10000)",
+                    {"informative_from": k_inf},
+                    status="VACUOUS",
+                )
+            )
+        if cfg["d_sweep"]:
+            ds, finals = (2, 4, 8), []
+            for dd in ds:
+                spec = LEARN_MDP.replace("d=4", f"d={dd}")
+                rd = tl.run("icvar-l", spec, episodes=cfg["d_sweep"], seeds=cfg["seeds"],
+                            seed=seed, alpha=self.alpha, basis=make(spec).basis,
+                            bonus_scale=self.bonus_scale)  # fmt: skip
+                finals.append(float(np.asarray(rd.cumulative_regret)[:, -1].mean()))
+            pos = [i for i, v in enumerate(finals) if v > 0]
+            expo = (
+                float(np.polyfit(np.log(np.take(ds, pos)), np.log(np.take(finals, pos)), 1)[0])
+                if len(pos) >= 2
+                else float("nan")
+            )
+            rep.checks.append(
+                Check(
+                    "d-dependence of the regret (measured, beside the cards)",
+                    True,
+                    f"mean R(K = {cfg['d_sweep']}) at d = {ds}: "
+                    + ", ".join(f"{v:.1f}" for v in finals)
+                    + f"; fitted exponent in d {expo:.2f} (over the d with positive regret). "
+                    "Lower bound "
+                    "Omega(d sqrt(alpha^-(H-1) K)) (exponent 1, a minimax statement over hard "
+                    "instances, which these random instances are not); upper bound exponent "
+                    "between 1/2 (d < H^2) and 1. The instances differ with d (own gaps), so "
+                    "this is a measurement, not a test of either card",
+                    {"d": list(ds), "regret": finals, "exponent": expo},
+                    status="INFO",
+                )
+            )
+        if plot:
+            from theorylab.plotting import plot_regret
+
+            save_claim_figure(plot_regret(curves, title=f"{self.name}: {LEARN_MDP}"), plot)
+
+
+register_validation(
+    ICVaRLinearMixture(), controls=("icvar-l-risk-neutral-backup",), papers=("001#48",)
+)
