@@ -120,6 +120,9 @@ NO_THEOREM = {
     "mocan",
     "safety-primal-dual",
     "general-utility-pg",
+    # issue 30 (helper drrpo30): DR-RPO's online learner; the paper's regret theorem was not read
+    # (abstract only), so its claim measures the regret's growth (docs/algorithms/dr-rpo-online.md)
+    "dr-rpo-online",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

@@ -242,7 +242,7 @@ def learn(
         raise ValueError(f"dr-rpo-online: loop must be one of {', '.join(LOOPS)}, got {loop!r}")
     S, A = model.S, model.A
     ref = np.full((S, A), 1.0 / A) if ref is None else np.asarray(ref, dtype=np.float64)
-    H = int(np.ceil(1.0 / (1.0 - model.gamma))) if horizon is None else int(horizon)
+    H = int(np.ceil(1.0 / (1.0 - model.gamma) - 1e-9)) if horizon is None else int(horizon)
     U = _uniforms(int(K), H, int(seed))
     c_b, r_l = bonus_coefficient(bonus), learner_radius(rho)
     if loop == "numpy":
