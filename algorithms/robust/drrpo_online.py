@@ -190,21 +190,26 @@ def _learn_kernel(phi, P, R, mu0, g, K, horizon, beta, eta, rho, c_b, lam, ref, 
                 f = phi[x, y]
                 bonus[x, y] = c_b * np.sqrt(f @ (Li @ f))
         log_ratio = np.log(pi) - log_ref
+        nu = np.empty(d)
         for _ in range(max_backups):
             vmin = V.min()
-            nu = np.full(d, -np.inf)
+            nu[:] = -np.inf
             for j in range(S):
-                clipped = np.minimum(V, V[j])
                 pen = rho * (V[j] - vmin)
                 for i in range(d):
-                    val = mu_hat[i] @ clipped - pen
+                    val = -pen
+                    for t in range(S):
+                        val += mu_hat[i, t] * min(V[t], V[j])
                     if val > nu[i]:
                         nu[i] = val
             step = 0.0
             for x in range(S):
                 v = 0.0
                 for y in range(A):
-                    q = min(R[x, y] + g * (phi[x, y] @ nu) + bonus[x, y], q_max)
+                    e = 0.0
+                    for i in range(d):
+                        e += phi[x, y, i] * nu[i]
+                    q = min(R[x, y] + g * e + bonus[x, y], q_max)
                     Q[x, y] = q
                     v += pi[x, y] * (q - beta * log_ratio[x, y])
                 step = max(step, abs(v - V[x]))
@@ -268,26 +273,32 @@ def learn(
 
 
 def robust_policy_value(
-    model: DRectangularMDP, pi: np.ndarray, reward: np.ndarray, rho: float, max_iter: int = 200
-) -> np.ndarray:
-    """The exact robust value (S,) of pi with per-pair reward (S, A) on the true d-rectangular TV
-    set, by the adversary's policy iteration: solve V = r_pi + gamma P_pi V under the worst kernel
-    of the last V (the core's :func:`factored_robust_expectation`), until that kernel repeats.
-    Each step is a linear solve, monotone non-increasing in V, and the kernel set searched is
-    finite (water-filling vertices), so it ends at the fixed point of the robust evaluation
-    operator (tests hold it to the core's value iteration to 1e-9)."""
+    model: DRectangularMDP,
+    pi: np.ndarray,
+    reward: np.ndarray,
+    rho: float,
+    P0: np.ndarray | None = None,
+    max_iter: int = 200,
+) -> tuple[np.ndarray, np.ndarray]:
+    """(V (S,), worst kernel (S, A, S)): the exact robust value of pi with per-pair reward
+    (S, A) on the true d-rectangular TV set, by the adversary's policy iteration from the kernel
+    P0 of the set (the nominal one when None): solve V = r_pi + gamma P_pi V, replace P by the
+    worst kernel of that V (the core's :func:`factored_robust_expectation`), until it repeats.
+    V never increases along the way and the kernels searched are finitely many (water-filling
+    vertices), so it ends at the fixed point of the robust evaluation operator (tests hold it to
+    the core's value iteration to 1e-9)."""
     S = model.S
     r_pi = (pi * reward).sum(axis=1)
-    P = model.kernel()
-    V, last = None, None
+    P = model.kernel() if P0 is None else P0
+    V = np.zeros(S)
     for _ in range(max_iter):
         P_pi = np.einsum("sa,sat->st", pi, P)
         V = np.linalg.solve(np.eye(S) - model.gamma * P_pi, r_pi)
-        _, P = factored_robust_expectation(model.phi, model.mu, V, "tv", rho)
-        if last is not None and np.array_equal(P, last):
+        _, worst = factored_robust_expectation(model.phi, model.mu, V, "tv", rho)
+        if np.array_equal(worst, P):
             break
-        last = P
-    return V
+        P = worst
+    return V, P
 
 
 def exact_returns(
@@ -298,13 +309,15 @@ def exact_returns(
     not ``plain``), and the core's robust soft optimum J* -- the independent scoring: no learner
     estimate enters."""
     ref = np.full((model.S, model.A), 1.0 / model.A) if ref is None else np.asarray(ref)
-    J, J_plain = [], []
+    J, J_plain, P, P_plain = [], [], None, None  # each starts from the last worst kernel
     for pi in policies:
         with np.errstate(divide="ignore"):
             log_ratio = np.where(pi > 0, np.log(np.where(pi > 0, pi, 1.0)) - np.log(ref), 0.0)
-        J.append(float(robust_policy_value(model, pi, model.R - beta * log_ratio, rho) @ model.mu0))
+        V, P = robust_policy_value(model, pi, model.R - beta * log_ratio, rho, P)
+        J.append(float(V @ model.mu0))
         if plain:
-            J_plain.append(float(robust_policy_value(model, pi, model.R, rho) @ model.mu0))
+            V, P_plain = robust_policy_value(model, pi, model.R, rho, P_plain)
+            J_plain.append(float(V @ model.mu0))
         else:
             J_plain.append(np.nan)
     V_star, _ = robust_soft_optimum(model, beta, ref, rho)
