@@ -59,7 +59,11 @@ import numba
 import numpy as np
 
 from theorylab.algorithms.planning.robust import factored_robust_expectation
-from theorylab.algorithms.policy_optimization.path import PolicyPath, check_iterations
+from theorylab.algorithms.policy_optimization.path import (
+    PolicyPath,
+    check_iterations,
+    check_number,
+)
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.robust.drrpo import (
     PAPERS,
@@ -328,10 +332,10 @@ def exact_returns(
 def dr_rpo_online(
     problem,
     iterations,
-    rho: float = 0.1,
-    beta: float = 0.05,
+    rho: float = 0.3,
+    beta: float = 0.2,
     eta: float = 10.0,
-    bonus: float = 1.0,
+    bonus: float = 3.0,
     lam: float = 1.0,
     horizon: int = 0,
     features="tabular",
@@ -343,17 +347,12 @@ def dr_rpo_online(
     regularised optimistic Q, KL mirror ascent); every iterate scored exactly by the core."""
     who = "dr-rpo-online"
     K = check_iterations(who, iterations)
-    for name, value, positive in (
-        ("rho", rho, False),
-        ("beta", beta, True),
-        ("eta", eta, True),
-        ("bonus", bonus, False),
-        ("lam", lam, True),
-    ):
-        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
-        if not (ok and np.isfinite(value) and (value > 0 if positive else value >= 0)):
-            need = "> 0" if positive else ">= 0"
-            raise ValueError(f"{who}: {name} must be a finite number {need}, got {value!r}")
+    rho, bonus = (
+        check_number(who, n, v, positive=False) for n, v in (("rho", rho), ("bonus", bonus))
+    )
+    beta, eta, lam = (
+        check_number(who, n, v) for n, v in (("beta", beta), ("eta", eta), ("lam", lam))
+    )
     for name, value in (("horizon", horizon), ("sample_seed", sample_seed)):
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
             raise ValueError(f"{who}: {name} must be an integer >= 0, got {value!r}")
