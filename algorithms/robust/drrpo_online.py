@@ -49,6 +49,18 @@ Reconstructed [A] (from the abstract, the core, and the d-rectangular robust LSV
 Constants c_b (``bonus``), lam, eta, beta are this library's choices (the paper's were not read).
 The compiled loop (:func:`_learn_kernel`, numba) and the numpy loop (:func:`_learn_numpy`) are
 two implementations of the same learner from the same pre-drawn uniforms; tests hold them equal.
+
+Measured (claim ``dr-rpo-online-regret-sublinear``, gamma = 0.8, rho = 0.3, beta = 0.2,
+eta = 10, c_b = 3, K = 1600, 3 seeds): log-log slopes of the regret through K/4..K of 0.15 to
+0.36 -- below 1/2: with the KL term a policy's suboptimality is quadratic in its Q error, so the
+regret grows more slowly than sqrt(K). The bonus must be on the scale of gamma max V: the ridge
+estimate of an unvisited pair is mu_hat = 0, i.e. Q = r, pessimistic; c_b = 1 (and c_b = 0, the
+``dr-rpo-online-no-bonus`` control) locks the softmax out of actions it undervalued at the start
+(regret linear, slope 1.0, on the one-hot random MDP; with d = 4 shared features the ridge
+generalises and no bonus is needed there). On riverswim the robust optimum stays left and the
+nominal one swims right (robust gap 0.2 per episode): the rho = 0 learner
+(``dr-rpo-online-nominal``) has linear robust regret there; its regret against its own (soft-VI)
+optimum is still linear at K = 1600 (slope 1.0, exploring toward the far reward).
 """
 
 from __future__ import annotations
