@@ -131,6 +131,9 @@ NO_THEOREM = {
     # issue 30 (icvar30): ICVaR-HF's bound is in eluder dimensions D_P, D_R that have no card
     # (it has no claim: still in linear burn-in at affordable K, docs/algorithms/icvar-l.md)
     "icvar-hf",
+    # issue 30 (helper drrpo30): DR-RPO's online learner; the paper's regret theorem was not read
+    # (abstract only), so its claim measures the regret's growth (docs/algorithms/dr-rpo-online.md)
+    "dr-rpo-online",
 }
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.

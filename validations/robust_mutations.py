@@ -261,3 +261,44 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# DR-RPO online (issue 30, helper drrpo30): the two controls of dr-rpo-online-regret-sublinear
+
+
+@contextlib.contextmanager
+def dr_rpo_online_no_bonus(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import drrpo_online
+
+    with _patched(drrpo_online, "bonus_coefficient", lambda c: 0.0):  # the bug: no optimism
+        yield
+
+
+@contextlib.contextmanager
+def dr_rpo_online_nominal(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.robust import drrpo_online
+
+    with _patched(drrpo_online, "learner_radius", lambda rho: 0.0):  # the bug: rho dropped
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "dr-rpo-online-no-bonus",
+            "mutation",
+            "DR-RPO online without its upper-confidence bonus (c_b = 0): the ridge estimate alone",
+            dr_rpo_online_no_bonus,
+        )
+    ),
+    register_control(
+        Control(
+            "dr-rpo-online-nominal",
+            "mutation",
+            "DR-RPO online's backup uses the nominal (rho = 0) expectation: the non-robust "
+            "learner, scored against the robust optimum",
+            dr_rpo_online_nominal,
+        )
+    ),
+)

@@ -9,6 +9,8 @@ PolicyPath``, scored exactly at every iterate):
   kernels (Zouitine, Geist & Rachelson 2024; seed row 002-004#D1);
 * ``dr-rpo`` (:mod:`.drrpo`): KL-regularised robust policy mirror ascent on a d-rectangular TV
   set, the exact-model core of DR-RPO (Gu, He, Liu & Xu 2025; seed rows 000#22, 001#49);
+* ``dr-rpo-online`` (:mod:`.drrpo_online`): DR-RPO's sampled learner (ridge factors, elliptical
+  bonus, optimistic robust regularised Q), each iterate scored exactly by the core;
 * ``substate-dp`` (:mod:`.substates`): distributional DP with worst/best substates and safe /
   risky tie-breaking among optimal actions (Achab & Neu; seed row 000#73);
 * ``tc-rmdp`` (:mod:`.time_constrained`): time-constrained robust DP on (s, psi_prev) (seed row
@@ -21,6 +23,7 @@ PolicyPath``, scored exactly at every iterate):
 
 from theorylab.algorithms.robust import (  # noqa: F401
     drrpo,
+    drrpo_online,
     hinf_lq,
     iwocs,
     nondominated,

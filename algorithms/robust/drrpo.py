@@ -12,7 +12,8 @@ d-rectangular linear MDP; linear function approximation with an upper-confidence
 Reconstructed [A]/[M] -- and what is *not* built. This module is the exact-model (planning)
 core of DR-RPO, without the online estimation: the d-rectangular model is known, so there is no
 regression and no bonus, and "regret" is the exact-evaluation regret of the policy iterates
-sum_k (J* - J(pi_k)), not the paper's online regret over sampled episodes.
+sum_k (J* - J(pi_k)), not the paper's online regret over sampled episodes. The online learner
+(ridge factors, bonus, sampled episodes) is :mod:`theorylab.algorithms.robust.drrpo_online`.
 
 * Model [M] (Ma, Liao & Kosorok 2022's d-rectangular set): a discounted MDP whose kernel is
   P(.|s, a) = sum_i phi_i(s, a) mu_i with phi (S, A, d) on the simplex and factors mu (d, S);
