@@ -420,3 +420,27 @@ def rlhs_problem(
     return RLHSBandit(
         probe.phi, probe.rho, theta, probe.B, "rlhs", probe.ref, eta, scale * u, p_good, scale
     )
+
+
+# ------------------------------------------------------------------ sparse reward (RLHF vs DPO)
+def sparse_reward(
+    A: int = 64, d: int = 32, k: int = 2, norm: float = 2.0, eta: float = 0.5, seed: int = 0
+) -> KLBandit:
+    """One context, A responses with features phi ~ N(0, I_d), a true theta* with k non-zero
+    entries (+-norm / sqrt(k), summing to 0; k even), a uniform reference policy."""
+    for name, v, lo in (("A", A, 2), ("d", d, 2), ("k", k, 2)):
+        if isinstance(v, bool) or int(v) != v or v < lo:
+            raise PreferenceError(f"{name} must be an integer >= {lo}, got {v!r}")
+    if int(k) % 2 or k > d:
+        raise PreferenceError(f"k (non-zeros of theta*) must be even and <= d = {d}, got {k!r}")
+    if not (isinstance(norm, (int, float)) and norm > 0):
+        raise PreferenceError(f"norm (||theta*||) must be > 0, got {norm!r}")
+    A, d, k = int(A), int(d), int(k)
+    rng = np.random.default_rng(seed)
+    phi = rng.standard_normal((1, A, d))
+    theta = np.zeros(d)
+    support = rng.choice(d, size=k, replace=False)
+    theta[support] = np.tile([1.0, -1.0], k // 2) * norm / np.sqrt(k)
+    return KLBandit(
+        phi, np.ones(1), theta, 1.5 * norm, "sparse-reward", np.full((1, A), 1.0 / A), eta
+    )

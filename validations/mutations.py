@@ -1807,3 +1807,9 @@ MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)
 from theorylab.validations import sqirl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- 000#66 (dich29)
+# the RLHF / DPO dichotomy (validations/claims/preference_dichotomy.py)
+from theorylab.validations import dichotomy_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *dichotomy_mutations.MUTATIONS)
