@@ -204,5 +204,6 @@ def hedge_selfplay(game, oracle, iterations: int, eta: float = 0.05, m: int = 0)
     no-regret argument); m comparisons per response and iteration (0: exact win rates)."""
     return _self_play(game, oracle, iterations, 0.0, float(eta), m, "average")
 
+
 # ----------------------------------------------------------------------------- 000#66 (dich29)
 from theorylab.algorithms.preference import dichotomy  # noqa: E402, F401  (rlhf-sparse, dpo-loglinear)
