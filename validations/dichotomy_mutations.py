@@ -1,12 +1,16 @@
-"""Known-bug mutations of the RLHF / DPO dichotomy (seed 000#66), the controls of the claims in
-``validations/claims/preference_dichotomy.py``; appended to ``mutations.MUTATIONS``:
+"""Known-bug mutations of the RLHF / DPO dichotomy (seed 000#66) and IPL (000#21), the controls
+of the claims in ``validations/claims/preference_dichotomy.py`` and ``preference_ipl.py``;
+appended to ``mutations.MUTATIONS``:
 
 * ``rlhf-kl-anchor-dropped``: RLHF's policy step maximises E_pi r_hat with the KL anchor to the
   reference cut by 1000 (``dichotomy.best_in_class`` at beta / 1000): it no longer reaches the
   class optimum of the regularised objective V*;
 * ``rlhf-sparsity-dropped``: RLHF's reward model loses its sparse class (``dichotomy.
   REWARD_PENALTY = "l2"``: a ridge MLE on every feature, the dense class DPO's log-linear policy
-  class implies), so its sample advantage over DPO must vanish.
+  class implies), so its sample advantage over DPO must vanish;
+* ``ipl-bellman-term-dropped`` (seed 000#21, ``validations/claims/preference_ipl.py``): IPL's
+  implied reward r_Q = Q - gamma E[V_Q] loses its gamma E[V_Q] term (``ipl.bellman_discount``
+  returns 0), so the fitted Q is the reward itself and its softmax the myopic policy.
 """
 
 from __future__ import annotations
@@ -54,6 +58,27 @@ MUTATIONS = (
             "mutation",
             "RLHF's reward model fitted in the dense (ridge) class instead of the sparse one",
             rlhf_sparsity_dropped,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def ipl_bellman_term_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import ipl
+
+    with _patched(ipl, "bellman_discount", lambda mdp: 0.0):  # the bug: r_Q = Q
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "ipl-bellman-term-dropped",
+            "mutation",
+            "IPL's implied reward without its gamma E[V] term (r_Q = Q, seed 000#21)",
+            ipl_bellman_term_dropped,
         )
     ),
 )

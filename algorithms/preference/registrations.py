@@ -206,4 +206,7 @@ def hedge_selfplay(game, oracle, iterations: int, eta: float = 0.05, m: int = 0)
 
 
 # ----------------------------------------------------------------------------- 000#66 (dich29)
-from theorylab.algorithms.preference import dichotomy  # noqa: E402, F401  (rlhf-sparse, dpo-loglinear)
+from theorylab.algorithms.preference import (  # noqa: E402
+    dichotomy,  # noqa: F401  (registers rlhf-sparse, dpo-loglinear; 000#66)
+    ipl,  # noqa: F401  (registers ipl; 000#21)
+)
