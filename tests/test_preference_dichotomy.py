@@ -169,3 +169,72 @@ def test_controls_break_the_claims():
         dense = D.rlhf_sparse(b, data).theta[0]
     assert np.count_nonzero(np.abs(dense) > 1e-8) == 16
     assert np.count_nonzero(D.rlhf_sparse(b, data).theta[0]) < 16
+
+
+# ------------------------------------------------------------------ IPL (000#21)
+def _ipl_mdp(spec="random:S=4,A=2,gamma=0.9,seed=0"):
+    from theorylab.mdps import make
+    from theorylab.runners.problems import discounted_problem
+
+    return discounted_problem(make(spec), "ipl")
+
+
+def test_inverse_bellman_inverts_soft_value_iteration():
+    from theorylab.algorithms.planning.soft_value_iteration import soft_value_iteration
+    from theorylab.algorithms.preference import ipl as I
+
+    mdp = _ipl_mdp()
+    for tau in (0.1, 0.5, 2.0):
+        star = soft_value_iteration(mdp, tau)
+        # r_Q* = r for the soft-optimal Q* (written out: Q - gamma P [tau log mean exp(Q / tau)])
+        V = tau * np.log(np.mean(np.exp(star.Q / tau), axis=1))
+        r = star.Q - mdp.gamma * np.einsum("sat,t->sa", mdp.P, V)
+        assert np.abs(r - mdp.reward(0)).max() < 1e-9
+        assert np.abs(I.implied_reward(star.Q, mdp.P, mdp.gamma, tau) - r).max() < 1e-12
+
+
+def test_ipl_fit_recovers_the_soft_optimum_and_segments_are_a_distribution():
+    from theorylab.algorithms.planning.soft_value_iteration import soft_value_iteration
+    from theorylab.algorithms.preference import ipl as I
+
+    mdp = _ipl_mdp("random:S=3,A=3,gamma=0.8,seed=1")
+    M, w = I.segments(mdp, 2)
+    assert abs(w.sum() - 1) < 1e-12 and (M.sum(1) == 2).all() and (M.sum(0) > 0).all()
+    Q, _, val, floor = I.fit_ipl(mdp, 0.3, 2)
+    assert val - floor < 1e-9
+    assert np.ptp(I.implied_reward(Q, mdp.P, mdp.gamma, 0.3) - mdp.reward(0)) < 1e-5
+    pi = I.soft_values(Q, 0.3)[1]
+    assert np.abs(pi - soft_value_iteration(mdp, 0.3).policy).max() < 1e-6
+    res = tl.run("ipl", "random:S=3,A=3,gamma=0.8,seed=1", iterations=40, tau=0.3)
+    assert res.target_gap[-1] < 1e-10 and res.target_gap[0] > 1e-3
+
+
+def test_ipl_gradient_against_finite_differences():
+    from theorylab.algorithms.preference import ipl as I
+
+    mdp = _ipl_mdp()
+    M, w = I.segments(mdp, 1)
+    Rs = M @ mdp.reward(0).reshape(-1)
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(M.shape[0])
+    val, grad = I.preference_loss(x, Rs, w)
+    for k in range(5):
+        e = np.zeros_like(x)
+        e[k] = 1e-6
+        fd = (I.preference_loss(x + e, Rs, w)[0] - I.preference_loss(x - e, Rs, w)[0]) / 2e-6
+        assert abs(fd - grad[k]) < 1e-7
+
+
+def test_ipl_input_errors_and_control():
+    from theorylab.algorithms.planning.soft_value_iteration import soft_value_iteration
+    from theorylab.algorithms.preference import ipl as I
+    from theorylab.validations.dichotomy_mutations import ipl_bellman_term_dropped
+
+    mdp = _ipl_mdp()
+    with pytest.raises(I.IPLError, match="tau"):
+        I.fit_ipl(mdp, 0.0)
+    with pytest.raises(I.IPLError, match="segment_length"):
+        I.fit_ipl(mdp, 0.5, L=4)
+    with ipl_bellman_term_dropped():
+        Q, *_ = I.fit_ipl(mdp, 0.5, 2)
+    assert np.abs(I.soft_values(Q, 0.5)[1] - soft_value_iteration(mdp, 0.5).policy).max() > 1e-2

@@ -90,8 +90,8 @@ def preference_loss(R: np.ndarray, R_star: np.ndarray, w: np.ndarray):
     p = expit(R_star[:, None] - R_star[None, :])
     W = w[:, None] * w[None, :]
     val = float(-(W * p * log_expit(D)).sum())
-    G = W * (expit(D) - p)  # d/dD_ij of -p log s(D) - (1 - p) log s(-D), summed both ways
-    return val, G.sum(1) - G.sum(0)
+    G = W * (expit(D) - p)  # the pair {i, j}'s derivative in D_ij (G is antisymmetric)
+    return val, G.sum(1)
 
 
 def _check(mdp, tau: float, L: int) -> None:

@@ -30,7 +30,7 @@ def _reward_model_pipeline(mdp, M, w, tau: float) -> np.ndarray:
         R = M @ r
         D = R[:, None] - R[None, :]
         G = W * (expit(D) - p)
-        return float(-(W * p * log_expit(D)).sum()), M.T @ (G.sum(1) - G.sum(0))
+        return float(-(W * p * log_expit(D)).sum()), M.T @ G.sum(1)  # G antisymmetric
 
     r = minimize(loss, np.zeros(M.shape[1]), jac=True, method="BFGS", options={"gtol": 1e-12}).x
     r = np.clip(r - r.min(), 0.0, 1.0)  # a constant shift (no policy changes) into [0, 1]
