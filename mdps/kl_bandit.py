@@ -25,7 +25,9 @@ Instances (registered in ``mdps/families/kl_bandit_instances.py``):
 * ``gshf-coverage:S=2,eps=0.005,eta=0.5,gap=3`` -- poorly covered: one-hot features (d = S A),
   rewards (0.2, 0, -0.2, gap) - mean in every context, and a reference policy that gives the best
   action eps and the others (1 - eps) / 3 -- data drawn from ref x ref seldom compare the best
-  action, which the Gibbs policy plays with probability 0.66 at gap = 3, eta = 0.5.
+  action, which the Gibbs policy plays with probability 0.66 at gap = 3, eta = 0.5;
+* ``sparse-reward:A=64,d=32,k=2,norm=2,eta=0.5,seed=0`` -- one context, Gaussian features, a
+  k-sparse theta* (the RLHF / DPO sample-gap construction, docs/algorithms/rlhf-dpo-dichotomy.md).
 """
 
 from __future__ import annotations

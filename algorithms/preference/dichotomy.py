@@ -31,15 +31,18 @@ wins_ij = (mu_ij + mu_ji) sigma(r*_i - r*_j), ``hypo.population_wins``):
   (``hypo.dpo_loss``), i.e. the reward MLE over the implicit class {beta G theta}. When F = beta G
   (isomorphic classes) RLHF and DPO therefore coincide.
 
-Sample-complexity part [M]: a KL bandit (``sparse-reward``) whose true theta* (d features) has k
-non-zero entries. RLHF's reward class is the sparse one, fitted by the l1-penalised BTL MLE with
-lam_n = c sqrt(log(d) / n) (the standard sparse-logistic rate, Lasso-type [A]); DPO's policy class
+Sample-complexity part [M]: a KL bandit (``sparse-reward``, ``mdps.kl_bandit.sparse_reward``)
+whose true theta* (d features) has k non-zero entries. RLHF's reward class is the sparse one,
+fitted by the l1-penalised BTL MLE with lam_n = c sqrt(log(d) / n) (the standard sparse-logistic
+rate, Lasso-type [A]) and refitted on the selected support (the relaxed Lasso); DPO's policy class
 is log-linear in the same d features, with no sparsity in its parametrisation, fitted by the DPO
 loss with weight decay wd / n. DPO on a log-linear class is the dense (ridge) reward MLE of
 beta theta followed by the Gibbs policy -- checked in tests -- so the gap is the one between a
 sparse and a dense estimate: ~ k log(d) / n against ~ d / n. Had the policy class carried the
 sparsity (an l1 penalty on theta), DPO would coincide with sparse RLHF: the construction is about
 where the structure lives, in the reward model, as the paper's "implicitly sparse" reads.
+Measured (claim ``rlhf-dpo-sparse-sample-gap``, full scale, 16 seeds): eps = 0.1 reached by RLHF at
+n = 100 for d = 16, 32, 64 and by DPO at n = 400, 800, 3200.
 
 Registered algorithms (kind ``preference-offline``, a ``KLBandit`` and reference-policy pairs):
 ``rlhf-sparse`` (the l1 reward MLE, then its Gibbs policy) and ``dpo-loglinear`` (the DPO loss over
@@ -57,7 +60,7 @@ from scipy.special import expit, log_expit, logsumexp, softmax
 
 from theorylab.algorithms.preference.hypo import dpo_loss, population_wins
 from theorylab.algorithms.registry import register
-from theorylab.mdps.kl_bandit import KLBandit, kl_rows, sparse_reward  # noqa: F401
+from theorylab.mdps.kl_bandit import KLBandit, kl_rows
 from theorylab.mdps.preference import PairwiseDataset, PreferenceError
 
 # the reward model's penalty in ``rlhf-sparse`` ("l1": the sparse class; the control
