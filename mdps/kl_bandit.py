@@ -25,7 +25,9 @@ Instances (registered in ``mdps/families/kl_bandit_instances.py``):
 * ``gshf-coverage:S=2,eps=0.005,eta=0.5,gap=3`` -- poorly covered: one-hot features (d = S A),
   rewards (0.2, 0, -0.2, gap) - mean in every context, and a reference policy that gives the best
   action eps and the others (1 - eps) / 3 -- data drawn from ref x ref seldom compare the best
-  action, which the Gibbs policy plays with probability 0.66 at gap = 3, eta = 0.5.
+  action, which the Gibbs policy plays with probability 0.66 at gap = 3, eta = 0.5;
+* ``sparse-reward:A=64,d=32,k=2,norm=2,eta=0.5,seed=0`` -- one context, Gaussian features, a
+  k-sparse theta* (the RLHF / DPO sample-gap construction, docs/algorithms/rlhf-dpo-dichotomy.md).
 """
 
 from __future__ import annotations
@@ -419,4 +421,28 @@ def rlhs_problem(
     theta = probe.feedback_theta(feedback, accuracy)
     return RLHSBandit(
         probe.phi, probe.rho, theta, probe.B, "rlhs", probe.ref, eta, scale * u, p_good, scale
+    )
+
+
+# ------------------------------------------------------------------ sparse reward (RLHF vs DPO)
+def sparse_reward(
+    A: int = 64, d: int = 32, k: int = 2, norm: float = 2.0, eta: float = 0.5, seed: int = 0
+) -> KLBandit:
+    """One context, A responses with features phi ~ N(0, I_d), a true theta* with k non-zero
+    entries (+-norm / sqrt(k), summing to 0; k even), a uniform reference policy."""
+    for name, v, lo in (("A", A, 2), ("d", d, 2), ("k", k, 2)):
+        if isinstance(v, bool) or int(v) != v or v < lo:
+            raise PreferenceError(f"{name} must be an integer >= {lo}, got {v!r}")
+    if int(k) % 2 or k > d:
+        raise PreferenceError(f"k (non-zeros of theta*) must be even and <= d = {d}, got {k!r}")
+    if not (isinstance(norm, (int, float)) and norm > 0):
+        raise PreferenceError(f"norm (||theta*||) must be > 0, got {norm!r}")
+    A, d, k = int(A), int(d), int(k)
+    rng = np.random.default_rng(seed)
+    phi = rng.standard_normal((1, A, d))
+    theta = np.zeros(d)
+    support = rng.choice(d, size=k, replace=False)
+    theta[support] = np.tile([1.0, -1.0], k // 2) * norm / np.sqrt(k)
+    return KLBandit(
+        phi, np.ones(1), theta, 1.5 * norm, "sparse-reward", np.full((1, A), 1.0 / A), eta
     )

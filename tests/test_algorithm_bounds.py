@@ -135,6 +135,10 @@ NO_THEOREM = {
     # (abstract only), so its claim measures the regret's growth (docs/algorithms/dr-rpo-online.md)
     "dr-rpo-online",
 }
+# issue 29 (helper dich29): the RLHF / DPO dichotomy (000#66) states orderings and a sample gap,
+# no rate constant read (docs/algorithms/rlhf-dpo-dichotomy.md: its claims measure n_eps), and
+# IPL (000#21) states no rate (catalogue: "Not stated"; docs/algorithms/ipl.md)
+NO_THEOREM |= {"rlhf-sparse", "dpo-loglinear", "ipl"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

@@ -1818,3 +1818,9 @@ MUTATIONS = (*MUTATIONS, *curriculum_mutations.MUTATIONS)
 from theorylab.validations import icvar_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *icvar_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- 000#66 (dich29)
+# the RLHF / DPO dichotomy (validations/claims/preference_dichotomy.py)
+from theorylab.validations import dichotomy_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *dichotomy_mutations.MUTATIONS)

@@ -203,3 +203,10 @@ def hedge_selfplay(game, oracle, iterations: int, eta: float = 0.05, m: int = 0)
     """Hedge (unregularised OMD) self-play: its average iterate -> a von Neumann winner (the
     no-regret argument); m comparisons per response and iteration (0: exact win rates)."""
     return _self_play(game, oracle, iterations, 0.0, float(eta), m, "average")
+
+
+# ----------------------------------------------------------------------------- 000#66 (dich29)
+from theorylab.algorithms.preference import (  # noqa: E402
+    dichotomy,  # noqa: F401  (registers rlhf-sparse, dpo-loglinear; 000#66)
+    ipl,  # noqa: F401  (registers ipl; 000#21)
+)

@@ -27,3 +27,9 @@ register("gshf-coverage")(gshf_coverage)
 register("maxmin-groups")(maxmin_groups)
 register("rlhs")(rlhs_problem)
 register("spurious-coverage")(spurious_coverage)
+
+# sparse-reward:A=64,d=32,k=2,norm=2,eta=0.5,seed=0 -- a k-sparse theta* in d Gaussian features
+# (the RLHF / DPO sample-complexity construction, docs/algorithms/rlhf-dpo-dichotomy.md)
+from theorylab.mdps.kl_bandit import sparse_reward  # noqa: E402
+
+register("sparse-reward")(sparse_reward)
