@@ -75,6 +75,12 @@ def switch_threshold() -> float:
     return math.log(2.0)
 
 
+def switch_period() -> int:
+    """Also re-plan every this many steps (0: never by the clock; LOOP's rule is the determinant
+    alone -- a positive period is the non-lazy schedule a negative control runs)."""
+    return 0
+
+
 def radius_scale() -> float:
     """A multiplier on both confidence radii (1: the radii as written)."""
     return 1.0
@@ -91,9 +97,7 @@ def tabular_radius(S, A, t, delta, N):
 @njit(cache=True)
 def mixture_radius(d, t, delta, lam):
     """OFUL's ``sqrt(2 ln(1/delta) + d ln(1 + t / lambda)) + sqrt(lambda d)``."""
-    return math.sqrt(2.0 * math.log(1.0 / delta) + d * math.log(1.0 + t / lam)) + math.sqrt(
-        lam * d
-    )
+    return math.sqrt(2.0 * math.log(1.0 / delta) + d * math.log(1.0 + t / lam)) + math.sqrt(lam * d)
 
 
 def switch_cap(dim: int, T: int, L: float, lam: float = RIDGE) -> float:
@@ -199,7 +203,9 @@ def record(out, sw_out, gi, grid, t, cum, n_sw):
 
 
 @njit(cache=True)
-def loop_tabular_seed(P, cdf, R, T, delta, s0, rng_state, grid, H, scale, thresh, cap, max_rec):
+def loop_tabular_seed(
+    P, cdf, R, T, delta, s0, rng_state, grid, H, scale, thresh, period, cap, max_rec
+):
     """One seed of tabular LOOP: ``(reward_sum (G,), switches (G,), recs (4, max_rec),
     n_switches)`` (rec rows: start, gain_upper, covered, evi_iterations)."""
     S, A = R.shape
@@ -213,9 +219,9 @@ def loop_tabular_seed(P, cdf, R, T, delta, s0, rng_state, grid, H, scale, thresh
     pol = np.zeros(S, np.int64)
     logdet = S * A * math.log(RIDGE)
     last = logdet
-    s, gi, cum, n_sw = s0, 0, 0.0, 0
+    s, gi, cum, n_sw, t_last = s0, 0, 0.0, 0, 0
     for t in range(1, T + 1):
-        if n_sw == 0 or logdet - last >= thresh:
+        if n_sw == 0 or logdet - last >= thresh or (period > 0 and t - t_last >= period):
             covered = 1.0
             for x in range(S):
                 for a in range(A):
@@ -231,6 +237,7 @@ def loop_tabular_seed(P, cdf, R, T, delta, s0, rng_state, grid, H, scale, thresh
                 recs[0, n_sw], recs[1, n_sw], recs[2, n_sw], recs[3, n_sw] = t, hi, covered, it
             n_sw += 1
             last = logdet
+            t_last = t
         a = pol[s]
         cum += R[s, a]
         nxt = next_state(cdf[s, a], pcg64_random(rng_state))
@@ -263,7 +270,7 @@ def log_det(M, work):
 
 @njit(cache=True)
 def loop_mixture_seed(
-    basis, theta, cdf, R, T, delta, s0, rng_state, grid, H, scale, thresh, cap, max_rec
+    basis, theta, cdf, R, T, delta, s0, rng_state, grid, H, scale, thresh, period, cap, max_rec
 ):
     """One seed of linear-mixture LOOP (``basis (d, S, A, S)``, true ``theta (d,)`` for the
     coverage diagnostic only): as :func:`loop_tabular_seed`."""
@@ -286,9 +293,9 @@ def loop_mixture_seed(
     pol = np.zeros(S, np.int64)
     logdet = dim * math.log(RIDGE)
     last = logdet
-    s, gi, cum, n_sw = s0, 0, 0.0, 0
+    s, gi, cum, n_sw, t_last = s0, 0, 0.0, 0, 0
     for t in range(1, T + 1):
-        if n_sw == 0 or logdet - last >= thresh:
+        if n_sw == 0 or logdet - last >= thresh or (period > 0 and t - t_last >= period):
             Linv = np.linalg.inv(Lam)
             theta_hat = Linv @ b
             beta = scale * mixture_radius(dim, t, delta, RIDGE)
@@ -301,6 +308,7 @@ def loop_mixture_seed(
                 recs[0, n_sw], recs[1, n_sw], recs[2, n_sw], recs[3, n_sw] = t, hi, covered, it
             n_sw += 1
             last = logdet
+            t_last = t
         a = pol[s]
         cum += R[s, a]
         nxt = next_state(cdf[s, a], pcg64_random(rng_state))
@@ -314,8 +322,6 @@ def loop_mixture_seed(
     return out, sw_out, recs, n_sw
 
 
-
-
 def run_seeds(
     mdp, steps: int, rngs, *, span_bound: float, delta: float, evi_cap: int, linear: bool
 ) -> StepRun:
@@ -326,6 +332,7 @@ def run_seeds(
     grid = step_grid(steps)
     s0 = start_state(mdp, S)
     scale, thresh = float(radius_scale()), float(switch_threshold())
+    period = int(switch_period())
     if linear:
         basis = np.ascontiguousarray(mdp.mixture_basis, dtype=np.float64)  # (d, S, A, S)
         theta = np.asarray(mdp.mixture_theta, dtype=np.float64)  # (d,)
@@ -339,11 +346,24 @@ def run_seeds(
         if linear:
             out, sw, rec, _ = loop_mixture_seed(
                 basis, theta, cdf, R, steps, delta, s0, state, grid, span_bound, scale, thresh,
-                evi_cap, K,
+                period, evi_cap, K,
             )  # fmt: skip
         else:
             out, sw, rec, _ = loop_tabular_seed(
-                P, cdf, R, steps, delta, s0, state, grid, span_bound, scale, thresh, evi_cap, K
+                P,
+                cdf,
+                R,
+                steps,
+                delta,
+                s0,
+                state,
+                grid,
+                span_bound,
+                scale,
+                thresh,
+                period,
+                evi_cap,
+                K,
             )
         sums.append(out)
         switches.append(sw)
@@ -362,6 +382,7 @@ def run_seeds(
             "instance": "linear-mixture" if linear else "tabular",
             "switch_threshold": thresh,
             "radius_scale": scale,
+            "switch_period": period,
             "switch_cap": switch_cap(dim, steps, L),
         },
     )
