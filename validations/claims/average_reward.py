@@ -486,7 +486,7 @@ class LoopRegret(ScaledClaim):
         for S, _mdp, star, res, g_unif in rows:
             diag = res.diagnostics
             c = seeds_all(diag, "covered", lambda r: r == 1.0)
-            o = seeds_all(diag, "gain_upper", lambda r: r >= star.gain - 1e-9)
+            o = seeds_all(diag, "gain_upper", lambda r, g=star.gain: r >= g - 1e-9)
             cov.append(float(c.mean()) if c.size else 0.0)
             opt.append(float(o.mean()) if o.size else 0.0)
             slopes.append(log_slope(steps, res.regret.mean(axis=0), T / 100, T))
