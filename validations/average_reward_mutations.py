@@ -164,3 +164,25 @@ LOOP_MUTATIONS = (
     ),
 )
 MUTATIONS = (*MUTATIONS, *LOOP_MUTATIONS)
+
+
+# ----------------------------------------------------------------------------- 000#38 NeoRL
+@contextlib.contextmanager
+def neorl_uniform_null(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.average_reward import neorl, uniform
+
+    with _patched(neorl, "run_seeds", uniform.run_seeds):  # the null agent in NeoRL's place
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "neorl-uniform-null",
+            "null agent",
+            "the uniform agent in NeoRL's place (no model, linear regret)",
+            neorl_uniform_null,
+        )
+    ),
+)

@@ -65,6 +65,7 @@ from theorylab.algorithms.planning.average_reward import model_arrays
 from theorylab.algorithms.registry import register
 from theorylab.kernels.pcg64 import pcg64_random
 
+BOUND = "he2024-loop-regret"
 RIDGE = 1.0  # lambda of the information matrix (tabular: diag(lambda + N); mixture: ridge)
 DAMPING = 0.5  # tau of the mixture planner's aperiodicity transform (undamped, it can cycle)
 MAX_RECORDED = 4096  # per-switch diagnostics kept (the switch count itself is always exact)
@@ -405,6 +406,7 @@ def _checked(name: str, mdp, span_bound, delta, evi_cap) -> tuple[float, float, 
     "loop",
     kind="average-reward",
     problem="tabular",
+    bounds=(BOUND,),
     papers=("000#37",),
     summary="LOOP (He, Zhong & Yang 2024), tabular: optimistic span-constrained EVI over L1 "
     "balls, re-planning when det(diag(1 + N)) doubles",
@@ -420,6 +422,7 @@ def loop(mdp, steps, rngs, span_bound: float | None = None, delta: float = 0.05,
     "loop-mixture",
     kind="average-reward",
     problem="tabular",
+    bounds=(BOUND,),
     papers=("000#37",),
     summary="LOOP (He, Zhong & Yang 2024), linear mixture: ridge ellipsoid over theta, "
     "optimistic span-constrained EVI, re-planning when det(Lambda) doubles",
