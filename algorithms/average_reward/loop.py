@@ -58,8 +58,8 @@ import math
 import numpy as np
 from numba import njit
 
-from theorylab.algorithms.average_reward.run_record import StepRun, step_grid
-from theorylab.algorithms.average_reward.ucrl2 import next_state, optimistic_inner, start_state
+from theorylab.algorithms.average_reward.run_record import StepRun, recorded_run, step_grid
+from theorylab.algorithms.average_reward.ucrl2 import evi_sweep, next_state, start_state
 from theorylab.algorithms.online.segmented_loop import pcg64_states
 from theorylab.algorithms.planning.average_reward import model_arrays
 from theorylab.algorithms.registry import register
@@ -136,15 +136,7 @@ def span_evi_tabular(p_hat, R, d, H, eps, cap):
     p = np.zeros(S)
     lo, hi = 0.0, 0.0
     for it in range(1, cap + 1):
-        order = np.argsort(-u)
-        for s in range(S):
-            best, arg = -np.inf, 0
-            for a in range(A):
-                val = R[s, a] + optimistic_inner(p_hat[s, a], d[s, a], u, order, p)
-                if val > best:
-                    best, arg = val, a
-            new[s] = best
-            pol[s] = arg
+        evi_sweep(p_hat, R, d, u, new, pol, p)
         lo, hi = truncate(new, u, H)
         if hi - lo < eps:
             return pol, lo, hi, it
@@ -369,15 +361,14 @@ def run_seeds(
         sums.append(out)
         switches.append(sw)
         recs.append(rec)
-    rec = np.stack(recs)  # (B, 4, K)
     names = ("switch_start", "gain_upper", "covered", "evi_iterations")
-    diagnostics = {name: rec[:, i] for i, name in enumerate(names)}
-    diagnostics["switches"] = np.stack(switches)  # (B, G)
-    return StepRun(
-        steps=grid,
-        reward_sum=np.stack(sums),
-        diagnostics=diagnostics,
-        config={
+    return recorded_run(
+        grid,
+        sums,
+        recs,
+        names,
+        {"switches": switches},
+        {
             "delta": delta,
             "span_bound": span_bound,
             "instance": "linear-mixture" if linear else "tabular",

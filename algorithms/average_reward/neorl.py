@@ -40,7 +40,7 @@ import math
 import numpy as np
 from numba import njit
 
-from theorylab.algorithms.average_reward.run_record import StepRun, step_grid
+from theorylab.algorithms.average_reward.run_record import StepRun, recorded_run, step_grid
 from theorylab.algorithms.average_reward.ucrl2 import start_state
 from theorylab.algorithms.online.segmented_loop import pcg64_states
 from theorylab.algorithms.registry import register
@@ -230,15 +230,14 @@ def run_seeds(mdp, steps: int, rngs, *, beta: float, n_eta: int, rvi_cap: int) -
         sums.append(out)
         plans.append(pl)
         recs.append(rec)
-    rec = np.stack(recs)  # (B, 4, K)
     names = ("plan_start", "gain_upper", "calibrated", "rvi_iterations")
-    diagnostics = {name: rec[:, i] for i, name in enumerate(names)}
-    diagnostics["replans"] = np.stack(plans)  # (B, G)
-    return StepRun(
-        steps=grid,
-        reward_sum=np.stack(sums),
-        diagnostics=diagnostics,
-        config={"beta": b, "n_eta": int(n_eta), "cost_scale": float(mdp.gp_cost_scale)},
+    return recorded_run(
+        grid,
+        sums,
+        recs,
+        names,
+        {"replans": plans},
+        {"beta": b, "n_eta": int(n_eta), "cost_scale": float(mdp.gp_cost_scale)},
     )
 
 

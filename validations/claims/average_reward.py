@@ -441,12 +441,12 @@ class LoopRegret(ScaledClaim):
         "1 + S A log2(1 + T / (S A)) (determinant doubling) and grow logarithmically (log-log "
         "slope in t over [T/100, T] <= 0.25, a linear fit in ln t reported); the regret at T "
         "grows with sp(h*) (log-log slope over the chains > 0, bootstrap 95% lower end > 0). "
-        "Quick: S = 3..6, T = 2e5, 6 seeds; full: S = 3..8, T = 1e7, 8 seeds."
+        "Quick: S = 3..6, T = 2e5, 6 seeds; full: S = 3..8, T = 1e6, 8 seeds."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
             "quick": {"sizes": (3, 4, 5, 6), "T": 200_000, "seeds": 6},
-            "full": {"sizes": (3, 4, 5, 6, 7, 8), "T": 10_000_000, "seeds": 8},
+            "full": {"sizes": (3, 4, 5, 6, 7, 8), "T": 1_000_000, "seeds": 8},
         }
     )
     bound: str | None = "he2024-loop-regret"
@@ -628,11 +628,11 @@ register_validation(
             "(theta* = (0.6, 0.2, 0.2); sp(h*) 5.7 to 15.0): the same checks as "
             "loop-regret-span-switches with dim = d = 3 in the switch cap (at most "
             "1 + 3 log2(1 + T)); regret grows with sp(h*). Quick: S = 5..8, T = 2e5, 6 seeds; "
-            "full: S = 5, 6, 7, 8, 10, T = 1e7, 8 seeds."
+            "full: S = 5, 6, 7, 8, 10, T = 1e6, 8 seeds."
         ),
         scales={
             "quick": {"sizes": (5, 6, 7, 8), "T": 200_000, "seeds": 6},
-            "full": {"sizes": (5, 6, 7, 8, 10), "T": 10_000_000, "seeds": 8},
+            "full": {"sizes": (5, 6, 7, 8, 10), "T": 1_000_000, "seeds": 8},
         },
         algorithm="loop-mixture",
         family="riverswim-mixture",
@@ -656,12 +656,12 @@ class NeoRLAverageCost(ScaledClaim):
         "(the LP on the true dynamics) on >= 90% of the seeds; the regret at T (+ 2 s.e.) is "
         "below the uniform agent's exact T (g* - g_unif). For information: the mean-only planner "
         "(beta = 0) and the posterior's calibration |f - mu| <= beta sigma. Quick: T = 2e4, 4 "
-        "seeds; full: T = 1e6, 8 seeds, GP draws seed 0 and 1."
+        "seeds; full: T = 2e5, 8 seeds, GP draws seed 0 and 1."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
             "quick": {"T": 20_000, "seeds": 4, "systems": (0,)},
-            "full": {"T": 1_000_000, "seeds": 8, "systems": (0, 1)},
+            "full": {"T": 200_000, "seeds": 8, "systems": (0, 1)},
         }
     )
     bound: str | None = "sukhija2024-neorl-regret"
