@@ -47,8 +47,16 @@ model lies in the set: every pair's L1 ball, or the ellipsoid), ``evi_iterations
 Constants: lambda = 1, delta = 0.05, switch threshold ln 2, span bound H required (the claims
 pass ``2 sp(h*)``). Deviations: rewards known [A]; the joint likelihood ball relaxed to
 per-pair L1 balls [A]; the mixture's vector noise ``e_(s') - Phi theta*`` (norm <= sqrt 2)
-treated as OFUL's 1-sub-Gaussian scalar noise [A]; EVI capped at ``evi_cap`` sweeps. One numba
+treated as OFUL's 1-sub-Gaussian scalar noise [A]; EVI capped at ``evi_cap`` sweeps; the
+mixture planner damped (``DAMPING``: undamped, the clipped per-pair optimism cycled for 1e5
+sweeps at the early switches, 50 s per 6e6 steps; damped, 30-240 sweeps and 4 s). One numba
 kernel per seed.
+
+Measured (claims ``loop-regret-span-switches``, ``loop-mixture-regret``; T = 1e6, 8 seeds):
+the true model in every switch's set and the optimistic gain >= g* on every seed; regret 135 to
+7238 on RiverSwim S = 3..8 (sp(h*) 2.1 to 9.2; log-log slope 2.7 in sp(h*)), 67 to 171
+switches (4.7 to 13.5 per unit ln t) against the caps 105 to 256; mixture: 53-54 switches
+against 61. Zero radius: linear regret (3.7e5 at T = 1e6 on S = 3).
 """
 
 from __future__ import annotations
@@ -59,7 +67,7 @@ import numpy as np
 from numba import njit
 
 from theorylab.algorithms.average_reward.run_record import StepRun, recorded_run, step_grid
-from theorylab.algorithms.average_reward.ucrl2 import evi_sweep, next_state, start_state
+from theorylab.algorithms.average_reward.ucrl2 import evi_sweep, next_state, start_state, truncate
 from theorylab.algorithms.online.segmented_loop import pcg64_states
 from theorylab.algorithms.planning.average_reward import model_arrays
 from theorylab.algorithms.registry import register
@@ -105,24 +113,6 @@ def switch_cap(dim: int, T: int, L: float, lam: float = RIDGE) -> float:
     """``1 + dim log2(1 + T L / (dim lambda))``: the most determinant-doubling switches in T
     steps when every step adds a PSD term of trace <= L (AM-GM on Lambda's eigenvalues)."""
     return 1.0 + dim * math.log2(1.0 + T * L / (dim * lam))
-
-
-@njit(cache=True)
-def truncate(new, u, H):
-    """SCAL's span truncation: ``new <- min(new, min new + H)`` in place; returns ``(lo, hi)`` of
-    ``new - u`` and leaves u normalised to ``min u = 0``."""
-    S = new.shape[0]
-    m = new.min()
-    lo, hi = np.inf, -np.inf
-    for s in range(S):
-        if new[s] > m + H:
-            new[s] = m + H
-        diff = new[s] - u[s]
-        lo = min(lo, diff)
-        hi = max(hi, diff)
-    for s in range(S):
-        u[s] = new[s] - m
-    return lo, hi
 
 
 @njit(cache=True)

@@ -41,7 +41,7 @@ import numpy as np
 from numba import njit
 
 from theorylab.algorithms.average_reward.run_record import StepRun, recorded_run, step_grid
-from theorylab.algorithms.average_reward.ucrl2 import start_state
+from theorylab.algorithms.average_reward.ucrl2 import start_state, truncate
 from theorylab.algorithms.online.segmented_loop import pcg64_states
 from theorylab.algorithms.registry import register
 from theorylab.kernels.pcg64 import pcg64_random
@@ -133,14 +133,8 @@ def optimistic_rvi(mu, sigma, beta, etas, R, noise, bounds, eps, cap, tau):
                         best, arg = val, a
             new[s] = (1.0 - tau) * h[s] + tau * best
             pol[s] = arg
-        lo, hi = np.inf, -np.inf
-        for s in range(nx):
-            d = (new[s] - h[s]) / tau
-            lo = min(lo, d)
-            hi = max(hi, d)
-        base = new.min()
-        for s in range(nx):
-            h[s] = new[s] - base
+        lo, hi = truncate(new, h, np.inf)
+        lo, hi = lo / tau, hi / tau
         if hi - lo < eps:
             return pol, lo, hi, it
     return pol, lo, hi, cap

@@ -115,6 +115,25 @@ def evi_sweep(p_hat, r_tilde, d, u, new, pol, p):
 
 
 @njit(cache=True)
+def truncate(new, u, H):
+    """One relative step of (extended) VI: SCAL's span truncation ``new <- min(new, min new +
+    H)`` in place (H = inf: none, UCRL2's), returns ``(lo, hi)`` of ``new - u`` and leaves
+    ``u <- new - min new``."""
+    S = new.shape[0]
+    m = new.min()
+    lo, hi = np.inf, -np.inf
+    for s in range(S):
+        if new[s] > m + H:
+            new[s] = m + H
+        diff = new[s] - u[s]
+        lo = min(lo, diff)
+        hi = max(hi, diff)
+    for s in range(S):
+        u[s] = new[s] - m
+    return lo, hi
+
+
+@njit(cache=True)
 def extended_vi(p_hat, r_tilde, d, eps, cap):
     """Extended value iteration: ``(policy (S,), gain_lower, gain_upper, sweeps)``."""
     S, A = r_tilde.shape
@@ -125,14 +144,7 @@ def extended_vi(p_hat, r_tilde, d, eps, cap):
     lo, hi = 0.0, 0.0
     for it in range(1, cap + 1):
         evi_sweep(p_hat, r_tilde, d, u, new, pol, p)
-        lo, hi = np.inf, -np.inf
-        for s in range(S):
-            diff = new[s] - u[s]
-            lo = min(lo, diff)
-            hi = max(hi, diff)
-        base = new.min()
-        for s in range(S):
-            u[s] = new[s] - base
+        lo, hi = truncate(new, u, np.inf)
         if hi - lo < eps:
             return pol, lo, hi, it
     return pol, lo, hi, cap
