@@ -185,6 +185,9 @@ MAIN_THEOREM = {
     "regime": "zhan2024-regime-queries",
     "ucrl2": "jaksch2010-ucrl2-thm2",
     "plugin-average": "wang2023-avg-sample-complexity",
+    "loop": "he2024-loop-regret",  # 000#37 (avg30)
+    "loop-mixture": "he2024-loop-regret",
+    "neorl": "sukhija2024-neorl-regret",  # 000#38 (avg30)
     "md-vi": "md-vi-thm1",
     "gshf-offline": "gshf-offline-pessimism",
     "nondominated-exp3": "auer2002-exp3-cor3.2",

@@ -83,6 +83,8 @@ EXPECTED_NAMES = {
     "jaksch2010-ucrl2-thm2",
     "wang2023-avg-sample-complexity",
     "wang2023-avg-earlier-upper",
+    "he2024-loop-regret",
+    "sukhija2024-neorl-regret",
     "md-vi-thm1",
     "avi-error-propagation",
     "gshf-offline-pessimism",
@@ -264,7 +266,14 @@ def test_rates_of_the_registered_bounds():
         for b in all_bounds()
         if b.quantity == "regret"
         and b.name
-        not in ("oful-abbasi2011", "du2023-maxwp", "jaksch2010-ucrl2-thm2", "auer2002-ucb1-thm1")
+        not in (
+            "oful-abbasi2011",
+            "du2023-maxwp",
+            "jaksch2010-ucrl2-thm2",
+            "he2024-loop-regret",
+            "sukhija2024-neorl-regret",
+            "auer2002-ucb1-thm1",
+        )
     ]
     for b in regret_sqrt_k:
         assert b.exponent("K") == HALF, b.name
@@ -276,6 +285,8 @@ def test_rates_of_the_registered_bounds():
     ucrl2 = get_bound("jaksch2010-ucrl2-thm2")  # average reward: T steps, no episodes
     assert ucrl2.exponent("T") == HALF and ucrl2.exponent("D") == 1 and ucrl2.exponent("S") == 1
     assert get_bound("wang2023-avg-sample-complexity").exponent("t_mix") == 1
+    for name in ("he2024-loop-regret", "sukhija2024-neorl-regret"):  # T steps, no episodes
+        assert get_bound(name).exponent("T") == HALF
     assert get_bound("wang2023-avg-earlier-upper").exponent("t_mix") == 2
     for b in all_bounds():
         if b.quantity == "sample_complexity":

@@ -100,3 +100,89 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# ----------------------------------------------------------------------------- 000#37 LOOP
+@contextlib.contextmanager
+def loop_zero_radius(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.average_reward import loop
+
+    with _patched(loop, "radius_scale", lambda: 0.0):  # certainty equivalence: no optimism
+        yield
+
+
+@contextlib.contextmanager
+def loop_periodic_switch(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.average_reward import loop
+
+    with _patched(loop, "switch_period", lambda: 100):  # re-plan every 100 steps as well
+        yield
+
+
+@contextlib.contextmanager
+def loop_uniform_null(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.average_reward import loop, uniform
+
+    with _patched(loop, "run_seeds", uniform.run_seeds):  # the null agent in LOOP's place
+        yield
+
+
+LOOP_MUTATIONS = (
+    register_control(
+        Control(
+            "loop-zero-radius",
+            "mutation",
+            "LOOP's L1 radii set to zero (certainty-equivalent planning, no optimism)",
+            loop_zero_radius,
+            tests=(("test_loop", "test_tabular_radius_is_weissman", {}),),
+        )
+    ),
+    register_control(
+        Control(
+            "loop-mixture-zero-radius",
+            "mutation",
+            "LOOP's ellipsoid radius set to zero (the ridge estimate planned as if exact)",
+            loop_zero_radius,
+            tests=(("test_loop", "test_mixture_radius_is_ofuls", {}),),
+        )
+    ),
+    register_control(
+        Control(
+            "loop-periodic-switch",
+            "mutation",
+            "LOOP re-plans every 100 steps as well as at determinant doubling (not lazy)",
+            loop_periodic_switch,
+        )
+    ),
+    register_control(
+        Control(
+            "loop-uniform-null",
+            "null agent",
+            "the uniform agent in LOOP's place (no confidence sets, linear regret)",
+            loop_uniform_null,
+        )
+    ),
+)
+MUTATIONS = (*MUTATIONS, *LOOP_MUTATIONS)
+
+
+# ----------------------------------------------------------------------------- 000#38 NeoRL
+@contextlib.contextmanager
+def neorl_uniform_null(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.average_reward import neorl, uniform
+
+    with _patched(neorl, "run_seeds", uniform.run_seeds):  # the null agent in NeoRL's place
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "neorl-uniform-null",
+            "null agent",
+            "the uniform agent in NeoRL's place (no model, linear regret)",
+            neorl_uniform_null,
+        )
+    ),
+)

@@ -18,4 +18,4 @@ generative model); the runner scores each policy's exact gain gap. Registered:
 * ``null-generative`` (:mod:`.generative`): a fixed policy whatever the samples.
 """
 
-from theorylab.algorithms.average_reward import generative, ucrl2, uniform  # noqa: F401
+from theorylab.algorithms.average_reward import generative, loop, neorl, ucrl2, uniform  # noqa: F401

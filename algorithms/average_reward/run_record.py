@@ -31,3 +31,19 @@ class StepRun:
     reward_sum: np.ndarray
     diagnostics: dict[str, np.ndarray] = field(default_factory=dict)
     config: dict[str, Any] = field(default_factory=dict)
+
+
+def recorded_run(
+    grid: np.ndarray,
+    sums: list[np.ndarray],
+    recs: list[np.ndarray],
+    names: tuple[str, ...],
+    on_grid: dict[str, list[np.ndarray]],
+    config: dict[str, Any],
+) -> StepRun:
+    """A :class:`StepRun` from per-seed kernel outputs: ``sums`` ``(G,)`` each, ``recs``
+    ``(len(names), K)`` each (per-event rows, NaN-padded) and ``on_grid`` counters ``(G,)``."""
+    rec = np.stack(recs)  # (B, len(names), K)
+    diagnostics = {name: rec[:, i] for i, name in enumerate(names)}
+    diagnostics.update({name: np.stack(rows) for name, rows in on_grid.items()})  # (B, G)
+    return StepRun(steps=grid, reward_sum=np.stack(sums), diagnostics=diagnostics, config=config)

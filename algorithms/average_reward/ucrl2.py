@@ -99,6 +99,41 @@ def optimistic_inner(p_hat, d, u, order, p):
 
 
 @njit(cache=True)
+def evi_sweep(p_hat, r_tilde, d, u, new, pol, p):
+    """One sweep of extended VI: ``new (S,)`` and ``pol (S,)`` filled with
+    ``max_a [r~(s,a) + max_(||p - p_hat||_1 <= d) p . u]`` and its argmax (``p``: scratch)."""
+    S, A = r_tilde.shape
+    order = np.argsort(-u)
+    for s in range(S):
+        best, arg = -np.inf, 0
+        for a in range(A):
+            val = r_tilde[s, a] + optimistic_inner(p_hat[s, a], d[s, a], u, order, p)
+            if val > best:
+                best, arg = val, a
+        new[s] = best
+        pol[s] = arg
+
+
+@njit(cache=True)
+def truncate(new, u, H):
+    """One relative step of (extended) VI: SCAL's span truncation ``new <- min(new, min new +
+    H)`` in place (H = inf: none, UCRL2's), returns ``(lo, hi)`` of ``new - u`` and leaves
+    ``u <- new - min new``."""
+    S = new.shape[0]
+    m = new.min()
+    lo, hi = np.inf, -np.inf
+    for s in range(S):
+        if new[s] > m + H:
+            new[s] = m + H
+        diff = new[s] - u[s]
+        lo = min(lo, diff)
+        hi = max(hi, diff)
+    for s in range(S):
+        u[s] = new[s] - m
+    return lo, hi
+
+
+@njit(cache=True)
 def extended_vi(p_hat, r_tilde, d, eps, cap):
     """Extended value iteration: ``(policy (S,), gain_lower, gain_upper, sweeps)``."""
     S, A = r_tilde.shape
@@ -108,23 +143,8 @@ def extended_vi(p_hat, r_tilde, d, eps, cap):
     p = np.zeros(S)
     lo, hi = 0.0, 0.0
     for it in range(1, cap + 1):
-        order = np.argsort(-u)
-        for s in range(S):
-            best, arg = -np.inf, 0
-            for a in range(A):
-                val = r_tilde[s, a] + optimistic_inner(p_hat[s, a], d[s, a], u, order, p)
-                if val > best:
-                    best, arg = val, a
-            new[s] = best
-            pol[s] = arg
-        lo, hi = np.inf, -np.inf
-        for s in range(S):
-            diff = new[s] - u[s]
-            lo = min(lo, diff)
-            hi = max(hi, diff)
-        base = new.min()
-        for s in range(S):
-            u[s] = new[s] - base
+        evi_sweep(p_hat, r_tilde, d, u, new, pol, p)
+        lo, hi = truncate(new, u, np.inf)
         if hi - lo < eps:
             return pol, lo, hi, it
     return pol, lo, hi, cap

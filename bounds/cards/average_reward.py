@@ -86,3 +86,78 @@ CARDS = (
         notes=("The baseline rate 001#1 improves on: exponent 2 in t_mix.",),
     ),
 )
+
+# ----------------------------------------------------------------------------- 000#37 LOOP
+CARDS = (
+    *CARDS,
+    Bound(
+        name="he2024-loop-regret",
+        printed="C*sqrt(T)",
+        order_printed="sqrt(T)",
+        kind="upper",
+        quantity="regret",
+        probability="1 - delta (logarithmic factors not carried)",
+        setting=(
+            "infinite-horizon average-reward MDP (a linear, linear-mixture or tabular AMDP among "
+            "them) with finite AGEC d, hypothesis class of log-covering number beta and optimal "
+            "bias span sp(V*); one trajectory of T steps without resets; regret T J* - sum_t r_t"
+        ),
+        source=Source(
+            authors="He, Zhong, Yang",
+            title="Sample-efficient Learning of Infinite-horizon Average-reward MDPs with "
+            "General Function Approximation",
+            venue="ICLR",
+            year=2024,
+            arxiv="2404.12648",
+            theorem="main regret theorem (abstract)",
+        ),
+        provenance="A",
+        version=(
+            "arXiv:2404.12648 abstract: LOOP achieves O~(poly(d, sp(V*)) sqrt(T beta)) regret; "
+            "the polynomial in d and sp(V*) is not printed in the abstract, so C absorbs "
+            "poly(d, sp(V*)) sqrt(beta) and the card carries the T exponent 1/2 only"
+        ),
+        notes=(
+            "Seed row 000#37; the claims loop-regret-span-switches and loop-mixture-regret "
+            "measure the T slope (<= 0.75 required; 0.2-0.45 measured: the gap-dependent regime "
+            "of small chains) and the growth with sp(V*) on RiverSwim chains.",
+        ),
+    ),
+)
+
+# ----------------------------------------------------------------------------- 000#38 NeoRL
+CARDS = (
+    *CARDS,
+    Bound(
+        name="sukhija2024-neorl-regret",
+        printed="C*sqrt(T)",
+        order_printed="sqrt(T)",
+        kind="upper",
+        quantity="regret",
+        probability="1 - delta (logarithmic factors and Gamma_T not carried)",
+        setting=(
+            "nonepisodic control of a system with dynamics f in an RKHS / drawn from a GP, "
+            "well-calibrated model, continuity and bounded-energy assumptions; one trajectory of "
+            "T steps; regret sum_t c(x_t, u_t) - T A(pi*) against the optimal average cost"
+        ),
+        source=Source(
+            authors="Sukhija, Treven, Dorfler, Coros, Krause",
+            title="NeoRL: Efficient Exploration for Nonepisodic RL",
+            venue="NeurIPS",
+            year=2024,
+            arxiv="2406.01175",
+            theorem="main regret theorem (abstract)",
+        ),
+        provenance="A",
+        version=(
+            "arXiv:2406.01175 abstract: regret O(Gamma_T sqrt(T)) (an earlier version: "
+            "O(beta_T sqrt(T Gamma_T))) for GP dynamics; Gamma_T, the maximum information gain, "
+            "is polylogarithmic in T for the RBF kernel, so C absorbs it and the card carries "
+            "the T exponent 1/2 only"
+        ),
+        notes=(
+            "Seed row 000#38; the claim neorl-gp-average-cost checks sublinear regret and the "
+            "average cost's convergence to the optimum on the grid system gp-dynamics.",
+        ),
+    ),
+)
