@@ -85,6 +85,8 @@ EXPECTED_NAMES = {
     "wang2023-avg-earlier-upper",
     "he2024-loop-regret",
     "sukhija2024-neorl-regret",
+    "chen2024-icvar-l-thm1",
+    "chen2024-icvar-l-lower",
     "md-vi-thm1",
     "avi-error-propagation",
     "gshf-offline-pessimism",
@@ -430,6 +432,7 @@ PAIR_POINTS = {
     "wang2023-cvar-continuous": dict(S=6, A=2, tau=0.1),
     # regime of the visitation lower bound: w_min > alpha^(H-1) = 0.5^9 ~ 0.002
     "du2023-icvar-thm1": dict(S=6, A=2, H=10, delta=0.1, alpha=0.5, w_min=0.05),
+    "chen2024-icvar-l-thm1": dict(d=4, H=3, alpha=0.25),
 }
 
 
