@@ -1807,3 +1807,8 @@ MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)
 from theorylab.validations import sqirl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
+
+# LaSeR (validations/claims/self_rewarding.py, issue 28, llm28)
+from theorylab.validations import laser_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *laser_mutations.MUTATIONS)
