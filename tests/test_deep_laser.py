@@ -109,8 +109,16 @@ def test_last_column_is_invisible_when_every_response_has_l_tokens():
 )
 def test_input_errors(kwargs, message):
     logp, ref, mask, z, zref, r = _batch()
-    args = {"logp": logp, "old_logp": None, "ref_logp": ref, "mask": mask, "rewards": r,
-            "group": torch.zeros(3, dtype=torch.int64), "z_logp": z, "ref_z_logp": zref}  # fmt: skip
+    args = {
+        "logp": logp,
+        "old_logp": None,
+        "ref_logp": ref,
+        "mask": mask,
+        "rewards": r,
+        "group": torch.zeros(3, dtype=torch.int64),
+        "z_logp": z,
+        "ref_z_logp": zref,
+    }
     hyper = {k: kwargs.pop(k) for k in ("beta_v", "token") if k in kwargs}
     args.update(kwargs)
     with pytest.raises(InvalidBatchError, match=message):

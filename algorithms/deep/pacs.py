@@ -111,7 +111,7 @@ def group_expectation(
     task, pol, G: int, loss, old_cond=None, rewards=None, extra=None
 ) -> torch.Tensor:
     """E over G i.i.d. responses per prompt of ``loss`` (a group loss called as
-    ``loss(logp, old_logp, ref_logp, mask, rewards, group, weights)``): one call on every ordered
+    ``loss(logp, old_logp, ref_logp, mask, rewards, group, weights=...)``): one call on every ordered
     G-tuple of every prompt, each tuple a group, each response weighted P(tuple) / (G P) (the
     loss's mean over its G responses, prompts averaged). ``pol``: a
     :class:`~theorylab.algorithms.deep.twins.LogitTable`; ``old_cond`` (P, N, V) log pi_old, the
@@ -141,4 +141,4 @@ def group_expectation(
     old_logp = None if old is None else pol.token_logp(old, xs, ys)
     more = {} if extra is None else extra(xs, ys)
     return loss(pol.token_logp(cond, xs, ys), old_logp, pol.token_logp(ref, xs, ys),
-                pol.mask[ys], r, group, weights, **more)  # fmt: skip
+                pol.mask[ys], r, group, weights=weights, **more)  # fmt: skip
