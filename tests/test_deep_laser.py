@@ -68,7 +68,7 @@ def test_claim_passes_and_both_controls_fail():
     from theorylab.validations.claims.self_rewarding import LaserScale, LaserSelfReward
     from theorylab.validations.laser_mutations import laser_last_column, laser_unscaled
 
-    small = LaserScale("tokentree-eos:V=3,L=2,prompts=1,reward=binary", (2,), 450, 5.0)
+    small = LaserScale("tokentree-eos:V=3,L=2,prompts=1,reward=binary", (2,), 300, 0.05)
     claim = LaserSelfReward(scales={"quick": small})
     assert claim.run("quick").passed
     for mutation in (laser_last_column, laser_unscaled):
