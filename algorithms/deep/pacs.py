@@ -110,8 +110,8 @@ def pacs_expectation(task, pol, G: int, beta: float, spec: str = "pacs") -> torc
 def group_expectation(
     task, pol, G: int, loss, old_cond=None, rewards=None, extra=None
 ) -> torch.Tensor:
-    """E over G i.i.d. responses per prompt of ``loss`` (a group loss called as
-    ``loss(logp, old_logp, ref_logp, mask, rewards, group, weights=...)``): one call on every ordered
+    """E over G i.i.d. responses per prompt of ``loss`` (a group loss called as ``loss(logp,
+    old_logp, ref_logp, mask, rewards, group, weights=...)``): one call on every ordered
     G-tuple of every prompt, each tuple a group, each response weighted P(tuple) / (G P) (the
     loss's mean over its G responses, prompts averaged). ``pol``: a
     :class:`~theorylab.algorithms.deep.twins.LogitTable`; ``old_cond`` (P, N, V) log pi_old, the
