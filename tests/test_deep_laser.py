@@ -150,3 +150,12 @@ def test_trainer_runs_laser_and_the_self_reward_moves_to_the_verifier():
     torch.set_num_threads(threads)
     # measured: mean |r_s - r| 1.02 without the MSE term, 0.40 with it (40 steps)
     assert errors[1.0] < 0.5 * errors[0.0]
+
+
+def test_the_prompt_trainer_refuses_laser_in_one_line():
+    # z_logp (the pre-specified token after the response) is not a tensor it supplies
+    from theorylab.algorithms.deep.prompt_trainer import check_prompt_loss
+
+    with pytest.raises(Exception, match="not z_logp; on a prompt dataset use one of") as info:
+        check_prompt_loss("laser")
+    assert len(str(info.value).splitlines()) == 1
