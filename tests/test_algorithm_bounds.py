@@ -205,6 +205,7 @@ TRANSFORMERS = {
     for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm",
                  "exo", "pacs", "p3o", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 }  # fmt: skip
+TRANSFORMERS |= {"laser-transformer"}  # LaSeR (issue 28, llm28)
 
 
 def test_every_algorithm_is_accounted_for():

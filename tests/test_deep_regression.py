@@ -190,3 +190,26 @@ def test_exo_loss_formula_and_its_large_k_limit():
     kl = float(task.kl(seq.numpy(), task.soft_optimum(beta).seq_logp)[0])
     gaps = [abs(float(exo_expectation(task, seq, k, beta)) - kl) for k in (2, 4, 8)]
     assert gaps[0] > gaps[1] > gaps[2]
+
+
+def test_exo_misspecified_projection_against_a_grid_and_the_claim_with_its_control():
+    # the reverse-KL projection found by scipy equals a fine grid search over theta (independent)
+    from theorylab.algorithms.deep import exo
+    from theorylab.validations.claims.deep_misspecification import ExoMisspecified
+    from theorylab.validations.llm_mutations import exo_forward_kl
+
+    log_ref, r, phi = exo.misspecified_bandit()
+    log_star = log_ref + r / 0.5
+    log_star -= np.log(np.exp(log_star).sum())
+    grid = np.linspace(-12.0, 4.0, 16001)
+    kls = []
+    for t in grid:
+        lp = log_ref + phi[:, 0] * t
+        lp -= np.log(np.exp(lp).sum())
+        kls.append(np.exp(lp) @ (lp - log_star))
+    theta = exo.reverse_kl_projection(log_ref, r, phi, 0.5)
+    assert abs(theta[0] - grid[int(np.argmin(kls))]) < 2e-3
+    claim = ExoMisspecified(scales={"quick": ((2, 6), 0.10)})
+    assert claim.run("quick").passed
+    with exo_forward_kl():
+        assert not claim.run("quick").passed

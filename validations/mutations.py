@@ -1824,3 +1824,8 @@ MUTATIONS = (*MUTATIONS, *icvar_mutations.MUTATIONS)
 from theorylab.validations import dichotomy_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *dichotomy_mutations.MUTATIONS)
+
+# LaSeR (validations/claims/self_rewarding.py, issue 28, llm28)
+from theorylab.validations import laser_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *laser_mutations.MUTATIONS)

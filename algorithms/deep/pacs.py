@@ -107,14 +107,18 @@ def pacs_expectation(task, pol, G: int, beta: float, spec: str = "pacs") -> torc
     return group_expectation(task, pol, G, make_loss(spec, beta=beta))
 
 
-def group_expectation(task, pol, G: int, loss, old_cond=None, rewards=None) -> torch.Tensor:
-    """E over G i.i.d. responses per prompt of ``loss`` (a group loss called as
-    ``loss(logp, old_logp, ref_logp, mask, rewards, group, weights)``): one call on every ordered
+def group_expectation(
+    task, pol, G: int, loss, old_cond=None, rewards=None, extra=None
+) -> torch.Tensor:
+    """E over G i.i.d. responses per prompt of ``loss`` (a group loss called as ``loss(logp,
+    old_logp, ref_logp, mask, rewards, group, weights=...)``): one call on every ordered
     G-tuple of every prompt, each tuple a group, each response weighted P(tuple) / (G P) (the
     loss's mean over its G responses, prompts averaged). ``pol``: a
     :class:`~theorylab.algorithms.deep.twins.LogitTable`; ``old_cond`` (P, N, V) log pi_old, the
     sampler (None: the current policy, detached, and ``old_logp`` None); ``rewards`` (P, Y)
-    (None: the task's mean reward). A torch scalar with the table's gradient."""
+    (None: the task's mean reward); ``extra(xs, ys)`` (None: nothing) -> further keyword tensors
+    of the loss for the rows' prompts and responses (P M G,). A torch scalar with the table's
+    gradient."""
     import itertools
 
     import numpy as np
@@ -135,5 +139,6 @@ def group_expectation(task, pol, G: int, loss, old_cond=None, rewards=None) -> t
     r = torch.as_tensor(task.mean_reward if rewards is None else rewards)[xs, ys]
     ref = torch.as_tensor(np.log(task.ref_cond))
     old_logp = None if old is None else pol.token_logp(old, xs, ys)
+    more = {} if extra is None else extra(xs, ys)
     return loss(pol.token_logp(cond, xs, ys), old_logp, pol.token_logp(ref, xs, ys),
-                pol.mask[ys], r, group, weights)  # fmt: skip
+                pol.mask[ys], r, group, weights=weights, **more)  # fmt: skip

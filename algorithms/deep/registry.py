@@ -27,6 +27,7 @@ LOSS_MODULES = (
     "theorylab.algorithms.deep.c_rlft",
     "theorylab.algorithms.deep.p3o",
     "theorylab.algorithms.deep.kl",
+    "theorylab.algorithms.deep.laser",
 )
 
 

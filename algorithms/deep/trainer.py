@@ -52,6 +52,7 @@ import torch
 
 from theorylab.algorithms.deep import distributed
 from theorylab.algorithms.deep.groups import group_advantages
+from theorylab.algorithms.deep.laser import response_and_token_logprobs
 from theorylab.algorithms.deep.lm_training_state import (
     LMTrainingState,
     ScaleOptions,
@@ -297,6 +298,11 @@ def train(
     if "rebel" == loss_name and group_size % 2:
         raise ValueError(f"rebel pairs the responses of a prompt: group_size must be even, got "
                          f"{group_size}")  # fmt: skip
+    token = loss_fn.keywords.get("token", 0)
+    if "z_logp" in tensor_arguments(loss_fn) and not 0 <= token < task.V:
+        raise ValueError(
+            f"loss {loss!r}: token={token} must be a symbol 0..{task.V - 1} of {task.name}"
+        )
     beta = target_beta_of(loss, target_beta)
     dist_world = distributed.world_size()  # > 1 under torchrun: DDP (distributed.py)
     distributed.check_batch(dist_world, family, preference, task.n_prompts, pairs_per_prompt)
@@ -439,6 +445,7 @@ def _train_one_seed(
     wanted = set(tensor_arguments(loss_fn))
     sig = inspect.signature(loss_fn.func).parameters
     loss_beta = loss_fn.keywords.get("beta", getattr(sig.get("beta"), "default", None))
+    z_token = loss_fn.keywords.get("token", getattr(sig.get("token"), "default", 0))
     if "v_star" in wanted:  # A*-PO's stage 1: V* from value_samples reference responses
         # before resume_or_start: a resumed run draws the same V* and then restores the generators
         v_star = stage_one_values(
@@ -477,14 +484,21 @@ def _train_one_seed(
 
     def online_loss(model, batch) -> torch.Tensor:
         ids, rewards, prompts = batch  # this rank's whole groups of one micro-batch
-        logp = response_logp(model, ids, V)  # (n, L)
-        with torch.no_grad():
-            ref_logp = response_logp(reference, ids, V)
+        extra = {}
+        if "z_logp" in wanted:  # LaSeR: the pre-specified token's log-probability after y_t
+            logp, z_logp = response_and_token_logprobs(model, ids, V, z_token)
+            with torch.no_grad():
+                ref_logp, ref_z = response_and_token_logprobs(reference, ids, V, z_token)
+            extra = {"z_logp": z_logp, "ref_z_logp": ref_z}
+        else:
+            logp = response_logp(model, ids, V)  # (n, L)
+            with torch.no_grad():
+                ref_logp = response_logp(reference, ids, V)
         group = prompts - prompts[0]  # group ids 0.. on this shard
         available = {
             "logp": logp, "old_logp": None, "ref_logp": ref_logp,
             "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
-            "advantages": group_advantages(rewards, group, "std"),
+            "advantages": group_advantages(rewards, group, "std"), **extra,
         }  # fmt: skip
         if "logratios" in wanted:  # EXO: the group's K = G responses, (n,) -> (n / G, G)
             available["logratios"] = (logp - ref_logp).sum(-1).reshape(-1, group_size)

@@ -16,7 +16,7 @@ from theorylab.algorithms.registry import register
 
 ONLINE_LOSSES = (
     "grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm", "exo",
-    "pacs", "p3o",
+    "pacs", "p3o", "laser",
 )  # fmt: skip
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 # losses of methods that train on a fixed offline dataset neither trainer builds (both sample
@@ -31,7 +31,7 @@ LOSS_PAPERS = {
     "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
     "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "tbrm": ("000#42",),
     "exo": ("000#11",), "pacs": ("002-004#G5",),
-    "p3o": ("002-004#E3",),
+    "p3o": ("002-004#E3",), "laser": ("002-004#F5",),
 }  # fmt: skip
 
 
