@@ -1807,3 +1807,9 @@ MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)
 from theorylab.validations import sqirl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 29 (drpo29)
+# DR-PO and PARL (validations/claims/preference.py)
+from theorylab.validations import alignment_bilevel_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *alignment_bilevel_mutations.MUTATIONS)

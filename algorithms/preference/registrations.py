@@ -203,3 +203,6 @@ def hedge_selfplay(game, oracle, iterations: int, eta: float = 0.05, m: int = 0)
     """Hedge (unregularised OMD) self-play: its average iterate -> a von Neumann winner (the
     no-regret argument); m comparisons per response and iteration (0: exact win rates)."""
     return _self_play(game, oracle, iterations, 0.0, float(eta), m, "average")
+
+# ----------------------------------------------------------------------------- issue 29 (drpo29)
+from theorylab.algorithms.preference import drpo  # noqa: E402, F401  (registers dr-po)

@@ -1,0 +1,41 @@
+"""Known-bug mutations of the DR-PO and PARL rows of issue 29 (drpo29); appended to
+``mutations.MUTATIONS``:
+
+* ``drpo-no-dataset-reset``: DR-PO's reset distribution ignores the offline data and rolls the
+  current policy from rho_0 instead (``theorylab.algorithms.preference.drpo.reset_points``
+  forced to ``"initial"``): the baseline the paper improves on, under DR-PO's name (control of
+  ``drpo-matches-covered-policy``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def drpo_no_dataset_reset(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import drpo
+
+    original = drpo.reset_points
+
+    def from_initial(mdp, policy, data, n, reset, rng, cdf=None):
+        return original(mdp, policy, data, n, "initial", rng, cdf)  # the bug: no dataset reset
+
+    with _patched(drpo, "reset_points", from_initial):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "drpo-no-dataset-reset",
+            "mutation",
+            "DR-PO's rollouts start from rho_0 (the dataset resets dropped)",
+            drpo_no_dataset_reset,
+        )
+    ),
+)
