@@ -4,7 +4,10 @@
 * ``drpo-no-dataset-reset``: DR-PO's reset distribution ignores the offline data and rolls the
   current policy from rho_0 instead (``theorylab.algorithms.preference.drpo.reset_points``
   forced to ``"initial"``): the baseline the paper improves on, under DR-PO's name (control of
-  ``drpo-matches-covered-policy``).
+  ``drpo-matches-covered-policy``);
+* ``parl-myopic-gradient``: PARL's hypergradient without its decision-dependent term (the
+  trajectory distribution treated as fixed: ``theorylab.algorithms.preference.parl.decision_term``
+  returns 0; control of ``parl-hypergradient-exact``).
 """
 
 from __future__ import annotations
@@ -29,6 +32,19 @@ def drpo_no_dataset_reset(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def parl_myopic_gradient(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.preference import parl
+
+    def dropped(prob, theta, pi, ell):
+        return np.zeros_like(theta)  # the bug: the lower level's dependence on theta ignored
+
+    with _patched(parl, "decision_term", dropped):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -36,6 +52,14 @@ MUTATIONS = (
             "mutation",
             "DR-PO's rollouts start from rho_0 (the dataset resets dropped)",
             drpo_no_dataset_reset,
+        )
+    ),
+    register_control(
+        Control(
+            "parl-myopic-gradient",
+            "mutation",
+            "PARL's hypergradient without the term through the lower level (myopic gradient)",
+            parl_myopic_gradient,
         )
     ),
 )
