@@ -220,6 +220,8 @@ def parl_iterates(
     beta = check_number(who, "beta", beta, positive=False)
     if not isinstance(myopic, bool):
         raise ValueError(f"{who}: myopic must be true or false, got {myopic!r}")
+    if getattr(mdp, "stage_dependent", False) or getattr(mdp, "reward_stage_dependent", False):
+        raise ValueError(f"{who} needs a stationary discounted MDP, got {mdp.name!r}")
     prob = bilevel_problem(
         mdp, features=features, beta=beta, tau=tau, kappa=kappa, seed=feature_seed
     )
