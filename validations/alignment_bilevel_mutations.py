@@ -7,7 +7,10 @@
   ``drpo-matches-covered-policy``);
 * ``parl-myopic-gradient``: PARL's hypergradient without its decision-dependent term (the
   trajectory distribution treated as fixed: ``theorylab.algorithms.preference.parl.decision_term``
-  returns 0; control of ``parl-hypergradient-exact``).
+  returns 0; control of ``parl-hypergradient-exact``);
+* ``cal-no-augmentation``: CAL's augmented multiplier (lambda + rho g(d))_+ replaced by lambda
+  (``theorylab.algorithms.dual.cal.effective_multiplier``): plain Lagrangian GDA under CAL's
+  name (control of ``cal-augmented-lagrangian`` in ``validations/claims/dual.py``).
 """
 
 from __future__ import annotations
@@ -45,6 +48,14 @@ def parl_myopic_gradient(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def cal_no_augmentation(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.dual import cal
+
+    with _patched(cal, "effective_multiplier", lambda lam, gap, rho: lam):  # the bug: no rho
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -60,6 +71,14 @@ MUTATIONS = (
             "mutation",
             "PARL's hypergradient without the term through the lower level (myopic gradient)",
             parl_myopic_gradient,
+        )
+    ),
+    register_control(
+        Control(
+            "cal-no-augmentation",
+            "mutation",
+            "CAL's augmented-Lagrangian term dropped (plain Lagrangian GDA)",
+            cal_no_augmentation,
         )
     ),
 )
