@@ -190,3 +190,66 @@ def test_the_myopic_mutation_drops_the_decision_term():
 def test_parl_refuses_bad_input(spec, params, message):
     with pytest.raises(ValueError, match=message):
         tl.run("parl", spec, iterations=2, **params)
+
+
+# ------------------------------------------------------------------ CAL (000#36)
+def _binding_cmdp():
+    from theorylab.validations.claims.dual import binding_cmdp
+
+    return binding_cmdp(np.random.default_rng(3))
+
+
+def test_cal_at_rho_zero_is_lagrangian_gda():
+    from theorylab.algorithms.dual import cal, cmdp
+
+    mdp, c, b = _binding_cmdp()
+    base = cmdp.lagrangian_gda(mdp, c, [b], steps=60, eta=1.0)
+    same = cal.cal_primal_dual(mdp, c, [b], steps=60, eta=1.0, rho=0.0)
+    np.testing.assert_array_equal(same.occupancies, base.occupancies)
+
+
+def test_cal_last_iterate_reaches_the_linprog_optimum():
+    from theorylab.validations.claims.dual import cmdp_linprog
+
+    mdp, c, b = _binding_cmdp()
+    v_star, _ = cmdp_linprog(mdp, c, b)
+    res = tl.run("cal", mdp, iterations=300, cost=c, threshold=b)
+    assert abs(res.primal[-1] - v_star) <= 1e-6
+    assert res.constraint[-1] <= 1e-6
+
+
+def test_conservative_cost_is_an_upper_estimate_with_the_written_width():
+    from theorylab.algorithms.dual import cal
+
+    mdp, c, _ = _binding_cmdp()
+    costs = c[None]
+    rng = np.random.default_rng(0)
+    ucb = cal.conservative_cost(mdp, costs, 500, 2.0, rng, 0.8)
+    plain = cal.conservative_cost(mdp, costs, 500, 0.0, np.random.default_rng(0), 0.8)
+    # the same draws: the UCB is the plain mean plus 2 / sqrt(n), clipped at 1
+    assert np.all(ucb >= plain - 1e-15)
+    assert np.all(ucb <= 1.0)
+    assert cal.conservative_cost(mdp, costs, 0, 2.0, rng, 0.8) is costs
+
+
+def test_the_no_augmentation_mutation_is_gda():
+    from theorylab.algorithms.dual import cal
+
+    mdp, c, b = _binding_cmdp()
+    gda = cal.cal_primal_dual(mdp, c, [b], steps=40, rho=0.0)
+    with get_control("cal-no-augmentation").applied(None):
+        mutated = cal.cal_primal_dual(mdp, c, [b], steps=40, rho=5.0)
+    np.testing.assert_array_equal(mutated.occupancies, gda.occupancies)
+
+
+@pytest.mark.parametrize(
+    "params, message",
+    [
+        ({"rho": -1.0}, "cal: rho must be a finite number >= 0"),
+        ({"kappa": float("nan")}, "cal: kappa must be a finite number >= 0"),
+        ({"samples": -3}, "cal: samples must be an integer >= 0"),
+    ],
+)
+def test_cal_refuses_bad_input(params, message):
+    with pytest.raises(ValueError, match=message):
+        tl.run("cal", "random:S=4,A=2,gamma=0.8,seed=3", iterations=2, **params)
