@@ -204,5 +204,6 @@ def hedge_selfplay(game, oracle, iterations: int, eta: float = 0.05, m: int = 0)
     no-regret argument); m comparisons per response and iteration (0: exact win rates)."""
     return _self_play(game, oracle, iterations, 0.0, float(eta), m, "average")
 
+
 # ----------------------------------------------------------------------------- issue 29 (drpo29)
 from theorylab.algorithms.preference import drpo, parl  # noqa: E402, F401  (dr-po, parl)
