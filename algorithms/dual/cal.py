@@ -7,8 +7,11 @@ Reinforcement Learning", ICLR 2024 (code: github.com/ZifanWu/CAL).
 What was read [V] (the catalogue row): two ingredients, "conservative policy optimization" -- an
 uncertainty-aware cost estimate "to avoid off-policy cost underestimation" -- and "local policy
 convexification" (an augmented Lagrangian) "to reduce suboptimality"; "we provide theoretical
-interpretations of the joint coupling effect of these two ingredients" (no formal rate). The
-paper's update rules and constants were not read; the tabular twin below is reconstructed [A]
+interpretations of the joint coupling effect of these two ingredients" (no formal rate); and,
+from a public summary of arXiv:2401.14758 found in a time-boxed search, that the conservative
+estimate is an ensemble upper confidence bound Q_c^UCB and the convexification an augmented
+Lagrangian (with a gradient rectification not reproduced here). The paper's update rules and
+constants were not read; the tabular twin below is reconstructed [A]
 from those sentences and the catalogue's twin ("tabular CMDP; ensemble/UCB cost-Q; augmented
 Lagrangian"), on top of :mod:`theorylab.algorithms.dual.cmdp` (the CMDP LP, the exact
 projection onto the occupancy polytope, and plain Lagrangian GDA, the baseline).

@@ -9,8 +9,9 @@ What was read [V] (the catalogue row's quotations of the abstract): the two-step
 "directly resets the policy optimizer to the states in the offline dataset, instead of always
 starting from the initial state distribution"; "DR-PO learns to perform at least as good as any
 policy that is covered by the offline dataset under general function approximation with finite
-sample complexity". The paper's algorithm box, its estimator and its constants could not be read
-here (a time-boxed search found no stored copy); the twin below is reconstructed [A] from those
+sample complexity". The paper's algorithm box, its estimator and its constants were not read
+(a time-boxed search found the abstract on public listing pages; the authors' code,
+github.com/Cornell-RL/drpo, was not read); the twin below is reconstructed [A] from those
 sentences and the catalogue's twin ("tabular finite-horizon token MDP; offline preference dataset
 of trajectory pairs from a good policy pi_D; BTL reward MLE; NPG whose start-state distribution
 mixes rho_0 with dataset states").

@@ -10,8 +10,9 @@ explicitly parameterizing the distribution of the upper alignment objective (rew
 lower optimal variable (optimal policy for the designed reward)", giving "a new class of stochastic
 bilevel problems where the stochasticity at the upper objective depends upon the lower-level
 variable"; the algorithm A-PARL has "sample complexity bounds of order O(1/T)". The paper's
-equations, its hypergradient estimator and constants were not read (a time-boxed search found no
-stored copy); everything below is reconstructed [A] / standard [M].
+equations, its hypergradient estimator and constants were not read (a time-boxed search found the
+abstract and title page on public copies of arXiv:2308.02585; the body was not read in the time
+box); everything below is reconstructed [A] / standard [M].
 
 The bilevel problem (this module's exact form [A]), on a discounted tabular MDP with true reward
 r* (the model's mean rewards), reward parameters theta (d,) and reward model r_theta = phi theta
