@@ -50,6 +50,7 @@ from theorylab.algorithms.dual.cmdp import (
     GDATrace,
     check_costs,
     project_onto_occupancies,
+    scored_trace,
     solve_cmdp_lp,
 )
 from theorylab.algorithms.dual.inputs import DualInputError
@@ -129,38 +130,13 @@ def cal_primal_dual(
     budget = (1.0 - g) * b
     d = occupancy_measure(mdp, np.full((S, A), 1.0 / A), gamma=g, mu=mu).ravel()
     lam, xk = np.zeros(m), None
-    out_r, out_c, out_l = np.empty(steps), np.empty((steps, m)), np.empty((steps, m))
-    avg_r, avg_c = np.empty(steps), np.empty((steps, m))
-    flow, occ, d_sum = np.empty(steps), np.empty((steps, S * A)), np.zeros(S * A)
+    occ, lams = np.empty((steps, S * A)), np.empty((steps, m))  # iterates d_t, lambda_t
     for t in range(steps):
         gap = C @ d - budget  # (m,) the estimated constraint
         effective = effective_multiplier(lam, gap, rho)
-        d_new, xk = project_onto_occupancies(M, d + eta * (r - effective @ C), rhs, xk)
+        d, xk = project_onto_occupancies(M, d + eta * (r - effective @ C), rhs, xk)
         lam = np.clip(lam + eta * gap, 0.0, lambda_max)
-        d = d_new
-        d_sum += d
-        flow[t] = np.abs(M.T @ d - rhs).max()
-        occ[t] = d
-        out_r[t] = r @ d / (1.0 - g)
-        out_c[t] = C_true @ d / (1.0 - g)
-        out_l[t] = lam
-        avg_r[t] = r @ d_sum / ((t + 1) * (1.0 - g))
-        avg_c[t] = C_true @ d_sum / ((t + 1) * (1.0 - g))
-    return GDATrace(
-        method=f"cal(rho={rho:g}, kappa={kappa:g}, samples={int(samples)})",
-        eta=eta,
-        reward=out_r,
-        cost=out_c,
-        lam=out_l,
-        avg_reward=avg_r,
-        avg_cost=avg_c,
-        reward_gap=np.abs(out_r - opt.value),
-        violation=np.maximum(out_c - b, 0.0).max(axis=1),
-        avg_reward_gap=np.abs(avg_r - opt.value),
-        avg_violation=np.maximum(avg_c - b, 0.0).max(axis=1),
-        optimum=opt,
-        final_occupancy=d.reshape(S, A),
-        seconds=time.perf_counter() - t0,
-        flow_residual=flow,
-        occupancies=occ.reshape(steps, S, A),
-    )
+        occ[t], lams[t] = d, lam
+    method = f"cal(rho={rho:g}, kappa={kappa:g}, samples={int(samples)})"
+    # scored under the true costs
+    return scored_trace(method, eta, occ, lams, r, C_true, b, g, M, rhs, opt, (S, A), t0)

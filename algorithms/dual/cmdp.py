@@ -314,10 +314,7 @@ def lagrangian_gda(
     lam = np.zeros(m)
     xk = None
     d_hat, lam_hat = d.copy(), lam.copy()
-    out_r, out_c, out_l = np.empty(steps), np.empty((steps, m)), np.empty((steps, m))
-    avg_r, avg_c = np.empty(steps), np.empty((steps, m))
-    flow, occ = np.empty(steps), np.empty((steps, S * A))  # (T,), (T, S*A)
-    d_sum = np.zeros(S * A)
+    occ, lams = np.empty((steps, S * A)), np.empty((steps, m))  # iterates d_t, lambda_t
     for t in range(steps):
         gd, gl = field(d, lam)
         if optimistic:
@@ -328,20 +325,27 @@ def lagrangian_gda(
         else:
             d, xk = project_onto_occupancies(M, d + eta * gd, rhs, xk)
             lam = np.clip(lam + eta * gl, 0.0, lambda_max)
-        d_sum += d
-        flow[t] = np.abs(M.T @ d - rhs).max()
-        occ[t] = d
-        out_r[t] = r @ d / (1.0 - g)
-        out_c[t] = C @ d / (1.0 - g)
-        out_l[t] = lam
-        avg_r[t] = r @ d_sum / ((t + 1) * (1.0 - g))
-        avg_c[t] = C @ d_sum / ((t + 1) * (1.0 - g))
+        occ[t], lams[t] = d, lam
+    method = "ogda" if optimistic else "gda"
+    return scored_trace(method, eta, occ, lams, r, C, b, g, M, rhs, opt, (S, A), t0)
+
+
+def scored_trace(
+    method: str, eta: float, occ, lams, r, C, b, g: float, M, rhs, opt, shape, t0: float
+) -> GDATrace:
+    """The :class:`GDATrace` of iterates occ ``(T, S*A)`` and lams ``(T, m)``, scored against the
+    reward r ``(S*A,)``, the costs C ``(m, S*A)`` and bounds b ``(m,)`` (values in units of V),
+    the flow ``M^T d = rhs`` and the LP optimum ``opt``; shape ``(S, A)``."""
+    T = occ.shape[0]
+    out_r, out_c = occ @ r / (1.0 - g), occ @ C.T / (1.0 - g)  # (T,), (T, m)
+    run = np.cumsum(occ, axis=0) / np.arange(1, T + 1)[:, None]  # running averages (T, S*A)
+    avg_r, avg_c = run @ r / (1.0 - g), run @ C.T / (1.0 - g)
     return GDATrace(
-        method="ogda" if optimistic else "gda",
+        method=method,
         eta=eta,
         reward=out_r,
         cost=out_c,
-        lam=out_l,
+        lam=lams,
         avg_reward=avg_r,
         avg_cost=avg_c,
         reward_gap=np.abs(out_r - opt.value),
@@ -349,8 +353,8 @@ def lagrangian_gda(
         avg_reward_gap=np.abs(avg_r - opt.value),
         avg_violation=np.maximum(avg_c - b, 0.0).max(axis=1),
         optimum=opt,
-        final_occupancy=d.reshape(S, A),
+        final_occupancy=occ[-1].reshape(shape),
         seconds=time.perf_counter() - t0,
-        flow_residual=flow,
-        occupancies=occ.reshape(steps, S, A),
+        flow_residual=np.abs(occ @ M - rhs[None]).max(axis=1),
+        occupancies=occ.reshape(T, *shape),
     )
