@@ -48,13 +48,11 @@ import numpy as np
 
 from theorylab.algorithms.dual.cmdp import (
     GDATrace,
-    check_costs,
+    lagrangian_problem,
     project_onto_occupancies,
     scored_trace,
-    solve_cmdp_lp,
 )
 from theorylab.algorithms.dual.inputs import DualInputError
-from theorylab.algorithms.planning.lp import _discount, _weights, discounted_lp_matrix
 
 PAPERS = ("000#36",)
 
@@ -111,23 +109,11 @@ def cal_primal_dual(
             raise DualInputError(f"cal: {name} must be a finite number >= 0, got {value!r}")
     if isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 0:
         raise DualInputError(f"cal: samples must be an integer >= 0, got {samples!r}")
-    g = _discount(mdp, gamma)
-    mu = _weights(mdp, mu)
-    c, b = check_costs(mdp, costs, thresholds)
-    opt = solve_cmdp_lp(mdp, c, b, gamma=g, mu=mu)
-    if np.any(opt.multipliers >= lambda_max):
-        raise DualInputError(
-            f"cal: lambda_max = {lambda_max:g} must exceed the optimal multipliers "
-            f"{np.round(opt.multipliers, 6).tolist()}"
-        )
-    S, A = mdp.S, mdp.A
-    m = c.shape[0]
+    P = lagrangian_problem(mdp, costs, thresholds, gamma, mu, lambda_max)
+    g, mu, c, b, opt, M, rhs, r = P.g, P.mu, P.c, P.b, P.opt, P.M, P.rhs, P.r
+    S, A, m = mdp.S, mdp.A, c.shape[0]
     c_used = conservative_cost(mdp, c, int(samples), kappa, np.random.default_rng(sample_seed), g)
-    M = discounted_lp_matrix(mdp, g)
-    rhs = (1.0 - g) * mu
-    r = np.asarray(mdp.reward(0), dtype=np.float64).ravel()
-    C_true, C = c.reshape(m, S * A), c_used.reshape(m, S * A)
-    budget = (1.0 - g) * b
+    C_true, C, budget = P.C, c_used.reshape(m, S * A), P.budget
     d = occupancy_measure(mdp, np.full((S, A), 1.0 / A), gamma=g, mu=mu).ravel()
     lam, xk = np.zeros(m), None
     occ, lams = np.empty((steps, S * A)), np.empty((steps, m))  # iterates d_t, lambda_t

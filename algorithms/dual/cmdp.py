@@ -268,6 +268,44 @@ class GDATrace:
         return {"last_iterate": float(err.max()), "average_iterate": float(avg.max())}
 
 
+@dataclass(frozen=True)
+class LagrangianProblem:
+    """A CMDP set up for a primal-dual run in occupancy space (normalised units): discount g,
+    weights mu ``(S,)``, costs c ``(m, S, A)`` and bounds b ``(m,)``, the LP optimum opt, the flow
+    matrix M ``(S*A, S)`` with right-hand side rhs ``(S,)``, r ``(S*A,)``, C ``(m, S*A)`` and
+    budget ``(1 - g) b``."""
+
+    g: float
+    mu: np.ndarray
+    c: np.ndarray
+    b: np.ndarray
+    opt: CMDPSolution
+    M: object
+    rhs: np.ndarray
+    r: np.ndarray
+    C: np.ndarray
+    budget: np.ndarray
+
+
+def lagrangian_problem(mdp, costs, thresholds, gamma, mu, lambda_max: float) -> LagrangianProblem:
+    """Check the costs, solve the CMDP LP and build the flow (shared by the primal-dual runs);
+    DualInputError when ``lambda_max`` does not exceed the LP's optimal multipliers."""
+    g = _discount(mdp, gamma)
+    mu = _weights(mdp, mu)
+    c, b = check_costs(mdp, costs, thresholds)
+    opt = solve_cmdp_lp(mdp, c, b, gamma=g, mu=mu)
+    if np.any(opt.multipliers >= lambda_max):
+        raise DualInputError(
+            f"lambda_max = {lambda_max:g} must exceed the optimal multipliers "
+            f"{np.round(opt.multipliers, 6).tolist()}"
+        )
+    m = c.shape[0]
+    M = discounted_lp_matrix(mdp, g)
+    r = np.asarray(mdp.reward(0), dtype=np.float64).ravel()
+    C = c.reshape(m, mdp.S * mdp.A)
+    return LagrangianProblem(g, mu, c, b, opt, M, (1.0 - g) * mu, r, C, (1.0 - g) * b)
+
+
 def lagrangian_gda(
     mdp,
     costs: np.ndarray,
@@ -290,22 +328,9 @@ def lagrangian_gda(
     t0 = time.perf_counter()
     if not steps >= 1 or not eta > 0:
         raise DualInputError(f"steps must be >= 1 and eta > 0, got steps={steps}, eta={eta}")
-    g = _discount(mdp, gamma)
-    mu = _weights(mdp, mu)
-    c, b = check_costs(mdp, costs, thresholds)
-    opt = solve_cmdp_lp(mdp, c, b, gamma=g, mu=mu)
-    if np.any(opt.multipliers >= lambda_max):
-        raise DualInputError(
-            f"lambda_max = {lambda_max:g} must exceed the optimal multipliers "
-            f"{np.round(opt.multipliers, 6).tolist()}"
-        )
-    S, A = mdp.S, mdp.A
-    m = c.shape[0]
-    M = discounted_lp_matrix(mdp, g)
-    rhs = (1.0 - g) * mu
-    r = np.asarray(mdp.reward(0), dtype=np.float64).ravel()
-    C = c.reshape(m, S * A)
-    budget = (1.0 - g) * b
+    P = lagrangian_problem(mdp, costs, thresholds, gamma, mu, lambda_max)
+    g, mu, b, opt, M, rhs, r, C, budget = P.g, P.mu, P.b, P.opt, P.M, P.rhs, P.r, P.C, P.budget
+    S, A, m = mdp.S, mdp.A, C.shape[0]
 
     def field(d, lam):  # ascent direction for d, descent direction for lambda
         return r - lam @ C, C @ d - budget
