@@ -205,6 +205,7 @@ def npg_step(logits, stages, states, q_hat, eta: float) -> np.ndarray:
     return new - logsumexp(new, axis=-1, keepdims=True)
 
 
+@register("dr-po", kind="policy-optimization", problem="tabular", papers=PAPERS)
 def drpo_iterates(
     mdp,
     iterations: int,
@@ -218,7 +219,9 @@ def drpo_iterates(
     B: float = 10.0,
     sample_seed: int = 0,
 ) -> PolicyPath:
-    """The module docstring's algorithm: K sampled NPG iterations from pi_0 = uniform."""
+    """DR-PO (Chang et al. 2024): BTL outcome-reward MLE from pi_D's trajectory pairs, then
+    sampled NPG whose rollouts reset to dataset states (``reset="initial"``: the baseline;
+    module docstring)."""
     who = "dr-po"
     K = check_iterations(who, iterations)
     if reset not in RESETS:
@@ -279,33 +282,4 @@ def drpo_iterates(
             "rollouts_per_iteration": int(resets) * A,
             "value_pi_D": float(policy_values(mdp, pi_d)),
         },
-    )
-
-
-@register("dr-po", kind="policy-optimization", problem="tabular", papers=PAPERS)
-def dr_po(
-    problem,
-    iterations,
-    pairs: int = 4000,
-    noise: float = 0.1,
-    resets: int = 64,
-    eta: float = 1.0,
-    reset: str = "dataset",
-    reward: str = "mle",
-    B: float = 10.0,
-    sample_seed: int = 0,
-):
-    """DR-PO (Chang et al. 2024): BTL outcome-reward MLE from pi_D's trajectory pairs, then
-    sampled NPG whose rollouts reset to dataset states (``reset="initial"``: the baseline)."""
-    return drpo_iterates(
-        problem,
-        iterations,
-        pairs=pairs,
-        noise=noise,
-        resets=resets,
-        eta=eta,
-        reset=reset,
-        reward=reward,
-        B=B,
-        sample_seed=sample_seed,
     )

@@ -200,6 +200,7 @@ def hypergradient(prob: BilevelProblem, theta: np.ndarray, *, myopic: bool = Fal
     return (m if myopic else m + dec), F
 
 
+@register("parl", kind="policy-optimization", problem="tabular-discounted", papers=PAPERS)
 def parl_iterates(
     mdp,
     iterations: int,
@@ -212,7 +213,8 @@ def parl_iterates(
     myopic: bool = False,
     feature_seed: int = 0,
 ) -> PolicyPath:
-    """Gradient ascent on F from theta_0 = 0 with the exact hypergradient (or the myopic one)."""
+    """PARL (Chakraborty et al. 2024): gradient ascent on the bilevel preference objective with
+    the exact hypergradient through the soft-optimal lower level (``myopic``: without it)."""
     who = "parl"
     K = check_iterations(who, iterations)
     alpha = check_number(who, "alpha", alpha)
@@ -256,31 +258,4 @@ def parl_iterates(
             "grad_norm": norms,
             "theta": np.stack(thetas).tolist(),
         },
-    )
-
-
-@register("parl", kind="policy-optimization", problem="tabular-discounted", papers=PAPERS)
-def parl(
-    problem,
-    iterations,
-    alpha: float = 1.0,
-    tau: float = 0.5,
-    kappa: float = 0.01,
-    beta: float = 4.0,
-    features="tabular",
-    myopic: bool = False,
-    feature_seed: int = 0,
-):
-    """PARL (Chakraborty et al. 2024): gradient ascent on the bilevel preference objective with
-    the exact hypergradient through the soft-optimal lower level (``myopic``: without it)."""
-    return parl_iterates(
-        problem,
-        iterations,
-        alpha=alpha,
-        tau=tau,
-        kappa=kappa,
-        beta=beta,
-        features=features,
-        myopic=myopic,
-        feature_seed=feature_seed,
     )
