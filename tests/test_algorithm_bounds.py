@@ -139,6 +139,10 @@ NO_THEOREM = {
 # no rate constant read (docs/algorithms/rlhf-dpo-dichotomy.md: its claims measure n_eps), and
 # IPL (000#21) states no rate (catalogue: "Not stated"; docs/algorithms/ipl.md)
 NO_THEOREM |= {"rlhf-sparse", "dpo-loglinear", "ipl"}
+# issue 29 (helper drpo29): DR-PO's guarantee is "finite sample complexity" with no rate read;
+# PARL's O(1/T) constant was not read -- its claim checks the ascent lemma's
+# min ||grad F||^2 <= 2 (F_T - F_0) / (alpha T) written out (docs/algorithms/dr-po.md, parl.md)
+NO_THEOREM |= {"dr-po", "parl", "cal"}  # CAL (000#36): "no formal rate" (catalogue)
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

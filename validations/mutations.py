@@ -1829,3 +1829,9 @@ MUTATIONS = (*MUTATIONS, *dichotomy_mutations.MUTATIONS)
 from theorylab.validations import laser_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *laser_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 29 (drpo29)
+# DR-PO and PARL (validations/claims/preference.py)
+from theorylab.validations import alignment_bilevel_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *alignment_bilevel_mutations.MUTATIONS)

@@ -268,6 +268,44 @@ class GDATrace:
         return {"last_iterate": float(err.max()), "average_iterate": float(avg.max())}
 
 
+@dataclass(frozen=True)
+class LagrangianProblem:
+    """A CMDP set up for a primal-dual run in occupancy space (normalised units): discount g,
+    weights mu ``(S,)``, costs c ``(m, S, A)`` and bounds b ``(m,)``, the LP optimum opt, the flow
+    matrix M ``(S*A, S)`` with right-hand side rhs ``(S,)``, r ``(S*A,)``, C ``(m, S*A)`` and
+    budget ``(1 - g) b``."""
+
+    g: float
+    mu: np.ndarray
+    c: np.ndarray
+    b: np.ndarray
+    opt: CMDPSolution
+    M: object
+    rhs: np.ndarray
+    r: np.ndarray
+    C: np.ndarray
+    budget: np.ndarray
+
+
+def lagrangian_problem(mdp, costs, thresholds, gamma, mu, lambda_max: float) -> LagrangianProblem:
+    """Check the costs, solve the CMDP LP and build the flow (shared by the primal-dual runs);
+    DualInputError when ``lambda_max`` does not exceed the LP's optimal multipliers."""
+    g = _discount(mdp, gamma)
+    mu = _weights(mdp, mu)
+    c, b = check_costs(mdp, costs, thresholds)
+    opt = solve_cmdp_lp(mdp, c, b, gamma=g, mu=mu)
+    if np.any(opt.multipliers >= lambda_max):
+        raise DualInputError(
+            f"lambda_max = {lambda_max:g} must exceed the optimal multipliers "
+            f"{np.round(opt.multipliers, 6).tolist()}"
+        )
+    m = c.shape[0]
+    M = discounted_lp_matrix(mdp, g)
+    r = np.asarray(mdp.reward(0), dtype=np.float64).ravel()
+    C = c.reshape(m, mdp.S * mdp.A)
+    return LagrangianProblem(g, mu, c, b, opt, M, (1.0 - g) * mu, r, C, (1.0 - g) * b)
+
+
 def lagrangian_gda(
     mdp,
     costs: np.ndarray,
@@ -290,22 +328,9 @@ def lagrangian_gda(
     t0 = time.perf_counter()
     if not steps >= 1 or not eta > 0:
         raise DualInputError(f"steps must be >= 1 and eta > 0, got steps={steps}, eta={eta}")
-    g = _discount(mdp, gamma)
-    mu = _weights(mdp, mu)
-    c, b = check_costs(mdp, costs, thresholds)
-    opt = solve_cmdp_lp(mdp, c, b, gamma=g, mu=mu)
-    if np.any(opt.multipliers >= lambda_max):
-        raise DualInputError(
-            f"lambda_max = {lambda_max:g} must exceed the optimal multipliers "
-            f"{np.round(opt.multipliers, 6).tolist()}"
-        )
-    S, A = mdp.S, mdp.A
-    m = c.shape[0]
-    M = discounted_lp_matrix(mdp, g)
-    rhs = (1.0 - g) * mu
-    r = np.asarray(mdp.reward(0), dtype=np.float64).ravel()
-    C = c.reshape(m, S * A)
-    budget = (1.0 - g) * b
+    P = lagrangian_problem(mdp, costs, thresholds, gamma, mu, lambda_max)
+    g, mu, b, opt, M, rhs, r, C, budget = P.g, P.mu, P.b, P.opt, P.M, P.rhs, P.r, P.C, P.budget
+    S, A, m = mdp.S, mdp.A, C.shape[0]
 
     def field(d, lam):  # ascent direction for d, descent direction for lambda
         return r - lam @ C, C @ d - budget
@@ -314,10 +339,7 @@ def lagrangian_gda(
     lam = np.zeros(m)
     xk = None
     d_hat, lam_hat = d.copy(), lam.copy()
-    out_r, out_c, out_l = np.empty(steps), np.empty((steps, m)), np.empty((steps, m))
-    avg_r, avg_c = np.empty(steps), np.empty((steps, m))
-    flow, occ = np.empty(steps), np.empty((steps, S * A))  # (T,), (T, S*A)
-    d_sum = np.zeros(S * A)
+    occ, lams = np.empty((steps, S * A)), np.empty((steps, m))  # iterates d_t, lambda_t
     for t in range(steps):
         gd, gl = field(d, lam)
         if optimistic:
@@ -328,20 +350,27 @@ def lagrangian_gda(
         else:
             d, xk = project_onto_occupancies(M, d + eta * gd, rhs, xk)
             lam = np.clip(lam + eta * gl, 0.0, lambda_max)
-        d_sum += d
-        flow[t] = np.abs(M.T @ d - rhs).max()
-        occ[t] = d
-        out_r[t] = r @ d / (1.0 - g)
-        out_c[t] = C @ d / (1.0 - g)
-        out_l[t] = lam
-        avg_r[t] = r @ d_sum / ((t + 1) * (1.0 - g))
-        avg_c[t] = C @ d_sum / ((t + 1) * (1.0 - g))
+        occ[t], lams[t] = d, lam
+    method = "ogda" if optimistic else "gda"
+    return scored_trace(method, eta, occ, lams, r, C, b, g, M, rhs, opt, (S, A), t0)
+
+
+def scored_trace(
+    method: str, eta: float, occ, lams, r, C, b, g: float, M, rhs, opt, shape, t0: float
+) -> GDATrace:
+    """The :class:`GDATrace` of iterates occ ``(T, S*A)`` and lams ``(T, m)``, scored against the
+    reward r ``(S*A,)``, the costs C ``(m, S*A)`` and bounds b ``(m,)`` (values in units of V),
+    the flow ``M^T d = rhs`` and the LP optimum ``opt``; shape ``(S, A)``."""
+    T = occ.shape[0]
+    out_r, out_c = occ @ r / (1.0 - g), occ @ C.T / (1.0 - g)  # (T,), (T, m)
+    run = np.cumsum(occ, axis=0) / np.arange(1, T + 1)[:, None]  # running averages (T, S*A)
+    avg_r, avg_c = run @ r / (1.0 - g), run @ C.T / (1.0 - g)
     return GDATrace(
-        method="ogda" if optimistic else "gda",
+        method=method,
         eta=eta,
         reward=out_r,
         cost=out_c,
-        lam=out_l,
+        lam=lams,
         avg_reward=avg_r,
         avg_cost=avg_c,
         reward_gap=np.abs(out_r - opt.value),
@@ -349,8 +378,8 @@ def lagrangian_gda(
         avg_reward_gap=np.abs(avg_r - opt.value),
         avg_violation=np.maximum(avg_c - b, 0.0).max(axis=1),
         optimum=opt,
-        final_occupancy=d.reshape(S, A),
+        final_occupancy=occ[-1].reshape(shape),
         seconds=time.perf_counter() - t0,
-        flow_residual=flow,
-        occupancies=occ.reshape(steps, S, A),
+        flow_residual=np.abs(occ @ M - rhs[None]).max(axis=1),
+        occupancies=occ.reshape(T, *shape),
     )

@@ -142,3 +142,42 @@ def run_general_utility_pg(
     return general_utilities.run_utility_pg(
         problem, iterations, utility=utility, step=step, expert_seed=expert_seed
     )
+
+
+# ----------------------------------------------------------------------------- issue 29 (drpo29)
+@register(
+    "cal",
+    kind="constrained",
+    problem="tabular",
+    constraint="cost",
+    horizon="discounted",
+    papers=("000#36",),
+)
+def solve_cal(
+    mdp,
+    cost,
+    threshold,
+    iterations,
+    eta: float = 1.0,
+    rho: float = 5.0,
+    kappa: float = 1.0,
+    samples: int = 0,
+    sample_seed: int = 0,
+    lambda_max: float = 10.0,
+):
+    """CAL: augmented-Lagrangian GDA on a conservative (UCB) cost estimate, exact in occupancy
+    space (Wu et al. 2024; rho = 0 and samples = 0: plain Lagrangian GDA)."""
+    from theorylab.algorithms.dual import cal
+
+    return cal.cal_primal_dual(
+        mdp,
+        cost,
+        [threshold],
+        steps=iterations,
+        eta=eta,
+        rho=rho,
+        kappa=kappa,
+        samples=samples,
+        sample_seed=sample_seed,
+        lambda_max=lambda_max,
+    )

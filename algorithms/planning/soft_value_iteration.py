@@ -54,9 +54,10 @@ def _reference(mdp, reference) -> np.ndarray:
     return ref
 
 
-def soft_backup(mdp, V: np.ndarray, tau: float, log_ref: np.ndarray, gamma: float):
-    """One soft Bellman backup: (Q (S, A), V' (S,)) from V (S,)."""
-    Q = mdp.reward(0) + gamma * mdp.expected_next(V)
+def soft_backup(mdp, V: np.ndarray, tau: float, log_ref: np.ndarray, gamma: float, reward=None):
+    """One soft Bellman backup: (Q (S, A), V' (S,)) from V (S,) (``reward`` (S, A) replaces
+    the model's mean rewards)."""
+    Q = (mdp.reward(0) if reward is None else reward) + gamma * mdp.expected_next(V)
     return Q, tau * logsumexp(Q / tau + log_ref, axis=1)
 
 
@@ -74,8 +75,10 @@ def soft_value_iteration(
     gamma: float | None = None,
     tol: float = 1e-12,
     max_iter: int = 1_000_000,
+    reward: np.ndarray | None = None,
 ) -> SoftSolution:
-    """The regularised optimum of the module docstring (reference None: uniform)."""
+    """The regularised optimum of the module docstring (reference None: uniform; ``reward``
+    (S, A), of any range, replaces the model's mean rewards)."""
     if not (np.isfinite(tau) and tau > 0):
         raise ValueError(f"tau must be a finite number > 0, got {tau!r}")
     g = mdp.gamma if gamma is None else gamma
@@ -85,12 +88,12 @@ def soft_value_iteration(
     V = np.zeros(mdp.S)
     stop = tol * (1 - g) / max(g, 1e-300)
     for it in range(1, max_iter + 1):
-        Q, V_new = soft_backup(mdp, V, tau, log_ref, g)
+        Q, V_new = soft_backup(mdp, V, tau, log_ref, g, reward)
         step = float(np.max(np.abs(V_new - V)))
         V = V_new
         if step <= stop:
             break
-    Q, V = soft_backup(mdp, V, tau, log_ref, g)
+    Q, V = soft_backup(mdp, V, tau, log_ref, g, reward)
     return SoftSolution(Q, V, soft_policy(Q, V, tau, log_ref), it, float(tau), float(g))
 
 

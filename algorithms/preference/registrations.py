@@ -210,3 +210,5 @@ from theorylab.algorithms.preference import (  # noqa: E402
     dichotomy,  # noqa: F401  (registers rlhf-sparse, dpo-loglinear; 000#66)
     ipl,  # noqa: F401  (registers ipl; 000#21)
 )
+# ----------------------------------------------------------------------------- issue 29 (drpo29)
+from theorylab.algorithms.preference import drpo, parl  # noqa: E402, F401  (dr-po, parl)
