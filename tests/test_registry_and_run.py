@@ -136,3 +136,24 @@ def test_run_rejects_discounted_only_mdp():
     mdp = make("riverswim:S=3,H=2").with_objective(horizon=None, gamma=0.9)
     with pytest.raises(ValueError, match="no finite horizon"):
         run(CoinAgent, mdp, episodes=2)
+
+
+def test_the_root_seed_reaches_an_algorithm_that_draws_its_own_randomness():
+    """tl.run's ``seed`` is the root seed; a factory declaring ``seed`` (md-vi's noise, TRPO's
+    random features, demonstration samples) receives it, so ``seed=`` changes the draw (it was
+    once swallowed, and such algorithms always drew seed 0)."""
+    import inspect
+
+    from theorylab.algorithms.registry import get_algorithm, list_algorithms
+
+    def declares_seed(name):
+        return "seed" in inspect.signature(get_algorithm(name).factory).parameters
+
+    takers = sorted(n for n in list_algorithms() if declares_seed(n))
+    assert "demo-regularised-vi" in takers and "md-vi" in takers
+    mdp = make("random:S=4,A=3,H=4,seed=2")
+    runs = [run("demo-regularised-vi", mdp, iterations=1, demonstrations=8, seed=s)
+            for s in (1, 2, 1)]  # fmt: skip
+    bc = [r.config["bc_policy"] for r in runs]
+    assert np.array_equal(bc[0], bc[2]) and not np.array_equal(bc[0], bc[1])
+    assert [r.config["seed"] for r in runs] == [1, 2, 1]

@@ -212,6 +212,10 @@ def run(
     check_problem(problem)
     idx = seed_indices(seeds)
     seed = check_root_seed(seed)
+    if "seed" in inspect.signature(entry.factory).parameters:
+        # an algorithm that draws its own randomness from one integer (md-vi's noise, TRPO's random
+        # features, a demonstration sample) takes the root seed: tl.run(..., seed=s) reaches it
+        params = {**params, "seed": seed}
     if isinstance(problem, str) and problem.lower().endswith(".npz"):  # a TabularMDP.save file
         from theorylab.runners.problems import resolve_mdp
 
