@@ -1807,3 +1807,9 @@ MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)
 from theorylab.validations import sqirl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (rep31)
+# Contrastive UCB (validations/claims/representation.py, contrastive-ucb-recovers-subspace)
+from theorylab.validations import contrastive_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *contrastive_mutations.MUTATIONS)
