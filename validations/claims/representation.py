@@ -167,15 +167,13 @@ class ContrastiveUCBClaim:
             lo, hi = self.rate_range
         else:
             lo, hi = -np.inf, self.sublinear_max
-        regret_check = (
-            Check(
-                sc.regret_test or "sublinear",
-                lo <= rfit.ci_low and rfit.ci_high <= hi,
-                f"regret log-log slope {rfit.slope:.3f}, 95% CI [{rfit.ci_low:.3f}, "
-                f"{rfit.ci_high:.3f}] (must lie inside [{lo}, {hi}]); final regret mean "
-                f"{cum[:, -1].mean():.1f} over K = {sc.episodes}",
-                {"slope": rfit.slope, "slope_ci": [rfit.ci_low, rfit.ci_high]},
-            )
+        regret_check = Check(
+            sc.regret_test or "sublinear",
+            lo <= rfit.ci_low and rfit.ci_high <= hi,
+            f"regret log-log slope {rfit.slope:.3f}, 95% CI [{rfit.ci_low:.3f}, "
+            f"{rfit.ci_high:.3f}] (must lie inside [{lo}, {hi}]); final regret mean "
+            f"{cum[:, -1].mean():.1f} over K = {sc.episodes}",
+            {"slope": rfit.slope, "slope_ci": [rfit.ci_low, rfit.ci_high]},
         )
         if sc.regret_test is None:  # reported, not tested (the window is still bending)
             regret_check.name = "regret slope (information, not tested)"
@@ -228,6 +226,7 @@ class ContrastiveUCBClaim:
         )
         save_figure(ax, path)
 
+
 register_validation(
     ContrastiveUCBClaim(
         name="contrastive-ucb-recovers-subspace",
@@ -249,7 +248,7 @@ register_validation(
                 regret_test=None,
             ),
             "full": ContrastiveScale(
-                episodes=6000,
+                episodes=8000,
                 seeds=8,
                 n_grid=(100, 300, 1000, 3000, 10000, 30000, 100000),
                 subspace_seeds=4,
@@ -257,7 +256,16 @@ register_validation(
                 regret_test="rate",
             ),
         },
-        notes="",
+        notes=(
+            "c = 0.1 from a sweep at K = 3000, 4 seeds (final regret; slope over the last half of "
+            "log K): c = 0: 18-52, 0.93 [0.78, 1.09]; c = 0.03: 5-20, 1.05 [0.89, 1.37]; "
+            "c = 0.1: 256-376, 0.64 [0.57, 0.76]; c = 0.3: ~1700, 0.95; c = 1: ~2130, 0.99 (still "
+            "in burn-in). At c = 0.1, K = 1e4, 4 seeds: final 453-641, slope 0.443 [0.416, "
+            "0.476]: like LSVI-UCB on a fixed instance the slope passes 1/2 and keeps falling "
+            "towards the gap-dependent log regime, so the rate is a property of this window. "
+            "The bonus-free and small-c runs have lower regret on this instance (it needs no "
+            "exploration), which is why a dropped bonus is not a control of this claim."
+        ),
     ),
     controls=("contrastive-negatives-from-positives", "frozen", "random"),
     papers=("000#12",),
