@@ -24,6 +24,7 @@ PROBLEM = {
     "rep-ucb": "lowrank-simplex:S=6,A=3,d=2,H=2,seed=3",
     "cvar-ucbvi": "cvar-safe-risky:H=3",
     "cvar-ela": "lowrank-simplex:S=6,A=3,d=2,H=2,seed=3,reward_model=bernoulli",
+    "contrastive-ucb": "lowrank-simplex:S=6,A=3,d=2,H=2,seed=3",  # issue 31 (rep31)
 }
 
 
@@ -34,6 +35,8 @@ def extra(name: str, mdp) -> dict:
     out = {"episodes": 10} if "episodes" in params else {}
     if "feature_class" in params:
         out["feature_class"] = mdp.candidates
+    if "rank" in params:  # contrastive-ucb: the feature dimension to learn
+        out["rank"] = mdp.d
     return out
 
 
