@@ -1,4 +1,4 @@
-"""Known-bug mutation of Contrastive UCB (000#12; the control of
+"""Known-bug mutations of Contrastive UCB (000#12; the control of
 ``contrastive-ucb-recovers-subspace`` in ``validations/claims/representation.py``); appended to
 ``mutations.MUTATIONS``:
 
@@ -7,6 +7,10 @@
   instead of the fixed uniform law P^- (``contrastive_ucb.sample_negatives``). The population
   minimiser is then f = 1 everywhere: the loss says nothing about phi*, and the learned span stays
   where the initialisation put it.
+* ``musik-one-step-inverse-kinematics``: MusIK (001#27; the control of
+  ``musik-decodes-block-lock``) decodes x_h by one-step inverse kinematics, the predictor of
+  a_{h-1} from (x_{h-1}, x_h) (``musik.inverse_kinematics_signatures``), the baseline that merges
+  the good latents of a combination lock.
 """
 
 from __future__ import annotations
@@ -41,6 +45,43 @@ MUTATIONS = (
             "mutation",
             "Contrastive UCB's negatives drawn from the positive law at (s, a), not uniform",
             contrastive_negatives_from_positives,
+        )
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- MusIK (001#27)
+@contextlib.contextmanager
+def musik_one_step_inverse_kinematics(claim=None) -> Iterator[None]:
+    """MusIK's decoder replaced by one-step inverse kinematics (HOMER-style): x_h is decoded from
+    the predictor of a_{h-1} given (x_{h-1}, x_h) -- the signature of x_h is
+    C(x_{h-1} = x, a_{h-1} = a, x_h) / C(x_h) -- instead of a_h given (x_h, x_{h+k}). Every good
+    latent of a combination lock is reached by the same (predecessor, secret action) law, so the
+    good latents merge (layer 0, with no predecessor, keeps the multi-step signature)."""
+    from theorylab.algorithms.online import musik
+
+    original = musik.inverse_kinematics_signatures
+
+    def one_step(states, actions, rewards, h, S, A, k_max):
+        if h == 0:
+            return original(states, actions, rewards, h, S, A, k_max)
+        x = states[:, h]
+        idx = x * (S * A) + states[:, h - 1] * A + actions[:, h - 1]
+        sig = np.bincount(idx, minlength=S * S * A).reshape(S, S * A).astype(np.float64)
+        return sig / np.maximum(np.bincount(x, minlength=S), 1.0)[:, None]
+
+    with _patched(musik, "inverse_kinematics_signatures", one_step):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "musik-one-step-inverse-kinematics",
+            "mutation",
+            "MusIK's decoder from one-step inverse kinematics (a_{h-1} from (x_{h-1}, x_h))",
+            musik_one_step_inverse_kinematics,
         )
     ),
 )
