@@ -28,6 +28,9 @@ NO_THEOREM = {
     # summaries (no constants, no polynomial factors; docs/algorithms/contrastive-ucb.md; claim in
     # validations/claims/representation.py)
     "contrastive-ucb",
+    # issue 31 (rep31): MusIK's rate (1/eps^2 in the accuracy) read from the abstract only
+    # (docs/algorithms/musik.md; claim in validations/claims/representation.py)
+    "musik",
     "lsvi",
     "naive-vi",
     "behaviour-cloning",
