@@ -147,11 +147,6 @@ def sample_negatives(
     return rng.multinomial(n, np.full(S, 1.0 / S)).astype(np.float64)
 
 
-def negative_law(S: int) -> np.ndarray:
-    """P^- ``(S,)``: uniform (the law :func:`sample_negatives` draws from)."""
-    return np.full(S, 1.0 / S)
-
-
 @register(
     "contrastive-ucb",
     kind="online",
