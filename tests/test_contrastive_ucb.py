@@ -166,7 +166,7 @@ def tiny_claim():
 
 
 def test_claim_subspace_passes_and_the_mutation_fails_it():
-    from theorylab.validations.contrastive_mutations import contrastive_negatives_from_positives
+    from theorylab.validations.representation_mutations import contrastive_negatives_from_positives
 
     claim = tiny_claim()
     checks = {c.name: c for c in claim.run("quick").checks}

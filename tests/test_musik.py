@@ -103,7 +103,7 @@ def test_musik_decodes_and_plays_optimally():
 
 
 def test_one_step_inverse_kinematics_merges_the_good_latents():
-    from theorylab.validations.contrastive_mutations import musik_one_step_inverse_kinematics
+    from theorylab.validations.representation_mutations import musik_one_step_inverse_kinematics
 
     with musik_one_step_inverse_kinematics():
         _, acc = run_musik(1500)

@@ -1810,6 +1810,6 @@ MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
 
 # ----------------------------------------------------------------------------- issue 31 (rep31)
 # Contrastive UCB (validations/claims/representation.py, contrastive-ucb-recovers-subspace)
-from theorylab.validations import contrastive_mutations  # noqa: E402
+from theorylab.validations import representation_mutations  # noqa: E402
 
-MUTATIONS = (*MUTATIONS, *contrastive_mutations.MUTATIONS)
+MUTATIONS = (*MUTATIONS, *representation_mutations.MUTATIONS)

@@ -1,8 +1,8 @@
-"""Known-bug mutations of Contrastive UCB (000#12; the control of
-``contrastive-ucb-recovers-subspace`` in ``validations/claims/representation.py``); appended to
-``mutations.MUTATIONS``:
+"""Known-bug mutations of the representation-learning seeds
+(``validations/claims/representation.py``), appended to ``mutations.MUTATIONS``:
 
-* ``contrastive-negatives-from-positives``: the negatives of the contrastive loss drawn from the
+* ``contrastive-negatives-from-positives`` (Contrastive UCB, 000#12; the control of
+  ``contrastive-ucb-recovers-subspace``): the negatives of the contrastive loss drawn from the
   positive law at the same (s, a) (the empirical next-state distribution of the data so far)
   instead of the fixed uniform law P^- (``contrastive_ucb.sample_negatives``). The population
   minimiser is then f = 1 everywhere: the loss says nothing about phi*, and the learned span stays
