@@ -24,6 +24,13 @@ NO_THEOREM = {
     # issue 31 (sq31): SQIRL's rate is "samples ~ exp(k), not exp(H)" with no constant read
     # (docs/algorithms/sqirl.md; claim in validations/claims/exploration.py)
     "sqirl",
+    # issue 31 (rep31): Contrastive UCB's O~(1/eps^2) sample complexity was read only from
+    # summaries (no constants, no polynomial factors; docs/algorithms/contrastive-ucb.md; claim in
+    # validations/claims/representation.py)
+    "contrastive-ucb",
+    # issue 31 (rep31): MusIK's rate (1/eps^2 in the accuracy) read from the abstract only
+    # (docs/algorithms/musik.md; claim in validations/claims/representation.py)
+    "musik",
     "lsvi",
     "naive-vi",
     "behaviour-cloning",

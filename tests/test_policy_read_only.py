@@ -24,6 +24,8 @@ PROBLEM = {
     "rep-ucb": "lowrank-simplex:S=6,A=3,d=2,H=2,seed=3",
     "cvar-ucbvi": "cvar-safe-risky:H=3",
     "cvar-ela": "lowrank-simplex:S=6,A=3,d=2,H=2,seed=3,reward_model=bernoulli",
+    "contrastive-ucb": "lowrank-simplex:S=6,A=3,d=2,H=2,seed=3",  # issue 31 (rep31)
+    "musik": "block-lock:H=3,A=2,m=2",  # issue 31 (rep31)
 }
 
 
@@ -34,6 +36,12 @@ def extra(name: str, mdp) -> dict:
     out = {"episodes": 10} if "episodes" in params else {}
     if "feature_class" in params:
         out["feature_class"] = mdp.candidates
+    if "rank" in params:  # contrastive-ucb: the feature dimension to learn
+        out["rank"] = mdp.d
+    if "n_latent" in params:  # musik: latent states per step of the block MDP
+        out["n_latent"] = mdp.n_latent
+    if "samples" in params:  # musik: decode layers within the 10 episodes
+        out["samples"] = 2
     return out
 
 

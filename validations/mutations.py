@@ -1835,3 +1835,9 @@ MUTATIONS = (*MUTATIONS, *laser_mutations.MUTATIONS)
 from theorylab.validations import alignment_bilevel_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *alignment_bilevel_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (rep31)
+# Contrastive UCB (validations/claims/representation.py, contrastive-ucb-recovers-subspace)
+from theorylab.validations import representation_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *representation_mutations.MUTATIONS)

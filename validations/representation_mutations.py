@@ -1,0 +1,87 @@
+"""Known-bug mutations of the representation-learning seeds
+(``validations/claims/representation.py``), appended to ``mutations.MUTATIONS``:
+
+* ``contrastive-negatives-from-positives`` (Contrastive UCB, 000#12; the control of
+  ``contrastive-ucb-recovers-subspace``): the negatives of the contrastive loss drawn from the
+  positive law at the same (s, a) (the empirical next-state distribution of the data so far)
+  instead of the fixed uniform law P^- (``contrastive_ucb.sample_negatives``). The population
+  minimiser is then f = 1 everywhere: the loss says nothing about phi*, and the learned span stays
+  where the initialisation put it.
+* ``musik-one-step-inverse-kinematics``: MusIK (001#27; the control of
+  ``musik-decodes-block-lock``) decodes x_h by one-step inverse kinematics, the predictor of
+  a_{h-1} from (x_{h-1}, x_h) (``musik.inverse_kinematics_signatures``), the baseline that merges
+  the good latents of a combination lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def contrastive_negatives_from_positives(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online import contrastive_ucb
+
+    def from_positives(new, counts, n_negatives, rng):
+        n = new.sum(axis=-1).astype(np.int64) * n_negatives  # (..., SA)
+        N = counts.sum(axis=-1, keepdims=True)  # (..., SA, 1)
+        law = np.where(N > 0, counts / np.maximum(N, 1.0), 1.0 / counts.shape[-1])
+        return rng.multinomial(n, law).astype(np.float64)  # the bug: P^- = P_hat(.|s, a)
+
+    with _patched(contrastive_ucb, "sample_negatives", from_positives):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "contrastive-negatives-from-positives",
+            "mutation",
+            "Contrastive UCB's negatives drawn from the positive law at (s, a), not uniform",
+            contrastive_negatives_from_positives,
+        )
+    ),
+)
+
+
+# ----------------------------------------------------------------------------- MusIK (001#27)
+@contextlib.contextmanager
+def musik_one_step_inverse_kinematics(claim=None) -> Iterator[None]:
+    """MusIK's decoder replaced by one-step inverse kinematics (HOMER-style): x_h is decoded from
+    the predictor of a_{h-1} given (x_{h-1}, x_h) -- the signature of x_h is
+    C(x_{h-1} = x, a_{h-1} = a, x_h) / C(x_h) -- instead of a_h given (x_h, x_{h+k}). Every good
+    latent of a combination lock is reached by the same (predecessor, secret action) law, so the
+    good latents merge (layer 0, with no predecessor, keeps the multi-step signature)."""
+    from theorylab.algorithms.online import musik
+
+    original = musik.inverse_kinematics_signatures
+
+    def one_step(states, actions, rewards, h, S, A, k_max):
+        if h == 0:
+            return original(states, actions, rewards, h, S, A, k_max)
+        x = states[:, h]
+        idx = x * (S * A) + states[:, h - 1] * A + actions[:, h - 1]
+        sig = np.bincount(idx, minlength=S * S * A).reshape(S, S * A).astype(np.float64)
+        return sig / np.maximum(np.bincount(x, minlength=S), 1.0)[:, None]
+
+    with _patched(musik, "inverse_kinematics_signatures", one_step):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "musik-one-step-inverse-kinematics",
+            "mutation",
+            "MusIK's decoder from one-step inverse kinematics (a_{h-1} from (x_{h-1}, x_h))",
+            musik_one_step_inverse_kinematics,
+        )
+    ),
+)
