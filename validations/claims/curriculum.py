@@ -664,9 +664,9 @@ register_validation(
             },
             "full": {
                 "fit_cases": 200,
-                "learners": 256,
+                "learners": 128,
                 "frozen": "curriculum:K=6,G=8,eta=0,low=-6,high=1,hint=8",
-                "rounds": 800,
+                "rounds": 400,
                 "err_tol": 0.005,
                 "slope_max": -0.3,
                 "acc_tol": 0.005,
