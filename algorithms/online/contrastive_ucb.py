@@ -151,7 +151,7 @@ def sample_negatives(
     "contrastive-ucb",
     kind="online",
     problem="lowrank",
-    papers=("000#12",),
+    papers=("000#12", "001#29"),
     summary="Contrastive UCB (Qiu et al. 2022): contrastive low-rank features + LSVI-UCB bonus",
 )
 class ContrastiveUCB:

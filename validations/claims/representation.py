@@ -277,7 +277,7 @@ register_validation(
         ),
     ),
     controls=("contrastive-negatives-from-positives", "frozen", "random"),
-    papers=("000#12",),
+    papers=("000#12", "001#29"),
 )
 
 
