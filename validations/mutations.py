@@ -1807,3 +1807,9 @@ MUTATIONS = (*MUTATIONS, *openchat_p3o_mutations.MUTATIONS)
 from theorylab.validations import sqirl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *sqirl_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 29 (act29)
+# active context selection (validations/claims/preference_active.py, 001#18)
+from theorylab.validations import active_context_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *active_context_mutations.MUTATIONS)
