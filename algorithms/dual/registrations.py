@@ -142,3 +142,7 @@ def run_general_utility_pg(
     return general_utilities.run_utility_pg(
         problem, iterations, utility=utility, step=step, expert_seed=expert_seed
     )
+
+
+# issue 29 (act29): CGPO with a mixture of judges (002-004#F8), registered in its module
+from theorylab.algorithms.dual import cgpo  # noqa: E402, F401  (registers cgpo-moj)
