@@ -125,6 +125,9 @@ NO_THEOREM = {
 # regret bound" was read without its exponent or constants (docs/algorithms/active-contexts.md);
 # its claim checks a certified bound computed from the printed Lemma 3.1 radius instead
 NO_THEOREM |= {"active-contexts"}
+# CGPO (002-004#F8, tier B): "theoretical guarantees" claimed, no rate stated
+# (docs/algorithms/cgpo.md); its claim is the exact constrained optimum (cvxpy)
+NO_THEOREM |= {"cgpo-moj"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {
