@@ -267,8 +267,8 @@ register_validation(
             },
             "full": {
                 "bandit": "rare-context:S=16,A=512",
-                "n": [500, 1000, 2000, 4000, 8000, 16000, 32000],
-                "seeds": 32,
+                "n": [500, 1000, 2000, 4000, 8000, 16000],
+                "seeds": 24,
                 "formula_seeds": 4,
             },
         },
