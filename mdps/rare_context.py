@@ -6,9 +6,9 @@ u1, u2, u3 an orthonormal basis of 1^perp (the first three columns of
 :func:`theorylab.algorithms.preference.mle.sum_zero_basis`, rebuilt here from the same QR) and
 the A actions at the angles w_a = 2 pi a / A:
 
-* common contexts s = 0..S-2: phi(s, a) = R (cos(w_a + s g) u1 + sin(w_a + s g) u2) with g the golden
-  angle pi (3 - sqrt 5),
-  a circle in the (u1, u2) plane (each context rotated, so their optima differ);
+* common contexts s = 0..S-2: phi(s, a) = R (cos(w_a + s g) u1 + sin(w_a + s g) u2), with g
+  the golden angle pi (3 - sqrt 5): a circle in the (u1, u2) plane (each context rotated, so
+  their optima differ);
 * the rare context s = S - 1: phi(S-1, a) = R_rare (cos w_a u3 + sin w_a u1), a smaller circle in
   the (u3, u1) plane -- the only context whose comparisons see u3.
 
@@ -26,7 +26,6 @@ from __future__ import annotations
 import numpy as np
 
 from theorylab.mdps.preference import ComparisonBandit, PreferenceError
-
 
 GOLDEN = np.pi * (3.0 - np.sqrt(5.0))  # the golden angle, 2.39996 rad
 
