@@ -150,6 +150,13 @@ NO_THEOREM |= {"rlhf-sparse", "dpo-loglinear", "ipl"}
 # PARL's O(1/T) constant was not read -- its claim checks the ascent lemma's
 # min ||grad F||^2 <= 2 (F_T - F_0) / (alpha T) written out (docs/algorithms/dr-po.md, parl.md)
 NO_THEOREM |= {"dr-po", "parl", "cal"}  # CAL (000#36): "no formal rate" (catalogue)
+# issue 29 (act29): active context selection (001#18) -- the paper's "polynomial worst-case
+# regret bound" was read without its exponent or constants (docs/algorithms/active-contexts.md);
+# its claim checks a certified bound computed from the printed Lemma 3.1 radius instead
+NO_THEOREM |= {"active-contexts"}
+# CGPO (002-004#F8, tier B): "theoretical guarantees" claimed, no rate stated
+# (docs/algorithms/cgpo.md); its claim is the exact constrained optimum (cvxpy)
+NO_THEOREM |= {"cgpo-moj"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

@@ -1841,3 +1841,9 @@ MUTATIONS = (*MUTATIONS, *alignment_bilevel_mutations.MUTATIONS)
 from theorylab.validations import representation_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *representation_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 29 (act29)
+# active context selection (validations/claims/preference_active.py, 001#18)
+from theorylab.validations import active_context_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *active_context_mutations.MUTATIONS)

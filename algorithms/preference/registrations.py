@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from theorylab.algorithms.preference import (
+    active_contexts,  # noqa: F401  (registers active-contexts)
     dno,  # noqa: F401  (registers dno)
     dueling,  # noqa: F401  (registers dueling-rl)
     gshf,  # noqa: F401  (registers gshf-offline, gshf-iterative)

@@ -263,6 +263,7 @@ def run_offline(
     sub = np.empty((B, M))
     queries = np.empty((B, M), np.int64)
     bound = np.full((B, M), np.nan)
+    more: dict[str, np.ndarray] = {}
     t0 = time.perf_counter()
     for j, n in enumerate(sizes):
         data_seed = seed + j  # a fresh dataset per size (independent across sizes)
@@ -286,11 +287,14 @@ def run_offline(
         queries[:, j] = res.queries
         if hasattr(res, "bound"):
             bound[:, j] = res.bound
+        for key, v in getattr(res, "extra_values", {}).items():  # named (B,) values per size
+            more.setdefault(key, np.full((B, M), np.nan))[:, j] = v
     wall = time.perf_counter() - t0
     config = {"mdp": bandit.name, "design": design, "dataset_sizes": sizes, "feedback": feedback}
     if K is not None:
         config["ranking_size"] = K
     extra = {} if np.isnan(bound).all() else {"bound": bound}
+    extra.update(more)
     opt = bandit.value(bandit.optimal_policy())
     return PreferenceResult(
         "suboptimality", sub, queries, np.array(sizes), opt, wall, config, extra
