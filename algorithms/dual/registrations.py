@@ -181,5 +181,7 @@ def solve_cal(
         sample_seed=sample_seed,
         lambda_max=lambda_max,
     )
+
+
 # issue 29 (act29): CGPO with a mixture of judges (002-004#F8), registered in its module
 from theorylab.algorithms.dual import cgpo  # noqa: E402, F401  (registers cgpo-moj)
