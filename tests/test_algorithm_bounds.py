@@ -157,6 +157,9 @@ NO_THEOREM |= {"active-contexts"}
 # CGPO (002-004#F8, tier B): "theoretical guarantees" claimed, no rate stated
 # (docs/algorithms/cgpo.md); its claim is the exact constrained optimum (cvxpy)
 NO_THEOREM |= {"cgpo-moj"}
+# CPL (002-004#E10, tier B): a derivation, no theorem stated (catalogue); its claim is consistency
+# against soft value iteration (docs/algorithms/cpl.md)
+NO_THEOREM |= {"cpl"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

@@ -1847,3 +1847,9 @@ MUTATIONS = (*MUTATIONS, *representation_mutations.MUTATIONS)
 from theorylab.validations import active_context_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *active_context_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 28 (tier B)
+# CPL (validations/claims/preference_cpl.py, 002-004#E10)
+from theorylab.validations import cpl_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *cpl_mutations.MUTATIONS)
