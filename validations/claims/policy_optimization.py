@@ -645,7 +645,7 @@ class MDVIAveragesErrors(ScaledClaim):
         # the seed-median run: a run whose MDP has a near-tie can switch to the wrong action late
         # (the noise sum is a random walk against k x the action gap) and dominates the mean; the
         # bound of (ii) covers it. Measured (full, independent noise): one run of 12 jumped to 0.137
-        # at k = 1000; the mean's slope was +0.68, the median's -12.4
+        # at k = 1000; the mean's slope was +0.68, the median's -10.8
         slope = loglog(np.median(md, axis=0))
         mean_slope = loglog(md_mean)
         late = int((md[:, K] > md[:, K // 10]).sum())
