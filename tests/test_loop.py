@@ -118,6 +118,7 @@ def test_bad_parameters_are_refused():
         tl.run("loop-mixture", "riverswim:S=3", steps=10, span_bound=3.0)
 
 
+@pytest.mark.slow  # test_validations runs both claims and their controls at quick scale in CI
 @pytest.mark.parametrize(
     "name, controls",
     [
