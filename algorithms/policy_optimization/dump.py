@@ -42,6 +42,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
+from theorylab.algorithms.planning.soft_value_iteration import policy_entropy
 from theorylab.algorithms.policy_optimization.path import (
     PolicyPath,
     check_iterations,
@@ -115,8 +116,7 @@ def dump_path(
     run = simulate(problem, T, chooser, learners, np.random.default_rng(learner_seed))
     counts = np.stack(chooser.history)  # (T+1, B, K)
     share = np.diff(counts, axis=0).mean(1)  # (T, K) learner-mean pull distribution per step
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ent = -np.where(share > 0, share * np.log(share), 0.0).sum(-1)
+    ent = policy_entropy(share)  # (T,)
     regret = np.concatenate([[0.0], np.cumsum(run.gap.mean(0))])
     return PolicyPath(
         objective=run.pass_rate.mean(0),

@@ -38,6 +38,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit
 
+from theorylab.algorithms.planning.soft_value_iteration import policy_entropy
 from theorylab.algorithms.policy_optimization.path import (
     PolicyPath,
     check_iterations,
@@ -113,8 +114,7 @@ def mopps_path(
     dist_chosen = np.abs(run.chosen_p - target)  # (B, T)
     counts = np.stack(ch.history)  # (T+1, B, K)
     share = np.diff(counts, axis=0).mean(1)  # (T, K)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ent = -np.where(share > 0, share * np.log(share), 0.0).sum(-1)
+    ent = policy_entropy(share)  # (T,)
     return PolicyPath(
         objective=run.pass_rate.mean(0),
         regularised=np.concatenate([[0.0], np.cumsum(run.target_gap.mean(0))]),

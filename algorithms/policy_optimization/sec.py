@@ -40,6 +40,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import softmax
 
+from theorylab.algorithms.planning.soft_value_iteration import policy_entropy
 from theorylab.algorithms.policy_optimization.path import (
     PolicyPath,
     check_iterations,
@@ -80,11 +81,6 @@ class SECCurriculum:
         self.Q[rows, c] += self.alpha * (target - self.Q[rows, c])
 
 
-def _entropy(pr: np.ndarray) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return -np.where(pr > 0, pr * np.log(pr), 0.0).sum(-1)
-
-
 @register("sec", kind="policy-optimization", problem="curriculum", papers=PAPERS)
 def sec_path(problem, iterations, alpha: float = 0.5, tau: float = 0.05, learners: int = 16,
              learner_seed: int = 0) -> PolicyPath:  # fmt: skip
@@ -109,7 +105,7 @@ def sec_path(problem, iterations, alpha: float = 0.5, tau: float = 0.05, learner
     return PolicyPath(
         objective=run.pass_rate.mean(0),
         regularised=np.concatenate([[0.0], np.cumsum(run.gap.mean(0))]),
-        entropy=_entropy(probs).mean(1),
+        entropy=policy_entropy(probs).mean(1),
         target_gap=oracle.pass_rate.mean(0) - run.pass_rate.mean(0),
         target_value=float(oracle.pass_rate[:, -1].mean()),
         policies=probs.mean(1),
