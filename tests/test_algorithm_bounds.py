@@ -160,6 +160,9 @@ NO_THEOREM |= {"cgpo-moj"}
 # CPL (002-004#E10, tier B): a derivation, no theorem stated (catalogue); its claim is consistency
 # against soft value iteration (docs/algorithms/cpl.md)
 NO_THEOREM |= {"cpl"}
+# HUBL (000#44, tier B): its theorem (a bias--regret trade-off of the reshaped MDP) was not
+# read; its claim checks the reshaped MDP exactly and both sides of the trade-off (hubl.md)
+NO_THEOREM |= {"hubl"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

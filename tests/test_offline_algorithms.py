@@ -32,7 +32,8 @@ DISCOUNTED_ONLY = ("vi-lcb", "optidice", "f-dvl", "ogsrl")  # optidice, f-dvl: a
 # but not an optimal policy, even with infinite data (its claim checks the improvement); RCSL
 # returns the best data trajectory and MBRCSL the best stitched one, neither optimal in general;
 # HetPEVI's source penalty c_K H sqrt(iota / K) does not shrink with data from one source
-NOT_CONSISTENT = ("trajectory-weighting", "rcsl", "mbrcsl", "het-pevi")
+# hubl: trajectory data only, and biased towards pi_b for lambda > 0 (its claim measures the bias)
+NOT_CONSISTENT = ("trajectory-weighting", "rcsl", "mbrcsl", "het-pevi", "hubl")
 FINITE = [n for n in list_algorithms("offline") if n not in DISCOUNTED_ONLY]
 DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
 PESSIMISTIC_FINITE = [
@@ -70,6 +71,7 @@ def test_registry_lists_every_algorithm():
         "rcsl",  # tests/test_offline_rcsl.py
         "mbrcsl",  # tests/test_offline_rcsl.py
         "het-pevi",  # tests/test_offline_het_pevi.py
+        "hubl",  # tests/test_hubl.py
     }
 
 

@@ -6,7 +6,8 @@ claims in ``validations/claims/offline.py``; appended to ``mutations.MUTATIONS``
 * ``ogsrl-budget-dropped``: the safety-cost row removed (the costs zeroed in the LP);
 * ``trajectory-weighting-inverted``: low-return episodes up-weighted;
 * ``vw-pevi-weights-inverted``: vw-pevi's regression weights sigma2 instead of 1 / sigma2;
-* ``mbrcsl-no-rollouts``: MBRCSL without its model rollouts (= RCSL).
+* ``mbrcsl-no-rollouts``: MBRCSL without its model rollouts (= RCSL);
+* ``hubl-continuation-kept``: HUBL's relabelled rewards with the bootstrap weight left at 1.
 """
 
 from __future__ import annotations
@@ -191,6 +192,36 @@ MUTATIONS = (
             "mutation",
             "HetPEVI's source-uncertainty penalty removed (c_K = 0)",
             het_pevi_source_term_dropped,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def hubl_continuation_kept(claim=None) -> Iterator[None]:
+    """HUBL's rewards relabelled but the bootstrap weight left at 1 (y = r + lam G + V_hat)."""
+    import numpy as np
+
+    from theorylab.algorithms.offline import hubl
+
+    original = hubl.relabel
+
+    def mutated(dataset, lam, schedule="constant"):
+        r_tilde, cont = original(dataset, lam, schedule)
+        return r_tilde, np.ones_like(cont)  # the bug: the future counted 1 + lam times
+
+    with _patched(hubl, "relabel", mutated):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "hubl-continuation-kept",
+            "mutation",
+            "HUBL's continuation factor 1 - lambda dropped (rewards relabelled, bootstrap kept)",
+            hubl_continuation_kept,
         )
     ),
 )

@@ -206,3 +206,21 @@ def fit_het_pevi(dataset, delta: float = 0.1, c_n: float = 1.0, c_K: float = 1.0
     from theorylab.algorithms.offline.het_pevi import het_pevi
 
     return het_pevi(dataset, delta=delta, c_n=c_n, c_K=c_K)
+
+
+@register(
+    "hubl", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#44",)
+)
+def fit_hubl(
+    dataset,
+    lam: float = 0.5,
+    penalty: str = "none",
+    lam_schedule: str = "constant",
+    delta: float = 0.1,
+    c_h: float = 1.0,
+):
+    """HUBL (Geng et al. 2024): trajectory data relabelled with r + lam G_{h+1} and continuation
+    1 - lam, then certainty-equivalent (penalty="none") or Hoeffding-pessimistic VI ([A]/[S])."""
+    from theorylab.algorithms.offline.hubl import hubl
+
+    return hubl(dataset, lam=lam, penalty=penalty, lam_schedule=lam_schedule, delta=delta, c_h=c_h)
