@@ -127,8 +127,9 @@ class ConfigGPGrid(ScaledClaim):
                     f"{name}: cumulative regret sublinear (slope 95% CI below {self.max_slope:g})",
                     sr.ci_high < self.max_slope,
                     f"slope {sr.slope:.3f} [{sr.ci_low:.3f}, {sr.ci_high:.3f}] over t in "
-                    f"[{sr.x_range[0]:.0f}, {sr.x_range[1]:.0f}]; mean R_T {R_all[:, -1].mean():.2f}"
-                    f" ({R_all.shape[0]} runs on {n_feasible} feasible instances)",
+                    f"[{sr.x_range[0]:.0f}, {sr.x_range[1]:.0f}]; mean R_T "
+                    f"{R_all[:, -1].mean():.2f} ({R_all.shape[0]} runs on {n_feasible} feasible "
+                    "instances)",
                     {"slope": sr.slope, "ci": [sr.ci_low, sr.ci_high], "kernel": kernel},
                 ),
                 Check(
@@ -207,8 +208,8 @@ class ConfigGPGrid(ScaledClaim):
         if plot:
             from theorylab.plotting import plot_regret
 
-            ax = plot_regret(curves, x=x, xlabel="round t", loglog=True,
-                             title="CONFIG on GP draws: cumulative regret and violation")  # fmt: skip
+            title = "CONFIG on GP draws: cumulative regret and violation"
+            ax = plot_regret(curves, x=x, xlabel="round t", loglog=True, title=title)
             save_claim_figure(ax, plot)
 
 
