@@ -1,5 +1,6 @@
 """Black-box problems on a finite grid whose functions are drawn from a Gaussian-process prior
-(the GP bandits of ``kind="gp-bandit"``: CONFIG, seed row 000#39; MBTL, seed row 002-004#B1).
+(the GP bandits of ``kind="gp-bandit"``: CONFIG, seed row 000#39; MBTL, seed row 002-004#B1;
+:class:`TransferGridProblem` below).
 
 :class:`ConstrainedGPProblem` -- ``min_x f(x) s.t. g(x) <= 0`` over m grid points ``X (m, d)``,
 f and g one draw each of a GP with the kernel matrix ``K (m, m)`` around known prior means
@@ -87,3 +88,116 @@ class ConstrainedGPProblem:
     def truth(self) -> dict[str, float]:
         """What enumeration of the grid says (recorded with a run)."""
         return {"optimum": self.optimum, "feasible": self.feasible}
+
+
+@dataclass(frozen=True, eq=False)
+class TransferGridProblem:
+    """Choosing training contexts for zero-shot transfer (MBTL's setting, seed row 002-004#B1).
+
+    contexts ``(m,)`` on [0, 1]; f ``(m,)`` the training performance of each context, one draw
+    of a GP (kernel ``K``, prior mean ``f_prior``) -- the catalogue's assumption; the transfer
+    matrix ``J[c, c'] = f(c) - slope |c - c'|`` (train on c, evaluate on c'). A set S of trained
+    contexts covers target c' with ``max(0, max_{c in S} J[c, c'])`` (0: the untrained baseline);
+    the coverage ``V(S)`` is the mean over the m targets. Training on c returns the row
+    ``J[c, .] + noise eps`` (the model evaluated on every target). :meth:`score`: per round k the
+    gap ``V*_k - V(S_k)``, S_k the first k contexts chosen and ``V*_k`` the best coverage of any k
+    contexts (exact, :func:`_best_coverage`; checked against brute force over the k-subsets).
+    """
+
+    contexts: np.ndarray
+    K: np.ndarray
+    f: np.ndarray
+    f_prior: np.ndarray
+    slope: float
+    noise: float
+    length: float
+    name: str = "transfer-grid"
+
+    def __post_init__(self) -> None:
+        m = self.K.shape[0]
+        for label in ("contexts", "f", "f_prior"):
+            arr = np.asarray(getattr(self, label), dtype=np.float64)
+            if arr.shape != (m,) or not np.all(np.isfinite(arr)):
+                raise ValueError(f"{self.name}: {label} must be a finite ({m},) array")
+
+    @property
+    def m(self) -> int:
+        return int(self.K.shape[0])
+
+    @property
+    def distance(self) -> np.ndarray:
+        """``(m, m)`` |c - c'|."""
+        c = np.asarray(self.contexts)
+        return np.abs(c[:, None] - c[None, :])
+
+    @property
+    def J(self) -> np.ndarray:
+        """``(m, m)`` the transfer matrix f(c) - slope |c - c'| (rows: trained c)."""
+        return self.f[:, None] - self.slope * self.distance
+
+    def coverage(self, sets: np.ndarray) -> np.ndarray:
+        """``V(S)`` of every row of ``sets (n, k)`` (context indices): ``(n,)``."""
+        rows = self.J[np.asarray(sets, dtype=np.int64)]  # (n, k, m)
+        return np.maximum(rows.max(axis=1), 0.0).mean(axis=1)
+
+    def best_coverage(self, budget: int) -> np.ndarray:
+        """``(budget,)`` V*_k for k = 1..budget, by brute force over the k-subsets."""
+        if budget > self.m:
+            raise ValueError(f"{self.name}: a budget of {budget} tasks exceeds the {self.m} "
+                             "contexts")  # fmt: skip
+        cache = self.__dict__.setdefault("_best_cache", {})  # per problem object
+        if budget not in cache:
+            cache[budget] = _best_coverage(self, int(budget))
+        return cache[budget]
+
+    def observe(self, idx: np.ndarray, rngs) -> np.ndarray:
+        """Noisy rows ``(B, m)``: the model trained on context ``idx[b]`` evaluated on every
+        target, one generator per seed."""
+        eps = np.array([rng.standard_normal(self.m) for rng in rngs])  # (B, m)
+        return self.J[np.asarray(idx)] + self.noise * eps
+
+    def score(self, choices: np.ndarray) -> dict[str, np.ndarray]:
+        """Per round ``(B, T)``: the coverage gap ``V*_k - V(S_k)``; violation 0."""
+        c = np.asarray(choices, dtype=np.int64)
+        B, T = c.shape
+        best = self.best_coverage(T)  # (T,)
+        gap = np.empty((B, T))
+        for k in range(1, T + 1):
+            gap[:, k - 1] = best[k - 1] - self.coverage(c[:, :k])
+        return {"regret": gap, "violation": np.zeros((B, T))}
+
+    def truth(self) -> dict[str, float]:
+        return {"optimum": float(self.J.max(axis=0).clip(min=0.0).mean()), "feasible": True}
+
+
+def _best_coverage(problem: TransferGridProblem, budget: int) -> np.ndarray:
+    """V*_k, k = 1..budget, exactly, by dynamic programming over sorted context sets.
+
+    All cones ``f(c) - slope |c - c'|`` share one slope, so a chosen context whose own cell is
+    covered better by another chosen context is useless (dropping it changes no target's
+    coverage) and, in a set without such contexts, each target is best covered by its nearest
+    chosen neighbour on the left or on the right. With ``left(b)`` the targets before the first
+    chosen b, ``mid(a, b)`` those in [a, b) between consecutive chosen a < b and ``right(b)``
+    those from the last chosen b on: ``D_1(b) = left(b)``, ``D_r(b) = max_(a < b) D_(r-1)(a) +
+    mid(a, b)``, ``V*_k = max_(r <= k, b) (D_r(b) + right(b)) / m`` (V* is non-decreasing in
+    k). Tests check it against brute force over the k-subsets.
+    """
+    m = problem.m
+    Jc = np.maximum(problem.J, 0.0)  # (m, m), rows: trained context
+    idx = np.arange(m)
+    before = np.where(idx[None, :] < idx[:, None], Jc, 0.0).sum(axis=1)  # (m,) left(b)
+    after = np.where(idx[None, :] >= idx[:, None], Jc, 0.0).sum(axis=1)  # (m,) right(b)
+    both = np.maximum(Jc[:, None, :], Jc[None, :, :])  # (a, b, j)
+    inside = (idx[None, None, :] >= idx[:, None, None]) & (idx[None, None, :] < idx[None, :, None])
+    mid = np.where(inside, both, 0.0).sum(axis=2)  # (m, m) mid(a, b), used for a < b
+    upper = idx[:, None] < idx[None, :]  # a < b
+    D = before.copy()  # (m,) D_1
+    out = np.empty(budget)
+    best = float((D + after).max())
+    out[0] = best
+    for r in range(2, budget + 1):
+        cand = np.where(upper, D[:, None] + mid, -np.inf)  # (a, b)
+        D = cand.max(axis=0)
+        best = max(best, float((D + after).max()))
+        out[r - 1] = best
+    return out / m

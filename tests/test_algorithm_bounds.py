@@ -216,6 +216,8 @@ MAIN_THEOREM = {
     "dump": "auer2002-ucb1-thm1",
     # issue 30 (icvar30): seed 001#48, ICVaR-L
     "icvar-l": "chen2024-icvar-l-thm1",
+    # issue 31 (gp31): seed 000#39, CONFIG
+    "config": "xu2023-config-regret",
 }
 
 

@@ -4,7 +4,9 @@ GP posterior (:mod:`theorylab.kernels.gp`); the runner ``theorylab.runners.gp_ba
 choices on the true functions. Registered:
 
 * ``config`` (:mod:`.config`): CONFIG, constrained efficient global optimisation (Xu et al.
-  2023; seed row 000#39) on ``gp-constrained``.
+  2023; seed row 000#39) on ``gp-constrained``;
+* ``mbtl`` (:mod:`.mbtl`): MBTL, training-task selection for zero-shot transfer (Cho et al.
+  2024; seed row 002-004#B1) on ``transfer-grid``.
 """
 
-from theorylab.algorithms.gp_bandit import config  # noqa: F401
+from theorylab.algorithms.gp_bandit import config, mbtl  # noqa: F401

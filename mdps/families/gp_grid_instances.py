@@ -1,5 +1,7 @@
 """``gp-constrained``: a constrained black-box problem on a grid with f and g drawn from a GP
-prior (:class:`theorylab.mdps.gp_grid.ConstrainedGPProblem`; CONFIG, seed row 000#39).
+prior (:class:`theorylab.mdps.gp_grid.ConstrainedGPProblem`; CONFIG, seed row 000#39);
+``transfer-grid``: MBTL's training-task selection problem
+(:class:`theorylab.mdps.gp_grid.TransferGridProblem`; seed row 002-004#B1).
 
 The grid: ``m`` points per axis evenly spaced on [0, 1]^d (d = 1 or 2; m^d points). Kernel
 ``se`` or ``matern12`` / ``matern32`` / ``matern52`` (:mod:`theorylab.kernels.gp`), unit prior
@@ -15,10 +17,11 @@ import numpy as np
 
 from theorylab.errors import InvalidMDPError
 from theorylab.kernels.gp import KERNELS, kernel_matrix, prior_draws
-from theorylab.mdps.gp_grid import ConstrainedGPProblem
+from theorylab.mdps.gp_grid import ConstrainedGPProblem, TransferGridProblem
 from theorylab.mdps.registry import register
 
 MAX_POINTS = 1000  # the learners keep an (m, m) posterior covariance per seed
+PERFORMANCE_VARIANCE = 0.25  # transfer-grid: the prior variance of the training performance
 
 
 @register("gp-constrained")
@@ -71,3 +74,35 @@ def gp_constrained(
         length=float(length),
         name=name,
     )
+
+
+@register("transfer-grid")
+def transfer_grid(
+    m: int = 20,
+    length: float = 0.2,
+    slope: float = 2.0,
+    noise: float = 0.05,
+    seed: int = 0,
+) -> TransferGridProblem:
+    """MBTL's synthetic transfer problem (seed row 002-004#B1): m contexts evenly spaced on
+    [0, 1]; the training performance f = 1 + a draw of a squared-exponential GP (variance 0.25,
+    length ``length``; prior mean 1 known to the learner); transfer ``J[c, c'] = f(c) - slope
+    |c - c'|``; a trained model's evaluations carry N(0, noise^2) noise."""
+    if isinstance(m, bool) or not isinstance(m, int) or not 2 <= m <= 60:
+        raise InvalidMDPError(f"transfer-grid: m (contexts) must be an integer in [2, 60], "
+                              f"got {m!r}")  # fmt: skip
+    for label, val in (("length", length), ("noise", noise), ("slope", slope)):
+        if not (isinstance(val, (int, float)) and np.isfinite(val) and val >= 0):
+            raise InvalidMDPError(
+                f"transfer-grid: {label} must be a finite number >= 0, got {val!r}"
+            )
+    if length == 0 or noise == 0:
+        raise InvalidMDPError("transfer-grid: length and noise must be > 0")
+    c = np.linspace(0.0, 1.0, m)
+    K = kernel_matrix("se", c[:, None], length=float(length), variance=PERFORMANCE_VARIANCE)
+    f = 1.0 + prior_draws(K, np.random.default_rng(seed), 1)[0]
+    name = f"transfer-grid:m={m},length={length!r},slope={slope!r},noise={noise!r},seed={seed}"
+    return TransferGridProblem(
+        contexts=c, K=K, f=f, f_prior=np.ones(m), slope=float(slope), noise=float(noise),
+        length=float(length), name=name,
+    )  # fmt: skip
