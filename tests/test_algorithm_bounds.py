@@ -160,6 +160,7 @@ NO_THEOREM |= {"cgpo-moj"}
 # CPL (002-004#E10, tier B): a derivation, no theorem stated (catalogue); its claim is consistency
 # against soft value iteration (docs/algorithms/cpl.md)
 NO_THEOREM |= {"cpl"}
+NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate in the abstract
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

@@ -234,3 +234,97 @@ def test_config_claim_passes_and_both_controls_fail():
         "config-greedy-beta0": "FAIL",
         "config-ignore-constraint": "FAIL",
     }
+
+
+# --------------------------------------------------------------------------- MBTL
+def brute_best_coverage(prob, k):
+    Jc = np.maximum(prob.J, 0.0)
+    return max(Jc[list(S)].max(axis=0).mean() for S in itertools.combinations(range(prob.m), k))
+
+
+@pytest.mark.parametrize("spec", ["transfer-grid:m=9,seed=0", "transfer-grid:m=10,slope=0.5,seed=3",
+                                  "transfer-grid:m=8,slope=6.0,length=0.05,seed=1"])  # fmt: skip
+def test_best_coverage_dynamic_programme_equals_brute_force(spec):
+    prob = make(spec)
+    dp = prob.best_coverage(prob.m)
+    for k in range(1, prob.m + 1):
+        assert dp[k - 1] == pytest.approx(brute_best_coverage(prob, k), abs=1e-12)
+    assert np.all(np.diff(dp) >= -1e-15)
+
+
+def test_transfer_grid_matrix_and_scoring():
+    prob = make("transfer-grid:m=12,slope=1.5,seed=2")
+    c = prob.contexts
+    for i, j in [(0, 0), (3, 7), (11, 2)]:
+        assert prob.J[i, j] == pytest.approx(prob.f[i] - 1.5 * abs(c[i] - c[j]))
+    choices = np.array([[5, 1, 9], [5, 5, 0]])
+    sc = prob.score(choices)
+    best = [brute_best_coverage(prob, k) for k in (1, 2, 3)]
+    for b in range(2):
+        for k in range(1, 4):
+            S = choices[b, :k]
+            v = np.maximum(prob.J[S].max(axis=0), 0).mean()
+            assert sc["regret"][b, k - 1] == pytest.approx(best[k - 1] - v)
+    assert (sc["violation"] == 0).all()
+
+
+def test_mbtl_first_round_and_acquisition_by_hand():
+    from theorylab.algorithms.gp_bandit import mbtl
+
+    prob = make("transfer-grid:m=7,seed=0")
+    run = mbtl.mbtl(prob, 3, [np.random.default_rng(0)])
+    assert run.choices[0, 0] == 3 and len(set(run.choices[0])) == 3
+    # the acquisition written out: mean_j max(ucb(x) - s |x - c_j| - V_obs(j), 0)
+    rng = np.random.default_rng(1)
+    ucb, cov = rng.normal(size=(1, 7)), rng.normal(size=(1, 7))
+    acq = mbtl.transfer_gain(ucb, np.array([2.0]), prob.distance, cov)
+    for x in range(7):
+        expected = np.mean(
+            [max(ucb[0, x] - 2.0 * abs(prob.contexts[x] - prob.contexts[j]) - cov[0, j], 0.0)
+             for j in range(7)]
+        )  # fmt: skip
+        assert acq[0, x] == pytest.approx(expected)
+    for k in (1, 2, 5):  # beta_k = 2 log(m k^2 pi^2 / (6 delta))
+        assert mbtl.ucb_beta(np.array([k]), 7, 0.1)[0] == pytest.approx(
+            2 * math.log(7 * k**2 * math.pi**2 / 0.6)
+        )
+
+
+def test_mbtl_slope_estimate_recovers_the_slope_without_noise():
+    from theorylab.algorithms.gp_bandit.mbtl import estimate_slope
+
+    prob = make("transfer-grid:m=15,slope=2.5,seed=4")
+    trained = np.zeros((1, 15), dtype=bool)
+    trained[0, [2, 9]] = True
+    assert estimate_slope(prob.J[None], trained, prob.distance)[0] == pytest.approx(2.5)
+
+
+def test_mbtl_runs_through_tl_run_and_refuses_bad_input():
+    res = tl.run("mbtl", "transfer-grid:m=15", iterations=6, seeds=2, slope="estimate")
+    assert res.regret.shape == (2, 6) and (res.regret >= -1e-12).all()
+    rnd = tl.run("mbtl", "transfer-grid:m=15", iterations=6, seeds=2, selection="random")
+    assert all(len(set(row)) == 6 for row in rnd.choices.tolist())
+    for kwargs, match in [
+        ({"slope": "guess"}, "slope must be 'known', 'estimate' or a number"),
+        ({"selection": "greedy"}, "selection must be 'ucb' or 'random'"),
+        ({"delta": 1.5}, "delta must lie in"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            tl.run("mbtl", "transfer-grid:m=15", iterations=3, **kwargs)
+    with pytest.raises(ValueError, match="exceed the 15 contexts"):
+        tl.run("mbtl", "transfer-grid:m=15", iterations=16)
+    with pytest.raises(ValueError, match="transfer problem"):
+        tl.run("mbtl", "gp-constrained:m=10", iterations=3)
+    with pytest.raises(ValueError, match="m .contexts. must be an integer"):
+        make("transfer-grid:m=1")
+
+
+def test_mbtl_claim_passes_and_both_controls_fail():
+    from theorylab.validations import validate
+
+    rep = validate("mbtl-transfer-grid", "quick")
+    assert rep.verdict == "PASS", rep.format()
+    assert {c["control"]: c["verdict"] for c in rep.controls} == {
+        "mbtl-random-tasks": "FAIL",
+        "mbtl-repeat-best": "FAIL",
+    }

@@ -1,8 +1,9 @@
 r"""MBTL: model-based transfer learning -- choosing training contexts by Bayesian optimisation.
 
-Seed reference: ``seed-catalogue-002-004.md#B1`` (tier A). Paper: J.-H. Cho, V. Jayawardana,
-S. Li, C. Wu, "Model-Based Transfer Learning for Contextual Reinforcement Learning", NeurIPS
-2024, arXiv:2408.04498. What was read: the abstract [V] (the generalisation performance modelled
+Seed reference: ``seed-catalogue-002-004.md#B1`` (tier A; the same paper is
+``seed-catalogue-001.md#21``, tier B). Paper: J.-H. Cho, V. Jayawardana, S. Li, C. Wu,
+"Model-Based Transfer Learning for Contextual Reinforcement Learning", NeurIPS 2024,
+arXiv:2408.04498. What was read: the abstract [V] (the generalisation performance modelled
 as "1) the performance set point, modeled using Gaussian processes, and 2) performance loss
 (generalization gap), modeled as a linear function of contextual similarity", combined "within a
 Bayesian optimization (BO) framework"; "sublinear regret in the number of training tasks") and
@@ -140,7 +141,7 @@ def mbtl_choices(problem: TransferGridProblem, rounds: int, rngs, *, delta: floa
     kind="gp-bandit",
     problem="transfer-grid",
     bounds=(),
-    papers=("002-004#B1",),
+    papers=("002-004#B1", "001#21"),
     summary="MBTL (Cho et al. 2024): GP on the training performance + a linear generalisation "
     "gap; each round trains the context of the largest optimistic coverage gain",
 )

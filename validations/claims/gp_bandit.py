@@ -340,5 +340,5 @@ class MBTLTransferGrid(ScaledClaim):
 register_validation(
     MBTLTransferGrid(),
     controls=("mbtl-random-tasks", "mbtl-repeat-best"),
-    papers=("002-004#B1",),
+    papers=("002-004#B1", "001#21"),
 )
