@@ -20,6 +20,20 @@ from dataclasses import dataclass
 import numpy as np
 
 
+def check_grid_vectors(problem, labels: tuple[str, ...]) -> int:
+    """m, the grid size of ``problem.K (m, m)``, after checking that every named attribute is a
+    finite ``(m,)`` array (a one-line error naming it otherwise)."""
+    K = np.asarray(problem.K)
+    m = int(K.shape[0])
+    if K.shape != (m, m):
+        raise ValueError(f"{problem.name}: K must be a square (m, m) array, got {K.shape}")
+    for label in labels:
+        arr = np.asarray(getattr(problem, label), dtype=np.float64)
+        if arr.shape != (m,) or not np.all(np.isfinite(arr)):
+            raise ValueError(f"{problem.name}: {label} must be a finite ({m},) array")
+    return m
+
+
 @dataclass(frozen=True, eq=False)
 class ConstrainedGPProblem:
     """X ``(m, d)``; K ``(m, m)``; f, g ``(m,)`` the true functions; f_prior, g_prior ``(m,)``
@@ -37,13 +51,9 @@ class ConstrainedGPProblem:
     name: str = "gp-constrained"
 
     def __post_init__(self) -> None:
-        m = self.K.shape[0]
-        for label in ("f", "g", "f_prior", "g_prior"):
-            arr = np.asarray(getattr(self, label), dtype=np.float64)
-            if arr.shape != (m,) or not np.all(np.isfinite(arr)):
-                raise ValueError(f"{self.name}: {label} must be a finite ({m},) array")
-        if self.K.shape != (m, m) or np.asarray(self.X).shape[0] != m:
-            raise ValueError(f"{self.name}: K must be (m, m) and X (m, d), m = {m}")
+        m = check_grid_vectors(self, ("f", "g", "f_prior", "g_prior"))
+        if np.asarray(self.X).shape[0] != m:
+            raise ValueError(f"{self.name}: X must be an (m, d) array, m = {m}")
         if not (np.isfinite(self.noise) and self.noise > 0):
             raise ValueError(f"{self.name}: noise must be a finite number > 0, got {self.noise!r}")
 
@@ -114,11 +124,7 @@ class TransferGridProblem:
     name: str = "transfer-grid"
 
     def __post_init__(self) -> None:
-        m = self.K.shape[0]
-        for label in ("contexts", "f", "f_prior"):
-            arr = np.asarray(getattr(self, label), dtype=np.float64)
-            if arr.shape != (m,) or not np.all(np.isfinite(arr)):
-                raise ValueError(f"{self.name}: {label} must be a finite ({m},) array")
+        check_grid_vectors(self, ("contexts", "f", "f_prior"))
 
     @property
     def m(self) -> int:
