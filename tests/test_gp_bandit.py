@@ -225,6 +225,7 @@ def test_config_refuses_other_problems_and_budgets():
         tl.run("config", "gp-constrained:m=10", episodes=5)
 
 
+@pytest.mark.slow  # test_validations runs the claim and its controls at quick scale
 def test_config_claim_passes_and_both_controls_fail():
     from theorylab.validations import validate
 
@@ -319,6 +320,7 @@ def test_mbtl_runs_through_tl_run_and_refuses_bad_input():
         make("transfer-grid:m=1")
 
 
+@pytest.mark.slow  # test_validations runs the claim and its controls at quick scale
 def test_mbtl_claim_passes_and_both_controls_fail():
     from theorylab.validations import validate
 
