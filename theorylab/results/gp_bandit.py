@@ -117,14 +117,17 @@ class GPBanditResult(Result):
         }
 
     def plot(self, path=None, *, ax=None, **kwargs):
-        """Cumulative regret and cumulative violation against the round (bands over seeds)."""
+        """Cumulative regret and (where there is any) cumulative violation against the round,
+        with bands over seeds."""
         from theorylab.plotting import plot_regret
 
         title = kwargs.pop(
             "title", f"{self.config.get('algorithm')} on {self.config.get('problem')}"
         )
-        curves = {"cumulative violation": self.cumulative_violation()}
+        curves = {}
         if self.feasible:
-            curves = {"cumulative regret": self.cumulative_regret(), **curves}
+            curves["cumulative regret"] = self.cumulative_regret()
+        if np.any(self.violation) or not self.feasible:  # none for an unconstrained problem
+            curves["cumulative violation"] = self.cumulative_violation()
         ax = plot_regret(curves, x=self.rounds, xlabel="round t", title=title, ax=ax, **kwargs)
         return self._finish_plot(ax, path)
