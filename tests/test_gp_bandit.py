@@ -198,6 +198,8 @@ def test_tl_run_scores_config_and_round_trips(tmp_path):
     np.testing.assert_allclose(res.violation, expected["violation"])
     assert res.optimum == prob.optimum and res.feasible
     assert res.summary()["T"] == 50 and res.to_frame() is not None
+    res.plot(tmp_path / "r.png")
+    assert (tmp_path / "r.png").stat().st_size > 0
     res.save(tmp_path / "r")
     back = tl.Result.load(tmp_path / "r")
     np.testing.assert_array_equal(back.choices, res.choices)
