@@ -279,6 +279,21 @@ register_kind(
 
 register_kind(
     Kind(
+        "gp-bandit",
+        constructor_args=("problem", "rounds", "rngs"),
+        budget={
+            "iterations": "T rounds per seed: grid points evaluated (CONFIG) or training tasks "
+            "chosen (required; CLI --iterations)",
+        },
+        runner="theorylab.runners.gp_bandit:run",
+        summary="a GP bandit on a finite grid: one grid point per round per seed, scored on "
+        "the true functions (regret, constraint violation, infeasibility declared)",
+    )
+)
+
+
+register_kind(
+    Kind(
         "deep",
         constructor_args=("task",),
         budget={
@@ -418,6 +433,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.policy_optimization",
     "theorylab.algorithms.average_reward",
     "theorylab.algorithms.robust",
+    "theorylab.algorithms.gp_bandit",
 )
 
 

@@ -174,6 +174,15 @@ _ENTRIES = [
         latex=r"\lambda",
     ),
     Variable("r_max", "largest absolute mean reward", latex=r"r_{\max}"),
+    # Gaussian-process bandits on a grid (CONFIG, seed row 000#39)
+    Variable(
+        "gamma_T",
+        "maximum information gain of T noisy evaluations under the kernel, max over T points of "
+        "1/2 log det(I + sigma_n^-2 K_T) (a number of the instance, evaluated at T)",
+        low_closed=True,
+        latex=r"\gamma_T",
+    ),
+    Variable("sigma_n", "standard deviation of the observation noise", latex=r"\sigma_n"),
     # small parameters (exponent as x -> 0+)
     Variable("delta", "failure probability (printed delta, p or xi)", limit="0", high=1.0),
     Variable("eps", "target accuracy", limit="0", latex=r"\varepsilon"),

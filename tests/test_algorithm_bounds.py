@@ -163,6 +163,7 @@ NO_THEOREM |= {"cpl"}
 # HUBL (000#44, tier B): its theorem (a bias--regret trade-off of the reshaped MDP) was not
 # read; its claim checks the reshaped MDP exactly and both sides of the trade-off (hubl.md)
 NO_THEOREM |= {"hubl"}
+NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate in the abstract
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {
@@ -219,6 +220,8 @@ MAIN_THEOREM = {
     "dump": "auer2002-ucb1-thm1",
     # issue 30 (icvar30): seed 001#48, ICVaR-L
     "icvar-l": "chen2024-icvar-l-thm1",
+    # issue 31 (gp31): seed 000#39, CONFIG
+    "config": "xu2023-config-regret",
 }
 
 

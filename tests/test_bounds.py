@@ -90,6 +90,7 @@ EXPECTED_NAMES = {
     "md-vi-thm1",
     "avi-error-propagation",
     "gshf-offline-pessimism",
+    "xu2023-config-regret",  # 000#39 CONFIG (gp31)
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))
@@ -275,6 +276,7 @@ def test_rates_of_the_registered_bounds():
             "he2024-loop-regret",
             "sukhija2024-neorl-regret",
             "auer2002-ucb1-thm1",
+            "xu2023-config-regret",
         )
     ]
     for b in regret_sqrt_k:
@@ -289,6 +291,8 @@ def test_rates_of_the_registered_bounds():
     assert get_bound("wang2023-avg-sample-complexity").exponent("t_mix") == 1
     for name in ("he2024-loop-regret", "sukhija2024-neorl-regret"):  # T steps, no episodes
         assert get_bound(name).exponent("T") == HALF
+    config = get_bound("xu2023-config-regret")  # T rounds; gamma_T an instance number
+    assert config.exponent("T") == HALF and config.exponent("gamma_T") == HALF
     assert get_bound("wang2023-avg-earlier-upper").exponent("t_mix") == 2
     for b in all_bounds():
         if b.quantity == "sample_complexity":

@@ -1853,3 +1853,9 @@ MUTATIONS = (*MUTATIONS, *active_context_mutations.MUTATIONS)
 from theorylab.validations import cpl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *cpl_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (gp31)
+# CONFIG (validations/claims/gp_bandit.py, 000#39)
+from theorylab.validations import gp_bandit_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *gp_bandit_mutations.MUTATIONS)

@@ -14,10 +14,11 @@ Algorithm [A]. Known: the grid, the prior mean ``m0(x, u)``, the kernel K, the n
 the cost. Observed after each step: ``y_t = f(x_t, u_t) + sigma_n eps_t`` (the next state is
 y's grid cell).
 
-1. **Exact GP posterior** on the grid pairs (:func:`gp_posterior`): with ``n_z`` observations and
-   mean ``ybar_z`` at each observed pair z, ``mu = m0 + K_(.,O) (K_OO + diag(sigma_n^2 / n_O))^-1
-   (ybar_O - m0_O)`` and ``sigma^2 = diag K - diag(K_(.,O) (...)^-1 K_(O,.))`` (repeated inputs
-   pooled: the same posterior as conditioning on every y).
+1. **Exact GP posterior** on the grid pairs (:func:`theorylab.kernels.gp.gp_posterior`, the
+   library's one exact GP, shared with CONFIG and MBTL; by a Cholesky factor): with ``n_z``
+   observations and mean ``ybar_z`` at each observed pair z, ``mu = m0 + K_(.,O) (K_OO +
+   diag(sigma_n^2 / n_O))^-1 (ybar_O - m0_O)`` and ``sigma^2 = diag K - diag(K_(.,O) (...)^-1
+   K_(O,.))`` (repeated inputs pooled: the same posterior as conditioning on every y).
 2. **Hallucinated control.** The optimistic model has actions ``(u, eta)``, ``eta`` on an even
    grid of ``[-1, 1]`` (``n_eta`` points): ``f~(x, u, eta) = mu(x, u) + beta sigma(x, u) eta``
    and the next cell drawn as y ~ N(f~, sigma_n^2) would be. Relative value iteration on it
@@ -44,6 +45,7 @@ from theorylab.algorithms.average_reward.run_record import StepRun, recorded_run
 from theorylab.algorithms.average_reward.ucrl2 import start_state, truncate
 from theorylab.algorithms.online.segmented_loop import pcg64_states
 from theorylab.algorithms.registry import register
+from theorylab.kernels.gp import gp_posterior
 from theorylab.kernels.pcg64 import pcg64_random
 
 BOUND = "sukhija2024-neorl-regret"
@@ -54,44 +56,6 @@ MAX_RECORDED = 4096
 def beta_scale() -> float:
     """A multiplier on beta (1: as given)."""
     return 1.0
-
-
-@njit(cache=True)
-def gp_posterior(prior, K, n, ysum, noise):
-    """Exact posterior ``(mu (m,), sigma (m,))`` over the m grid pairs; ``prior (m,)``,
-    ``K (m, m)``, ``n (m,)`` counts, ``ysum (m,)`` sums of the observed y."""
-    m = prior.shape[0]
-    idx = np.nonzero(n > 0)[0]
-    k = idx.shape[0]
-    mu = prior.copy()
-    var = np.empty(m)
-    for i in range(m):
-        var[i] = K[i, i]
-    if k == 0:
-        return mu, np.sqrt(var)
-    A = np.empty((k, k))
-    resid = np.empty(k)
-    for a in range(k):
-        za = idx[a]
-        resid[a] = ysum[za] / n[za] - prior[za]
-        for b in range(k):
-            A[a, b] = K[za, idx[b]]
-        A[a, a] += noise * noise / n[za]
-    KO = np.empty((m, k))
-    for i in range(m):
-        for a in range(k):
-            KO[i, a] = K[i, idx[a]]
-    alpha = np.linalg.solve(A, resid)
-    W = np.linalg.solve(A, KO.T)  # (k, m)
-    for i in range(m):
-        acc = 0.0
-        q = 0.0
-        for a in range(k):
-            acc += KO[i, a] * alpha[a]
-            q += KO[i, a] * W[a, i]
-        mu[i] += acc
-        var[i] = max(var[i] - q, 0.0)
-    return mu, np.sqrt(var)
 
 
 @njit(cache=True)

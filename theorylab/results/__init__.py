@@ -5,7 +5,8 @@
 step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``ConstrainedResult``
 (KL-constrained solves), ``AverageRewardResult`` (non-episodic regret in steps),
 ``GenerativeGainResult`` (gain gap from a generative model), ``PolicyOptimizationResult``
-(exact policy-optimisation iterations), ``PreferenceResult`` (preference feedback: regret or
+(exact policy-optimisation iterations), ``GPBanditResult`` (GP bandits on a grid: regret,
+violation, infeasibility declarations), ``PreferenceResult`` (preference feedback: regret or
 sub-optimality with query counts), ``PromptTrainingResult`` (LMs trained on prompt datasets:
 held-out accuracy, sampled rewards). A new kind of result adds a module here and one import line
 below (``docs/architecture.md``).
@@ -16,6 +17,7 @@ from theorylab.results.base import RESULT_TYPES, Result, load_result, register_r
 from theorylab.results.constrained import ConstrainedResult
 from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
+from theorylab.results.gp_bandit import GPBanditResult
 from theorylab.results.ope import OPEResult
 from theorylab.results.policy_optimization import PolicyOptimizationResult
 from theorylab.results.preference import PreferenceResult
@@ -31,6 +33,7 @@ __all__ = [
     "DeepResult",
     "DualResult",
     "GenerativeGainResult",
+    "GPBanditResult",
     "OPEResult",
     "PolicyOptimizationResult",
     "PreferenceResult",
