@@ -1853,3 +1853,8 @@ MUTATIONS = (*MUTATIONS, *active_context_mutations.MUTATIONS)
 from theorylab.validations import cpl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *cpl_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 31 (advlin31)
+# Adversarial linear-Q MDPs (validations/claims/adversarial.py, adversarial-linear-q-sqrt-k)
+from theorylab.validations import adversarial_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *adversarial_mutations.MUTATIONS)
