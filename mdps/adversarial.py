@@ -222,10 +222,10 @@ class Simulator:
         self._mdp = mdp
 
     def covariance(self, policies: np.ndarray) -> np.ndarray:
-        """``Sigma (B, H, d, d)`` of policies ``(B, H, S, A)`` (:meth:`AdversarialLinearMDP.covariance`)."""
+        """``Sigma (B, H, d, d)`` of policies ``(B, H, S, A)`` (exact)."""
         return self._mdp.covariance(policies)
 
     def rollout(self, policies: np.ndarray, rngs) -> tuple[np.ndarray, np.ndarray]:
-        """``states, actions (B, H)``: one loss-free roll-out per policy, policy b from ``rngs[b]``."""
+        """``states, actions (B, H)``: one loss-free roll-out per policy (b from ``rngs[b]``)."""
         states, actions, _ = self._mdp.rollout(policies, None, rngs)
         return states, actions

@@ -41,7 +41,7 @@ def test_log_barrier_step_equals_cvxpy_on_the_simplex(eta):
         ours = log_barrier_ftrl(L, eta)
         assert np.all(ours > 0) and abs(ours.sum() - 1) < 1e-12
 
-        def objective(q):
+        def objective(q, L=L):
             return L @ q - np.log(q).sum() / eta
 
         # ours is the exact minimiser: never worse than the conic solver's answer, and close to it

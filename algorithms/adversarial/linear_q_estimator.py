@@ -3,9 +3,11 @@ r"""Loss estimators for adversarial linear-Q MDPs from one bandit-feedback traje
 Episode k plays pi_k once and observes the losses of the pairs it visits; the loss-to-go from
 step h is ``L_{k,h} = sum_{h' >= h} l_{k,h'}(s_{h'}, a_{h'})``. Given the feature covariance
 ``Sigma_{k,h} = E_{pi_k}[phi(s_h, a_h) phi(s_h, a_h)^T]`` (from the simulator), the least-squares
-estimator of the Q-function's parameter (Luo, Wei & Lee 2021; Dai et al. 2023, section 3) is
+estimator of the Q-function's parameter (Luo, Wei & Lee 2021 [M]; the abstract of Dai et al.
+2023 names it only as a loss estimator that may be arbitrarily negative) is
 
-    theta_hat_{k,h} = Sigma_{k,h}^+ phi(s_h, a_h) L_{k,h},     Q_hat_{k,h}(s, a) = <phi(s, a), theta_hat>.
+    theta_hat_{k,h} = Sigma_{k,h}^+ phi(s_h, a_h) L_{k,h},
+    Q_hat_{k,h}(s, a) = <phi(s, a), theta_hat_{k,h}>.
 
 Unbiased: ``E[phi(s_h, a_h) L_{k,h}] = E[phi phi^T] theta^{pi_k}_{k,h} = Sigma theta`` because
 ``E[L_{k,h} | s_h, a_h] = Q^{pi_k}_{k,h}(s_h, a_h) = <phi, theta>`` (linear Q), so

@@ -102,7 +102,8 @@ class LinearQPolicyOptimisation:
             )
         if covariance_rollouts < 0:
             raise ValueError(
-                f"{self.name}: parameter covariance_rollouts must be >= 0, got {covariance_rollouts}"
+                f"{self.name}: parameter covariance_rollouts must be >= 0, "
+                f"got {covariance_rollouts}"
             )
         self.covariance_rollouts = int(covariance_rollouts)
         self.phi = np.asarray(problem.features)  # (S, A, d)
