@@ -230,3 +230,17 @@ def test_input_errors_name_the_key_and_value():
 def test_baseline_runs_with_simulator_rollouts():
     res = tl.run("exp-weights-exploration-mix", TINY, episodes=30, seeds=2, covariance_rollouts=50)
     assert res.regret.shape == (2, 30) and np.all(np.isfinite(res.regret))
+
+
+def test_uniform_exploration_mutation_mixes_the_baseline_exploration(tiny):
+    from theorylab.validations.adversarial_mutations import adv_ftrl_uniform_exploration
+
+    agent = LogBarrierFTRL(tiny, 1, [np.random.default_rng(0)], 100, eta_scale=16.0)
+    agent.cumulative[:] = np.array([0.0, 500.0])  # action 1 far worse at every state
+    agent.k = 64
+    clean = agent._iterate()
+    with adv_ftrl_uniform_exploration():
+        mixed = agent._iterate()
+    gamma = 64 ** (-1 / 3)
+    assert clean[..., 1].max() < 0.01
+    assert np.allclose(mixed, (1 - gamma) * clean + gamma / 2)
