@@ -35,8 +35,11 @@ Registered (kind ``adversarial``, :func:`theorylab.runners.adversarial.run`):
   K = 4000, ``adversarial-linear:S=2,A=2,d=2,H=2,feature_concentration=0.3,seed=5``): regret
   425 and 1456 (eta scale 1 and 4), log-log slopes 1.14 and 1.35: one very negative estimate
   locks a state onto a bad action -- the failure the paper's reduction exists to prevent.
-* ``exp-weights-exploration-mix`` (the K^{2/3} baseline, in the manner of Luo et al. 2021, not a
-  row of the seed corpus): ``pi_k = (1 - gamma_k) softmax(-eta_k L) + gamma_k / A`` with
+* ``exp-weights-exploration-mix`` (the K^{2/3} baseline, in the manner of Luo, Wei & Lee 2021,
+  "Policy Optimization in Adversarial MDPs: Improved Exploration via Dilated Bonuses", not a row
+  of the seed corpus; their abstract [V]: O~(T^{2/3}) for linear Q with a simulator, matching Neu
+  & Olkhovskaya 2020, by dilated exploration bonuses -- which are replaced here by uniform
+  exploration [A]): ``pi_k = (1 - gamma_k) softmax(-eta_k L) + gamma_k / A`` with
   ``gamma_k = min(1/2, k^{-1/3})`` and ``eta_k = eta_scale k^{-2/3} / H``. Why K^{2/3}: with
   uniform exploration gamma the estimator's second moment is O(1/gamma), so exponential weights
   pay ``log A / eta + eta K / gamma + gamma K``, minimised at ``gamma = K^{-1/3}, eta =
