@@ -186,6 +186,19 @@ register_kind(
 )
 register_kind(
     Kind(
+        "adversarial",
+        constructor_args=("problem", "n_seeds", "rngs", "episodes"),
+        budget={
+            "episodes": "K episodes per seed against the problem's oblivious loss sequence "
+            "(required; CLI --episodes/-K)",
+        },
+        runner="theorylab.runners.adversarial:run",
+        summary="episodic learner against an oblivious adversarial loss sequence, with a "
+        "simulator; exact regret against the best fixed policy in hindsight",
+    )
+)
+register_kind(
+    Kind(
         "average-reward",
         constructor_args=("mdp", "steps", "rngs"),
         budget={
@@ -434,6 +447,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.average_reward",
     "theorylab.algorithms.robust",
     "theorylab.algorithms.gp_bandit",
+    "theorylab.algorithms.adversarial",
 )
 
 

@@ -164,6 +164,10 @@ NO_THEOREM |= {"cpl"}
 # read; its claim checks the reshaped MDP exactly and both sides of the trade-off (hubl.md)
 NO_THEOREM |= {"hubl"}
 NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate in the abstract
+# issue 31 (advlin31): adversarial linear-Q MDPs (002-004#A1) -- the paper's O~(sqrt K) and the
+# baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted
+# dependencies (docs/algorithms/ftrl-log-barrier-linear-q.md); the claim checks the K-exponent
+NO_THEOREM |= {"ftrl-log-barrier-linear-q", "exp-weights-exploration-mix"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

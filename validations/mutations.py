@@ -1859,3 +1859,8 @@ MUTATIONS = (*MUTATIONS, *cpl_mutations.MUTATIONS)
 from theorylab.validations import gp_bandit_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *gp_bandit_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 31 (advlin31)
+# Adversarial linear-Q MDPs (validations/claims/adversarial.py, adversarial-linear-q-sqrt-k)
+from theorylab.validations import adversarial_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *adversarial_mutations.MUTATIONS)

@@ -1,0 +1,246 @@
+"""Adversarial linear-Q MDPs (seed row 002-004#A1): the FTRL step against cvxpy, the estimator's
+exact expectation by enumerating trajectories, the hindsight comparator against enumerating
+policies, the runner's regret, the tabular special case, the paper's constants, input errors and
+the controls."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import theorylab as tl
+from theorylab.algorithms.adversarial import linear_q_estimator
+from theorylab.algorithms.adversarial.policy_optimization import (
+    ExplorationMixBaseline,
+    LogBarrierFTRL,
+)
+from theorylab.algorithms.adversarial.simplex_ftrl import entropy_ftrl, log_barrier_ftrl
+from theorylab.errors import InvalidMDPError
+from theorylab.mdps import make
+from theorylab.mdps.adversarial import Simulator
+
+TINY = "adversarial-linear:S=2,A=2,d=2,H=2,feature_concentration=0.3,seed=1"
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return make(TINY)
+
+
+# ------------------------------------------------------------------------- the FTRL step
+@pytest.mark.parametrize("eta", [0.01, 0.3, 5.0])
+def test_log_barrier_step_equals_cvxpy_on_the_simplex(eta):
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(3)
+    for _ in range(4):
+        L = rng.normal(scale=20.0, size=4)  # arbitrarily negative losses
+        p = cp.Variable(4)
+        cp.Problem(cp.Minimize(L @ p - cp.sum(cp.log(p)) / eta), [cp.sum(p) == 1]).solve()
+        ours = log_barrier_ftrl(L, eta)
+        assert np.all(ours > 0) and abs(ours.sum() - 1) < 1e-12
+
+        def objective(q, L=L):
+            return L @ q - np.log(q).sum() / eta
+
+        # ours is the exact minimiser: never worse than the conic solver's answer, and close to it
+        assert objective(ours) <= objective(p.value) + 1e-9 * max(1.0, abs(objective(ours)))
+        assert np.allclose(ours, p.value, atol=1e-4)
+        # first-order condition written out: p_a = 1 / (eta (L_a + lambda)), one lambda
+        lam = 1.0 / (eta * ours) - L
+        assert np.ptp(lam) < 1e-8 * max(1.0, np.abs(lam).max())
+
+
+def test_ftrl_iterates_ignore_a_per_state_shift():
+    rng = np.random.default_rng(5)
+    L = rng.normal(size=(3, 4, 5))
+    shift = rng.normal(scale=50.0, size=(3, 4, 1))
+    assert np.allclose(log_barrier_ftrl(L + shift, 0.7), log_barrier_ftrl(L, 0.7), atol=1e-12)
+    assert np.allclose(entropy_ftrl(L + shift, 0.7), entropy_ftrl(L, 0.7), atol=1e-12)
+
+
+# ------------------------------------------------------------------------- the estimator
+def enumerated_expectation(mdp, policy, theta, estimator):
+    """E[estimator(trajectory)] by enumerating every trajectory of ``policy (H, S, A)``."""
+    P = np.broadcast_to(mdp.model.dense_P(), (mdp.H, mdp.S, mdp.A, mdp.S))
+    total = 0.0
+    for s0 in range(mdp.S):
+        for path in itertools.product(range(mdp.S), range(mdp.A), repeat=mdp.H):
+            states, actions = np.array(path[0::2]), np.array(path[1::2])
+            if states[0] != s0:
+                continue
+            prob = mdp.mu0[s0]
+            for h in range(mdp.H):
+                prob *= policy[h, states[h], actions[h]]
+                if h + 1 < mdp.H:
+                    prob *= P[h, states[h], actions[h], states[h + 1]]
+            if prob == 0:
+                continue
+            losses = np.array([mdp.phi[states[h], actions[h]] @ theta[h] for h in range(mdp.H)])
+            total = total + prob * estimator(states[None], actions[None], losses[None])[0]
+    return total
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        TINY,
+        "adversarial-linear:S=2,A=3,d=3,H=2,seed=2",
+        "adversarial-linear:S=2,A=2,H=2,features=onehot",
+    ],
+)
+def test_estimator_is_exactly_unbiased(spec):
+    from theorylab.validations.claims.adversarial import exact_q
+
+    mdp = make(spec)
+    rng = np.random.default_rng(11)
+    policy = rng.dirichlet(np.ones(mdp.A), size=(mdp.H, mdp.S))  # (H, S, A)
+    theta = mdp.loss_parameters(3)[2]
+    cov = mdp.covariance(policy[None])
+
+    def estimator(states, actions, losses):
+        return linear_q_estimator.linear_q_estimate(mdp.phi, cov, states, actions, losses)
+
+    expectation = enumerated_expectation(mdp, policy, theta, estimator)
+    exact = exact_q(mdp, policy, np.einsum("sad,hd->hsa", mdp.phi, theta))
+    assert np.allclose(expectation, exact, atol=1e-10)
+
+
+def test_estimator_without_the_inverse_covariance_is_biased(tiny):
+    from theorylab.validations.adversarial_mutations import adv_linear_q_no_inverse_covariance
+    from theorylab.validations.claims.adversarial import exact_q
+
+    policy = np.full((tiny.H, tiny.S, tiny.A), 0.5)
+    theta = tiny.loss_parameters(1)[0]
+    cov = tiny.covariance(policy[None])
+    exact = exact_q(tiny, policy, np.einsum("sad,hd->hsa", tiny.phi, theta))
+    with adv_linear_q_no_inverse_covariance():
+
+        def estimator(states, actions, losses):
+            return linear_q_estimator.linear_q_estimate(tiny.phi, cov, states, actions, losses)
+
+        biased = enumerated_expectation(tiny, policy, theta, estimator)
+    assert np.abs(biased - exact).max() > 0.05
+
+
+def test_one_hot_estimator_is_the_importance_weight():
+    mdp = make("adversarial-linear:S=3,A=2,H=3,features=onehot,seed=1")
+    rng = np.random.default_rng(2)
+    pol = rng.dirichlet(np.ones(2), size=(4, 3, 3))  # (B, H, S, A)
+    theta = mdp.loss_parameters(1)[0]
+    states, actions, losses = mdp.rollout(pol, theta, [np.random.default_rng(i) for i in range(4)])
+    linear = linear_q_estimator.linear_q_estimate(
+        mdp.phi, mdp.covariance(pol), states, actions, losses
+    )
+    tabular = linear_q_estimator.importance_weighted_q(mdp.occupancy(pol), states, actions, losses)
+    assert np.allclose(linear, tabular, atol=1e-9)
+
+
+def test_covariance_from_simulator_rollouts_approaches_the_exact_one(tiny):
+    pol = np.full((1, tiny.H, tiny.S, tiny.A), 0.5)
+    agent = LogBarrierFTRL(tiny, 1, [np.random.default_rng(0)], 10, covariance_rollouts=20000)
+    agent._policy = pol
+    sampled = agent.covariance(Simulator(tiny))
+    assert np.abs(sampled - tiny.covariance(pol)).max() < 0.02
+
+
+# ------------------------------------------------------------------------- exact scoring
+def test_hindsight_comparator_equals_enumeration_of_policies():
+    mdp = make("adversarial-linear:S=3,A=2,d=3,H=2,seed=6")
+    loss = mdp.loss_tables(mdp.loss_parameters(40)).sum(axis=0)  # (H, S, A)
+    best = min(
+        mdp.expected_loss(np.eye(mdp.A)[np.array(pi).reshape(mdp.H, mdp.S)][None], loss)[0]
+        for pi in itertools.product(range(mdp.A), repeat=mdp.H * mdp.S)
+    )
+    assert mdp.best_fixed_policy(loss)[1] == pytest.approx(best, abs=1e-12)
+
+
+def test_expected_loss_equals_tabular_policy_evaluation():
+    from theorylab.algorithms.planning.evaluation import policy_values
+    from theorylab.mdps.tabular import TabularMDP
+
+    mdp = make("adversarial-linear:S=3,A=2,d=3,H=3,seed=6")
+    loss = mdp.loss_tables(mdp.loss_parameters(1)[0])  # (H, S, A) in [0, 1]
+    pols = np.random.default_rng(1).dirichlet(np.ones(2), size=(5, 3, 3))
+    as_rewards = TabularMDP(mdp.P, loss, mdp.mu0, horizon=mdp.H)
+    assert np.allclose(mdp.expected_loss(pols, loss), policy_values(as_rewards, pols), atol=1e-12)
+
+
+def test_run_regret_is_learner_loss_minus_the_best_fixed_policy(tiny):
+    K = 60
+    res = tl.run("ftrl-log-barrier-linear-q", TINY, episodes=K, seeds=3, eta_scale=16.0)
+    total = tiny.loss_tables(tiny.loss_parameters(K)).sum(axis=0)
+    best = min(
+        tiny.expected_loss(np.eye(2)[np.array(pi).reshape(2, 2)][None], total)[0]
+        for pi in itertools.product(range(2), repeat=4)
+    )
+    assert np.allclose(res.cumulative_regret[:, -1], res.returns.sum(axis=1) - best, atol=1e-9)
+    from theorylab.runners.adversarial import prefix_regret
+
+    assert np.allclose(prefix_regret(tiny, res.returns, [K])[:, 0], res.cumulative_regret[:, -1])
+
+
+def test_one_hot_run_equals_the_tabular_loop():
+    from theorylab.validations.claims.adversarial import TABULAR_INSTANCE, tabular_twin
+
+    mdp = make(TABULAR_INSTANCE)
+    run = tl.run("ftrl-log-barrier-linear-q", mdp, episodes=40, seeds=3, seed=7, eta_scale=4.0)
+    assert np.abs(run.returns - tabular_twin(mdp, 40, 3, 7, 4.0)).max() <= 1e-9
+
+
+def test_loss_sequence_is_oblivious_and_a_prefix(tiny):
+    assert np.array_equal(tiny.loss_parameters(30)[:10], tiny.loss_parameters(10))
+    a = tl.run("ftrl-log-barrier-linear-q", TINY, episodes=20, seeds=2, seed=1)
+    b = tl.run("exp-weights-exploration-mix", TINY, episodes=20, seeds=2, seed=1)
+    # the comparator depends on the losses only, never on the learner
+    assert a.config["comparator_total_loss"] == b.config["comparator_total_loss"]
+
+
+# ------------------------------------------------------------------------- the paper's constants
+def test_learning_rates_and_exploration_written_out(tiny):
+    rng = [np.random.default_rng(0)]
+    lb = LogBarrierFTRL(tiny, 1, rng, 100, eta_scale=3.0)
+    base = ExplorationMixBaseline(tiny, 1, rng, 100, eta_scale=3.0)
+    for k in (1, 7, 1000):
+        lb.k = base.k = k
+        assert lb.learning_rate() == pytest.approx(3.0 / (2 * np.sqrt(2 * k)))  # c/(H sqrt(A k))
+        assert base.learning_rate() == pytest.approx(3.0 * k ** (-2 / 3) / 2)  # c k^(-2/3) / H
+        assert base.exploration() == pytest.approx(min(0.5, k ** (-1 / 3)))
+
+
+# ------------------------------------------------------------------------- input errors
+def test_input_errors_name_the_key_and_value():
+    with pytest.raises(ValueError, match="needs a problem with a loss sequence"):
+        tl.run("ftrl-log-barrier-linear-q", "riverswim:S=4,H=4", episodes=5, seeds=1)
+    with pytest.raises(ValueError, match="eta_scale must be a positive number, got eta_scale=-1"):
+        tl.run("ftrl-log-barrier-linear-q", TINY, episodes=5, seeds=1, eta_scale=-1.0)
+    with pytest.raises(ValueError, match="covariance_rollouts must be >= 0"):
+        tl.run("ftrl-log-barrier-linear-q", TINY, episodes=5, seeds=1, covariance_rollouts=-2)
+    with pytest.raises(ValueError, match="episodes must be a positive integer"):
+        tl.run("ftrl-log-barrier-linear-q", TINY, episodes=0, seeds=1)
+    with pytest.raises(InvalidMDPError, match="features must be one of"):
+        make("adversarial-linear:features=dense")
+    with pytest.raises(InvalidMDPError, match="feature_concentration must be > 0"):
+        make("adversarial-linear:feature_concentration=0")
+    with pytest.raises(ValueError, match="eta must be > 0"):
+        log_barrier_ftrl(np.zeros(3), 0.0)
+
+
+def test_baseline_runs_with_simulator_rollouts():
+    res = tl.run("exp-weights-exploration-mix", TINY, episodes=30, seeds=2, covariance_rollouts=50)
+    assert res.regret.shape == (2, 30) and np.all(np.isfinite(res.regret))
+
+
+def test_uniform_exploration_mutation_mixes_the_baseline_exploration(tiny):
+    from theorylab.validations.adversarial_mutations import adv_ftrl_uniform_exploration
+
+    agent = LogBarrierFTRL(tiny, 1, [np.random.default_rng(0)], 100, eta_scale=16.0)
+    agent.cumulative[:] = np.array([0.0, 500.0])  # action 1 far worse at every state
+    agent.k = 64
+    clean = agent._iterate()
+    with adv_ftrl_uniform_exploration():
+        mixed = agent._iterate()
+    gamma = 64 ** (-1 / 3)
+    assert clean[..., 1].max() < 0.01
+    assert np.allclose(mixed, (1 - gamma) * clean + gamma / 2)

@@ -1,0 +1,69 @@
+"""Known-bug mutations of log-barrier FTRL policy optimisation (002-004#A1; the controls of
+``adversarial-linear-q-sqrt-k`` in ``validations/claims/adversarial.py``); appended to
+``mutations.MUTATIONS``:
+
+* ``adv-ftrl-uniform-exploration``: the log-barrier iterate mixed with uniform exploration
+  ``gamma_k = min(1/2, k^{-1/3})`` (``LogBarrierFTRL._iterate``), the exploration that gives the
+  earlier methods their K^{2/3}: the regret slope rises to about 2/3.
+* ``adv-linear-q-no-inverse-covariance``: the loss estimator ``phi^T phi(s_h, a_h) L_h`` without
+  ``Sigma^+`` (``linear_q_estimator.linear_q_estimate``): biased, and no longer the tabular
+  importance weight with one-hot features.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def adv_ftrl_uniform_exploration(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.adversarial.policy_optimization import LogBarrierFTRL
+
+    original = LogBarrierFTRL._iterate
+
+    def mixed(self) -> np.ndarray:
+        gamma = min(0.5, self.k ** (-1.0 / 3.0))  # the bug: forced uniform exploration
+        return (1.0 - gamma) * original(self) + gamma / self.A
+
+    with _patched(LogBarrierFTRL, "_iterate", mixed):
+        yield
+
+
+@contextlib.contextmanager
+def adv_linear_q_no_inverse_covariance(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.adversarial import linear_q_estimator
+
+    def without_inverse(phi, covariance, states, actions, losses) -> np.ndarray:
+        identity = np.broadcast_to(np.eye(phi.shape[-1]), np.shape(covariance))
+        return original(phi, identity, states, actions, losses)  # the bug: Sigma^+ -> I
+
+    original = linear_q_estimator.linear_q_estimate
+    with _patched(linear_q_estimator, "linear_q_estimate", without_inverse):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "adv-ftrl-uniform-exploration",
+            "mutation",
+            "log-barrier FTRL mixed with uniform exploration gamma_k = k^(-1/3) (the K^(2/3) "
+            "methods' exploration)",
+            adv_ftrl_uniform_exploration,
+        )
+    ),
+    register_control(
+        Control(
+            "adv-linear-q-no-inverse-covariance",
+            "mutation",
+            "the linear-Q loss estimator without Sigma^+ (phi^T phi(s_h, a_h) L_h: biased)",
+            adv_linear_q_no_inverse_covariance,
+        )
+    ),
+)

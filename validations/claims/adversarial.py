@@ -1,0 +1,265 @@
+"""Claims of adversarial linear-Q MDPs (seed row 002-004#A1, Dai, Luo, Wei & Zimmert 2023).
+
+``adversarial-linear-q-sqrt-k``: log-barrier FTRL policy optimisation
+(``ftrl-log-barrier-linear-q``) against an oblivious loss sequence, with a simulator, scored by
+the exact regret ``sum_k V^{pi_k}(l_k) - min_pi sum_k V^pi(l_k)`` of every prefix of the run
+(:func:`theorylab.runners.adversarial.prefix_regret`: the comparator of each prefix by backward
+induction on its summed losses, independent of the learner):
+
+(i) the log-log slope of the regret against K (bootstrap CI over seeds, the second half of the
+    log range of K) has its upper end at most 0.55 -- the theorem is an upper bound O~(sqrt K);
+    on this stochastic-looking sequence the measured slope falls from about 0.6 at K = 10^3 to
+    about 0.33 at K = 1.6 10^4 (the log-barrier's p(bad action) ~ 1 / (eta_k Delta k) burn-in
+    ends), so no lower end is asked -- and the regret at K is at most 0.85 of the K^{2/3}
+    baseline's the paper improves on (``exp-weights-exploration-mix``, uniform exploration
+    gamma_k = k^{-1/3}, the same eta scale), whose slope is at least 0.55 (its gamma K term
+    approaches K^{2/3} from below) with a CI above the log-barrier's. At the quick scale
+    (K = 1000) the slopes are not yet resolved (32 seeds give CIs 0.2 wide that move by 0.15
+    between root seeds): there the slope check is only "sublinear" (upper end <= 0.8) and the
+    baseline's slope only >= 0.5; the ratio to the baseline is checked at both scales;
+(ii) the loss estimator ``Q_hat = phi^T Sigma^+ phi(s_h, a_h) L_h`` is unbiased: its Monte-Carlo
+    mean over N independent trajectories of a fixed random policy is within a Bonferroni z-bound
+    (overall level 1e-3) of the exact ``Q^pi_h(s, a)`` (a backward Bellman recursion with the
+    true losses and transitions) at every (h, s, a), on two instances;
+(iii) with one-hot features the learner is the tabular one: a second loop written from the
+    tabular side (occupancy by a forward recursion, importance weights ``1{s_h, a_h} L_h /
+    q_h(s_h, a_h)``, losses read from theta by index, the learning rate written out) on the same
+    environment streams gives the same expected loss ``V^{pi_k}(l_k)`` every episode, to 1e-9.
+
+Controls: ``adv-ftrl-uniform-exploration`` (the algorithm mixed with the baseline's uniform
+exploration gamma_k = k^{-1/3}: (i) fails -- no better than the baseline, slope above 0.55) and
+``adv-linear-q-no-inverse-covariance`` (``phi(s_h, a_h) L_h`` without ``Sigma^+``: (ii) and
+(iii) fail).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from scipy.stats import norm
+
+from theorylab.validations.claim import Check, ScaledClaim, save_claim_figure
+from theorylab.validations.registry import register_validation
+
+PAPERS = ("002-004#A1",)
+INSTANCE = "adversarial-linear:S=2,A=2,d=2,H=2,feature_concentration=0.3,seed=1"
+UNBIASED_INSTANCES = (INSTANCE, "adversarial-linear:S=4,A=3,d=4,H=3,seed=2")
+TABULAR_INSTANCE = "adversarial-linear:S=3,A=2,H=2,features=onehot,seed=4"
+ETA_SCALE = 16.0
+
+
+def exact_q(mdp, policy: np.ndarray, loss: np.ndarray) -> np.ndarray:
+    """``Q^pi_h(s, a) (H, S, A)`` of one policy ``(H, S, A)`` under ``loss (H, S, A)`` by the
+    backward Bellman recursion on the dense transitions."""
+    P = mdp.model.dense_P()
+    P = np.broadcast_to(P, (mdp.H, *P.shape[-3:]))
+    Q = np.zeros(loss.shape)
+    V = np.zeros(mdp.S)
+    for h in range(mdp.H - 1, -1, -1):
+        Q[h] = loss[h] + np.einsum("sat,t->sa", P[h], V)
+        V = (policy[h] * Q[h]).sum(axis=1)
+    return Q
+
+
+def unbiasedness(mdp, n: int, seed: int) -> tuple[float, float, int]:
+    """Max z-score of the estimator's Monte-Carlo mean against the exact Q over every (h, s, a)
+    of a random policy, the Bonferroni critical value (overall level 1e-3) and the count."""
+    from theorylab.algorithms.adversarial import linear_q_estimator
+
+    rng = np.random.default_rng([seed, 77])
+    policy = rng.dirichlet(np.ones(mdp.A), size=(mdp.H, mdp.S))  # (H, S, A)
+    theta = mdp.loss_parameters(1)[0]  # (H, d) the first episode's loss
+    loss = np.einsum("sad,hd->hsa", mdp.phi, theta)
+    Q = exact_q(mdp, policy, loss)
+    cov = mdp.covariance(policy[None])  # (1, H, d, d)
+    total, total_sq = np.zeros(Q.shape), np.zeros(Q.shape)
+    done, chunk = 0, 2000
+    while done < n:
+        m = min(chunk, n - done)
+        rngs = [np.random.default_rng([seed, 78, done + i]) for i in range(m)]
+        pols = np.broadcast_to(policy, (m, *policy.shape))
+        states, actions, observed = mdp.rollout(pols, theta, rngs)
+        est = linear_q_estimator.linear_q_estimate(
+            mdp.phi, np.broadcast_to(cov, (m, *cov.shape[1:])), states, actions, observed
+        )  # (m, H, S, A)
+        total += est.sum(axis=0)
+        total_sq += (est**2).sum(axis=0)
+        done += m
+    mean = total / n
+    se = np.sqrt(np.maximum(total_sq / n - mean**2, 0.0) / (n - 1))
+    z = np.abs(mean - Q) / np.maximum(se, 1e-12)
+    count = Q.size
+    return float(z.max()), float(norm.isf(1e-3 / (2 * count))), count
+
+
+def tabular_twin(mdp, episodes: int, seeds: int, seed: int, eta_scale: float) -> np.ndarray:
+    """The learner's ``V^{pi_k}(l_k) (B, K)`` by the tabular loop (one-hot features only)."""
+    from theorylab.algorithms.adversarial.linear_q_estimator import importance_weighted_q
+    from theorylab.algorithms.adversarial.simplex_ftrl import log_barrier_ftrl
+    from theorylab.seeding import ENV_STREAM, generators
+
+    S, A, H = mdp.S, mdp.A, mdp.H
+    P = np.broadcast_to(mdp.model.dense_P(), (H, S, A, S))
+    theta = mdp.loss_parameters(episodes)  # (K, H, S*A)
+    loss = theta.reshape(episodes, H, S, A)  # one-hot: l_h(s, a) = theta_h[s*A + a]
+    env = generators(seed, list(range(seeds)), ENV_STREAM)
+    cumulative = np.zeros((seeds, H, S, A))
+    out = np.empty((seeds, episodes))
+    for k in range(episodes):
+        eta = eta_scale / (H * np.sqrt(A * (k + 1)))  # eta_k = c / (H sqrt(A k))
+        pol = log_barrier_ftrl(cumulative, eta)  # (B, H, S, A)
+        occ = np.empty(pol.shape)
+        state = np.tile(mdp.mu0, (seeds, 1))  # (B, S)
+        for h in range(H):
+            occ[:, h] = state[:, :, None] * pol[:, h]
+            state = np.einsum("bsa,sat->bt", occ[:, h], P[h])
+        out[:, k] = (occ * loss[k][None]).sum(axis=(1, 2, 3))
+        states, actions, observed = mdp.rollout(pol, theta[k], env)
+        cumulative += importance_weighted_q(occ, states, actions, observed)
+    return out
+
+
+@dataclass(frozen=True)
+class AdversarialLinearQSqrtK(ScaledClaim):
+    name: str = "adversarial-linear-q-sqrt-k"
+    statement: str = (
+        "Log-barrier FTRL policy optimisation with a simulator (Dai, Luo, Wei & Zimmert 2023, "
+        f"algorithm 1, reconstructed) on {INSTANCE} (oblivious Bernoulli losses, eta_k = "
+        f"{ETA_SCALE:g} / (H sqrt(A k))): (i) the exact regret against the best fixed policy in "
+        "hindsight of every prefix grows at most like K^(1/2): log-log slope CI upper end <= 0.55 "
+        "over the second half of the log range of K (quick scale: only sublinear, <= 0.8), and "
+        "is at most 0.85 of the K^(2/3) baseline's (exponential weights with uniform exploration "
+        "gamma_k = k^(-1/3), same scale), whose slope is >= 0.55 with a CI above the "
+        "log-barrier's (quick: slope >= 0.5); "
+        "(ii) the least-squares loss estimator is unbiased (Monte-Carlo mean within a "
+        "Bonferroni z-bound, level 1e-3, of the exact Q^pi at every (h, s, a), two instances); "
+        "(iii) with one-hot features a tabular importance-weighted loop gives the same expected "
+        "loss every episode (to 1e-9). Quick: K = 1000, 32 seeds, 4000 trajectories; full: "
+        "K = 16000, 32 seeds, 40000 trajectories."
+    )
+    scales: dict[str, dict[str, Any]] = field(
+        default_factory=lambda: {
+            "quick": {
+                "episodes": 1000,
+                "seeds": 32,
+                "trajectories": 4000,
+                "tabular": 150,
+                "slope_max": 0.8,
+                "baseline_slope": 0.5,
+                "separated": False,
+            },
+            "full": {
+                "episodes": 16000,
+                "seeds": 32,
+                "trajectories": 40000,
+                "tabular": 1000,
+                "slope_max": 0.55,
+                "baseline_slope": 0.55,
+                "separated": True,
+            },
+        }
+    )
+
+    def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
+        import theorylab as tl
+        from theorylab.mdps import make
+        from theorylab.runners.adversarial import prefix_regret
+        from theorylab.stats import loglog_slope
+
+        K, B = cfg["episodes"], cfg["seeds"]
+        mdp = make(INSTANCE)
+        grid = np.unique(np.geomspace(20, K, 24).astype(np.int64))
+        curves, fits, finals = {}, {}, {}
+        for label, algo in (
+            ("log-barrier FTRL", "ftrl-log-barrier-linear-q"),
+            ("baseline K^(2/3)", "exp-weights-exploration-mix"),
+        ):
+            run = tl.run(algo, mdp, episodes=K, seeds=B, seed=seed, eta_scale=ETA_SCALE)
+            regret = prefix_regret(mdp, run.returns, grid)  # (B, G)
+            curves[label] = regret.mean(axis=0)
+            fits[label] = loglog_slope(grid, regret, fit_range=(0.5, 1.0), rng=seed)
+            finals[label] = float(regret[:, -1].mean())
+        lb, base = fits["log-barrier FTRL"], fits["baseline K^(2/3)"]
+        hi = cfg["slope_max"]
+        ratio = finals["log-barrier FTRL"] / finals["baseline K^(2/3)"]
+        separated = not cfg["separated"] or lb.ci_high < base.ci_low
+        checks = [
+            Check(
+                "regret grows at most like sqrt(K)" if hi < 0.6 else "regret is sublinear",
+                lb.ci_high <= hi,
+                f"log-barrier FTRL: regret at K = {K}: {finals['log-barrier FTRL']:.1f}; log-log "
+                f"slope {lb.slope:.3f}, 95% CI [{lb.ci_low:.3f}, {lb.ci_high:.3f}] over K in "
+                f"[{lb.x_range[0]:g}, {lb.x_range[1]:g}] (upper end must be <= {hi})",
+                {"slope": lb.slope, "slope_ci": [lb.ci_low, lb.ci_high], "regret": finals},
+            ),
+            Check(
+                "less regret than the K^(2/3) baseline",
+                ratio <= 0.85 and base.slope >= cfg["baseline_slope"] and separated,
+                f"regret at K: log-barrier {finals['log-barrier FTRL']:.1f}, "
+                f"exp-weights-exploration-mix {finals['baseline K^(2/3)']:.1f} (ratio {ratio:.2f}, "
+                f"must be <= 0.85); baseline slope {base.slope:.3f}, 95% CI [{base.ci_low:.3f}, "
+                f"{base.ci_high:.3f}] (point estimate must be >= {cfg['baseline_slope']}"
+                + ("; its CI above the log-barrier's)" if cfg["separated"] else ")"),
+                {
+                    "ratio": ratio,
+                    "baseline_slope": base.slope,
+                    "baseline_slope_ci": [base.ci_low, base.ci_high],
+                },
+            ),
+        ]
+        worst, crit, count = 0.0, 0.0, 0
+        for spec in UNBIASED_INSTANCES:
+            z, c, n = unbiasedness(make(spec), cfg["trajectories"], seed)
+            worst, crit, count = max(worst, z), c, count + n
+        checks.append(
+            Check(
+                "the loss estimator is unbiased",
+                worst <= crit,
+                f"max |mean - Q^pi| / SE = {worst:.2f} over {count} (h, s, a) of 2 instances, "
+                f"{cfg['trajectories']} trajectories each (Bonferroni bound {crit:.2f})",
+                {"max_z": worst, "critical_z": crit},
+            )
+        )
+        tab = make(TABULAR_INSTANCE)
+        Kt = cfg["tabular"]
+        linear = tl.run(
+            "ftrl-log-barrier-linear-q", tab, episodes=Kt, seeds=4, seed=seed, eta_scale=ETA_SCALE
+        ).returns
+        twin = tabular_twin(tab, Kt, 4, seed, ETA_SCALE)
+        gap = float(np.abs(linear - twin).max())
+        checks.append(
+            Check(
+                "one-hot features = the tabular learner",
+                gap <= 1e-9,
+                f"max |V^pi_k(l_k) linear - tabular| = {gap:.1e} over {Kt} episodes x 4 seeds on "
+                f"{TABULAR_INSTANCE} (tolerance 1e-9)",
+                {"max_difference": gap},
+            )
+        )
+        if plot:
+            from theorylab.plotting import plot_lines
+
+            ax = plot_lines(
+                grid,
+                {
+                    **curves,
+                    "sqrt(K) (through the last point)": curves["log-barrier FTRL"][-1]
+                    * np.sqrt(grid / grid[-1]),
+                },
+                xlabel="episodes K",
+                ylabel="regret vs best fixed policy in hindsight (mean over seeds)",
+                title=f"Adversarial linear-Q MDP ({B} seeds)",
+                logx=True,
+                logy=True,
+            )
+            save_claim_figure(ax, plot)
+        rep.checks.extend(checks)
+
+
+register_validation(
+    AdversarialLinearQSqrtK(),
+    controls=("adv-ftrl-uniform-exploration", "adv-linear-q-no-inverse-covariance"),
+    papers=PAPERS,
+)
