@@ -84,7 +84,8 @@ linear mixture model has one theta): stage-dependent environments raise ValueErr
 
 Bounds carried: ``chen2024-icvar-l-thm1`` (upper), ``chen2024-icvar-l-lower`` (lower),
 none for ICVaR-HF (its bound is in eluder dimensions D_P, D_R, which have no card). Measured
-(claim ``icvar-l-linear-mixture``; ICVaR-HF has no claim): see docs/algorithms/icvar-l.md.
+(claims ``icvar-l-linear-mixture`` and ``icvar-hf-preference-regret``; the latter's sublinear
+regret holds on a large-gap instance only): see docs/algorithms/icvar-l.md.
 
 State arrays carry a leading seed axis B; seeds are independent (no cross-seed randomness), so a
 seed's run is the same alone or in a batch.
