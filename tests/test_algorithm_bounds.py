@@ -136,7 +136,7 @@ NO_THEOREM = {
     "seele",
     "guide-grpo",
     # issue 30 (icvar30): ICVaR-HF's bound is in eluder dimensions D_P, D_R that have no card
-    # (it has no claim: still in linear burn-in at affordable K, docs/algorithms/icvar-l.md)
+    # (its claim icvar-hf-preference-regret checks sublinearity by the log-log slope instead)
     "icvar-hf",
     # issue 30 (helper drrpo30): DR-RPO's online learner; the paper's regret theorem was not read
     # (abstract only), so its claim measures the regret's growth (docs/algorithms/dr-rpo-online.md)

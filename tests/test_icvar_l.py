@@ -182,3 +182,46 @@ def test_mutation_breaks_the_exact_backup():
         checks = _exact_checks(2, 0)
         assert not checks[1].passed  # the sorting DP at alpha < 1 differs
     assert icvar_l.optimistic_cvar_backup is optimistic_cvar_backup
+
+
+def test_hf_planner_is_risk_neutral_at_alpha_one_and_the_dp_otherwise():
+    from theorylab.validations.claims.risk_icvar_fa import ALPHAS, _hf_planning_errors
+
+    for seed in range(3):
+        m = make(f"linear-mixture:S=3,A=2,d=2,H=3,seed={seed},concentration=0.5")
+        err_bi, err_dp = _hf_planning_errors(m, ALPHAS)
+        assert err_bi <= 1e-12 and err_dp <= 1e-12
+
+
+def test_labels_ignored_mutation_makes_labels_independent_of_returns():
+    import theorylab.validations.mutations  # noqa: F401  (registers the mutations)
+    from theorylab.validations.controls import get_control
+
+    rngs = [np.random.default_rng(i) for i in range(4000)]
+    high, low = np.full(4000, 2.0), np.zeros(4000)
+    assert btl_oracle(high, low, rngs).mean() > 0.85  # sigmoid(2) = 0.88
+    with get_control("icvar-hf-labels-ignored").applied(None):
+        y = icvar_l.btl_oracle(high, low, [np.random.default_rng(i) for i in range(4000)])
+        assert abs(y.mean() - 0.5) < 0.03
+    assert icvar_l.btl_oracle is btl_oracle
+
+
+def test_hf_reward_fit_reports_inf_without_a_reward_estimate(monkeypatch):
+    """A control that replaces icvar-hf by an agent with no reward estimate fails the check."""
+    from theorylab.validations.claims import risk_icvar_fa
+
+    class NoReward:
+        def __init__(self, env, n_seeds, rngs, **kw):
+            self.pi = np.zeros((n_seeds, env.H, env.S), dtype=np.int64)
+
+        def policy(self):
+            return self.pi
+
+        def update(self, traj):
+            pass
+
+    monkeypatch.setattr(
+        "theorylab.algorithms.registry.make_agent", lambda *a, **k: NoReward(*a[1:3], None)
+    )
+    out = risk_icvar_fa._hf_reward_fit(make(risk_icvar_fa.HF_MDP), 0.25, 16, 2, 0)
+    assert out["ordered"] is False and out["rms"] == math.inf

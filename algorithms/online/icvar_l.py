@@ -84,7 +84,8 @@ linear mixture model has one theta): stage-dependent environments raise ValueErr
 
 Bounds carried: ``chen2024-icvar-l-thm1`` (upper), ``chen2024-icvar-l-lower`` (lower),
 none for ICVaR-HF (its bound is in eluder dimensions D_P, D_R, which have no card). Measured
-(claim ``icvar-l-linear-mixture``; ICVaR-HF has no claim): see docs/algorithms/icvar-l.md.
+(claims ``icvar-l-linear-mixture`` and ``icvar-hf-preference-regret``; the latter's sublinear
+regret holds on a large-gap instance only): see docs/algorithms/icvar-l.md.
 
 State arrays carry a leading seed axis B; seeds are independent (no cross-seed randomness), so a
 seed's run is the same alone or in a batch.
@@ -97,8 +98,9 @@ import math
 
 import numpy as np
 
-from theorylab.agent import EnvSpec, read_only_copy
+from theorylab.agent import EnvSpec
 from theorylab.algorithms.linear.gram import elliptical_norm_sq, sherman_morrison
+from theorylab.algorithms.online.lazy_plan import LazyPlan
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.risk.iterated_cvar import _check_alpha
 from theorylab.algorithms.risk.objectives import iterated_cvar_of
@@ -178,7 +180,7 @@ def resolve_basis(env: EnvSpec, basis) -> tuple[np.ndarray, float]:
     objective=iterated_cvar_of,
     papers=("001#48",),
 )
-class ICVaRL:
+class ICVaRL(LazyPlan):
     """ICVaR-L (Chen et al. 2024; reconstructed, module docstring): optimistic iterated-CVaR
     value iteration on a linear mixture model fitted by CVaR-adapted ridge regression.
 
@@ -277,18 +279,6 @@ class ICVaRL:
         """Greedy actions ``(B, S)`` of ``Q (B, S, A)``: ties -> the smallest index."""
         return first_argmax(Q, axis=2)
 
-    def policy(self) -> np.ndarray:
-        """Greedy policy of the planned Q, ``(B, H, S)`` int."""
-        if self._pi is None:
-            self._plan()
-        return read_only_copy(self._pi)
-
-    def value_estimate(self) -> np.ndarray:
-        """The planned ``V_1(mu0)`` per seed, ``(B,)``."""
-        if self._V is None:
-            self._plan()
-        return (self._V[:, 0] * self.env.mu0).sum(axis=-1)
-
     # ------------------------------------------------------------------ learning
     def update(self, traj) -> None:
         if self._V is None:
@@ -308,7 +298,8 @@ class ICVaRL:
             sherman_morrison(self.inv, X)
             self.xy += X * y[:, None]
         self.n_regressions += s.shape[1]
-        self._V = self._pi = self._x = None
+        self._x = None
+        self.forget_plan()
 
 
 REFIT_ALWAYS = 20

@@ -60,7 +60,8 @@ import math
 
 import numpy as np
 
-from theorylab.agent import EnvSpec, read_only_copy
+from theorylab.agent import EnvSpec
+from theorylab.algorithms.online.lazy_plan import LazyPlan
 from theorylab.algorithms.registry import register
 from theorylab.algorithms.risk.iterated_cvar import _check_alpha, cvar_next
 from theorylab.algorithms.risk.objectives import iterated_cvar_of, worst_path_of
@@ -101,35 +102,12 @@ class _PooledCounts:
         return self.reward_sum / np.maximum(self.n, 1)
 
 
-class _PlanFromCounts:
-    """The protocol both agents share: plan from the pooled counts when the next policy or value
-    is first asked for, and forget the plan when new data arrives. Subclasses set
-    ``self.counts``, ``self.env`` and implement ``_plan`` (filling ``_V (B, H+1, S)`` and
-    ``_pi (B, H, S)``)."""
-
-    _V: np.ndarray | None = None
-    _pi: np.ndarray | None = None
-
-    def _plan(self) -> None:  # pragma: no cover - overridden
-        raise NotImplementedError
-
-    def policy(self) -> np.ndarray:
-        """Greedy policy of the planned Q, ``(B, H, S)`` int."""
-        if self._pi is None:
-            self._plan()
-        return read_only_copy(self._pi)
-
-    def value_estimate(self) -> np.ndarray:
-        """The planned ``V_1(mu0)`` for every seed, ``(B,)`` (its guarantee: see the class)."""
-        if self._V is None:
-            self._plan()
-        # a row sum (numpy's pairwise order), not BLAS: the same bits alone or batched, as the
-        # whole-run kernel (algorithms/online/whole_run_kernel.py) computes it
-        return (self._V[:, 0] * self.env.mu0).sum(axis=-1)
+class _PlanFromCounts(LazyPlan):
+    """:class:`LazyPlan` over the pooled counts: subclasses set ``self.counts``."""
 
     def update(self, traj) -> None:
         self.counts.update(traj)
-        self._V = self._pi = None
+        self.forget_plan()
 
 
 @register(
