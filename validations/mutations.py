@@ -1853,3 +1853,9 @@ MUTATIONS = (*MUTATIONS, *active_context_mutations.MUTATIONS)
 from theorylab.validations import cpl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *cpl_mutations.MUTATIONS)
+
+# ----------------------------------------------------------------------------- issue 31 (hybrid31)
+# HNPG (validations/claims/hybrid_policy_gradient.py)
+from theorylab.validations import hybrid_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *hybrid_mutations.MUTATIONS)
