@@ -52,11 +52,11 @@ class HNPGBestOfBothWorlds(ScaledClaim):
         "(i) with valid uniform-coverage offline data its final gap is below pure NPG's (95% "
         "interval of the difference < 0) and it reaches half the initial gap in no more on-policy "
         "rollouts; (ii) with valid data on strictly sub-optimal actions only (C* = infinity) it "
-        "is no worse than NPG (the interval of the difference reaches <= 0); (iii) the offline-only "
-        "critic on those data fails (gap above NPG's beyond the interval and >= half the initial "
-        "gap). Reported, not claimed: data from a different MDP (rewards 1 - r) bias the critic "
-        "by the offline share n_off / (n_off + lam n_on). Quick: 1 MDP, 32 runs, K = 40; full: "
-        "3 MDPs, 64 runs, K = 60."
+        "is no worse than NPG (the interval of the difference reaches <= 0); (iii) the "
+        "offline-only critic on those data fails (gap above NPG's beyond the interval and >= "
+        "half the initial gap). Reported, not claimed: data from a different MDP (rewards "
+        "1 - r) bias the critic by the offline share n_off / (n_off + lam n_on). Quick: 1 MDP, "
+        "32 runs, K = 40; full: 3 MDPs, 64 runs, K = 60."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
@@ -119,10 +119,11 @@ class HNPGBestOfBothWorlds(ScaledClaim):
                 x = per_it * np.arange(K + 1)
 
         def fmt(key: str) -> str:
-            return "; ".join(
-                f"{r['mdp'].split('seed=')[1]}: {r[key][0]:+.3f} [{r[key][1]:+.3f}, {r[key][2]:+.3f}]"
-                for r in rows
-            )
+            parts = []
+            for r in rows:
+                d, lo, hi = r[key]
+                parts.append(f"{r['mdp'].split('seed=')[1]}: {d:+.3f} [{lo:+.3f}, {hi:+.3f}]")
+            return "; ".join(parts)
 
         def finals(label: str) -> str:
             return ", ".join(f"{r['final_gap'][label]:.3f}" for r in rows)
