@@ -160,6 +160,10 @@ NO_THEOREM |= {"cgpo-moj"}
 # CPL (002-004#E10, tier B): a derivation, no theorem stated (catalogue); its claim is consistency
 # against soft value iteration (docs/algorithms/cpl.md)
 NO_THEOREM |= {"cpl"}
+# issue 31 (helper hybrid31): HNPG (000#20) -- the paper's rates were not read (abstract, a
+# review and the authors' code only); its claim compares it with NPG and the offline-only critic
+# against the exact optimum (docs/algorithms/hnpg.md)
+NO_THEOREM |= {"hnpg"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {
