@@ -82,7 +82,7 @@ def fit_critic(
     ``kernel (S, N)`` (module docstring)."""
     F = phi.shape[1]
     X = phi[a]  # (N, F)
-    gram = np.einsum("sn,nf,ng->sfg", kernel, X, X)  # (S, F, F)
+    gram = (kernel @ (X[:, :, None] * X[:, None, :]).reshape(len(a), F * F)).reshape(-1, F, F)
     rhs = kernel @ (y[:, None] * X)  # (S, F)
     coef = np.linalg.solve(gram + 1e-6 * np.eye(F)[None], rhs[..., None])[..., 0]  # (S, F)
     return coef @ phi.T
