@@ -10,9 +10,10 @@
    (1 - gamma) on every seed -- while the unregularised actor-critic (``constraint=False``, the
    same critic greedy over every control) has a median over-estimation above 0.25 / (1 - gamma)
    and 10 x PRDC's, its critic reaching values above 1 / (1 - gamma) that no policy has;
-   (ii) as beta grows the constraint becomes behaviour cloning: the policy's distance to the nearest dataset control at its own state falls (non-increasing
-   within 0.01 over beta = 0.5 .. 128) to <= 0.01 at beta = 128, and at beta = 1e4 the KD-tree
-   penalty equals the brute-force "closest control among the samples at the nearest data state";
+   (ii) as beta grows the constraint becomes behaviour cloning: the policy's distance to the
+   nearest dataset control at its own state falls (non-increasing within 0.01 over beta = 0.5 ..
+   128) to <= 0.01 at beta = 128, and at beta = 1e4 the KD-tree penalty equals the brute-force
+   "closest control among the samples at the nearest data state";
    (iii) PRDC's value is at least the behaviour's on every seed, and within the stated gap
    0.5 (V_supp - V_b) of the best in-support policy's V_supp. Negative control:
    ``prdc-constraint-dropped`` (the penalty table replaced by zeros: PRDC becomes the unregularised
