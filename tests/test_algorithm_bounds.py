@@ -164,6 +164,9 @@ NO_THEOREM |= {"cpl"}
 # review and the authors' code only); its claim compares it with NPG and the offline-only critic
 # against the exact optimum (docs/algorithms/hnpg.md)
 NO_THEOREM |= {"hnpg"}
+# PRDC (002-004#C3): "a bounded performance gap" is stated, its constants were not read; its
+# claim measures the over-estimation and the gap against exact values (docs/algorithms/prdc.md)
+NO_THEOREM |= {"prdc"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {
