@@ -37,7 +37,7 @@ records it. Registered:
   ``guide-grpo`` (:mod:`.guide`): hinted, importance-weighted rollouts on all-fail prompts
   (seed row 002-004#G7).
 * ``hnpg`` (:mod:`.hnpg`): NPG whose critic is fit on offline TD targets and on-policy Monte
-  Carlo returns together (Zhou et al. 2024; seed row 000#20).
+  Carlo returns together (Zhou et al. 2024; seed rows 000#20, 002-004#C6).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401

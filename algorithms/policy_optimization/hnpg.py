@@ -1,8 +1,9 @@
 r"""Hybrid natural policy gradient (HNPG): NPG whose critic is fit on offline data and on-policy
 data together, on a discounted tabular MDP.
 
-Seed row ``seed-catalogue-000.md#20``: Y. Zhou, A. Sekhari, Y. Song, W. Sun, "Offline Data
-Enhanced On-Policy Policy Gradient with Provable Guarantees", ICLR 2024 (arXiv:2311.08384).
+Seed rows ``seed-catalogue-000.md#20`` = ``seed-catalogue-002-004.md#C6``: Y. Zhou, A. Sekhari,
+Y. Song, W. Sun, "Offline Data Enhanced On-Policy Policy Gradient with Provable Guarantees",
+ICLR 2024 (arXiv:2311.08384).
 
 What was read [V]: the abstract (an on-policy NPG actor-critic into which "a procedure of
 off-policy training on the offline data" is integrated; "best-of-both-worlds": the offline-RL
@@ -72,7 +73,7 @@ from theorylab.algorithms.policy_optimization.path import (
 )
 from theorylab.algorithms.registry import register
 
-PAPERS = ("000#20",)
+PAPERS = ("000#20", "002-004#C6")
 OFFLINE_DATA = ("none", "uniform", "inverted-rewards", "bad-actions")
 CRITICS = ("hybrid", "offline-only")
 MAX_STEPS = 2000  # cap on a geometric walk (gamma <= 0.99: survival 0.99^2000 < 2e-9)

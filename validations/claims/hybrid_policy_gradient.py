@@ -1,7 +1,7 @@
 """Claims of hybrid (offline + on-policy) policy gradient (issue 31).
 
-1. ``hnpg-best-of-both-worlds`` -- Zhou, Sekhari, Song & Sun 2024 (seed row 000#20): HNPG
-   (``hnpg`` through ``tl.run``) against pure on-policy NPG (the same algorithm with no offline
+1. ``hnpg-best-of-both-worlds`` -- Zhou, Sekhari, Song & Sun 2024 (seed rows 000#20 =
+   002-004#C6): HNPG (``hnpg`` through ``tl.run``) against pure on-policy NPG (the same algorithm with no offline
    data) and the naive offline-only critic, on random discounted MDPs, every iterate scored
    against the exact optimum V*(mu0) (value iteration) by exact policy evaluation:
    (i) with valid, well-covering offline data (the uniform behaviour's occupancy) HNPG's final
@@ -179,5 +179,5 @@ class HNPGBestOfBothWorlds(ScaledClaim):
 register_validation(
     HNPGBestOfBothWorlds(),
     controls=("hnpg-drops-on-policy-fit", "hnpg-drops-offline-data"),
-    papers=("000#20",),
+    papers=("000#20", "002-004#C6"),
 )
