@@ -1,8 +1,8 @@
 """Claims of hybrid (offline + on-policy) policy gradient (issue 31).
 
 1. ``hnpg-best-of-both-worlds`` -- Zhou, Sekhari, Song & Sun 2024 (seed rows 000#20 =
-   002-004#C6): HNPG (``hnpg`` through ``tl.run``) against pure on-policy NPG (the same algorithm with no offline
-   data) and the naive offline-only critic, on random discounted MDPs, every iterate scored
+   002-004#C6): HNPG (``hnpg`` through ``tl.run``) against pure on-policy NPG (the same
+   algorithm with no offline data) and the naive offline-only critic, on random discounted MDPs, every iterate scored
    against the exact optimum V*(mu0) (value iteration) by exact policy evaluation:
    (i) with valid, well-covering offline data (the uniform behaviour's occupancy) HNPG's final
    sub-optimality is below NPG's (95% interval of the difference below 0) and it reaches half the
