@@ -2,16 +2,16 @@
 
 1. ``hnpg-best-of-both-worlds`` -- Zhou, Sekhari, Song & Sun 2024 (seed rows 000#20 =
    002-004#C6): HNPG (``hnpg`` through ``tl.run``) against pure on-policy NPG (the same
-   algorithm with no offline data) and the naive offline-only critic, on random discounted MDPs, every iterate scored
-   against the exact optimum V*(mu0) (value iteration) by exact policy evaluation:
-   (i) with valid, well-covering offline data (the uniform behaviour's occupancy) HNPG's final
-   sub-optimality is below NPG's (95% interval of the difference below 0) and it reaches half the
-   initial gap in no more on-policy rollouts; (ii) with offline data that violate the offline-RL
-   coverage assumption (only strictly sub-optimal actions, C* = infinity) HNPG is no worse than NPG
-   (the difference's 95% interval reaches 0 or below) while (iii) the offline-only critic fails
-   (its final gap above NPG's by more than the interval and at least half the initial gap).
-   Controls: ``hnpg-drops-on-policy-fit`` (HNPG becomes the offline-only critic: (ii) fails) and
-   ``hnpg-drops-offline-data`` (HNPG becomes NPG: (i) fails).
+   algorithm with no offline data) and the naive offline-only critic, on random discounted MDPs,
+   every iterate scored against the exact optimum V*(mu0) (value iteration) by exact policy
+   evaluation: (i) with valid, well-covering offline data (the uniform behaviour's occupancy)
+   HNPG's final sub-optimality is below NPG's (95% interval of the difference below 0) and it
+   reaches half the initial gap in no more on-policy rollouts; (ii) with offline data that
+   violate the offline-RL coverage assumption (only strictly sub-optimal actions, C* = infinity)
+   HNPG is no worse than NPG (the difference's 95% interval reaches 0 or below) while (iii) the
+   offline-only critic fails (its final gap above NPG's by more than the interval and at least
+   half the initial gap). Controls: ``hnpg-drops-on-policy-fit`` (HNPG becomes the offline-only
+   critic: (ii) fails) and ``hnpg-drops-offline-data`` (HNPG becomes NPG: (i) fails).
 """
 
 from __future__ import annotations
