@@ -229,6 +229,7 @@ def check_hnpg_inputs(mdp, on_policy, offline, offline_size, lam, eta, runs, see
         raise ValueError(f"hnpg: gamma must be <= 0.99 (Monte Carlo walks), got {mdp.gamma!r}")
 
 
+@register("hnpg", kind="policy-optimization", problem="tabular-discounted", papers=PAPERS)
 def hnpg_path(
     mdp,
     iterations: int,
@@ -242,7 +243,9 @@ def hnpg_path(
     seed: int = 0,
     critic: str = "hybrid",
 ) -> PolicyPath:
-    """K HNPG iterations in ``runs`` runs, every iterate scored exactly (module docstring)."""
+    """Hybrid NPG: a softmax NPG step on a critic fit to offline TD targets and on-policy Monte
+    Carlo returns together (offline="none": pure on-policy NPG); K iterations in ``runs`` runs,
+    every iterate scored exactly (module docstring)."""
     iterations = check_iterations("hnpg", iterations)
     check_hnpg_inputs(mdp, on_policy, offline, offline_size, lam, eta, runs, seed, critic)
     pis = hnpg_runs(
@@ -280,33 +283,4 @@ def hnpg_path(
             "values": values.tolist(),
             "samples": int(on_policy) * mdp.S * mdp.A,
         },
-    )
-
-
-@register("hnpg", kind="policy-optimization", problem="tabular-discounted", papers=PAPERS)
-def hnpg(
-    problem,
-    iterations,
-    on_policy: int = 2,
-    offline: str = "uniform",
-    offline_size: int = 400,
-    lam: float = 10.0,
-    eta: float = 0.3,
-    runs: int = 16,
-    seed: int = 0,
-    critic: str = "hybrid",
-):
-    """Hybrid NPG: a softmax NPG step on a critic fit to offline TD targets and on-policy Monte
-    Carlo returns together (offline="none": pure on-policy NPG)."""
-    return hnpg_path(
-        problem,
-        iterations,
-        on_policy=on_policy,
-        offline=offline,
-        offline_size=offline_size,
-        lam=lam,
-        eta=eta,
-        runs=runs,
-        seed=seed,
-        critic=critic,
     )
