@@ -51,7 +51,7 @@ Reconstructed [A] (tabular, discounted; Agarwal, Kakade, Lee & Mahajan 2021 for 
 
 Algorithm (``hnpg``): ``runs`` independent runs of K iterations from the uniform policy; every
 iterate scored exactly (J(pi_t) = V^{pi_t}(mu0) by a linear solve; V*(mu0) by value iteration as
-the target). ``objective`` is the mean over runs; ``config["values"]`` holds each run's (K+1,)
+the target). ``objective`` is the mean over runs, ``policies`` run 0's iterates; ``config["values"]`` holds each run's (K+1,)
 values, ``config["samples"]`` the on-policy rollouts spent per iteration and run (m S A).
 """
 
@@ -231,7 +231,7 @@ def check_hnpg_inputs(mdp, on_policy, offline, offline_size, lam, eta, runs, see
 
 @register("hnpg", kind="policy-optimization", problem="tabular-discounted", papers=PAPERS)
 def hnpg_path(
-    mdp,
+    problem,
     iterations: int,
     *,
     on_policy: int = 2,
@@ -246,6 +246,7 @@ def hnpg_path(
     """Hybrid NPG: a softmax NPG step on a critic fit to offline TD targets and on-policy Monte
     Carlo returns together (offline="none": pure on-policy NPG); K iterations in ``runs`` runs,
     every iterate scored exactly (module docstring)."""
+    mdp = problem  # a discounted tabular model (the runner's "problem")
     iterations = check_iterations("hnpg", iterations)
     check_hnpg_inputs(mdp, on_policy, offline, offline_size, lam, eta, runs, seed, critic)
     pis = hnpg_runs(
