@@ -51,8 +51,9 @@ Reconstructed [A] (tabular, discounted; Agarwal, Kakade, Lee & Mahajan 2021 for 
 
 Algorithm (``hnpg``): ``runs`` independent runs of K iterations from the uniform policy; every
 iterate scored exactly (J(pi_t) = V^{pi_t}(mu0) by a linear solve; V*(mu0) by value iteration as
-the target). ``objective`` is the mean over runs, ``policies`` run 0's iterates; ``config["values"]`` holds each run's (K+1,)
-values, ``config["samples"]`` the on-policy rollouts spent per iteration and run (m S A).
+the target). ``objective`` is the mean over runs, ``policies`` run 0's iterates;
+``config["values"]`` holds each run's (K+1,) values, ``config["samples"]`` the on-policy rollouts
+spent per iteration and run (m S A).
 """
 
 from __future__ import annotations
