@@ -41,7 +41,8 @@ Reconstructed [A] (tabular, discounted; Agarwal, Kakade, Lee & Mahajan 2021 for 
   on a pair with n_off offline and n_on on-policy samples the offline share is
   n_off / (n_off + lam n_on): valid offline data cut the critic's variance by it, data from a
   *different MDP* bias the critic by it, so no single lam is free of both effects; data that are
-  valid but cover only bad actions (the offline-RL coverage assumption violated) bias nothing;
+  valid but cover only bad actions (the offline-RL coverage assumption violated) add no bias of
+  their own (their TD targets are the true model's);
 * actor: the NPG step of a tabular softmax policy, ``pi_{t+1} ∝ pi_t exp(eta Q_hat)``
   (Agarwal et al. 2021, Lemma 5.1 [M]; :func:`~.mdpo.md_step`).
 * offline data (``offline=``): "none" (pure on-policy NPG), "uniform" (N samples from the
