@@ -168,6 +168,13 @@ NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate i
 # baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted
 # dependencies (docs/algorithms/ftrl-log-barrier-linear-q.md); the claim checks the K-exponent
 NO_THEOREM |= {"ftrl-log-barrier-linear-q", "exp-weights-exploration-mix"}
+# issue 31 (helper hybrid31): HNPG (000#20) -- the paper's rates were not read (abstract, a
+# review and the authors' code only); its claim compares it with NPG and the offline-only critic
+# against the exact optimum (docs/algorithms/hnpg.md)
+NO_THEOREM |= {"hnpg"}
+# PRDC (002-004#C3): "a bounded performance gap" is stated, its constants were not read; its
+# claim measures the over-estimation and the gap against exact values (docs/algorithms/prdc.md)
+NO_THEOREM |= {"prdc"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

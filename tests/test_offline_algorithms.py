@@ -27,7 +27,8 @@ from theorylab.experiment import run, run_offline
 from theorylab.mdps import make
 from theorylab.mdps.families.offline_instances import tempting_arms_coverage
 
-DISCOUNTED_ONLY = ("vi-lcb", "optidice", "f-dvl", "ogsrl")  # optidice, f-dvl: algorithms/dual
+# optidice, f-dvl: algorithms/dual; prdc: tests/test_prdc.py
+DISCOUNTED_ONLY = ("vi-lcb", "optidice", "f-dvl", "ogsrl", "prdc")
 # trajectory weighting returns the reweighted behaviour policy, an improvement on the behaviour
 # but not an optimal policy, even with infinite data (its claim checks the improvement); RCSL
 # returns the best data trajectory and MBRCSL the best stitched one, neither optimal in general;
@@ -72,6 +73,7 @@ def test_registry_lists_every_algorithm():
         "mbrcsl",  # tests/test_offline_rcsl.py
         "het-pevi",  # tests/test_offline_het_pevi.py
         "hubl",  # tests/test_hubl.py
+        "prdc",  # tests/test_prdc.py
     }
 
 

@@ -1864,3 +1864,8 @@ MUTATIONS = (*MUTATIONS, *gp_bandit_mutations.MUTATIONS)
 from theorylab.validations import adversarial_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *adversarial_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 31 (hybrid31)
+# HNPG (validations/claims/hybrid_policy_gradient.py)
+from theorylab.validations import hybrid_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *hybrid_mutations.MUTATIONS)

@@ -224,3 +224,32 @@ def fit_hubl(
     from theorylab.algorithms.offline.hubl import hubl
 
     return hubl(dataset, lam=lam, penalty=penalty, lam_schedule=lam_schedule, delta=delta, c_h=c_h)
+    "prdc",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="discounted",
+    papers=("002-004#C3",),
+)
+def fit_prdc(
+    dataset,
+    beta: float = 2.0,
+    alpha: float = 2.5,
+    iterations: int = 100,
+    degree_u: int = 1,
+    bandwidth: float | None = None,
+    constraint: bool = True,
+):
+    """PRDC: actor penalised by (a - a_NN)^2, (s_NN, a_NN) the dataset sample nearest (s, a) in
+    the beta-weighted metric; tabular-metric critic ([A])."""
+    from theorylab.algorithms.offline.prdc import prdc
+
+    return prdc(
+        dataset,
+        beta=beta,
+        alpha=alpha,
+        iterations=iterations,
+        degree_u=degree_u,
+        bandwidth=bandwidth,
+        constraint=constraint,
+    )

@@ -36,6 +36,8 @@ records it. Registered:
   hints sized by a fitted item-response model toward a target accuracy (seed row 002-004#G9);
   ``guide-grpo`` (:mod:`.guide`): hinted, importance-weighted rollouts on all-fail prompts
   (seed row 002-004#G7).
+* ``hnpg`` (:mod:`.hnpg`): NPG whose critic is fit on offline TD targets and on-policy Monte
+  Carlo returns together (Zhou et al. 2024; seed rows 000#20, 002-004#C6).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -45,6 +47,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     divergence_choice,
     dump,
     guide,
+    hnpg,
     kl_bayesian_inference,
     leverage_average,
     max_at_k,
