@@ -224,6 +224,9 @@ def fit_hubl(
     from theorylab.algorithms.offline.hubl import hubl
 
     return hubl(dataset, lam=lam, penalty=penalty, lam_schedule=lam_schedule, delta=delta, c_h=c_h)
+
+
+@register(
     "prdc",
     kind="offline",
     problem="dataset",
