@@ -1086,3 +1086,119 @@ register_validation(
     controls=("cal-no-augmentation",),
     papers=("000#36",),
 )
+
+
+# ----------------------------------------------------------------------------- issue 29 (vrpg29)
+# N-VR-PG (000#14): the stochastic general-utility PG's global rate against the closed-form F*
+class NVRPGGlobalRate(ScaledClaim):
+    """N-VR-PG (000#14): seed-mean global gap vs trajectories, against F* = 0 (closed form,
+    confirmed by cvxpy), with the same method without variance reduction as a baseline."""
+
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.algorithms.dual import general_utilities as gu
+        from theorylab.algorithms.dual import general_utilities_vr as vr
+        from theorylab.mdps import make
+        from theorylab.stats import loglog_slope
+
+        mdp = make(cfg["mdp"]).with_objective(gamma=cfg["gamma"], horizon=None)
+        F = gu.make_utility(mdp, "kl-expert")
+        f_star, _ = gu.optimum_cvxpy(mdp, F)
+        T, R = cfg["iterations"], cfg["runs"]
+        cps = np.unique(np.geomspace(T / 30, T, 12).astype(np.int64))
+        gaps, fits = {}, {}
+        for label, eta0 in (("N-VR-PG", cfg["eta0"]), ("without VR (eta = 1)", np.inf)):
+            path = vr.nvr_pg(mdp, F, T, runs=R, eta0=eta0, checkpoints=cps, seed=seed)
+            gaps[label] = np.maximum(-path.values, 1e-300)  # (R, C): F* - F = -F, F* = 0
+            fits[label] = loglog_slope(cps, gaps[label], fit_range=(0.0, 1.0), rng=seed)
+        fit, base = fits["N-VR-PG"], fits["without VR (eta = 1)"]
+        lo, hi = cfg["window"]
+        uniform = np.full((mdp.S, mdp.A), 1.0 / mdp.A)
+        gap0 = -F.value(gu.occupancy_measure(mdp, uniform, gamma=F.gamma))
+        final = float(gaps["N-VR-PG"][:, -1].mean())
+        rep.checks.extend(
+            [
+                Check(
+                    "F* = 0 (closed form, lambda = lambda_E) = cvxpy's optimum",
+                    abs(f_star) <= 1e-7,
+                    f"|F*_cvxpy| = {abs(f_star):.1e} (<= 1e-7)",
+                    {"f_star": f_star},
+                ),
+                Check(
+                    f"N-VR-PG: seed-mean gap slope vs trajectories, {100 * fit.confidence:g}% "
+                    f"bootstrap CI inside [{lo}, {hi}]",
+                    lo <= fit.ci_low and fit.ci_high <= hi,
+                    f"slope {fit.slope:.3f} [{fit.ci_low:.3f}, {fit.ci_high:.3f}] over "
+                    f"T = {cps[0]}..{cps[-1]}, {R} runs",
+                    {"slope": fit.slope, "ci": [fit.ci_low, fit.ci_high]},
+                ),
+                Check(
+                    "N-VR-PG: final mean gap <= 2% of the uniform policy's",
+                    final <= 0.02 * gap0,
+                    f"mean gap at T = {T}: {final:.2e}; uniform policy {gap0:.3f}",
+                    {"final": final, "gap0": gap0},
+                ),
+                _control_check(
+                    "the same method without variance reduction (eta_t = 1, one trajectory per "
+                    "step, same steps) through the slope test",
+                    not (lo <= base.ci_low and base.ci_high <= hi),
+                    f"slope {base.slope:.3f} [{base.ci_low:.3f}, {base.ci_high:.3f}]; mean gap "
+                    f"at T: {gaps['without VR (eta = 1)'][:, -1].mean():.2e}",
+                ),
+            ]
+        )
+        rep.config["measured"] = {k: [f.slope, f.ci_low, f.ci_high] for k, f in fits.items()}
+        if plot:
+            from theorylab.plotting import plot_loglog
+
+            ax = plot_loglog(
+                cps,
+                gaps,
+                fits,
+                bound_exponent=-0.5,
+                x_name="T",
+                title="N-VR-PG on -KL(lambda || lambda_E): global gap vs trajectories",
+                xlabel="trajectories T (one per iteration)",
+                ylabel="F* - F(lambda^{pi_T}) (exact)",
+            )
+            save_claim_figure(ax, plot)
+
+
+register_validation(
+    NVRPGGlobalRate(
+        name="nvr-pg-global-rate",
+        statement=(
+            "N-VR-PG (Barakat, Fatkhullin, He 2023; general-utility-vr-pg: one sampled "
+            "trajectory per iteration, STORM recursions with importance weights on the "
+            "occupancy and the gradient, lagged pseudo-rewards, normalised steps alpha_t = "
+            "1 / (t + 10), eta_t = min(1, 2 / (t + 10))) on F = -KL(lambda || lambda_E) of a "
+            "full-support expert (random:S=4,A=2,gamma=0.5, seed 0): F* = 0 in closed form, "
+            "cvxpy agrees (1e-7); the exact gap of the seed-mean falls with log-log slope in "
+            "trajectories whose 95% bootstrap CI lies inside [-1.5, -0.5] -- at least the "
+            "theorem's eps^-2 rate (T^-1/2), and at this interior optimum (quadratic growth, "
+            "estimator error ~ t^-1/2) about T^-1 -- and ends below 2% of the uniform policy's "
+            "gap; the same method without variance reduction (eta_t = 1, same steps and "
+            "budget) fails the slope test. Quick: 16 runs, T = 10^4; full: 64 runs, "
+            "T = 3 * 10^4."
+        ),
+        scales={
+            "quick": {
+                "mdp": "random:S=4,A=2,gamma=0.5,seed=0",
+                "gamma": 0.5,
+                "runs": 16,
+                "iterations": 10_000,
+                "eta0": 2.0,
+                "window": (-1.5, -0.5),
+            },
+            "full": {
+                "mdp": "random:S=4,A=2,gamma=0.5,seed=0",
+                "gamma": 0.5,
+                "runs": 64,
+                "iterations": 30_000,
+                "eta0": 2.0,
+                "window": (-1.5, -0.5),
+            },
+        },
+    ),
+    controls=("vrpg-same-sample-reward",),
+    papers=("000#14", "001#65"),
+)
