@@ -127,6 +127,10 @@ NO_THEOREM = {
     "mocan",
     "safety-primal-dual",
     "general-utility-pg",
+    # issue 29 (vrpg29): N-VR-PG's O~(eps^-2) global rate was read from the abstract only (no
+    # constants, no assumption constants); its claim nvr-pg-global-rate tests the exponent
+    # (docs/algorithms/general-utility-vr-pg.md)
+    "general-utility-vr-pg",
     # issue 28 tier B: SEC, MoPPS and SEELE state no theorem (abstracts: a TD(0) bandit
     # curriculum; posterior sampling toward a target difficulty; an IRT-sized hint); difficulty
     # filtering's KL lower bound and Guide's efficiency analysis were not read (abstracts only)

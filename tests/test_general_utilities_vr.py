@@ -102,9 +102,10 @@ def test_runs_through_tl_run_and_improves_the_kl_utility():
     F = np.asarray(res.objective)
     assert F.shape == (3001,)
     assert np.all(F <= 1e-9)  # F* = 0 for the KL utility
-    assert -F[-1] < 0.1 * -F[0]
-    again = tl.run("general-utility-vr-pg", spec, iterations=3000, utility="kl-expert", seed=1)
-    np.testing.assert_array_equal(np.asarray(again.objective), F)
+    assert -F[-1] < 0.25 * -F[0]  # one run; the claim measures the rate over 16-64 runs
+    mdp = make(spec).with_objective(gamma=0.5, horizon=None)
+    direct = vr.nvr_pg(mdp, gu.make_utility(mdp, "kl-expert"), 3000, seed=1)
+    np.testing.assert_array_equal(F[1:], direct.values[0])
 
 
 def test_runs_are_independent_and_batched_equals_single():
