@@ -131,3 +131,16 @@ def test_runs_are_independent_and_batched_equals_single():
 def test_bad_input_is_one_line_naming_the_flag(kwargs, flag):
     with pytest.raises(ValueError, match=flag):
         tl.run("general-utility-vr-pg", "random:S=3,A=2,gamma=0.5,seed=0", iterations=5, **kwargs)
+
+
+def test_the_control_same_sample_reward_stalls_where_the_lagged_method_converges():
+    from theorylab.validations.alignment_dual_mutations import vrpg_same_sample_reward
+
+    mdp = make("random:S=4,A=2,gamma=0.5,seed=0").with_objective(gamma=0.5, horizon=None)
+    F = gu.make_utility(mdp, "kl-expert")
+    cps = np.array([3000])
+    good = -vr.nvr_pg(mdp, F, 3000, runs=8, checkpoints=cps, seed=2).values[:, -1].mean()
+    with vrpg_same_sample_reward():
+        bad = -vr.nvr_pg(mdp, F, 3000, runs=8, checkpoints=cps, seed=2).values[:, -1].mean()
+    assert vr.LAGGED  # restored
+    assert bad > 5 * good, (bad, good)
