@@ -121,8 +121,8 @@ NO_THEOREM = {
     # issue 29 (helper con29): ReLOAD states no rate (seed row 000#1: "Rate: not stated"); MoCAN's
     # claim is the dual's identities (convex, closed form, lambda* = cvxpy's = the primal-dual
     # limit); the general-utility PG's rates are sample complexities of the stochastic
-    # variance-reduced method, which is not built (exact gradients only:
-    # docs/algorithms/general-utilities.md)
+    # variance-reduced method (general-utility-vr-pg below), not of this exact-gradient PG
+    # (docs/algorithms/general-utilities.md)
     "reload",
     "mocan",
     "safety-primal-dual",
