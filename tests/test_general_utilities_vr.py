@@ -144,3 +144,15 @@ def test_the_control_same_sample_reward_stalls_where_the_lagged_method_converges
         bad = -vr.nvr_pg(mdp, F, 3000, runs=8, checkpoints=cps, seed=2).values[:, -1].mean()
     assert vr.LAGGED  # restored
     assert bad > 5 * good, (bad, good)
+
+
+@pytest.mark.parametrize("utility", gu.UTILITIES)
+def test_every_utility_runs_and_never_exceeds_the_cvxpy_optimum(utility):
+    spec = "random:S=3,A=2,gamma=0.6,seed=4"
+    mdp = make(spec).with_objective(gamma=0.6, horizon=None)
+    f_star, _ = gu.optimum_cvxpy(mdp, gu.make_utility(mdp, utility))
+    res = tl.run("general-utility-vr-pg", spec, iterations=500, utility=utility, seed=0)
+    F = np.asarray(res.objective)
+    assert np.all(np.isfinite(F))
+    assert F.max() <= f_star + 1e-7
+    assert res.config["utility"] == utility
