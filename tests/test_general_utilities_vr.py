@@ -156,3 +156,15 @@ def test_every_utility_runs_and_never_exceeds_the_cvxpy_optimum(utility):
     assert np.all(np.isfinite(F))
     assert F.max() <= f_star + 1e-7
     assert res.config["utility"] == utility
+
+
+def test_the_recorded_policies_are_the_scored_iterates():
+    spec = "random:S=3,A=2,gamma=0.6,seed=4"
+    mdp = make(spec).with_objective(gamma=0.6, horizon=None)
+    F = gu.make_utility(mdp, "kl-expert")
+    res = tl.run("general-utility-vr-pg", spec, iterations=50, seed=3)
+    pis = np.exp(np.asarray(res.policies))  # (T+1, S, A), pi_0 uniform
+    assert pis.shape == (51, 3, 2)
+    np.testing.assert_allclose(pis[0], 0.5)
+    again = [F.value(gu.occupancy_measure(mdp, p, gamma=0.6)) for p in pis]
+    np.testing.assert_allclose(again, res.objective, atol=1e-12)

@@ -234,11 +234,11 @@ def trajectory_estimates(
 @dataclass(frozen=True)
 class VRPath:
     """R runs scored exactly: F(lambda^{theta_t}) ``(R, C)`` after the iterations
-    ``checkpoints (C,)`` (one trajectory each), and the final thetas ``(R, S, A)``."""
+    ``checkpoints (C,)`` (one trajectory each), and the thetas there ``(R, C, S, A)``."""
 
     values: np.ndarray
     checkpoints: np.ndarray
-    theta: np.ndarray
+    thetas: np.ndarray
 
 
 def nvr_pg(
@@ -288,7 +288,7 @@ def nvr_pg(
             for run in thetas
         ]
     )
-    return VRPath(values, cps, thetas[:, -1])
+    return VRPath(values, cps, thetas)
 
 
 def run_vr_pg(
@@ -325,7 +325,9 @@ def run_vr_pg(
         entropy=np.full(T + 1, np.nan),
         target_gap=np.full(T + 1, np.nan),
         target_value=float("nan"),
-        policies=np.log(softmax(path.theta, axis=-1)),
+        policies=np.log(
+            softmax(np.concatenate([np.zeros((1, mdp.S, mdp.A)), path.thetas[0]]), axis=-1)
+        ),
         config={
             "utility": utility,
             "alpha0": alpha0,
