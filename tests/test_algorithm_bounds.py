@@ -121,12 +121,16 @@ NO_THEOREM = {
     # issue 29 (helper con29): ReLOAD states no rate (seed row 000#1: "Rate: not stated"); MoCAN's
     # claim is the dual's identities (convex, closed form, lambda* = cvxpy's = the primal-dual
     # limit); the general-utility PG's rates are sample complexities of the stochastic
-    # variance-reduced method, which is not built (exact gradients only:
-    # docs/algorithms/general-utilities.md)
+    # variance-reduced method (general-utility-vr-pg below), not of this exact-gradient PG
+    # (docs/algorithms/general-utilities.md)
     "reload",
     "mocan",
     "safety-primal-dual",
     "general-utility-pg",
+    # issue 29 (vrpg29): N-VR-PG's O~(eps^-2) global rate was read from the abstract only (no
+    # constants, no assumption constants); its claim nvr-pg-global-rate tests the exponent
+    # (docs/algorithms/general-utility-vr-pg.md)
+    "general-utility-vr-pg",
     # issue 28 tier B: SEC, MoPPS and SEELE state no theorem (abstracts: a TD(0) bandit
     # curriculum; posterior sampling toward a target difficulty; an IRT-sized hint); difficulty
     # filtering's KL lower bound and Guide's efficiency analysis were not read (abstracts only)

@@ -7,7 +7,11 @@
   problem -- the control of ``mocan-one-shot-dual``;
 * ``general-utility-frozen-reward``: the general-utility PG's pseudo-reward ``grad F(lambda)``
   computed once, at the first occupancy, and kept: PG on a fixed linear reward, which stops at a
-  vertex, not at F* -- the control of ``general-utility-pg-global-optimum``.
+  vertex, not at F* -- the control of ``general-utility-pg-global-optimum``;
+* ``vrpg-same-sample-reward``: N-VR-PG's pseudo-reward grad F(lambda_t) taken from the
+  occupancy estimate that already holds tau_t, and used in d_t on tau_t itself (not lagged): the
+  correction term is correlated with its own reward, the recursion accumulates the bias, and the
+  gap stalls or grows -- the control of ``nvr-pg-global-rate``.
 """
 
 from __future__ import annotations
@@ -71,6 +75,27 @@ MUTATIONS = (
             "mutation",
             "general-utility PG with its pseudo-reward grad F frozen at the first occupancy",
             general_utility_frozen_reward,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def vrpg_same_sample_reward(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.dual import general_utilities_vr
+
+    with _patched(general_utilities_vr, "LAGGED", False):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "vrpg-same-sample-reward",
+            "mutation",
+            "N-VR-PG with the pseudo-reward of d_t computed from the same trajectory (not lagged)",
+            vrpg_same_sample_reward,
         )
     ),
 )

@@ -18,8 +18,10 @@ Deviation (stated, not hidden): :func:`utility_pg` uses *exact* gradients (exact
 advantage by linear solves) and plain gradient ascent with a constant step; the paper's method is
 stochastic (trajectory samples, normalised steps, recursive momentum), and its rates are sample
 complexities. Variance reduction has nothing to reduce with exact gradients, so the eps^-2
-sample-complexity rate is **not** tested here; what is checked is the global optimum the paper's
-analysis relies on (concave F, softmax PG reaches F*) against two independent answers.
+sample-complexity rate is not tested here (it is in
+:mod:`theorylab.algorithms.dual.general_utilities_vr`, N-VR-PG, claim ``nvr-pg-global-rate``);
+what is checked here is the global optimum the paper's analysis relies on (concave F, softmax PG
+reaches F*) against two independent answers.
 
 Utilities (``lambda (S, A)`` the normalised discounted occupancy, summing to 1):
 

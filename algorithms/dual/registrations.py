@@ -20,7 +20,12 @@
 
 from __future__ import annotations
 
-from theorylab.algorithms.dual import cmdp, general_utilities, safety_dualization
+from theorylab.algorithms.dual import (
+    cmdp,
+    general_utilities,
+    general_utilities_vr,
+    safety_dualization,
+)
 from theorylab.algorithms.dual.dual_v import solve_dual_v
 from theorylab.algorithms.dual.dualdice import dualdice
 from theorylab.algorithms.dual.f_dvl import f_dvl
@@ -141,6 +146,37 @@ def run_general_utility_pg(
     """Softmax PG on a concave utility F of the occupancy, exact chain rule (Barakat 2023)."""
     return general_utilities.run_utility_pg(
         problem, iterations, utility=utility, step=step, expert_seed=expert_seed
+    )
+
+
+@register(
+    "general-utility-vr-pg",
+    kind="policy-optimization",
+    problem="tabular-discounted",
+    papers=("000#14", "001#65"),
+)
+def run_general_utility_vr_pg(
+    problem,
+    iterations,
+    utility: str = "kl-expert",
+    alpha0: float = 1.0,
+    t0: float = 10.0,
+    eta0: float = 2.0,
+    eps: float = 1e-7,
+    seed: int = 0,
+    expert_seed: int = 0,
+):
+    """N-VR-PG: sampled trajectories, STORM occupancy and gradient, normalised steps."""
+    return general_utilities_vr.run_vr_pg(
+        problem,
+        iterations,
+        utility=utility,
+        alpha0=alpha0,
+        t0=t0,
+        eta0=eta0,
+        eps=eps,
+        seed=seed,
+        expert_seed=expert_seed,
     )
 
 

@@ -1086,3 +1086,132 @@ register_validation(
     controls=("cal-no-augmentation",),
     papers=("000#36",),
 )
+
+
+# ----------------------------------------------------------------------------- issue 29 (vrpg29)
+# N-VR-PG (000#14): the stochastic general-utility PG's global rate against the closed-form F*
+class NVRPGGlobalRate(ScaledClaim):
+    """N-VR-PG (000#14): seed-mean global gap vs trajectories, against F* = 0 (closed form,
+    confirmed by cvxpy), with the same method without variance reduction as a baseline."""
+
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.algorithms.dual import general_utilities as gu
+        from theorylab.algorithms.dual import general_utilities_vr as vr
+        from theorylab.mdps import make
+        from theorylab.stats import loglog_slope
+
+        T, R, (lo, hi) = cfg["iterations"], cfg["runs"], cfg["window"]
+        cps = np.unique(np.geomspace(T / 30, T, 12).astype(np.int64))
+        base_label = "without VR (eta = 1)"
+        f_stars, rows, first = [], [], None
+        for m in range(cfg["mdps"]):
+            spec = f"random:S=4,A=2,gamma={cfg['gamma']},seed={seed + m}"
+            mdp = make(spec).with_objective(gamma=cfg["gamma"], horizon=None)
+            F = gu.make_utility(mdp, "kl-expert")
+            f_stars.append(abs(gu.optimum_cvxpy(mdp, F)[0]))
+            gaps, fits = {}, {}
+            for label, eta0 in (("N-VR-PG", cfg["eta0"]), (base_label, np.inf)):
+                path = vr.nvr_pg(mdp, F, T, runs=R, eta0=eta0, checkpoints=cps, seed=seed)
+                gaps[label] = np.maximum(-path.values, 1e-300)  # (R, C): F* - F = -F, F* = 0
+                fits[label] = loglog_slope(cps, gaps[label], fit_range=(0.0, 1.0), rng=seed)
+            uniform = np.full((mdp.S, mdp.A), 1.0 / mdp.A)
+            gap0 = -F.value(gu.occupancy_measure(mdp, uniform, gamma=F.gamma))
+            rows.append((spec, fits["N-VR-PG"], fits[base_label], gaps, gap0))
+            first = first or (gaps, fits)
+
+        def inside(f):
+            return lo <= f.ci_low and f.ci_high <= hi
+
+        def fmt(f):
+            return f"{f.slope:.3f} [{f.ci_low:.3f}, {f.ci_high:.3f}]"
+
+        ratio = [float(g["N-VR-PG"][:, -1].mean() / g0) for _, _, _, g, g0 in rows]
+        rep.checks.extend(
+            [
+                Check(
+                    "F* = 0 (closed form, lambda = lambda_E) = cvxpy's optimum",
+                    max(f_stars) <= 1e-7,
+                    f"max |F*_cvxpy| = {max(f_stars):.1e} (<= 1e-7)",
+                    {"f_star": f_stars},
+                ),
+                Check(
+                    f"N-VR-PG: seed-mean gap slope vs trajectories, {100 * rows[0][1].confidence:g}"
+                    f"% bootstrap CI inside [{lo}, {hi}] on every model",
+                    all(inside(f) for _, f, _, _, _ in rows),
+                    "; ".join(f"seed {sp[-1]}: {fmt(f)}" for sp, f, _, _, _ in rows)
+                    + f" (T = {cps[0]}..{cps[-1]}, {R} runs)",
+                    {"slopes": [[f.slope, f.ci_low, f.ci_high] for _, f, _, _, _ in rows]},
+                ),
+                Check(
+                    "N-VR-PG: final mean gap <= 2% of the uniform policy's on every model",
+                    max(ratio) <= 0.02,
+                    "gap_T / gap_uniform = " + ", ".join(f"{r:.1e}" for r in ratio),
+                    {"ratio": ratio},
+                ),
+                _control_check(
+                    "the same method without variance reduction (eta_t = 1, one trajectory per "
+                    "step, same steps) through the slope test",
+                    not all(inside(b) for _, _, b, _, _ in rows),
+                    "slopes " + "; ".join(fmt(b) for _, _, b, _, _ in rows),
+                ),
+            ]
+        )
+        rep.config["measured"] = {
+            sp: {"nvr": [f.slope, f.ci_low, f.ci_high], "no_vr": [b.slope, b.ci_low, b.ci_high]}
+            for sp, f, b, _, _ in rows
+        }
+        if plot:
+            from theorylab.plotting import plot_loglog
+
+            ax = plot_loglog(
+                cps,
+                first[0],
+                first[1],
+                bound_exponent=-0.5,
+                x_name="T",
+                title=f"N-VR-PG on -KL(lambda || lambda_E), {rows[0][0]}: gap vs trajectories",
+                xlabel="trajectories T (one per iteration)",
+                ylabel="F* - F(lambda^{pi_T}) (exact)",
+            )
+            save_claim_figure(ax, plot)
+
+
+register_validation(
+    NVRPGGlobalRate(
+        name="nvr-pg-global-rate",
+        statement=(
+            "N-VR-PG (Barakat, Fatkhullin, He 2023; general-utility-vr-pg: one sampled "
+            "trajectory per iteration, STORM recursions with importance weights on the "
+            "occupancy and the gradient, lagged pseudo-rewards, normalised steps alpha_t = "
+            "1 / (t + 10), eta_t = min(1, 2 / (t + 10))) on F = -KL(lambda || lambda_E) of a "
+            "full-support expert (random:S=4,A=2,gamma=0.5, MDP seeds 0, 1, 2): F* = 0 in "
+            "closed form, cvxpy agrees (1e-7); on every model the exact gap of the seed-mean "
+            "falls with log-log slope in trajectories whose 95% bootstrap CI lies inside "
+            "[-1.5, -0.5] -- at least the theorem's eps^-2 rate (T^-1/2), and at this interior "
+            "optimum (quadratic growth, estimator error ~ t^-1/2) about T^-1 -- and ends below "
+            "2% of the uniform policy's gap; the same method without variance reduction "
+            "(eta_t = 1, same steps and budget) fails the slope test. Quick: 1 model, 16 runs, "
+            "T = 10^4; full: 3 models, 64 runs, T = 3 * 10^4."
+        ),
+        scales={
+            "quick": {
+                "mdps": 1,
+                "gamma": 0.5,
+                "runs": 16,
+                "iterations": 10_000,
+                "eta0": 2.0,
+                "window": (-1.5, -0.5),
+            },
+            "full": {
+                "mdps": 3,
+                "gamma": 0.5,
+                "runs": 64,
+                "iterations": 30_000,
+                "eta0": 2.0,
+                "window": (-1.5, -0.5),
+            },
+        },
+    ),
+    controls=("vrpg-same-sample-reward",),
+    papers=("000#14", "001#65"),
+)
