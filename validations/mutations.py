@@ -1853,3 +1853,8 @@ MUTATIONS = (*MUTATIONS, *active_context_mutations.MUTATIONS)
 from theorylab.validations import cpl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *cpl_mutations.MUTATIONS)
+
+# issue 28 tier B, llm28b: CoPG, OPRL, reward refinement (validations/claims/llm_tier_b.py)
+from theorylab.validations import llm_tier_b_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)

@@ -1,0 +1,43 @@
+"""Known-bug mutations of issue 28's tier-B LLM-RL rows (``validations/claims/llm_tier_b.py``);
+appended to ``mutations.MUTATIONS``:
+
+* ``copg-no-contrast``: CoPG without its contrastive partner, i.e. plain off-policy policy
+  gradient E_mu [R^pi(y) grad log pi(y)] with no baseline (``copg.copg_gradient``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+
+import numpy as np
+from scipy.special import log_softmax
+
+from theorylab.validations.controls import Control, register_control
+from theorylab.validations.controls import patched as _patched
+
+
+@contextlib.contextmanager
+def copg_no_contrast(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import copg
+
+    def plain(logits, ref_logp, reward, mu, beta):
+        logp = log_softmax(logits, axis=1)
+        R = copg.regularised_score(logp, ref_logp, reward, beta)
+        # the bug: E_mu [R (e_y - pi)], no contrastive partner (no baseline)
+        return mu * R - (mu * R).sum(1, keepdims=True) * np.exp(logp)
+
+    with _patched(copg, "copg_gradient", plain):
+        yield
+
+
+MUTATIONS = (
+    register_control(
+        Control(
+            "copg-no-contrast",
+            "mutation",
+            "CoPG as plain off-policy policy gradient, without the contrastive partner",
+            copg_no_contrast,
+        )
+    ),
+)
