@@ -89,7 +89,7 @@ class CoPGFixedPoint(ScaledClaim):
             data = sample_pairs(task, n, np.random.default_rng(seed + n))
             theta = task.ref_logprobs.copy()
             deg = max(np.bincount(np.r_[w, lo], minlength=task.n_responses).max()
-                      for w, lo in zip(data.winners, data.losers))  # fmt: skip
+                      for w, lo in zip(data.winners, data.losers, strict=True))  # fmt: skip
             step = n / (2.0 * beta * deg)  # beta step lambda_max(Laplacian) / n <= 1
             for _ in range(cfg["ipo_iterations"]):
                 theta = theta + step * copg.copg_pairs_gradient(
@@ -112,7 +112,8 @@ class CoPGFixedPoint(ScaledClaim):
 
             ax = plot_regret(
                 {f"CoPG, behaviour {b}": np.maximum(c, 1e-18)[None] for b, c in curves.items()},
-                xlabel="CoPG step", ylabel="KL(pi_k || pi*_beta)", title=f"{self.name} [{rep.scale}]",
+                xlabel="CoPG step", ylabel="KL(pi_k || pi*_beta)",
+                title=f"{self.name} [{rep.scale}]",
             )  # fmt: skip
             ax.set_yscale("log")
             save_claim_figure(ax, plot)
