@@ -48,3 +48,61 @@ def test_copg_input_errors_are_one_line(kwargs, word):
     with pytest.raises(ValueError, match=word) as err:
         tl.run("copg", TREE, iterations=3, **kwargs)
     assert "\n" not in str(err.value)
+
+
+# ----------------------------------------------------------------------------- OPRL
+EOS = "tokentree-eos:V=3,L=3,prompts=2,reward=graded,ref=random,seed=1"
+
+
+def test_oprl_dpo_gradient_against_finite_differences():
+    from theorylab.algorithms.preference import oprl
+
+    task = make(EOS)
+    x = np.random.default_rng(1).standard_normal(task.ref_cond.shape)
+    _, g = oprl.dpo_loss(task, x, 0.7)
+    h, fd = 1e-6, np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[idx] = h
+        fd[idx] = (oprl.dpo_loss(task, x + e, 0.7)[0] - oprl.dpo_loss(task, x - e, 0.7)[0]) / 2 / h
+    assert np.allclose(g, fd, atol=1e-8)
+
+
+def test_oprl_fit_is_the_soft_optimum_and_step_rewards_telescope():
+    """The fit against soft VI; the step rewards along a response written out by hand."""
+    from theorylab.algorithms.preference import oprl
+
+    task = make(EOS)
+    fit, _ = oprl.fit_dpo(task, 0.5)
+    q, star = task.soft_q(0.5)
+    assert np.abs(fit - star.cond_logp).max() < 1e-10
+    r = oprl.step_rewards(task, fit, 0.5)
+    y = int(np.argmax(task.token_mask.sum(1)))  # a longest response
+    steps = [r[:, task.token_nodes[y, t], task.tokens[y, t]] for t in range(task.L)
+             if task.token_mask[y, t]]  # fmt: skip
+    log_z = star.log_z  # (P,) R(y) - sum of steps = beta log Z = V*(root)
+    assert np.allclose(task.mean_reward[:, y] - np.sum(steps, 0), 0.5 * log_z, atol=1e-10)
+
+
+def test_oprl_no_reference_mutation_changes_the_soft_vi_policy():
+    from theorylab.algorithms.preference import oprl
+    from theorylab.validations.llm_tier_b_mutations import oprl_no_reference
+
+    task = make(EOS)
+    fit, _ = oprl.fit_dpo(task, 0.5)
+    zero = np.zeros_like(task.mean_reward)
+    with oprl_no_reference():
+        r = oprl.step_rewards(task, fit, 0.5)
+    moved = oprl.edge_soft_vi(task, r, zero, 0.5)[1] - task.soft_q(0.5)[1].cond_logp
+    assert np.abs(moved).max() > 0.1
+
+
+def test_oprl_runs_and_input_errors_are_one_line():
+    res = tl.run("oprl", EOS, iterations=100, beta=0.5)
+    assert res.target_gap[-1] < 1e-12 < res.target_gap[0]
+    with pytest.raises(ValueError, match="beta") as err:
+        tl.run("oprl", EOS, iterations=3, beta=-1)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="token-tree") as err:
+        tl.run("oprl", "random:S=3,A=2", iterations=3)
+    assert "\n" not in str(err.value)

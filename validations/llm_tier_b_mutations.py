@@ -2,7 +2,9 @@
 appended to ``mutations.MUTATIONS``:
 
 * ``copg-no-contrast``: CoPG without its contrastive partner, i.e. plain off-policy policy
-  gradient E_mu [R^pi(y) grad log pi(y)] with no baseline (``copg.copg_gradient``).
+  gradient E_mu [R^pi(y) grad log pi(y)] with no baseline (``copg.copg_gradient``);
+* ``oprl-no-reference``: OPRL's step reward beta log pi(a|h) without the reference log-ratio (not
+  potential-based) (``oprl.step_rewards``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,17 @@ def copg_no_contrast(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def oprl_no_reference(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import oprl
+
+    def no_reference(task, cond_logp, beta):
+        return beta * cond_logp  # the bug: log pi, not log pi / ref
+
+    with _patched(oprl, "step_rewards", no_reference):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -38,6 +51,14 @@ MUTATIONS = (
             "mutation",
             "CoPG as plain off-policy policy gradient, without the contrastive partner",
             copg_no_contrast,
+        )
+    ),
+    register_control(
+        Control(
+            "oprl-no-reference",
+            "mutation",
+            "OPRL's step reward beta log pi(a|h) without the reference log-ratio",
+            oprl_no_reference,
         )
     ),
 )

@@ -164,3 +164,130 @@ register_validation(
     controls=("copg-no-contrast",),
     papers=("000#56",),
 )
+
+
+# ----------------------------------------------------------------------------- 001#56 OPRL
+def _potential_decomposition(task, beta):
+    """(the outcome reward on the last edge (P, N, V), Phi(child) - Phi(h) (P, N, V)) with Phi =
+    V*_beta from the tree's own soft value iteration (``TreeTask.soft_q``), Phi = 0 after the end."""
+    from scipy.special import logsumexp
+
+    q, _ = task.soft_q(beta)
+    v = beta * logsumexp(np.log(task.ref_cond) + q / beta, axis=-1)  # (P, N) V*_beta
+    child_node, child_resp = task.children()
+    phi_child = np.where(child_node >= 0, v[:, np.maximum(child_node, 0)], 0.0)
+    outcome = np.where(child_resp >= 0, task.mean_reward[:, np.maximum(child_resp, 0)], 0.0)
+    return outcome, phi_child - v[..., None]
+
+
+class OPRLShaping(ScaledClaim):
+    def _run(self, cfg, seed, plot, rep):
+        from theorylab.algorithms.preference import oprl
+        from theorylab.mdps import make
+
+        sums, prefs, pots, softs, hards, bounds, curves = [], [], [], [], [], [], {}
+        for k, spec in enumerate(cfg["tasks"]):
+            task = make(f"{spec},ref=random,seed={seed + k}")
+            for beta in cfg["betas"]:
+                fit, its = oprl.fit_dpo(task, beta)
+                r = oprl.step_rewards(task, fit, beta)  # (P, N, V)
+                total = oprl.path_sums(task, r)  # (P, Y)
+                seq = task.sequence_logprobs(fit) - task.ref_logprobs
+                sums.append(float(np.abs(total - beta * seq).max()))
+                R = task.mean_reward
+                d_sum, d_R = total[:, :, None] - total[:, None], R[:, :, None] - R[:, None]
+                prefs.append(float(np.abs(d_sum - d_R).max()))
+                outcome, shaping = _potential_decomposition(task, beta)
+                pots.append(float(np.abs(r - outcome - shaping).max()))
+                zero_leaf, zero_edge = np.zeros_like(R), np.zeros_like(r)
+                for lam in cfg["lams"]:  # soft VI with the step rewards vs the outcome reward
+                    got = oprl.edge_soft_vi(task, r, zero_leaf, lam)[1]
+                    softs.append(float(np.abs(got - task.soft_q(lam)[1].cond_logp).max()))
+                q_out = oprl.edge_soft_vi(task, zero_edge, R, 0.0)[0]  # hard VI, outcome only
+                for edge, leaf in ((r, zero_leaf), (r, R)):  # step rewards; outcome + step
+                    d = oprl.edge_soft_vi(task, edge, leaf, 0.0)[0] - (leaf is R) * q_out - q_out
+                    hards.append(float((d.max(-1) - d.min(-1)).max()))
+                span = (R.max(1) - R.min(1))[:, None, None]
+                bounds.append(float((np.abs(r) - span).max()))
+                if beta == cfg["betas"][0]:
+                    star = task.soft_q(beta)[1].seq_logp
+                    curves[task.name.split(":")[0] + f" #{k}"] = np.array(
+                        [_kl_rows(task.sequence_logprobs(c), star).mean() for c in its]
+                    )
+        tol = cfg["tol"]
+        n = f"{len(sums)} fits ({len(cfg['tasks'])} trees, random references, beta {cfg['betas']})"
+        rep.checks.append(Check(
+            "step-rewards-sum-to-the-trajectory-dpo-reward",
+            max(sums) < tol and max(prefs) < tol,
+            f"{n}: along every response the step rewards sum to beta log pi/ref (the trajectory "
+            f"DPO implicit reward) to {max(sums):.1e}, and their differences reproduce the "
+            f"preferences' reward differences R(y) - R(y') to {max(prefs):.1e} (< {tol})",
+        ))  # fmt: skip
+        rep.checks.append(Check(
+            "step-rewards-are-potential-based-shaping",
+            max(pots) < tol,
+            f"r(h, a) = R(y) 1[end] + Phi(ha) - Phi(h) with Phi = V*_beta of the tree's soft "
+            f"value iteration to {max(pots):.1e} (< {tol})",
+        ))  # fmt: skip
+        rep.checks.append(Check(
+            "shaped-soft-vi-keeps-the-policy",
+            max(softs) < tol and max(hards) < tol,
+            f"soft VI with the step rewards on the edges (no outcome) gives the outcome reward's "
+            f"soft-optimal policy at temperatures {cfg['lams']} to {max(softs):.1e} in "
+            f"log-probability; hard VI's action values with step rewards, or outcome + step "
+            f"rewards, differ from the outcome's by a per-node constant (max spread "
+            f"{max(hards):.1e}): the argmax sets are unchanged",
+        ))  # fmt: skip
+        rep.checks.append(Check(
+            "step-rewards-bounded",
+            max(bounds) <= tol,
+            f"|r(h, a)| <= max R - min R per prompt (worst excess {max(bounds):.1e})",
+        ))  # fmt: skip
+        if plot:
+            from theorylab.plotting import plot_regret
+
+            ax = plot_regret(
+                {name: np.maximum(c, 1e-18)[None] for name, c in curves.items()},
+                xlabel="trajectory-DPO fit iteration (L-BFGS, then Newton)",
+                ylabel="KL(pi_k || pi*_beta)", title=f"{self.name} [{rep.scale}]",
+            )  # fmt: skip
+            ax.set_yscale("log")
+            save_claim_figure(ax, plot)
+
+
+register_validation(
+    OPRLShaping(
+        name="oprl-potential-shaping",
+        statement=(
+            "OPRL's implicit step rewards beta log pi/ref, trained by trajectory DPO on a token "
+            "tree, sum to the trajectory's DPO implicit reward (consistent with the preferences), "
+            "equal the outcome reward plus potential-based shaping with potential V*_beta, leave "
+            "the (soft) optimal policy of value iteration unchanged, and are bounded by the "
+            "reward range"
+        ),
+        scales={
+            "quick": {
+                "tasks": [
+                    "tokentree-eos:V=3,L=3,prompts=2,reward=graded",
+                    "tokentree:V=2,L=3,prompts=2,reward=random",
+                ],
+                "betas": [0.5],
+                "lams": [0.1, 1.0],
+                "tol": 1e-9,
+            },
+            "full": {
+                "tasks": [
+                    "tokentree-eos:V=3,L=3,prompts=2,reward=graded",
+                    "tokentree-eos:V=4,L=3,prompts=2,reward=binary",
+                    "tokentree:V=3,L=2,prompts=3,reward=random",
+                    "tokentree:V=2,L=4,prompts=2,reward=random",
+                ],
+                "betas": [0.25, 1.0],
+                "lams": [0.05, 0.5, 2.0],
+                "tol": 1e-9,
+            },
+        },  # fmt: skip
+    ),
+    controls=("oprl-no-reference",),
+    papers=("001#56",),
+)
