@@ -19,7 +19,8 @@ outcome reward R(y); responses of different lengths with ``tokentree-eos``):
 * trajectory DPO (population): pairs (y, y') ~ ref x ref labelled by Bradley-Terry on R, the loss
   E[-p log s(beta (l(y) - l(y'))) - (1 - p) log s(-beta (l(y) - l(y')))], l = log pi / ref of
   the whole response, minimised over the autoregressive policy (conditional logits (P, N, V),
-  L-BFGS with the exact gradient, then Newton on the gradient); its minimiser is pi*_beta (beta l = R + c);
+  L-BFGS with the exact gradient, then Newton on the gradient); its minimiser is pi*_beta
+  (beta l = R + c);
 * step rewards (:func:`step_rewards`) r(h, a) = beta (log pi(a|h) - log ref(a|h)), a (P, N, V)
   table; along a response they sum to beta l(y), the trajectory's DPO implicit reward (so
   differences of sums are the DPO logits: consistent with the preferences);

@@ -169,7 +169,8 @@ register_validation(
 # ----------------------------------------------------------------------------- 001#56 OPRL
 def _potential_decomposition(task, beta):
     """(the outcome reward on the last edge (P, N, V), Phi(child) - Phi(h) (P, N, V)) with Phi =
-    V*_beta from the tree's own soft value iteration (``TreeTask.soft_q``), Phi = 0 after the end."""
+    V*_beta from the tree's own soft value iteration (``TreeTask.soft_q``); Phi = 0 after the
+    end."""
     from scipy.special import logsumexp
 
     q, _ = task.soft_q(beta)
