@@ -106,3 +106,49 @@ def test_oprl_runs_and_input_errors_are_one_line():
     with pytest.raises(ValueError, match="token-tree") as err:
         tl.run("oprl", "random:S=3,A=2", iterations=3)
     assert "\n" not in str(err.value)
+
+
+# ----------------------------------------------------------------------------- Clip / Delta
+def test_refine_formulas_written_out():
+    from theorylab.algorithms.policy_optimization.reward_refinement import refine
+
+    p = np.array([0.9, 0.3, 0.7, 0.6])
+    assert np.allclose(refine(p, "raw"), p)
+    assert np.allclose(refine(p, "clip", 0.5), [0.0, -0.2, 0.0, 0.0])
+    assert np.allclose(refine(p, "delta"), [0.6, -0.4, 0.1, 0.6])
+    assert refine(p, "delta").sum() == pytest.approx(0.9)  # telescopes to p_0
+
+
+def test_enumeration_counts_and_matches_backward_induction():
+    from theorylab.algorithms.policy_optimization import reward_refinement as rr
+    from theorylab.runners.problems import resolve_mdp
+
+    task = resolve_mdp("reasoning-steps:H=1,T=2,seed=4")
+    # T = 2, H = 1: A; V A; V V (truncated); R A; R V; R R (V = advance, R = repeat)
+    assert len(rr.enumerate_trajectories(task)) == 6
+    task = resolve_mdp("reasoning-steps:H=2,T=7,seed=4")
+    for mode in ("raw", "clip"):
+        ret, _, _ = rr.trajectory_returns(task, mode, 0.5)
+        assert ret.max() == pytest.approx(rr.markov_optimum(task, mode, 0.5), abs=1e-12)
+    assert rr.trajectory_returns(task, "delta")[0].max() == pytest.approx(rr.delta_optimum(task))
+
+
+def test_raw_loops_clip_does_not_through_tl_run():
+    spec = "reasoning-steps:H=2,T=8,seed=2"
+    raw = tl.run("reward-refinement", spec, iterations=8, mode="raw")
+    clip = tl.run("reward-refinement", spec, iterations=8, mode="clip")
+    assert raw.entropy[-1] == 8 and raw.regularised[-1] > 3
+    assert clip.regularised[-1] <= 1.0 and clip.objective[-1] == 1 and clip.entropy[-1] < 8
+
+
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [(dict(mode="cap"), "mode"), (dict(eta=-1), "eta"), (dict(iterations=20), "iterations")],
+)
+def test_reward_refinement_input_errors_are_one_line(kwargs, word):
+    kw = {"iterations": 4, **kwargs}
+    with pytest.raises(ValueError, match=word) as err:
+        tl.run("reward-refinement", "reasoning-steps:H=2,T=8", **kw)
+    assert "\n" not in str(err.value)
+    with pytest.raises(ValueError, match="H >= 1") as err:
+        tl.run("reward-refinement", "reasoning-steps:H=0,T=8", iterations=3)

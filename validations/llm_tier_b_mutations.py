@@ -4,7 +4,11 @@ appended to ``mutations.MUTATIONS``:
 * ``copg-no-contrast``: CoPG without its contrastive partner, i.e. plain off-policy policy
   gradient E_mu [R^pi(y) grad log pi(y)] with no baseline (``copg.copg_gradient``);
 * ``oprl-no-reference``: OPRL's step reward beta log pi(a|h) without the reference log-ratio (not
-  potential-based) (``oprl.step_rewards``).
+  potential-based) (``oprl.step_rewards``);
+* ``reward-clip-floor``: Clip as a floor, max(p - eta, 0), instead of the cap min(p - eta, 0)
+  (``reward_refinement.refine``);
+* ``reward-delta-discounted``: Delta as p_t - 0.9 p_{t+1}, which no longer telescopes
+  (``reward_refinement.refine``).
 """
 
 from __future__ import annotations
@@ -44,6 +48,37 @@ def oprl_no_reference(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def reward_clip_floor(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import reward_refinement as rr
+
+    original = rr.refine
+
+    def floor(p, mode, eta=0.5):
+        if mode == "clip":
+            return np.maximum(np.asarray(p) - eta, 0.0)  # the bug: a floor, not a cap
+        return original(p, mode, eta)
+
+    with _patched(rr, "refine", floor):
+        yield
+
+
+@contextlib.contextmanager
+def reward_delta_discounted(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import reward_refinement as rr
+
+    original = rr.refine
+
+    def discounted(p, mode, eta=0.5):
+        if mode == "delta":
+            p = np.asarray(p, dtype=np.float64)
+            return np.append(p[:-1] - 0.9 * p[1:], p[-1:])  # the bug: no longer telescopes
+        return original(p, mode, eta)
+
+    with _patched(rr, "refine", discounted):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -59,6 +94,22 @@ MUTATIONS = (
             "mutation",
             "OPRL's step reward beta log pi(a|h) without the reference log-ratio",
             oprl_no_reference,
+        )
+    ),
+    register_control(
+        Control(
+            "reward-clip-floor",
+            "mutation",
+            "Clip as a floor max(p - eta, 0) instead of a cap min(p - eta, 0)",
+            reward_clip_floor,
+        )
+    ),
+    register_control(
+        Control(
+            "reward-delta-discounted",
+            "mutation",
+            "Delta as p_t - 0.9 p_(t+1), which does not telescope",
+            reward_delta_discounted,
         )
     ),
 )

@@ -35,7 +35,9 @@ records it. Registered:
   batches of intermediate-accuracy groups only (seed row 001#58); ``seele`` (:mod:`.seele`):
   hints sized by a fitted item-response model toward a target accuracy (seed row 002-004#G9);
   ``guide-grpo`` (:mod:`.guide`): hinted, importance-weighted rollouts on all-fail prompts
-  (seed row 002-004#G7).
+  (seed row 002-004#G7);
+* ``reward-refinement`` (:mod:`.reward_refinement`): the optimal trajectory of a step MDP under raw,
+  clipped or delta PRM rewards (seed row 002-004#G6).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -54,6 +56,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     on_policy_data,
     policy_cliff,
     reasoning_boundary,
+    reward_refinement,
     rlcr,
     rlvr_support,
     rpg,
