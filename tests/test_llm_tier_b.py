@@ -152,3 +152,36 @@ def test_reward_refinement_input_errors_are_one_line(kwargs, word):
     assert "\n" not in str(err.value)
     with pytest.raises(ValueError, match="H >= 1") as err:
         tl.run("reward-refinement", "reasoning-steps:H=0,T=8", iterations=3)
+
+
+# ----------------------------------------------------------------------------- RAPO
+def test_forward_kl_off_support_kkt_written_out():
+    """ref (0.5, 0.5, 0) and rewards (0, 0, 1): lambda = 1, pi = (beta/2, beta/2, 1 - beta)."""
+    from theorylab.algorithms.planning.divergence_optima import forward_kl_optimum
+
+    with np.errstate(divide="ignore"):
+        ref = np.log(np.array([[0.5, 0.5, 0.0]]))
+    r = np.array([[0.0, 0.0, 1.0]])
+    got = np.exp(forward_kl_optimum(ref, r, 0.3, off_support=True))
+    assert np.allclose(got, [[0.15, 0.15, 0.7]], atol=1e-12)
+    assert np.exp(forward_kl_optimum(ref, r, 0.3))[0, 2] == 0.0  # confined: the old behaviour
+    assert np.allclose(np.exp(forward_kl_optimum(ref, r, 1.5, off_support=True)), [[0.5, 0.5, 0]])
+
+
+def test_rapo_reaches_its_optimum_and_beats_the_reverse_kl():
+    spec = "answer-bandit:P=6,A=8,correct=2,seed=1"
+    fwd = tl.run("rapo", spec, iterations=300, beta=0.5)
+    rev = tl.run("rapo", spec, iterations=300, beta=0.5, divergence="reverse")
+    assert fwd.target_gap[-1] < 1e-12 and rev.target_gap[-1] < 1e-12
+    assert fwd.objective[-1] > rev.objective[-1] + 0.1
+
+
+@pytest.mark.parametrize(
+    "kwargs, word",
+    [(dict(beta=0), "beta"), (dict(unsolvable=6), "unsolvable"), (dict(divergence="js"),
+     "divergence"), (dict(tau=-1), "tau")],
+)  # fmt: skip
+def test_rapo_input_errors_are_one_line(kwargs, word):
+    with pytest.raises(ValueError, match=word) as err:
+        tl.run("rapo", "answer-bandit:P=6,A=8,correct=2", iterations=3, **kwargs)
+    assert "\n" not in str(err.value)

@@ -8,7 +8,11 @@ appended to ``mutations.MUTATIONS``:
 * ``reward-clip-floor``: Clip as a floor, max(p - eta, 0), instead of the cap min(p - eta, 0)
   (``reward_refinement.refine``);
 * ``reward-delta-discounted``: Delta as p_t - 0.9 p_{t+1}, which no longer telescopes
-  (``reward_refinement.refine``).
+  (``reward_refinement.refine``);
+* ``rapo-reverse-kl``: RAPO with the reverse KL to the base (the penalty it replaces)
+  (``rapo.optimum``);
+* ``rapo-confined-forward-kl``: RAPO's forward-KL optimum restricted to the base's support (the
+  maximiser of the restricted problem) (``rapo.optimum``).
 """
 
 from __future__ import annotations
@@ -79,6 +83,36 @@ def reward_delta_discounted(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def rapo_reverse_kl(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import rapo
+
+    original = rapo.optimum
+
+    def reverse(base, reward, beta, tau, divergence="forward"):
+        return original(base, reward, beta, tau, "reverse")  # the bug: the reverse KL
+
+    with _patched(rapo, "optimum", reverse):
+        yield
+
+
+@contextlib.contextmanager
+def rapo_confined_forward_kl(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.planning import divergence_optima
+    from theorylab.algorithms.policy_optimization import rapo
+
+    original = rapo.optimum
+
+    def confined(base, reward, beta, tau, divergence="forward"):
+        if divergence == "reverse":
+            return original(base, reward, beta, tau, divergence)
+        ref = rapo.reweighted_reference(base, reward, tau)
+        return divergence_optima.forward_kl_optimum(ref, reward, beta)  # the bug: confined
+
+    with _patched(rapo, "optimum", confined):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -110,6 +144,22 @@ MUTATIONS = (
             "mutation",
             "Delta as p_t - 0.9 p_(t+1), which does not telescope",
             reward_delta_discounted,
+        )
+    ),
+    register_control(
+        Control(
+            "rapo-reverse-kl",
+            "mutation",
+            "RAPO with the reverse KL to the base model instead of the forward KL",
+            rapo_reverse_kl,
+        )
+    ),
+    register_control(
+        Control(
+            "rapo-confined-forward-kl",
+            "mutation",
+            "RAPO's forward-KL optimum confined to the base model's support",
+            rapo_confined_forward_kl,
         )
     ),
 )

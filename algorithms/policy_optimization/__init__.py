@@ -37,7 +37,9 @@ records it. Registered:
   ``guide-grpo`` (:mod:`.guide`): hinted, importance-weighted rollouts on all-fail prompts
   (seed row 002-004#G7);
 * ``reward-refinement`` (:mod:`.reward_refinement`): the optimal trajectory of a step MDP under raw,
-  clipped or delta PRM rewards (seed row 002-004#G6).
+  clipped or delta PRM rewards (seed row 002-004#G6);
+* ``rapo`` (:mod:`.rapo`): forward KL to a reward-reweighted reference vs the reverse KL, exactly on
+  an answer bandit with unsolvable prompts (seed row 002-004#F9).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -55,6 +57,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     mopps,
     on_policy_data,
     policy_cliff,
+    rapo,
     reasoning_boundary,
     reward_refinement,
     rlcr,
