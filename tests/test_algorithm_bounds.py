@@ -160,9 +160,9 @@ NO_THEOREM |= {"cgpo-moj"}
 # CPL (002-004#E10, tier B): a derivation, no theorem stated (catalogue); its claim is consistency
 # against soft value iteration (docs/algorithms/cpl.md)
 NO_THEOREM |= {"cpl"}
-# issue 28 tier B (llm28b): CoPG (000#56), OPRL (001#56), Clip/Delta (002-004#G6), RAPO (#F9):
-# derivations or design invariants, no rate stated; claims in validations/claims/llm_tier_b.py
-NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo"}
+# issue 28 tier B (llm28b): CoPG (000#56), OPRL (001#56), Clip/Delta, RAPO, RL-PLUS (002-004#G6,
+# F9, G8): derivations or design invariants, no rate stated; claims in claims/llm_tier_b.py
+NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo", "rl-plus"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

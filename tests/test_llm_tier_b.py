@@ -185,3 +185,28 @@ def test_rapo_input_errors_are_one_line(kwargs, word):
     with pytest.raises(ValueError, match=word) as err:
         tl.run("rapo", "answer-bandit:P=6,A=8,correct=2", iterations=3, **kwargs)
     assert "\n" not in str(err.value)
+
+
+# ----------------------------------------------------------------------------- RL-PLUS
+def test_mis_weights_written_out_and_unbiased_by_enumeration():
+    from theorylab.algorithms.policy_optimization import rl_plus
+
+    pi = np.array([[0.5, 0.3, 0.2]])
+    mu = np.array([[0.1, 0.1, 0.8]])
+    w = rl_plus.mis_weights(pi, mu, 2, 1)
+    assert np.allclose(w, [[0.5 / (1.1 / 3), 0.3 / (0.7 / 3), 0.2 / (1.2 / 3)]])
+    f = np.array([[1.0, -2.0, 4.0]])
+    # the batch mean by hand: 2 draws from pi, 1 from mu, each weighted pi / m
+    by_hand = (2 * (pi * w * f).sum() + (mu * w * f).sum()) / 3
+    assert by_hand == pytest.approx((pi * f).sum(), abs=1e-14)
+    assert rl_plus.mis_expectation(pi, mu, 2, 1, f)[0] == pytest.approx((pi * f).sum())
+
+
+def test_rl_plus_runs_and_input_errors_are_one_line():
+    res = tl.run("rl-plus", "answer-bandit:P=4,A=5,rare=2,seed=1", iterations=5, learners=2)
+    assert res.objective.shape == (6,) and np.isfinite(res.regularised).all()
+    for kwargs, word in ((dict(mode="sft"), "mode"), (dict(external=0), "external"),
+                         (dict(gamma=-1), "gamma")):  # fmt: skip
+        with pytest.raises(ValueError, match=word) as err:
+            tl.run("rl-plus", "answer-bandit:P=4,A=5", iterations=3, **kwargs)
+        assert "\n" not in str(err.value)

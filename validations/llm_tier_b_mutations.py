@@ -12,7 +12,9 @@ appended to ``mutations.MUTATIONS``:
 * ``rapo-reverse-kl``: RAPO with the reverse KL to the base (the penalty it replaces)
   (``rapo.optimum``);
 * ``rapo-confined-forward-kl``: RAPO's forward-KL optimum restricted to the base's support (the
-  maximiser of the restricted problem) (``rapo.optimum``).
+  maximiser of the restricted problem) (``rapo.optimum``);
+* ``rl-plus-no-mis``: RL-PLUS weights the external answers 1, as if drawn from the policy
+  (``rl_plus.mis_weights``).
 """
 
 from __future__ import annotations
@@ -113,6 +115,17 @@ def rapo_confined_forward_kl(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def rl_plus_no_mis(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import rl_plus
+
+    def ones(pi, mu, G, G_e):
+        return np.ones_like(pi)  # the bug: no importance correction
+
+    with _patched(rl_plus, "mis_weights", ones):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -160,6 +173,14 @@ MUTATIONS = (
             "mutation",
             "RAPO's forward-KL optimum confined to the base model's support",
             rapo_confined_forward_kl,
+        )
+    ),
+    register_control(
+        Control(
+            "rl-plus-no-mis",
+            "mutation",
+            "RL-PLUS without multiple importance sampling (external answers weighted 1)",
+            rl_plus_no_mis,
         )
     ),
 )

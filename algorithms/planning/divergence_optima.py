@@ -49,9 +49,13 @@ def forward_kl_optimum(
         rx, qx = r[x, on], ref[x, on]
         top = rx.max()
         lo = top + beta * qx[rx >= top].sum() * 0.5  # excess(lo) >= 1 > 0
-        lam = brentq(
-            _excess, lo, top + beta, args=(rx, qx, beta), xtol=1e-15, rtol=4 * np.finfo(float).eps
-        )
+        if _excess(top + beta, rx, qx, beta) >= 0:  # every supported reward equal: the root
+            lam = top + beta
+        else:
+            lam = brentq(
+                _excess, lo, top + beta, args=(rx, qx, beta), xtol=1e-15,
+                rtol=4 * np.finfo(float).eps,
+            )  # fmt: skip
         p = beta * qx / (lam - rx)
         off = ~on
         top_off = r[x, off].max() if off_support and off.any() else -np.inf

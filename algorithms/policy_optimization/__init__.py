@@ -39,7 +39,9 @@ records it. Registered:
 * ``reward-refinement`` (:mod:`.reward_refinement`): the optimal trajectory of a step MDP under raw,
   clipped or delta PRM rewards (seed row 002-004#G6);
 * ``rapo`` (:mod:`.rapo`): forward KL to a reward-reweighted reference vs the reverse KL, exactly on
-  an answer bandit with unsolvable prompts (seed row 002-004#F9).
+  an answer bandit with unsolvable prompts (seed row 002-004#F9);
+* ``rl-plus`` (:mod:`.rl_plus`): external expert answers with multiple-importance-sampling weights
+  and an exploration advantage (seed row 002-004#G8).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -60,6 +62,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     rapo,
     reasoning_boundary,
     reward_refinement,
+    rl_plus,
     rlcr,
     rlvr_support,
     rpg,
