@@ -210,3 +210,36 @@ def test_rl_plus_runs_and_input_errors_are_one_line():
         with pytest.raises(ValueError, match=word) as err:
             tl.run("rl-plus", "answer-bandit:P=4,A=5", iterations=3, **kwargs)
         assert "\n" not in str(err.value)
+
+
+# ----------------------------------------------------------------------------- online VPO
+def test_vpo_online_round_lifts_an_uncompared_response():
+    """Responses 0, 1 compared, response 2 never: its coordinate is concave, so the global round
+    solution sets it to +R when the value term pays, where the warm start's local solve does not."""
+    from theorylab.algorithms.preference import vpo, vpo_online
+
+    ref = np.array([0.5 - 5e-6, 0.5 - 5e-6, 1e-5])
+    wins = np.array([[0.0, 0.6, 0.0], [0.4, 0.0, 0.0], [0.0, 0.0, 0.0]])
+    beta, alpha, R = 0.25, 0.01, 5.0
+    r0 = np.array([0.0, 0.0, -5.0])
+    glob = vpo_online.round_solution(ref, wins, beta, alpha, R, r0)
+    loc = vpo.regularised_rewards(ref, ref, wins, beta, alpha, R, +1, r0)
+    f = lambda x: vpo.regularised_objective(x, ref, ref, wins, beta, alpha, +1)[0]  # noqa: E731
+    assert glob[2] == pytest.approx(R) and loc[2] == pytest.approx(-R)
+    assert f(glob) < f(loc)
+
+
+def test_vpo_online_explores_where_online_dpo_stalls():
+    spec = "gshf-coverage:S=1,eps=0.00001,gap=4,eta=0.25"
+    vpo_ = tl.run("vpo-online", spec, dataset_size=400, seeds=2, alpha=0.01)
+    dpo = tl.run("vpo-online", spec, dataset_size=400, seeds=2, alpha=0.0)
+    assert vpo_.values.max() < 0.05 and dpo.values.min() > 0.5
+
+
+def test_vpo_online_input_errors_are_one_line():
+    spec = "gshf-coverage:S=1,eps=0.00001,gap=4,eta=0.25"
+    for kwargs, word in ((dict(alpha=-1.0), "alpha"), (dict(batch=0), "batch"),
+                         (dict(R=0.0), "R")):  # fmt: skip
+        with pytest.raises(ValueError, match=word) as err:
+            tl.run("vpo-online", spec, dataset_size=40, seeds=1, **kwargs)
+        assert "\n" not in str(err.value)

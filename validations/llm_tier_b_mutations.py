@@ -14,7 +14,11 @@ appended to ``mutations.MUTATIONS``:
 * ``rapo-confined-forward-kl``: RAPO's forward-KL optimum restricted to the base's support (the
   maximiser of the restricted problem) (``rapo.optimum``);
 * ``rl-plus-no-mis``: RL-PLUS weights the external answers 1, as if drawn from the policy
-  (``rl_plus.mis_weights``).
+  (``rl_plus.mis_weights``);
+* ``vpo-online-bonus-dropped``: online VPO without its value term, i.e. online DPO
+  (``vpo_online.round_solution`` at alpha = 0);
+* ``vpo-online-local-solve``: each round solved locally from the warm start only (the previous
+  reconstruction, which stalls) (``vpo_online.round_starts`` returns the warm start).
 """
 
 from __future__ import annotations
@@ -126,6 +130,32 @@ def rl_plus_no_mis(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def vpo_online_bonus_dropped(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import vpo_online
+
+    original = vpo_online.round_solution
+
+    def no_bonus(ref, wins, beta, alpha, R, r0):
+        return original(ref, wins, beta, 0.0, R, r0)  # the bug: online DPO
+
+    with _patched(vpo_online, "round_solution", no_bonus):
+        yield
+
+
+@contextlib.contextmanager
+def vpo_online_local_solve(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.preference import vpo_online
+
+    original = vpo_online.round_starts
+
+    def warm_only(r0, R):
+        return original(r0, R)[:1]  # the bug: a local solve from the warm start
+
+    with _patched(vpo_online, "round_starts", warm_only):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -181,6 +211,22 @@ MUTATIONS = (
             "mutation",
             "RL-PLUS without multiple importance sampling (external answers weighted 1)",
             rl_plus_no_mis,
+        )
+    ),
+    register_control(
+        Control(
+            "vpo-online-bonus-dropped",
+            "mutation",
+            "online VPO without its optimistic value term (online DPO)",
+            vpo_online_bonus_dropped,
+        )
+    ),
+    register_control(
+        Control(
+            "vpo-online-local-solve",
+            "mutation",
+            "online VPO's rounds solved locally from the warm start only",
+            vpo_online_local_solve,
         )
     ),
 )
