@@ -46,11 +46,11 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_softmax
 
-from theorylab.algorithms.planning.kl_policy_gradient import sequence_entropy
 from theorylab.algorithms.policy_optimization.path import (
     PolicyPath,
     check_iterations,
     check_number,
+    kl_scored_sequences,
 )
 from theorylab.algorithms.registry import register
 from theorylab.mdps.token_tree import TreeTask
@@ -137,16 +137,6 @@ def copg(problem, iterations, beta: float = 0.5, behaviour: str = "uniform",
         raise ValueError(f"copg: behaviour must be one of {', '.join(BEHAVIOURS)}, got "
                          f"{behaviour!r}")  # fmt: skip
     seqs = copg_ascent(problem, K, beta, behaviour, step, behaviour_seed)  # (K+1, P, Y)
-    star = problem.optimum_by_enumeration(beta)  # (P, Y)
-    p, r, ref = np.exp(seqs), problem.mean_reward, problem.ref_logprobs
-    objective = (p * r).sum(-1).mean(-1)
-    return PolicyPath(
-        objective=objective,
-        regularised=objective - beta * (p * (seqs - ref)).sum(-1).mean(-1),
-        entropy=np.stack([sequence_entropy(s) for s in seqs]).mean(-1),
-        target_gap=(p * (seqs - star)).sum(-1).mean(-1),
-        target_value=float(beta * np.log(np.exp(ref + r / beta).sum(-1)).mean()),
-        policies=seqs,
-        config={"beta": beta, "behaviour": behaviour, "behaviour_seed": behaviour_seed,
-                "task": problem.name},
-    )  # fmt: skip
+    config = {"beta": beta, "behaviour": behaviour, "behaviour_seed": behaviour_seed,
+              "task": problem.name}  # fmt: skip
+    return kl_scored_sequences(problem, seqs, beta, seqs, config)

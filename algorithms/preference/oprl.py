@@ -42,15 +42,12 @@ import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit, log_expit, logsumexp
 
-from theorylab.algorithms.planning.kl_policy_gradient import (
-    log_softmax,
-    sequence_entropy,
-    weighted_score,
-)
+from theorylab.algorithms.planning.kl_policy_gradient import log_softmax, weighted_score
 from theorylab.algorithms.policy_optimization.path import (
     PolicyPath,
     check_iterations,
     check_number,
+    kl_scored_sequences,
 )
 from theorylab.algorithms.registry import register
 from theorylab.mdps.token_tree import TreeTask
@@ -143,15 +140,4 @@ def oprl(problem, iterations, beta: float = 0.5) -> PolicyPath:
     its = (its + [fit] * (K + 1))[: K + 1]  # converged: hold the fit
     conds = np.stack(its)  # (K+1, P, N, V)
     seqs = np.stack([problem.sequence_logprobs(c) for c in conds])  # (K+1, P, Y)
-    star = problem.soft_optimum(beta).seq_logp
-    p, r, ref = np.exp(seqs), problem.mean_reward, problem.ref_logprobs
-    objective = (p * r).sum(-1).mean(-1)
-    return PolicyPath(
-        objective=objective,
-        regularised=objective - beta * (p * (seqs - ref)).sum(-1).mean(-1),
-        entropy=np.stack([sequence_entropy(s) for s in seqs]).mean(-1),
-        target_gap=(p * (seqs - star)).sum(-1).mean(-1),
-        target_value=float(beta * problem.soft_optimum(beta).log_z.mean()),
-        policies=conds,
-        config={"beta": beta, "task": problem.name},
-    )
+    return kl_scored_sequences(problem, seqs, beta, conds, {"beta": beta, "task": problem.name})

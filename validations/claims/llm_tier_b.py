@@ -331,6 +331,7 @@ class RewardRefinementBounded(ScaledClaim):
                 spans[m] = max(spans.get(m, 0.0), float(np.ptp(best[m])))
             if k == 0:
                 curves = {m: np.array(best[m]) for m in rr.MODES}
+                budgets = np.arange(H + 2, cfg["T"] + 1)
         rep.checks.append(Check(
             "enumeration-matches-independent-optimum",
             max(agree) < 1e-12,
@@ -358,8 +359,8 @@ class RewardRefinementBounded(ScaledClaim):
             from theorylab.plotting import plot_regret
 
             ax = plot_regret(
-                {f"{m} PRM reward": c[None] for m, c in curves.items()},
-                xlabel=f"step budget T - {cfg['H'][0] + 2}", ylabel="optimal return",
+                {f"{m} PRM reward": c[None] for m, c in curves.items()}, x=budgets,
+                xlabel="step budget T", ylabel="optimal return",
                 title=f"{self.name} [{rep.scale}]",
             )  # fmt: skip
             save_claim_figure(ax, plot)
@@ -468,10 +469,11 @@ class RAPOSupport(ScaledClaim):
             from theorylab.plotting import plot_regret
 
             ax = plot_regret(
-                {name: c[None] for name, c in curves.items()},
-                xlabel="k (index into ks)", ylabel="mean pass@k of the optimum",
-                title=f"{self.name} [{rep.scale}] ks={list(ks)}",
+                {name: c[None] for name, c in curves.items()}, x=ks.astype(float),
+                xlabel="k", ylabel=f"mean pass@k of the optimum (beta {cfg['betas'][0]})",
+                title=f"{self.name} [{rep.scale}]",
             )  # fmt: skip
+            ax.set_xscale("log")
             save_claim_figure(ax, plot)
 
 
