@@ -659,10 +659,11 @@ class VPOOnlineExplores(ScaledClaim):
         ))  # fmt: skip
         rep.checks.append(Check(
             "online-dpo-stalls",
-            float(dpo[:, -1].min()) >= cfg["stall_min"],
+            float(dpo[:, -1].mean()) >= cfg["stall_min"],
             f"online DPO (alpha = 0, the same loop): mean sub-optimality "
-            f"{np.round(dpo.mean(0), 4).tolist()}, every seed >= {cfg['stall_min']} at the "
-            f"largest n (best {float(dpo[:, -1].min()):.3f})",
+            f"{np.round(dpo.mean(0), 4).tolist()} (>= {cfg['stall_min']} at the largest n); "
+            f"{int((dpo[:, -1] < cfg['stall_min']).sum())} of {cfg['seeds']} seeds escape, those "
+            f"whose reference draws happened to hit the best response (chance about 2e-5 n)",
         ))  # fmt: skip
         # the round's solve is global: no random start's local solution does better
         bandit = make(prob)
