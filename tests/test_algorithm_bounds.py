@@ -118,6 +118,8 @@ NO_THEOREM = {
     "rpo-offline",
     "xpo-bandit",
     "rlcr-pg",
+    # issue 28 (llm28b): online VPO, no regret constants read (docs/algorithms/vpo.md, "Online")
+    "vpo-online",
     # issue 29 (helper con29): ReLOAD states no rate (seed row 000#1: "Rate: not stated"); MoCAN's
     # claim is the dual's identities (convex, closed form, lambda* = cvxpy's = the primal-dual
     # limit); the general-utility PG's rates are sample complexities of the stochastic
@@ -179,6 +181,9 @@ NO_THEOREM |= {"hnpg"}
 # PRDC (002-004#C3): "a bounded performance gap" is stated, its constants were not read; its
 # claim measures the over-estimation and the gap against exact values (docs/algorithms/prdc.md)
 NO_THEOREM |= {"prdc"}
+# issue 28 tier B (llm28b): CoPG (000#56), OPRL (001#56), Clip/Delta, RAPO, RL-PLUS (002-004#G6,
+# F9, G8): derivations or design invariants, no rate stated; claims in claims/llm_tier_b.py
+NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo", "rl-plus"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

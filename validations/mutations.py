@@ -1869,3 +1869,7 @@ MUTATIONS = (*MUTATIONS, *adversarial_mutations.MUTATIONS)
 from theorylab.validations import hybrid_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *hybrid_mutations.MUTATIONS)
+# issue 28 tier B, llm28b: CoPG, OPRL, reward refinement (validations/claims/llm_tier_b.py)
+from theorylab.validations import llm_tier_b_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)

@@ -10,6 +10,12 @@ directions (categorical tables of sequence log-probabilities, (P, Y)).
   Its floor ``pi*(y) >= beta ref(y) / (max r - min r + beta)`` (from ``lambda <= max r + beta``)
   is the mass-covering property: no response of ref loses more than that factor, whatever the
   rewards, while the reverse tilt keeps only ``e^((r(y) - max r) / beta)``-sized ratios.
+  Outside supp(ref) the forward KL charges nothing, so with ``off_support=True`` a response ref
+  never plays can get mass: if the root above is below the best off-support reward r_off, then
+  ``lambda = r_off``, supp(ref) keeps ``beta ref / (r_off - r)`` and the rest, ``1 - sum``, goes
+  to the off-support responses of reward r_off (split evenly) -- the KKT point of the concave
+  programme (derived here [A]; seed row 002-004#F9, RAPO). The reverse KL's optimum is always 0
+  off supp(ref).
 
 Both are checked against cvxpy's solutions of the convex programmes (tests, claims).
 """
@@ -28,9 +34,12 @@ def reverse_kl_optimum(ref_logp: np.ndarray, reward: np.ndarray, beta: float) ->
     return logits - logsumexp(logits, axis=1, keepdims=True)
 
 
-def forward_kl_optimum(ref_logp: np.ndarray, reward: np.ndarray, beta: float) -> np.ndarray:
+def forward_kl_optimum(
+    ref_logp: np.ndarray, reward: np.ndarray, beta: float, off_support: bool = False
+) -> np.ndarray:
     """(P, Y) log pi* of ``E r - beta KL(ref || pi)``: ``beta ref / (lambda - r)`` (module
-    docstring); responses outside supp(ref) get probability 0."""
+    docstring); responses outside supp(ref) get probability 0 (``off_support=False``: the
+    problem restricted to supp(ref)) or their KKT mass (``True``: the unrestricted optimum)."""
     _check(ref_logp, reward, beta)
     ref = np.exp(np.asarray(ref_logp, dtype=np.float64))  # (P, Y)
     r = np.asarray(reward, dtype=np.float64)
@@ -40,10 +49,23 @@ def forward_kl_optimum(ref_logp: np.ndarray, reward: np.ndarray, beta: float) ->
         rx, qx = r[x, on], ref[x, on]
         top = rx.max()
         lo = top + beta * qx[rx >= top].sum() * 0.5  # excess(lo) >= 1 > 0
-        lam = brentq(
-            _excess, lo, top + beta, args=(rx, qx, beta), xtol=1e-15, rtol=4 * np.finfo(float).eps
-        )
+        if _excess(top + beta, rx, qx, beta) >= 0:  # every supported reward equal: the root
+            lam = top + beta
+        else:
+            lam = brentq(
+                _excess, lo, top + beta, args=(rx, qx, beta), xtol=1e-15,
+                rtol=4 * np.finfo(float).eps,
+            )  # fmt: skip
         p = beta * qx / (lam - rx)
+        off = ~on
+        top_off = r[x, off].max() if off_support and off.any() else -np.inf
+        if lam < top_off:  # the off-support best is worth more than lambda: it takes the rest
+            p = beta * qx / (top_off - rx)
+            best = off & (r[x] >= top_off)
+            with np.errstate(divide="ignore"):
+                out[x, best] = np.log((1.0 - p.sum()) / best.sum())
+            out[x, on] = np.log(p)
+            continue
         out[x, on] = np.log(p / p.sum())
     return out
 

@@ -35,9 +35,15 @@ records it. Registered:
   batches of intermediate-accuracy groups only (seed row 001#58); ``seele`` (:mod:`.seele`):
   hints sized by a fitted item-response model toward a target accuracy (seed row 002-004#G9);
   ``guide-grpo`` (:mod:`.guide`): hinted, importance-weighted rollouts on all-fail prompts
-  (seed row 002-004#G7).
+  (seed row 002-004#G7);
 * ``hnpg`` (:mod:`.hnpg`): NPG whose critic is fit on offline TD targets and on-policy Monte
-  Carlo returns together (Zhou et al. 2024; seed rows 000#20, 002-004#C6).
+  Carlo returns together (Zhou et al. 2024; seed rows 000#20, 002-004#C6);
+* ``reward-refinement`` (:mod:`.reward_refinement`): the optimal trajectory of a step MDP under raw,
+  clipped or delta PRM rewards (seed row 002-004#G6);
+* ``rapo`` (:mod:`.rapo`): forward KL to a reward-reweighted reference vs the reverse KL, exactly on
+  an answer bandit with unsolvable prompts (seed row 002-004#F9);
+* ``rl-plus`` (:mod:`.rl_plus`): external expert answers with multiple-importance-sampling weights
+  and an exploration advantage (seed row 002-004#G8).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -56,7 +62,10 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     mopps,
     on_policy_data,
     policy_cliff,
+    rapo,
     reasoning_boundary,
+    reward_refinement,
+    rl_plus,
     rlcr,
     rlvr_support,
     rpg,

@@ -83,3 +83,24 @@ def soft_scored_path(mdp, pis: np.ndarray, star, tau: float, config: dict) -> Po
         policies=pis,
         config=config,
     )
+
+
+def kl_scored_sequences(task, seqs: np.ndarray, beta: float, policies, config: dict) -> PolicyPath:
+    """The exact metrics of iterates given as sequence log-probabilities ``seqs`` (K+1, P, Y) on a
+    token-tree task against its KL-regularised optimum pi*_beta = ref e^{r / beta} / Z (means over
+    prompts): E r, E r - beta KL(pi || ref), the sequence entropy, KL(pi_k || pi*_beta) and
+    beta log Z; ``policies`` is what the path records (the sequence or conditional tables)."""
+    from theorylab.algorithms.planning.kl_policy_gradient import sequence_entropy
+
+    star = task.optimum_by_enumeration(beta)  # (P, Y)
+    p, r, ref = np.exp(seqs), task.mean_reward, task.ref_logprobs
+    objective = (p * r).sum(-1).mean(-1)
+    return PolicyPath(
+        objective=objective,
+        regularised=objective - beta * (p * (seqs - ref)).sum(-1).mean(-1),
+        entropy=np.stack([sequence_entropy(s) for s in seqs]).mean(-1),
+        target_gap=(p * (seqs - star)).sum(-1).mean(-1),
+        target_value=float(beta * np.log(np.exp(ref + r / beta).sum(-1)).mean()),
+        policies=policies,
+        config=config,
+    )

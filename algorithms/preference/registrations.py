@@ -36,6 +36,7 @@ from theorylab.algorithms.preference import (
     rlhs,  # noqa: F401  (registers rlhs)
     rpo,  # noqa: F401  (registers rpo-offline)
     vpo,  # noqa: F401  (registers vpo-offline)
+    vpo_online,  # noqa: F401  (registers vpo-online; 002-004#E7 online half)
     xpo,  # noqa: F401  (registers xpo-bandit)
 )
 from theorylab.algorithms.preference.mle import fit_btl, fit_pairwise_split, fit_plackett_luce
@@ -208,9 +209,11 @@ def hedge_selfplay(game, oracle, iterations: int, eta: float = 0.05, m: int = 0)
 
 # ----------------------------------------------------------------------------- 000#66 (dich29)
 from theorylab.algorithms.preference import (  # noqa: E402
+    copg,  # noqa: F401  (registers copg; 000#56)
     cpl,  # noqa: F401  (registers cpl; 002-004#E10)
     dichotomy,  # noqa: F401  (registers rlhf-sparse, dpo-loglinear; 000#66)
     drpo,  # noqa: F401  (registers dr-po; 002-004#E4, issue 29 drpo29)
     ipl,  # noqa: F401  (registers ipl; 000#21)
+    oprl,  # noqa: F401  (registers oprl; 001#56)
     parl,  # noqa: F401  (registers parl; 000#70, issue 29 drpo29)
 )

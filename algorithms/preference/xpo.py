@@ -85,6 +85,16 @@ def xpo_bandit(
         raise VPOError(f"xpo-bandit: batch must be a positive integer, got {batch!r}")
     if oracle is None:
         raise VPOError("xpo-bandit asks comparisons online: it needs the runner's oracle")
+    return online_rounds(
+        bandit, data, oracle, batch, lambda d, r0: xpo_rewards(bandit, d, alpha, R, r0)
+    )
+
+
+def online_rounds(bandit, data, oracle, batch: int, refit) -> RegularisedFit:
+    """The online loop shared by XPO and online VPO: per seed, ``data.n`` comparisons of a draw y
+    of the current Gibbs policy against a reference draw y~ (asked from ``oracle``), the rewards
+    refitted every ``batch`` comparisons by ``refit(data_b, r0) -> (S, A)`` on all comparisons so
+    far (a0 = y~, a1 = y), warm-started at the last fit ``r0``."""
     S, A, B, n = bandit.S, bandit.A, data.n_seeds, data.n
     oracle.queries[:] = 0
     rngs = oracle.rngs
@@ -106,7 +116,7 @@ def xpo_bandit(
         )
         for b in range(B):
             d = PairwiseDataset(st[b][None], a0[b][None], a1[b][None], y[b][None])
-            rew[b] = xpo_rewards(bandit, d, alpha, R, rew[b])
+            rew[b] = refit(d, rew[b])
     pol = softmax(np.log(bandit.ref) + rew / bandit.eta, axis=-1)
     sub = np.array([bandit.suboptimality(p) for p in pol])
     return RegularisedFit(pol, rew, sub, oracle.queries.copy())
