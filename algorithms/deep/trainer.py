@@ -26,7 +26,7 @@ distribution over the V^L responses; the model needs at least V + P token ids.
 **The exact target.** The reference is the model at initialisation (frozen), as in RLHF, so the
 optimum the KL-regularised losses target is pi*_beta(y|x) ∝ pi_0(y|x) exp(r(x,y)/beta) with pi_0
 the *initial model's* table: it is computed exactly per seed by enumeration
-(:meth:`TokenTreeTask.optimum_by_enumeration` on the task with the initial model as reference).
+(:meth:`TreeTask.optimum_by_enumeration` on the task with the initial model as reference).
 beta is the loss's ``beta`` (``tau`` for IPO) unless ``target_beta`` is given (needed when the
 loss's beta is 0). DPO's population minimiser with these labels is exactly pi*_beta (Rafailov et
 al. 2023, eq. (4)-(7)); GRPO with the KL in the loss converges elsewhere (the tabular twins'
@@ -78,42 +78,84 @@ from theorylab.algorithms.deep.transformer_registrations import (
     ONLINE_LOSSES,
     PREFERENCE_LOSSES,
 )
-from theorylab.mdps.token_tree import TokenTreeTask
+from theorylab.mdps.token_tree import TreeTask
 from theorylab.registry import parse_spec
 from theorylab.results.training import TrainingResult
 from theorylab.seeding import seed_indices
 
 
 # --------------------------------------------------------------------------- tokens and tables
-def sequence_ids(task: TokenTreeTask, prompts: torch.Tensor, responses: torch.Tensor):
+def sequence_ids(task: TreeTask, prompts: torch.Tensor, responses: torch.Tensor):
     """``[V + x, y_1..y_L]`` (n, L + 1) from prompts (n,) and response tokens (n, L)."""
     return torch.cat([(task.V + prompts)[:, None], responses], dim=1)
 
 
-def prefix_inputs(task: TokenTreeTask, device) -> torch.Tensor:
-    """Every prompt followed by every length L-1 prefix: (P * V^(L-1), L) token ids."""
-    R = task.V ** (task.L - 1)
-    prefixes = torch.as_tensor(task.tokens[:: task.V, : task.L - 1], device=device)  # (R, L-1)
+def deepest_prefixes(task: TreeTask) -> np.ndarray:
+    """(R, L-1) the distinct length L-1 prefixes of the L-token responses, sorted: every node of
+    the tree is a prefix of one of them (``tokentree``: all V^(L-1) prefixes; ``tokentree-eos``:
+    the (V-1)^(L-1) EOS-free ones)."""
+    full = task.tokens[task.token_mask.sum(axis=1) == task.L, : task.L - 1]
+    return np.unique(full, axis=0)
+
+
+def node_positions(task: TreeTask) -> tuple[np.ndarray, np.ndarray]:
+    """(row, position), both (N,): node h's conditional is the model's output at ``position``
+    (its depth) of the :func:`deepest_prefixes` row ``row`` that extends it."""
+    at = {}
+    for r, row in enumerate(deepest_prefixes(task)):
+        for t in range(task.L):
+            at.setdefault(tuple(row[:t]), (r, t))
+    node_row = np.zeros(task.n_nodes, dtype=np.int64)
+    node_pos = np.zeros(task.n_nodes, dtype=np.int64)
+    lengths = task.token_mask.sum(axis=1).astype(np.int64)
+    for y in range(task.n_responses):
+        for t in range(lengths[y]):
+            node_row[task.token_nodes[y, t]], node_pos[task.token_nodes[y, t]] = at[
+                tuple(task.tokens[y, :t])
+            ]
+    return node_row, node_pos
+
+
+def prefix_inputs(task: TreeTask, device) -> torch.Tensor:
+    """Every prompt followed by every deepest prefix: (P * R, L) token ids (R: the number of
+    :func:`deepest_prefixes`; V^(L-1) on ``tokentree``)."""
+    prefixes = torch.as_tensor(deepest_prefixes(task), device=device)  # (R, L-1)
+    R = prefixes.shape[0]
     prompts = torch.arange(task.n_prompts, device=device).repeat_interleave(R)
     return sequence_ids(task, prompts, prefixes.repeat(task.n_prompts, 1))
 
 
-def sequence_table(
-    model, task: TokenTreeTask, inputs: torch.Tensor, dtype=torch.float32
+def conditional_table(
+    model, task: TreeTask, inputs: torch.Tensor, dtype=torch.float32
 ) -> torch.Tensor:
-    """log pi(y|x) for every prompt and response: (P, Y), differentiable.
+    """log pi(a | x, h) for every prompt, node and symbol: (p, N, V), differentiable.
 
-    inputs: :func:`prefix_inputs`. Position t of the row of prefix y_{<L} gives pi(. | x, y_{<t+1});
-    response y reads its L conditionals from the row of its own length L-1 prefix (index y // V).
-    """
-    Y, L, V = task.n_responses, task.L, task.V
-    P = inputs.shape[0] // (Y // V)  # the prompts whose prefixes ``inputs`` holds
-    logits = model(inputs)[..., :V].to(dtype)  # (P R, L, V)
-    cond = torch.log_softmax(logits, dim=-1).reshape(P, Y // V, L, V)
-    tokens = torch.as_tensor(task.tokens, device=inputs.device)  # (Y, L)
-    rows = cond[:, torch.arange(Y, device=inputs.device) // V]  # (P, Y, L, V)
-    picked = rows.gather(-1, tokens[None, :, :, None].expand(P, Y, L, 1)).squeeze(-1)
-    return picked.sum(-1)
+    inputs: :func:`prefix_inputs` (or the rows of p of its prompts). Position t of the row of a
+    deepest prefix gives the conditional at its length-t prefix (:func:`node_positions`)."""
+    node_row, node_pos = node_positions(task)
+    R = len(deepest_prefixes(task))
+    p = inputs.shape[0] // R
+    logits = model(inputs)[..., : task.V].to(dtype)  # (p R, L, V)
+    cond = torch.log_softmax(logits, dim=-1).reshape(p, R, task.L, task.V)
+    dev = inputs.device
+    return cond[:, torch.as_tensor(node_row, device=dev), torch.as_tensor(node_pos, device=dev)]
+
+
+def sequence_table(
+    model, task: TreeTask, inputs: torch.Tensor, dtype=torch.float32
+) -> torch.Tensor:
+    """log pi(y|x) for every prompt and response: (p, Y), differentiable: the sum of each
+    response's conditionals over its real tokens (EOS included, padding not)."""
+    return sequences_of(task, conditional_table(model, task, inputs, dtype))
+
+
+def sequences_of(task: TreeTask, cond: torch.Tensor) -> torch.Tensor:
+    """(p, N, V) conditional log-probabilities -> (p, Y) sequence log-probabilities (torch)."""
+    dev, dtype = cond.device, cond.dtype
+    nodes = torch.as_tensor(task.token_nodes, device=dev)  # (Y, L)
+    tokens = torch.as_tensor(task.tokens, device=dev)
+    mask = torch.as_tensor(task.token_mask, dtype=dtype, device=dev)
+    return (cond[:, nodes, tokens] * mask).sum(-1)
 
 
 def response_logp(model, ids: torch.Tensor, V: int) -> torch.Tensor:
@@ -123,23 +165,35 @@ def response_logp(model, ids: torch.Tensor, V: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def sample_responses(model, task: TokenTreeTask, prompts: torch.Tensor, gen: torch.Generator):
-    """Autoregressive sampling of one response per prompt (n,): returns ids (n, L + 1)."""
+def sample_responses(model, task: TreeTask, prompts: torch.Tensor, gen: torch.Generator):
+    """Autoregressive sampling of one response per prompt (n,): returns ids (n, L + 1). On a
+    tree with an end-of-sequence token (``task.eos_token``) the tokens after a response's EOS
+    are padding (the task's padding symbol 0); L tokens are drawn either way (the model is
+    causal: the padding does not change the response's distribution)."""
     ids = (task.V + prompts)[:, None]
     for _ in range(task.L):
         probs = torch.softmax(model(ids)[:, -1, : task.V].float(), dim=-1)
         nxt = torch.multinomial(probs, 1, generator=gen)
         ids = torch.cat([ids, nxt], dim=1)
+    if task.eos_token is not None:
+        ended = (ids[:, 1:] == task.eos_token).cumsum(dim=1) > 0  # at or after the first EOS
+        after = torch.cat([torch.zeros_like(ended[:, :1]), ended[:, :-1]], dim=1)
+        ids[:, 1:] = ids[:, 1:].masked_fill(after, 0)
     return ids
 
 
-def response_index(task: TokenTreeTask, responses: torch.Tensor) -> np.ndarray:
-    """Lexicographic index (n,) of response tokens (n, L)."""
+def response_index(task: TreeTask, responses: torch.Tensor) -> np.ndarray:
+    """The index y (n,) of each response's padded tokens (n, L) in the task's table."""
     place = task.V ** np.arange(task.L - 1, -1, -1)
-    return (responses.cpu().numpy() * place).sum(axis=1)
+    code = (responses.cpu().numpy() * place).sum(axis=1)
+    if task.eos_token is None:  # tokentree: the lexicographic index is the code
+        return code
+    lookup = np.full(task.V**task.L, -1, dtype=np.int64)
+    lookup[(task.tokens * place).sum(axis=1)] = np.arange(task.n_responses)
+    return lookup[code]
 
 
-def draw_rewards(task: TokenTreeTask, x: np.ndarray, y: np.ndarray, rng) -> np.ndarray:
+def draw_rewards(task: TreeTask, x: np.ndarray, y: np.ndarray, rng) -> np.ndarray:
     """A reward (n,) from each (x, y)'s finite reward distribution."""
     cum = np.cumsum(task.reward_probs[x, y], axis=-1)  # (n, K)
     k = (rng.random(len(x))[:, None] > cum).sum(axis=-1)
@@ -147,7 +201,7 @@ def draw_rewards(task: TokenTreeTask, x: np.ndarray, y: np.ndarray, rng) -> np.n
     return task.reward_values[x, y, k]
 
 
-def preference_pairs(task: TokenTreeTask, ref_seq: np.ndarray):
+def preference_pairs(task: TreeTask, ref_seq: np.ndarray):
     """Every ordered pair (x, y_w, y_l) and its probability (P Y^2,) when (a, b) ~ ref x ref is
     labelled by Bradley-Terry sigmoid(r(a) - r(b)); the weights sum to 1 (ref_seq: (P, Y))."""
     P, Y = ref_seq.shape
@@ -157,9 +211,11 @@ def preference_pairs(task: TokenTreeTask, ref_seq: np.ndarray):
     return x, yw, yl, w
 
 
-def with_reference(task: TokenTreeTask, ref_seq: np.ndarray) -> TokenTreeTask:
-    """The task with its reference policy replaced by the table ``ref_seq`` (P, Y)."""
-    return dataclasses.replace(task, ref_cond=np.exp(task.conditional_from_sequence(ref_seq)))
+def with_reference(task: TreeTask, ref_cond: np.ndarray) -> TreeTask:
+    """The task with its reference policy replaced by the conditional log-probabilities
+    ``ref_cond`` (P, N, V) (:func:`conditional_table` of the initial model)."""
+    cond = np.exp(ref_cond)
+    return dataclasses.replace(task, ref_cond=cond / cond.sum(axis=-1, keepdims=True))
 
 
 EXACT_NAMES = {"acc": "accuracy", "rew": "expected_reward", "klo": "kl_optimum",
@@ -226,7 +282,7 @@ def target_beta_of(spec: str, target_beta: float | None) -> float:
 # --------------------------------------------------------------------------- training
 def train(
     model: str | torch.nn.Module = "tiny",
-    task: str | TokenTreeTask = "tokentree:V=4,L=3",
+    task: str | TreeTask = "tokentree:V=4,L=3",
     loss: str = "grpo",
     *,
     steps: int = 300,
@@ -277,9 +333,10 @@ def train(
         from theorylab.mdps.registry import make as make_task
 
         task = make_task(task)
-    if not isinstance(task, TokenTreeTask):
+    if not isinstance(task, TreeTask):
         raise ValueError(
-            f"the trainer runs on a token-tree task (e.g. tokentree:V=4,L=3), got "
+            f"the trainer runs on a token-tree task (e.g. tokentree:V=4,L=3 or "
+            f"tokentree-eos:V=3,L=3), got "
             f"{type(task).__name__} {getattr(task, 'name', '')!r}"
         )
     positive = (("steps", steps, 1), ("group_size", group_size, 2), ("eval_every", eval_every, 1),
@@ -434,9 +491,10 @@ def _train_one_seed(
     learner = place.wrap(policy)  # gradient forwards (DDP / FSDP over the ranks when world > 1)
     inputs = prefix_inputs(task, dev)
     with torch.no_grad():
-        ref_seq_t = sequence_table(reference, task, inputs, torch.float64)
+        ref_cond = conditional_table(reference, task, inputs, torch.float64)  # (P, N, V)
+        ref_seq_t = sequences_of(task, ref_cond)
     ref_seq = ref_seq_t.cpu().numpy()
-    exact_task = with_reference(task, ref_seq)
+    exact_task = with_reference(task, ref_cond.cpu().numpy())
     optimum = exact_task.optimum_by_enumeration(beta)
     state = LMTrainingState.create(
         policy, lr=lr, device=dev, precision=scale.precision, schedule=scale.schedule,
@@ -456,7 +514,7 @@ def _train_one_seed(
     if family == "preference" and preference == "exact":
         pairs = preference_pairs(task, ref_seq)
         ref_seq_f = ref_seq_t.to(torch.float32)
-        R = task.V ** (task.L - 1)
+        R = len(deepest_prefixes(task))
         exact_batches = []
         for c in chunks:
             keep = (pairs[0] >= c[0]) & (pairs[0] <= c[-1])
@@ -483,7 +541,7 @@ def _train_one_seed(
                 writer.add_scalar(f"exact/{EXACT_NAMES[name]}", metrics[name][-1], state.step)
 
     def online_loss(model, batch) -> torch.Tensor:
-        ids, rewards, prompts = batch  # this rank's whole groups of one micro-batch
+        ids, rewards, prompts, mask = batch  # this rank's whole groups of one micro-batch
         extra = {}
         if "z_logp" in wanted:  # LaSeR: the pre-specified token's log-probability after y_t
             logp, z_logp = response_and_token_logprobs(model, ids, V, z_token)
@@ -497,11 +555,11 @@ def _train_one_seed(
         group = prompts - prompts[0]  # group ids 0.. on this shard
         available = {
             "logp": logp, "old_logp": None, "ref_logp": ref_logp,
-            "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
+            "mask": mask, "rewards": rewards, "group": group,
             "advantages": group_advantages(rewards, group, "std"), **extra,
         }  # fmt: skip
         if "logratios" in wanted:  # EXO: the group's K = G responses, (n,) -> (n / G, G)
-            available["logratios"] = (logp - ref_logp).sum(-1).reshape(-1, group_size)
+            available["logratios"] = ((logp - ref_logp) * mask).sum(-1).reshape(-1, group_size)
             available["rewards"] = rewards.reshape(-1, group_size)
         if "v_star" in wanted:
             available["v_star"] = v_star[prompts]
@@ -532,13 +590,14 @@ def _train_one_seed(
             prompts = torch.arange(P, device=dev).repeat_interleave(group_size)  # (P G,)
             with autocast(dev, scale.precision):
                 ids = sample_responses(policy, task, prompts, state.generator)  # (P G, L + 1)
-            x = prompts.cpu().numpy()
-            r = draw_rewards(task, x, response_index(task, ids[:, 1:]), rng)
+            x, y = prompts.cpu().numpy(), response_index(task, ids[:, 1:])
+            r = draw_rewards(task, x, y, rng)
             rewards = torch.as_tensor(r, dtype=torch.float32, device=dev)
+            mask = torch.as_tensor(task.token_mask[y], dtype=torch.float32, device=dev)
             for j, c in enumerate(chunks):
                 rows = np.arange(int(c[0]) * group_size, (int(c[-1]) + 1) * group_size)
                 rows = torch.as_tensor(rows[place.rows(len(rows))], device=dev)  # rank's groups
-                batch = (ids[rows], rewards[rows], prompts[rows])
+                batch = (ids[rows], rewards[rows], prompts[rows], mask[rows])
                 with gradient_sync(learner, j == k - 1):
                     loss = accumulate(state, online_loss, batch, len(c) / P, model=learner)
                 total += loss * len(c) / P
@@ -633,10 +692,11 @@ def _sampled_pairs(
     xt = torch.as_tensor(np.r_[x, x, x], device=dev)
     resp = torch.as_tensor(task.tokens[np.r_[yw, yl, c]], device=dev)
     ids = sequence_ids(task, xt, resp)  # (3 n P, L + 1): chosen, rejected, ref samples
-    seq = response_logp(policy, ids, task.V).sum(-1)
+    mask = torch.as_tensor(task.token_mask[np.r_[yw, yl, c]], dtype=torch.float32, device=dev)
+    seq = (response_logp(policy, ids, task.V) * mask).sum(-1)  # padding after EOS left out
     m = len(x)
     with torch.no_grad():
-        ref = response_logp(reference, ids[: 2 * m], task.V).sum(-1)
+        ref = (response_logp(reference, ids[: 2 * m], task.V) * mask[: 2 * m]).sum(-1)
     return {
         "policy_chosen": seq[:m], "policy_rejected": seq[m : 2 * m],
         "ref_chosen": ref[:m], "ref_rejected": ref[m:],

@@ -1,0 +1,108 @@
+"""The transformer trainer on token trees with variable-length responses (``tokentree-eos``): the
+exact tables read every response's real tokens (EOS included, padding not), sampling stops at
+EOS, every registered policy loss runs, and the exact KL to pi* falls for representative ones."""
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from theorylab.algorithms.deep import trainer as tr  # noqa: E402
+from theorylab.algorithms.deep.models import make_model  # noqa: E402
+from theorylab.algorithms.deep.transformer_registrations import (  # noqa: E402
+    ONLINE_LOSSES,
+    PREFERENCE_LOSSES,
+)
+from theorylab.mdps.registry import make  # noqa: E402
+
+SMALL = "tiny:d_model=16,n_layer=1,n_head=2,d_ff=32"
+TASK = "tokentree-eos:V=3,L=2,prompts=2"
+
+
+@pytest.fixture(scope="module")
+def setup():
+    task = make("tokentree-eos:V=3,L=3,prompts=2")
+    model = make_model(SMALL, task.V + task.n_prompts, max_len=task.L + 1, seed=3)
+    model.eval()
+    return task, model
+
+
+def test_sequence_table_scores_real_tokens_only(setup):
+    task, model = setup
+    P, Y = task.n_prompts, task.n_responses
+    with torch.no_grad():
+        table = tr.sequence_table(model, task, tr.prefix_inputs(task, "cpu"), torch.float64)
+        # independently: one forward pass per (prompt, padded response), padding masked out
+        x = torch.arange(P).repeat_interleave(Y)
+        ids = tr.sequence_ids(task, x, torch.as_tensor(task.tokens).repeat(P, 1))
+        mask = torch.as_tensor(task.token_mask, dtype=torch.float64).repeat(P, 1)
+        direct = (tr.response_logp(model, ids, task.V).double() * mask).sum(-1).reshape(P, Y)
+        unmasked = tr.response_logp(model, ids, task.V).double().sum(-1).reshape(P, Y)
+    assert torch.allclose(table, direct, atol=1e-5)
+    assert np.allclose(np.exp(table.numpy()).sum(axis=1), 1.0, atol=1e-9)
+    # the control: counting the padding after EOS is no distribution
+    assert abs(np.exp(unmasked.numpy()).sum(axis=1) - 1.0).max() > 0.05
+    cond = tr.conditional_table(model, task, tr.prefix_inputs(task, "cpu"), torch.float64)
+    assert np.allclose(task.sequence_logprobs(cond.detach().numpy()), table.numpy(), atol=1e-12)
+
+
+def test_sampling_stops_at_eos_and_matches_the_table(setup):
+    task, model = setup
+    n = 6000
+    gen = torch.Generator().manual_seed(0)
+    ids = tr.sample_responses(model, task, torch.zeros(n, dtype=torch.long), gen)
+    y = tr.response_index(task, ids[:, 1:])
+    assert (y >= 0).all()
+    assert (task.tokens[y] == ids[:, 1:].numpy()).all()  # padded with 0 after EOS
+    freq = np.bincount(y, minlength=task.n_responses) / n
+    with torch.no_grad():
+        p = tr.sequence_table(model, task, tr.prefix_inputs(task, "cpu"), torch.float64)[0]
+    assert 0.5 * np.abs(freq - p.exp().numpy()).sum() < 0.06  # E TV ~ 0.03 at n = 6000
+    assert len(set(task.lengths[y])) == task.L  # responses of every length were drawn
+
+
+def test_sampled_pairs_read_the_masked_sequence_log_probabilities(setup):
+    task, model = setup
+    with torch.no_grad():
+        table = tr.sequence_table(model, task, tr.prefix_inputs(task, "cpu"), torch.float64)
+        ref_seq = table.numpy()
+        rng = np.random.default_rng(0)
+        out = tr._sampled_pairs(model, model, task, ref_seq, 8, rng, "cpu")
+    # the chosen responses are scored as in the exact table
+    rows = np.isclose(out["policy_chosen"].double().numpy()[:, None], ref_seq[np.repeat([0, 1], 8)],
+                      atol=1e-5)  # fmt: skip
+    assert rows.any(axis=1).all()
+    assert torch.allclose(out["policy_chosen"], out["ref_chosen"])
+
+
+def test_exact_target_is_soft_value_iteration_on_the_initial_model(setup):
+    task, model = setup
+    inputs = tr.prefix_inputs(task, "cpu")
+    with torch.no_grad():
+        cond = tr.conditional_table(model, task, inputs, torch.float64).numpy()
+    exact = tr.with_reference(task, cond)
+    beta = 0.3
+    # enumeration (ref x exp(r / beta), normalised) against soft VI over the EOS tree
+    en = exact.optimum_by_enumeration(beta)
+    assert np.abs(en - exact.soft_optimum(beta).seq_logp).max() < 1e-10
+    res = tr.train(SMALL, task, "dpo", steps=1, eval_every=1, target_beta=beta, lr=0.0, seed=0)
+    assert res.config["task"].startswith("tokentree-eos")
+    assert res.kl_optimum.shape == (1, 2)
+    assert res.kl_optimum[0, 0] == pytest.approx(res.kl_optimum[0, 1], abs=1e-12)  # lr 0
+
+
+@pytest.mark.parametrize("loss", [*ONLINE_LOSSES, *PREFERENCE_LOSSES])
+def test_every_policy_loss_trains_on_variable_lengths(loss):
+    res = tr.train(SMALL, TASK, loss, steps=1, eval_every=1, group_size=4, target_beta=0.1,
+                   value_samples=4, lr=1e-2)  # fmt: skip
+    assert np.isfinite(res.loss).all()
+    assert np.isfinite(res.kl_optimum).all() and (res.kl_optimum >= 0).all()
+    assert res.config["family"] in ("online", "preference")
+
+
+@pytest.mark.parametrize("loss", ["rebel", "exo", "dpo"])
+def test_exact_kl_to_the_optimum_falls(loss):
+    res = tr.train(SMALL, TASK, loss, steps=10, eval_every=10, group_size=4, target_beta=0.1,
+                   lr=1e-2)  # fmt: skip
+    start, end = res.kl_optimum[0]
+    assert end < 0.6 * start, (start, end)
