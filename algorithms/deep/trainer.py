@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from theorylab.algorithms.deep import distributed
+from theorylab.algorithms.deep.c_rlft import draw_class_tagged
 from theorylab.algorithms.deep.groups import group_advantages
 from theorylab.algorithms.deep.laser import response_and_token_logprobs
 from theorylab.algorithms.deep.lm_training_state import (
@@ -223,15 +224,26 @@ EXACT_NAMES = {"acc": "accuracy", "rew": "expected_reward", "klo": "kl_optimum",
 
 
 # --------------------------------------------------------------------------- the loss
-def loss_family(name: str) -> str:
-    """ "online" or "preference" for a registered loss (by its tensor arguments)."""
+def loss_family(name: str, offline_data: str | None = None) -> str:
+    """ "online" or "preference" for a registered loss (by its tensor arguments); "offline" for a
+    loss of :data:`OFFLINE_DATA_LOSSES` given ``offline_data`` (refused without it)."""
     load_losses()
     from theorylab.algorithms.deep.registry import LOSSES
 
     fn = LOSSES.get(name)
     if name in OFFLINE_DATA_LOSSES:
+        if offline_data is not None:
+            return "offline"
         raise InvalidBatchError(
-            f"loss {name!r} trains on {OFFLINE_DATA_LOSSES[name]}; the trainers sample on-policy"
+            f"loss {name!r} trains on {OFFLINE_DATA_LOSSES[name]}; the trainers sample "
+            "on-policy unless given one: on a token tree pass offline_data='mixed-quality' "
+            f"(theorylab train {name} tokentree-eos --offline-data mixed-quality); its exact "
+            f"twin runs with tl.run('{name}-twin', 'tokentree-eos:...')"
+        )
+    if offline_data is not None:
+        raise ValueError(
+            f"offline_data applies to the losses that train on an offline dataset "
+            f"({', '.join(OFFLINE_DATA_LOSSES)}), not to {name!r}, which samples on-policy"
         )
     params = tensor_arguments(fn)
     if "policy_chosen" in params:
@@ -294,6 +306,7 @@ def train(
     preference: str = "exact",
     pairs_per_prompt: int = 16,
     value_samples: int = 16,
+    offline_data: str | None = None,
     max_grad_norm: float = 1.0,
     seeds: int = 1,
     seed: int = 0,
@@ -350,8 +363,16 @@ def train(
     if preference not in ("exact", "sampled"):
         raise ValueError(f"preference must be 'exact' or 'sampled', got {preference!r}")
     loss_name, _ = parse_spec(loss)
-    family = loss_family(loss_name)
+    family = loss_family(loss_name, offline_data)
     loss_fn = make_loss(loss)
+    offline = None
+    if family == "offline":  # C-RLFT: the class-conditioned tree and its class-tagged data
+        from theorylab.algorithms.deep.c_rlft import class_tagged_data
+
+        offline = class_tagged_data(task, offline_data)
+        task = offline.task
+        if target_beta is None:  # pi*(.|x,c) = pi_c for every beta (r_c constant in a class)
+            target_beta = 1.0
     if "rebel" == loss_name and group_size % 2:
         raise ValueError(f"rebel pairs the responses of a prompt: group_size must be even, got "
                          f"{group_size}")  # fmt: skip
@@ -365,6 +386,11 @@ def train(
     distributed.check_batch(dist_world, family, preference, task.n_prompts, pairs_per_prompt)
     if loss_name == "tbrm" and dist_world > 1:  # its root value is scored outside DDP's forward
         raise ValueError(f"tbrm trains on one process only, got {dist_world} processes")
+    if family == "offline" and (dist_world > 1 or micro_batches > 1):
+        raise TrainingConfigError(
+            f"{loss_name} with offline_data trains on one process in one batch, got "
+            f"{dist_world} processes and micro_batches = {micro_batches}"
+        )
     chunk_sizes = {len(c) for c in np.array_split(np.arange(task.n_prompts), micro_batches)}
     if dist_world > 1 and any(n % dist_world for n in chunk_sizes):
         raise TrainingConfigError(
@@ -411,14 +437,14 @@ def train(
             **scale.key(), "model": model_name, "task": task.name, "loss": loss, "steps": steps,
             "lr": lr, "group_size": group_size, "target_beta": beta, "preference": preference,
             "pairs_per_prompt": pairs_per_prompt, "value_samples": value_samples,
-            "max_grad_norm": max_grad_norm, "seed": seed, "seed_index": i,
+            "offline_data": offline_data, "max_grad_norm": max_grad_norm, "seed": seed, "seed_index": i,
             "processes": place.world, "parallel": parallel,
         }  # fmt: skip
         out = _train_one_seed(
             model, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed,
             steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
             preference=preference, pairs_per_prompt=pairs_per_prompt,
-            value_samples=value_samples, max_grad_norm=max_grad_norm,
+            value_samples=value_samples, max_grad_norm=max_grad_norm, offline=offline,
             progress=progress and place.main, scale=scale, folder=folder,
             fingerprint=fingerprint, place=place,
             tensorboard=per_seed_folder(tensorboard, i, len(indices)) if place.main else None,
@@ -455,6 +481,7 @@ def train(
                 "preference": preference,
                 "pairs_per_prompt": pairs_per_prompt,
                 "value_samples": value_samples,
+                "offline_data": offline_data,
                 "max_grad_norm": max_grad_norm,
                 "device": str(dev),
                 "processes": place.world,
@@ -473,6 +500,7 @@ def _train_one_seed(
     model_spec, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed, *,
     steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, value_samples,
     max_grad_norm, progress, scale, folder, fingerprint, tensorboard, place=distributed.ONE,
+    offline=None,
 ) -> dict[str, Any]:  # fmt: skip
     P, V = task.n_prompts, task.V
     what = f"the task ({V} symbol tokens + {P} prompt tokens)"
@@ -494,7 +522,8 @@ def _train_one_seed(
         ref_cond = conditional_table(reference, task, inputs, torch.float64)  # (P, N, V)
         ref_seq_t = sequences_of(task, ref_cond)
     ref_seq = ref_seq_t.cpu().numpy()
-    exact_task = with_reference(task, ref_cond.cpu().numpy())
+    # the target's reference: the initial model (RLHF); the data's sources pi_c (C-RLFT)
+    exact_task = task if offline is not None else with_reference(task, ref_cond.cpu().numpy())
     optimum = exact_task.optimum_by_enumeration(beta)
     state = LMTrainingState.create(
         policy, lr=lr, device=dev, precision=scale.precision, schedule=scale.schedule,
@@ -572,6 +601,18 @@ def _train_one_seed(
             )
         return call_loss(loss_fn, available)
 
+    def offline_loss(model, _batch) -> torch.Tensor:  # group_size examples per row (x, c)
+        rows, y, r, w = draw_class_tagged(offline, group_size, rng)
+        ids = sequence_ids(task, torch.as_tensor(rows, device=dev),
+                           torch.as_tensor(task.tokens[y], device=dev))  # fmt: skip
+        available = {
+            "logp": response_logp(model, ids, V),
+            "mask": torch.as_tensor(task.token_mask[y], dtype=torch.float32, device=dev),
+            "rewards": torch.as_tensor(r, dtype=torch.float32, device=dev),
+            "weights": torch.as_tensor(w, dtype=torch.float32, device=dev),
+        }
+        return call_loss(loss_fn, available)
+
     def exact_loss(model, batch) -> torch.Tensor:
         chunk_inputs, chunk_pairs, chunk_ref = batch
         return call_loss(loss_fn, _exact_pairs(model, task, chunk_inputs, chunk_pairs, chunk_ref))
@@ -601,6 +642,8 @@ def _train_one_seed(
                 with gradient_sync(learner, j == k - 1):
                     loss = accumulate(state, online_loss, batch, len(c) / P, model=learner)
                 total += loss * len(c) / P
+        elif family == "offline":  # one batch, one process (train's checks)
+            total = accumulate(state, offline_loss, None, 1.0, model=learner)
         elif preference == "exact":  # pair weights carry the normalisation: chunk weights 1
             for batch in exact_batches:  # one process (distributed.check_batch)
                 total += accumulate(state, exact_loss, batch, 1.0)
