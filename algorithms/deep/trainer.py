@@ -166,13 +166,16 @@ def response_logp(model, ids: torch.Tensor, V: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def sample_responses(model, task: TreeTask, prompts: torch.Tensor, gen: torch.Generator):
+def sample_responses(
+    model, task: TreeTask, prompts: torch.Tensor, gen: torch.Generator, start=None
+):
     """Autoregressive sampling of one response per prompt (n,): returns ids (n, L + 1). On a
     tree with an end-of-sequence token (``task.eos_token``) the tokens after a response's EOS
     are padding (the task's padding symbol 0); L tokens are drawn either way (the model is
-    causal: the padding does not change the response's distribution)."""
-    ids = (task.V + prompts)[:, None]
-    for _ in range(task.L):
+    causal: the padding does not change the response's distribution). ``start`` (n, 1 + t):
+    continue these prefixes (prompt and t EOS-free tokens) instead of starting at the prompt."""
+    ids = (task.V + prompts)[:, None] if start is None else start
+    for _ in range(task.L + 1 - ids.shape[1]):
         probs = torch.softmax(model(ids)[:, -1, : task.V].float(), dim=-1)
         nxt = torch.multinomial(probs, 1, generator=gen)
         ids = torch.cat([ids, nxt], dim=1)
@@ -181,6 +184,33 @@ def sample_responses(model, task: TreeTask, prompts: torch.Tensor, gen: torch.Ge
         after = torch.cat([torch.zeros_like(ended[:, :1]), ended[:, :-1]], dim=1)
         ids[:, 1:] = ids[:, 1:].masked_fill(after, 0)
     return ids
+
+
+@torch.no_grad()
+def branched_rollouts(model, task: TreeTask, prompts: torch.Tensor, gen: torch.Generator):
+    """REFUEL's data (Gao et al. 2024): one roll-in y ~ pi(.|x) per prompt entry (n,) and, at
+    every turn t of it (every token of y, EOS included), a second roll-out branched at the state
+    h = (x, y_<t): a' ~ pi(.|h) and its continuation. Returns ids (2M, L + 1) with pair k in rows
+    (2k, 2k + 1) = (the roll-in, the branch), the turn masks (2M, L) (one-hot at t) and the prompt
+    of each row (2M,). Over the roll-ins, sum over the turns of a pair's loss is unbiased for the
+    exact objective sum_h d(h) E_{a, a' ~ pi(.|h)} (:func:`~theorylab.algorithms.deep.
+    regression_twins.refuel_objective`): the roll-in reaches h with probability d(h), and given
+    that, it and the branch are independent completions from h."""
+    ids = sample_responses(model, task, prompts, gen)  # (n, L + 1)
+    lengths = task.token_mask[response_index(task, ids[:, 1:])].sum(axis=1).astype(np.int64)
+    pairs, turns, who = [], [], []
+    for t in range(task.L):
+        rows = torch.as_tensor(np.flatnonzero(lengths > t), device=ids.device)
+        if len(rows) == 0:
+            continue
+        branch = sample_responses(model, task, prompts[rows], gen, start=ids[rows, : 1 + t])
+        pairs.append(torch.stack([ids[rows], branch], dim=1).reshape(-1, task.L + 1))
+        turns.append(torch.full((2 * len(rows),), t, device=ids.device))
+        who.append(prompts[rows].repeat_interleave(2))
+    pair_ids, turn = torch.cat(pairs), torch.cat(turns)
+    mask = torch.zeros(pair_ids.shape[0], task.L, device=ids.device)
+    mask[torch.arange(len(turn), device=ids.device), turn] = 1.0
+    return pair_ids, mask, torch.cat(who)
 
 
 def response_index(task: TreeTask, responses: torch.Tensor) -> np.ndarray:
@@ -391,6 +421,11 @@ def train(
             f"{loss_name} with offline_data trains on one process in one batch, got "
             f"{dist_world} processes and micro_batches = {micro_batches}"
         )
+    if loss_name == "refuel" and (dist_world > 1 or micro_batches > 1):
+        raise TrainingConfigError(
+            f"refuel's branched roll-outs train on one process in one batch, got {dist_world} "
+            f"processes and micro_batches = {micro_batches}"
+        )
     chunk_sizes = {len(c) for c in np.array_split(np.arange(task.n_prompts), micro_batches)}
     if dist_world > 1 and any(n % dist_world for n in chunk_sizes):
         raise TrainingConfigError(
@@ -445,6 +480,7 @@ def train(
             steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
             preference=preference, pairs_per_prompt=pairs_per_prompt,
             value_samples=value_samples, max_grad_norm=max_grad_norm, offline=offline,
+            branched=loss_name == "refuel",
             progress=progress and place.main, scale=scale, folder=folder,
             fingerprint=fingerprint, place=place,
             tensorboard=per_seed_folder(tensorboard, i, len(indices)) if place.main else None,
@@ -500,7 +536,7 @@ def _train_one_seed(
     model_spec, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed, *,
     steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, value_samples,
     max_grad_norm, progress, scale, folder, fingerprint, tensorboard, place=distributed.ONE,
-    offline=None,
+    offline=None, branched=False,
 ) -> dict[str, Any]:  # fmt: skip
     P, V = task.n_prompts, task.V
     what = f"the task ({V} symbol tokens + {P} prompt tokens)"
@@ -590,6 +626,9 @@ def _train_one_seed(
         if "logratios" in wanted:  # EXO: the group's K = G responses, (n,) -> (n / G, G)
             available["logratios"] = ((logp - ref_logp) * mask).sum(-1).reshape(-1, group_size)
             available["rewards"] = rewards.reshape(-1, group_size)
+        if branched:  # each roll-in's pairs summed, averaged over the P G roll-ins
+            available["weights"] = torch.full((len(ids) // 2,), 1.0 / (P * group_size),
+                                              device=dev)  # fmt: skip
         if "v_star" in wanted:
             available["v_star"] = v_star[prompts]
         if "root_values" in wanted:  # TBRM: V_theta(s_1) from the first-token logits
@@ -630,12 +669,18 @@ def _train_one_seed(
         if family == "online":
             prompts = torch.arange(P, device=dev).repeat_interleave(group_size)  # (P G,)
             with autocast(dev, scale.precision):
-                ids = sample_responses(policy, task, prompts, state.generator)  # (P G, L + 1)
+                if branched:  # REFUEL: pairs branched at every turn of each roll-in
+                    ids, mask, prompts = branched_rollouts(policy, task, prompts, state.generator)
+                else:
+                    ids = sample_responses(policy, task, prompts, state.generator)  # (P G, L+1)
             x, y = prompts.cpu().numpy(), response_index(task, ids[:, 1:])
             r = draw_rewards(task, x, y, rng)
             rewards = torch.as_tensor(r, dtype=torch.float32, device=dev)
+            if branched:  # one batch, one process (train's checks)
+                total = accumulate(state, online_loss, (ids, rewards, prompts, mask), 1.0,
+                                   model=learner)  # fmt: skip
             mask = torch.as_tensor(task.token_mask[y], dtype=torch.float32, device=dev)
-            for j, c in enumerate(chunks):
+            for j, c in enumerate(chunks if not branched else ()):
                 rows = np.arange(int(c[0]) * group_size, (int(c[-1]) + 1) * group_size)
                 rows = torch.as_tensor(rows[place.rows(len(rows))], device=dev)  # rank's groups
                 batch = (ids[rows], rewards[rows], prompts[rows], mask[rows])

@@ -15,8 +15,8 @@ from typing import Any
 from theorylab.algorithms.registry import register
 
 ONLINE_LOSSES = (
-    "grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm", "exo",
-    "pacs", "p3o", "laser",
+    "grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "refuel", "tbrm",
+    "exo", "pacs", "p3o", "laser",
 )  # fmt: skip
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 # losses of methods that train on a fixed offline dataset, not on the model's samples: the tree
@@ -30,7 +30,7 @@ OFFLINE_DATA_LOSSES = {
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
 LOSS_PAPERS = {
     "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
-    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "tbrm": ("000#42",),
+    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "refuel": ("002-004#E5",), "tbrm": ("000#42",),
     "exo": ("000#11",), "pacs": ("002-004#G5",),
     "p3o": ("002-004#E3",), "laser": ("002-004#F5",), "c-rlft": ("002-004#F7",),
 }  # fmt: skip
