@@ -215,7 +215,7 @@ def class_tagged_data(task, spec: str) -> ClassTaggedData:
                              f"{', '.join(f'{k}={v!r}' for k, v in defaults.items())}")  # fmt: skip
         kw[key] = _convert(text, defaults[key], key, name)
     data = mixed_quality_data(task, **kw)
-    C, P = data.n_classes, task.n_prompts
+    P = task.n_prompts
     ctask = conditioned_task(data)
     weight = (data.class_prior / P).reshape(-1)  # (P C,) row x C + c
     reward = np.tile(data.class_reward, P)

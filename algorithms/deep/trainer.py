@@ -472,7 +472,8 @@ def train(
             **scale.key(), "model": model_name, "task": task.name, "loss": loss, "steps": steps,
             "lr": lr, "group_size": group_size, "target_beta": beta, "preference": preference,
             "pairs_per_prompt": pairs_per_prompt, "value_samples": value_samples,
-            "offline_data": offline_data, "max_grad_norm": max_grad_norm, "seed": seed, "seed_index": i,
+            "offline_data": offline_data, "max_grad_norm": max_grad_norm, "seed": seed,
+            "seed_index": i,
             "processes": place.world, "parallel": parallel,
         }  # fmt: skip
         out = _train_one_seed(

@@ -30,7 +30,8 @@ OFFLINE_DATA_LOSSES = {
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
 LOSS_PAPERS = {
     "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
-    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "refuel": ("002-004#E5",), "tbrm": ("000#42",),
+    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "refuel": ("002-004#E5",),
+    "tbrm": ("000#42",),
     "exo": ("000#11",), "pacs": ("002-004#G5",),
     "p3o": ("002-004#E3",), "laser": ("002-004#F5",), "c-rlft": ("002-004#F7",),
 }  # fmt: skip
