@@ -169,3 +169,56 @@ def test_refuel_trains_with_the_exact_kl_reported():
     assert end < 0.8 * start, (start, end)
     with pytest.raises(ValueError, match="one process in one batch"):
         tr.train(SMALL, TASK, "refuel", steps=1, target_beta=0.1, micro_batches=2)
+
+
+# --------------------------------------------------------------------------- length normalisation
+def _grpo_gradients(task, model, theta, draws, masked=True):
+    """(exact gradient of GRPO's objective written independently with 1/|o| per response
+    (reference_objectives), mean and SE of the registered grpo loss's gradient on batches drawn
+    as the trainer draws them: responses sampled from the model, padded after EOS, the mask
+    ``task.token_mask[y]``; ``masked=False``: a mask of ones, the trainer before EOS trees)."""
+    from theorylab.algorithms.deep import loss_expectations as le
+    from theorylab.algorithms.deep.registry import make_loss
+    from theorylab.algorithms.deep.twins import LogitTable
+
+    G, K = 4, 32  # K groups of G responses per prompt per draw
+    pol = LogitTable(task, theta)
+    le.reference_objective(task, "grpo", pol, le.case_data(task, 0), group_size=G).backward()
+    exact = pol.theta.grad.numpy().copy()
+    loss = make_loss("grpo", beta=le.GROUP_BETA)
+    gen = torch.Generator().manual_seed(2)
+    rng = np.random.default_rng(2)
+    log_ref = torch.as_tensor(np.log(task.ref_cond))
+    P = task.n_prompts
+    grads = []
+    for _ in range(draws):
+        prompts = torch.arange(P).repeat_interleave(K * G)
+        ids = tr.sample_responses(model, task, prompts, gen)
+        y = torch.as_tensor(tr.response_index(task, ids[:, 1:]))
+        r = torch.as_tensor(tr.draw_rewards(task, prompts.numpy(), y.numpy(), rng))
+        mask = pol.mask[y] if masked else torch.ones_like(pol.mask[y])
+        pol.theta.grad = None
+        logp = pol.token_logp(pol.cond_logp(), prompts, y)
+        ref = pol.token_logp(log_ref, prompts, y)
+        group = torch.arange(P * K).repeat_interleave(G)
+        loss(logp, None, ref, mask, r, group).backward()
+        grads.append(pol.theta.grad.numpy().copy())
+    g = np.array(grads)
+    return exact, g.mean(axis=0), g.std(axis=0) / np.sqrt(draws)
+
+
+def test_grpo_on_trainer_batches_has_the_per_response_normalised_gradient():
+    """On tokentree-eos the trainer's batches (sampling to EOS, the responses' masks) give the
+    registered GRPO loss the gradient of GRPO's objective with 1/|o_i| per response; a mask of
+    ones (padding counted as tokens: what the trainer did before EOS trees) does not."""
+    task = make("tokentree-eos:V=3,L=3,prompts=1")  # L = 3: padding is no copy of a token
+    model = make_model(SMALL, task.V + task.n_prompts, max_len=task.L + 1, seed=7)
+    model.eval()
+    with torch.no_grad():
+        theta = tr.conditional_table(model, task, tr.prefix_inputs(task, "cpu"),
+                                     torch.float64).numpy()  # fmt: skip
+    exact, mean, se = _grpo_gradients(task, model, theta, 40)
+    z = np.abs(mean - exact) / np.maximum(se, 1e-12)
+    assert np.abs(exact).max() > 0.01 and z.max() < 5.0, z.max()
+    _, mean_c, se_c = _grpo_gradients(task, model, theta, 40, masked=False)
+    assert (np.abs(mean_c - exact) / np.maximum(se_c, 1e-12)).max() > 5.0  # the same test fails
