@@ -108,9 +108,28 @@ def test_exact_kl_to_the_optimum_falls(loss):
     assert end < 0.6 * start, (start, end)
 
 
+# --------------------------------------------------------------------------- sampled gradients
+def _model_and_table(spec: str, seed: int):
+    """(task, a small model, its conditional table (P, N, V)): a logit table equal to the model's
+    policy, whose gradient the sampled and the exact losses are compared in."""
+    task = make(spec)
+    model = make_model(SMALL, task.V + task.n_prompts, max_len=task.L + 1, seed=seed)
+    model.eval()
+    with torch.no_grad():
+        theta = tr.conditional_table(model, task, tr.prefix_inputs(task, "cpu"), torch.float64)
+    return task, model, theta.numpy()
+
+
+def _max_z(exact: np.ndarray, grads: list) -> float:
+    """max over coordinates of |mean of the sampled gradients - exact| / its standard error."""
+    g = np.array(grads)
+    se = g.std(axis=0) / np.sqrt(len(g))
+    return float((np.abs(g.mean(axis=0) - exact) / np.maximum(se, 1e-12)).max())
+
+
 # --------------------------------------------------------------------------- REFUEL
 def _refuel_gradients(task, model, theta, draws, branch=True):
-    """(exact gradient, mean and SE of the sampled gradient) of REFUEL's loss w.r.t. a logit table
+    """(exact gradient, the sampled gradients per draw) of REFUEL's loss w.r.t. a logit table
     equal to the model's conditionals, on-policy; the sampled pairs come from
     :func:`branched_rollouts` (``branch=False``: REBEL's two independent full roll-ins, the
     control)."""
@@ -141,25 +160,18 @@ def _refuel_gradients(task, model, theta, draws, branch=True):
         loss = make_loss("refuel" if branch else "rebel")
         loss(logp, None, None, mask.double(), r, who, w).backward()
         grads.append(pol.theta.grad.numpy().copy())
-    g = np.array(grads)
-    return exact, g.mean(axis=0), g.std(axis=0) / np.sqrt(draws)
+    return exact, grads
 
 
 def test_refuel_branched_rollouts_give_the_exact_gradient():
     """REFUEL's sampled loss on the trainer's branched roll-outs is unbiased for the exact
     objective (every node h, pairs from pi(.|h) weighted d(h), regression_twins): its gradient
     w.r.t. the conditional table matches within sampling error; REBEL's unbranched pairs do not."""
-    task = make("tokentree-eos:V=3,L=2,prompts=1")
-    model = make_model(SMALL, task.V + task.n_prompts, max_len=task.L + 1, seed=5)
-    model.eval()
-    with torch.no_grad():
-        theta = tr.conditional_table(model, task, tr.prefix_inputs(task, "cpu"),
-                                     torch.float64).numpy()  # fmt: skip
-    exact, mean, se = _refuel_gradients(task, model, theta, 40)
-    z = np.abs(mean - exact) / np.maximum(se, 1e-12)
-    assert np.abs(exact).max() > 0.05 and z.max() < 5.0, z.max()
-    _, mean_c, se_c = _refuel_gradients(task, model, theta, 40, branch=False)
-    assert (np.abs(mean_c - exact) / np.maximum(se_c, 1e-12)).max() > 8.0
+    task, model, theta = _model_and_table("tokentree-eos:V=3,L=2,prompts=1", 5)
+    exact, grads = _refuel_gradients(task, model, theta, 40)
+    assert np.abs(exact).max() > 0.05 and _max_z(exact, grads) < 5.0
+    exact, grads = _refuel_gradients(task, model, theta, 40, branch=False)
+    assert _max_z(exact, grads) > 8.0
 
 
 def test_refuel_trains_with_the_exact_kl_reported():
@@ -174,7 +186,7 @@ def test_refuel_trains_with_the_exact_kl_reported():
 # --------------------------------------------------------------------------- length normalisation
 def _grpo_gradients(task, model, theta, draws, masked=True):
     """(exact gradient of GRPO's objective written independently with 1/|o| per response
-    (reference_objectives), mean and SE of the registered grpo loss's gradient on batches drawn
+    (reference_objectives), the registered grpo loss's gradient per draw on batches drawn
     as the trainer draws them: responses sampled from the model, padded after EOS, the mask
     ``task.token_mask[y]``; ``masked=False``: a mask of ones, the trainer before EOS trees)."""
     from theorylab.algorithms.deep import loss_expectations as le
@@ -203,22 +215,16 @@ def _grpo_gradients(task, model, theta, draws, masked=True):
         group = torch.arange(P * K).repeat_interleave(G)
         loss(logp, None, ref, mask, r, group).backward()
         grads.append(pol.theta.grad.numpy().copy())
-    g = np.array(grads)
-    return exact, g.mean(axis=0), g.std(axis=0) / np.sqrt(draws)
+    return exact, grads
 
 
 def test_grpo_on_trainer_batches_has_the_per_response_normalised_gradient():
     """On tokentree-eos the trainer's batches (sampling to EOS, the responses' masks) give the
     registered GRPO loss the gradient of GRPO's objective with 1/|o_i| per response; a mask of
     ones (padding counted as tokens: what the trainer did before EOS trees) does not."""
-    task = make("tokentree-eos:V=3,L=3,prompts=1")  # L = 3: padding is no copy of a token
-    model = make_model(SMALL, task.V + task.n_prompts, max_len=task.L + 1, seed=7)
-    model.eval()
-    with torch.no_grad():
-        theta = tr.conditional_table(model, task, tr.prefix_inputs(task, "cpu"),
-                                     torch.float64).numpy()  # fmt: skip
-    exact, mean, se = _grpo_gradients(task, model, theta, 40)
-    z = np.abs(mean - exact) / np.maximum(se, 1e-12)
-    assert np.abs(exact).max() > 0.01 and z.max() < 5.0, z.max()
-    _, mean_c, se_c = _grpo_gradients(task, model, theta, 40, masked=False)
-    assert (np.abs(mean_c - exact) / np.maximum(se_c, 1e-12)).max() > 5.0  # the same test fails
+    # L = 3: the padding after a short response's EOS is no copy of one of its tokens
+    task, model, theta = _model_and_table("tokentree-eos:V=3,L=3,prompts=1", 7)
+    exact, grads = _grpo_gradients(task, model, theta, 40)
+    assert np.abs(exact).max() > 0.01 and _max_z(exact, grads) < 5.0
+    exact, grads = _grpo_gradients(task, model, theta, 40, masked=False)
+    assert _max_z(exact, grads) > 5.0  # the same test fails

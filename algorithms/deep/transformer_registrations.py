@@ -114,24 +114,12 @@ def _factory(loss: str, family: str):
     return factory
 
 
-for _loss in ONLINE_LOSSES:
-    register(
-        f"{_loss}-transformer",
-        kind="transformer",
-        problem="token-tree",
-        papers=LOSS_PAPERS.get(_loss, ()),
-    )(_factory(_loss, "online"))
-for _loss in PREFERENCE_LOSSES:
-    register(
-        f"{_loss}-transformer",
-        kind="transformer",
-        problem="token-tree",
-        papers=LOSS_PAPERS.get(_loss, ()),
-    )(_factory(_loss, "preference"))
-for _loss in OFFLINE_DATA_LOSSES:
-    register(
-        f"{_loss}-transformer",
-        kind="transformer",
-        problem="token-tree",
-        papers=LOSS_PAPERS.get(_loss, ()),
-    )(_factory(_loss, "offline"))
+for _family, _losses in (("online", ONLINE_LOSSES), ("preference", PREFERENCE_LOSSES),
+                         ("offline", tuple(OFFLINE_DATA_LOSSES))):  # fmt: skip
+    for _loss in _losses:
+        register(
+            f"{_loss}-transformer",
+            kind="transformer",
+            problem="token-tree",
+            papers=LOSS_PAPERS.get(_loss, ()),
+        )(_factory(_loss, _family))
