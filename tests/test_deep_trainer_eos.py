@@ -228,3 +228,13 @@ def test_grpo_on_trainer_batches_has_the_per_response_normalised_gradient():
     assert np.abs(exact).max() > 0.01 and _max_z(exact, grads) < 5.0
     exact, grads = _grpo_gradients(task, model, theta, 40, masked=False)
     assert _max_z(exact, grads) > 5.0  # the same test fails
+
+
+def test_the_prompt_trainer_refuses_refuel_in_one_line(capsys):
+    """The prompt trainer samples whole responses: REFUEL's branched roll-outs are not drawn
+    there, and running it on those pairs would be REBEL under another name."""
+    from theorylab.cli import main
+
+    assert main(["train", "refuel", "arithmetic", "--steps", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "branched from a shared prefix" in err, err

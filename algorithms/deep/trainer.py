@@ -75,6 +75,7 @@ from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_d
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
 from theorylab.algorithms.deep.regression_losses import log_mean_exp_value, tbrm_root_values
 from theorylab.algorithms.deep.transformer_registrations import (
+    BRANCHED_LOSSES,
     OFFLINE_DATA_LOSSES,
     ONLINE_LOSSES,
     PREFERENCE_LOSSES,
@@ -421,9 +422,9 @@ def train(
             f"{loss_name} with offline_data trains on one process in one batch, got "
             f"{dist_world} processes and micro_batches = {micro_batches}"
         )
-    if loss_name == "refuel" and (dist_world > 1 or micro_batches > 1):
+    if loss_name in BRANCHED_LOSSES and (dist_world > 1 or micro_batches > 1):
         raise TrainingConfigError(
-            f"refuel's branched roll-outs train on one process in one batch, got {dist_world} "
+            f"{loss_name}'s branched roll-outs train on one process in one batch, got {dist_world} "
             f"processes and micro_batches = {micro_batches}"
         )
     chunk_sizes = {len(c) for c in np.array_split(np.arange(task.n_prompts), micro_batches)}
@@ -481,7 +482,7 @@ def train(
             steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
             preference=preference, pairs_per_prompt=pairs_per_prompt,
             value_samples=value_samples, max_grad_norm=max_grad_norm, offline=offline,
-            branched=loss_name == "refuel",
+            branched=loss_name in BRANCHED_LOSSES,
             progress=progress and place.main, scale=scale, folder=folder,
             fingerprint=fingerprint, place=place,
             tensorboard=per_seed_folder(tensorboard, i, len(indices)) if place.main else None,

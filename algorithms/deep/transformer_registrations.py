@@ -27,6 +27,9 @@ PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 OFFLINE_DATA_LOSSES = {
     "c-rlft": "an offline mixed-quality dataset whose prompts carry a source-class token",
 }
+# losses whose batch is roll-outs branched from a shared prefix (REFUEL): the tree trainer draws
+# them (trainer.branched_rollouts); the prompt trainer samples whole responses and refuses them
+BRANCHED_LOSSES = ("refuel",)
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
 LOSS_PAPERS = {
     "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
