@@ -238,3 +238,21 @@ def test_the_prompt_trainer_refuses_refuel_in_one_line(capsys):
     assert main(["train", "refuel", "arithmetic", "--steps", "1", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "branched from a shared prefix" in err, err
+
+
+def test_refuel_loss_is_the_turn_masked_rebel_residual():
+    from theorylab.algorithms.deep.masking import InvalidBatchError
+    from theorylab.algorithms.deep.registry import make_loss
+
+    logp = torch.tensor([[-0.5, -1.0, -0.2], [-0.7, -0.3, -0.9]], dtype=torch.float64)
+    old = torch.tensor([[-0.6, -0.8, -0.1], [-0.4, -0.5, -0.2]], dtype=torch.float64)
+    mask = torch.tensor([[0.0, 1.0, 0.0], [0.0, 1.0, 0.0]], dtype=torch.float64)  # turn t = 1
+    r = torch.tensor([1.0, 0.25], dtype=torch.float64)
+    eta = 2.0
+    # written out: ((logp - old)[0, 1] - (logp - old)[1, 1] - eta (r0 - r1))^2
+    want = ((-1.0 + 0.8) - (-0.3 + 0.5) - eta * (1.0 - 0.25)) ** 2
+    got = make_loss(f"refuel:eta={eta}")(logp, old, None, mask, r, torch.zeros(2))
+    assert float(got) == pytest.approx(want, rel=1e-14)
+    other = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], dtype=torch.float64)
+    with pytest.raises(InvalidBatchError, match="masks different turns"):
+        make_loss("refuel")(logp, old, None, other, r, torch.zeros(2))
