@@ -251,8 +251,8 @@ def test_refuel_loss_is_the_turn_masked_rebel_residual():
     eta = 2.0
     # written out: ((logp - old)[0, 1] - (logp - old)[1, 1] - eta (r0 - r1))^2
     want = ((-1.0 + 0.8) - (-0.3 + 0.5) - eta * (1.0 - 0.25)) ** 2
-    got = make_loss(f"refuel:eta={eta}")(logp, old, None, mask, r, torch.zeros(2))
+    got = make_loss(f"refuel:eta={eta}")(logp, old, None, mask, r, torch.zeros(2, dtype=torch.long))
     assert float(got) == pytest.approx(want, rel=1e-14)
     other = torch.tensor([[0.0, 1.0, 0.0], [1.0, 0.0, 0.0]], dtype=torch.float64)
     with pytest.raises(InvalidBatchError, match="masks different turns"):
-        make_loss("refuel")(logp, old, None, other, r, torch.zeros(2))
+        make_loss("refuel")(logp, old, None, other, r, torch.zeros(2, dtype=torch.long))
