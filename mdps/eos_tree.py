@@ -61,6 +61,11 @@ class EosTokenTree(TreeTask):
         self._check_distributions()
 
     @property
+    def eos_token(self) -> int:
+        """Symbol 0 ends a response (and pads the token arrays)."""
+        return 0
+
+    @property
     def n_nodes(self) -> int:
         return len(self._prefixes)
 

@@ -73,6 +73,11 @@ class TreeTask:
         return int(self.reward_values.shape[0])
 
     @property
+    def eos_token(self) -> int | None:
+        """The symbol that ends a response (None: every response has L tokens)."""
+        return None
+
+    @property
     def tokens(self) -> np.ndarray:
         """(Y, L) the tokens of every response (padded with 0 after a shorter one's end)."""
         return self._tokens

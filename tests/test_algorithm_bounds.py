@@ -249,10 +249,11 @@ MAIN_THEOREM = {
 # (validations/claims/deep_training.py).
 TRANSFORMERS = {
     f"{loss}-transformer"
-    for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm",
-                 "exo", "pacs", "p3o", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
+    for loss in ("grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "refuel",
+                 "tbrm", "exo", "pacs", "p3o", "dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 }  # fmt: skip
 TRANSFORMERS |= {"laser-transformer"}  # LaSeR (issue 28, llm28)
+TRANSFORMERS |= {"c-rlft-transformer"}  # C-RLFT on offline class-tagged data (issue 28, llm28a)
 
 
 def test_every_algorithm_is_accounted_for():

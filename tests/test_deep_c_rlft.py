@@ -146,3 +146,65 @@ def test_the_trainers_refuse_c_rlft_in_one_line_before_any_work(task, capsys):
     assert len(err.splitlines()) == 1, err
     assert "loss 'c-rlft' trains on an offline mixed-quality dataset" in err
     assert "c-rlft-twin" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- the trainer
+def test_class_tagged_batches_are_unbiased_for_the_exact_loss():
+    """The trainer's sampled C-RLFT loss (examples drawn from pi_c per row (x, c), weights
+    p(c|x) / (P n)) averages to the exact expectation written out over every (x, c, y)."""
+    task = make(EOS)
+    data = cr.class_tagged_data(task, "mixed-quality:expert_share=0.3,alpha=0.2")
+    rows_n, Y = data.behaviour_logp.shape
+    assert rows_n == 2 * task.n_prompts and np.isclose(data.row_weight.sum(), 1.0)
+    rng = np.random.default_rng(0)
+    table = np.log(rng.dirichlet(np.ones(Y), size=rows_n))  # a policy's (P C, Y) table
+    prior = np.tile([0.3, 0.7], task.n_prompts) / task.n_prompts  # written out: p(c|x) / P
+    reward = np.tile([1.0, 0.2], task.n_prompts)
+    exact = -(prior[:, None] * np.exp(data.behaviour_logp) * reward[:, None] * table).sum()
+    draws = []
+    for _ in range(400):
+        rows, y, r, w = cr.draw_class_tagged(data, 8, rng)
+        draws.append(float((w * -r * table[rows, y]).sum()))
+    se = np.std(draws) / np.sqrt(len(draws))
+    assert abs(np.mean(draws) - exact) < 4 * se
+    # the control: the unweighted mean over the batch (class shares ignored) is biased
+    biased = -(np.exp(data.behaviour_logp) * reward[:, None] * table).sum() / rows_n
+    assert abs(biased - exact) > 10 * se
+
+
+def test_the_tree_trainer_trains_c_rlft_on_class_tagged_data():
+    from theorylab.algorithms.deep.trainer import train
+
+    res = train("tiny:d_model=16,n_layer=1,n_head=2,d_ff=32", EOS, "c-rlft", steps=20,
+                eval_every=20, lr=3e-2, offline_data="mixed-quality")  # fmt: skip
+    start, end = res.kl_optimum[0]
+    assert end < 0.7 * start, (start, end)
+    assert res.config["family"] == "offline"
+    assert res.config["params"]["offline_data"] == "mixed-quality"
+    # the target is pi*(.|x, c) = pi_c: the data's own sources (r_c constant within a class)
+    data = cr.class_tagged_data(make(EOS), "mixed-quality")
+    assert res.optimum_accuracy[0] == pytest.approx(
+        data.task.accuracy(data.behaviour_logp).mean(), abs=1e-9
+    )
+
+
+@pytest.mark.parametrize(
+    ("kw", "message"),
+    [
+        ({"offline_data": "mixed:x=1"}, "expected one of mixed-quality"),
+        ({"offline_data": "mixed-quality:x=1"}, "has no parameter 'x'"),
+        ({"offline_data": "mixed-quality", "micro_batches": 2}, "one process in one batch"),
+    ],
+)
+def test_offline_data_errors(kw, message):
+    from theorylab.algorithms.deep.trainer import train
+
+    with pytest.raises(ValueError, match=message):
+        train("tiny", EOS, "c-rlft", steps=1, **kw)
+
+
+def test_offline_data_is_refused_for_an_on_policy_loss():
+    from theorylab.algorithms.deep.trainer import train
+
+    with pytest.raises(ValueError, match="offline_data applies to the losses"):
+        train("tiny", EOS, "grpo", steps=1, offline_data="mixed-quality")

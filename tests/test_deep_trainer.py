@@ -66,7 +66,7 @@ def test_sampling_follows_the_table(setup):
 
 def test_preference_pairs_are_a_distribution_with_bradley_terry_labels(setup):
     task, _ = setup
-    ref = with_reference(task, task.ref_logprobs).ref_logprobs
+    ref = with_reference(task, np.log(task.ref_cond)).ref_logprobs
     x, yw, yl, w = preference_pairs(task, ref)
     assert np.isclose(w.sum(), 1.0)
     r = task.mean_reward

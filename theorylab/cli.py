@@ -916,7 +916,8 @@ def cmd_train(args) -> int:
                 pass_k=args.pass_k or 4, target_beta=args.target_beta,
                 preference=args.preference or "exact",
                 pairs_per_prompt=args.pairs_per_prompt or 16,
-                value_samples=args.value_samples or 16, parallel=args.parallel, **scale,
+                value_samples=args.value_samples or 16, offline_data=args.offline_data,
+                parallel=args.parallel, **scale,
             )  # fmt: skip
     except ModuleNotFoundError as exc:  # e.g. a gpt2-config model without transformers
         raise ValueError(str(exc)) from None
@@ -953,7 +954,8 @@ PROMPT_ONLY = (("--tokenizer", "tokenizer"), ("--reward", "reward"),
 TREE_ONLY = (("--pass-k", "pass_k"), ("--target-beta", "target_beta"),
              ("--preference", "preference"),
              ("--pairs-per-prompt", "pairs_per_prompt"),
-             ("--value-samples", "value_samples"))  # fmt: skip
+             ("--value-samples", "value_samples"),
+             ("--offline-data", "offline_data"))  # fmt: skip
 
 
 def _launch_train(args, task_spec: str, prompts: bool) -> int:
@@ -971,7 +973,7 @@ def _launch_train(args, task_spec: str, prompts: bool) -> int:
         check_prompt_shards(args.nproc, args.prompts_per_step or 8, args.micro_batches or 1)
     else:
         task = make_task(task_spec)
-        family = loss_family(parse_spec(args.loss)[0])
+        family = loss_family(parse_spec(args.loss)[0], args.offline_data)
         n_prompts = getattr(task, "n_prompts", 1)
         preference, pairs = args.preference or "exact", args.pairs_per_prompt or 16
         distributed.check_batch(args.nproc, family, preference, n_prompts, pairs)
@@ -1421,6 +1423,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     g.add_argument(
         "--value-samples", type=_integer_at_least(1), help="astar-po: stage-1 samples (16)"
+    )
+    g.add_argument(
+        "--offline-data",
+        help="c-rlft: the offline class-tagged dataset drawn from the tree: mixed-quality"
+        "[:expert_share=0.25,alpha=0.1,expert_beta=0.2,seed=0] (an expert and a sub-optimal "
+        "source, a class token each)",
     )
     q.add_argument("--seeds", "-B", type=_integer_at_least(1), default=1)
     q.add_argument("--seed", type=_integer_at_least(0), default=0, help="root seed (>= 0)")

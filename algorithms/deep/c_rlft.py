@@ -176,3 +176,57 @@ def mixture_mle(data: MixedQualityData, weights: np.ndarray) -> np.ndarray:
     seq = np.stack([np.exp(task.sequence_logprobs(np.log(b))) for b in data.behaviour])
     mix = np.einsum("pc,c,cpy->py", data.class_prior, np.asarray(weights, float), seq)
     return np.log(mix / mix.sum(1, keepdims=True))
+
+
+# --------------------------------------------------------------------------- the trainer's data
+OFFLINE_DATA = ("mixed-quality",)
+
+
+@dataclass(frozen=True)
+class ClassTaggedData:
+    """The offline dataset the transformer trainer draws C-RLFT's batches from (``theorylab
+    train c-rlft TASK --offline-data mixed-quality``): ``task`` the class-conditioned tree
+    (:func:`conditioned_task`: prompt row x C + c is prompt x with class token c, its reference
+    pi_c, its reward r_c, so its optimum is pi*(.|x, c)); ``behaviour_logp`` (P C, Y) log pi_c(y|x)
+    the source's responses are drawn from; ``row_weight`` (P C,) p(c|x) / P, the share of row
+    (x, c) in the data; ``row_reward`` (P C,) r_c."""
+
+    task: object
+    behaviour_logp: np.ndarray
+    row_weight: np.ndarray
+    row_reward: np.ndarray
+    spec: str
+
+
+def class_tagged_data(task, spec: str) -> ClassTaggedData:
+    """``spec`` = "mixed-quality[:expert_share=..,alpha=..,expert_beta=..,seed=..]": the two
+    sources of :func:`mixed_quality_data` on ``task``, as the trainer's class-tagged dataset."""
+    from theorylab.registry import _convert, parse_spec
+
+    name, raw = parse_spec(spec)
+    if name not in OFFLINE_DATA:
+        raise ValueError(f"offline_data {spec!r}: expected one of {', '.join(OFFLINE_DATA)} "
+                         "(e.g. mixed-quality:expert_share=0.25,alpha=0.1)")  # fmt: skip
+    defaults = {"expert_share": 0.25, "alpha": 0.1, "expert_beta": 0.2, "seed": 0}
+    kw = {}
+    for key, text in raw.items():
+        if key not in defaults:
+            raise ValueError(f"offline_data {spec!r} has no parameter {key!r}; parameters: "
+                             f"{', '.join(f'{k}={v!r}' for k, v in defaults.items())}")  # fmt: skip
+        kw[key] = _convert(text, defaults[key], key, name)
+    data = mixed_quality_data(task, **kw)
+    P = task.n_prompts
+    ctask = conditioned_task(data)
+    weight = (data.class_prior / P).reshape(-1)  # (P C,) row x C + c
+    reward = np.tile(data.class_reward, P)
+    return ClassTaggedData(ctask, ctask.ref_logprobs, weight, reward, spec)
+
+
+def draw_class_tagged(data: ClassTaggedData, n: int, rng: np.random.Generator):
+    """n examples per row (x, c): (rows (P C n,), responses (P C n,), rewards, weights), the
+    weights p(c|x) / (P n) summing to 1, so the batch loss is unbiased for the exact one."""
+    rows_n, Y = data.behaviour_logp.shape
+    rows = np.repeat(np.arange(rows_n), n)
+    cum = np.cumsum(np.exp(data.behaviour_logp[rows]), axis=1)
+    y = np.minimum((rng.random(len(rows))[:, None] > cum).sum(axis=1), Y - 1)
+    return rows, y, data.row_reward[rows], data.row_weight[rows] / n

@@ -159,6 +159,8 @@ def check_batch(
     (module docstring)."""
     if world == 1:
         return
+    if family == "offline":
+        raise ValueError(f"--nproc {world}: an offline-data loss (c-rlft) trains on one process")
     if family == "online":
         if n_prompts % world:
             raise ValueError(

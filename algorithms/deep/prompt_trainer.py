@@ -191,9 +191,16 @@ def check_prompt_loss(spec: str) -> None:
 
     load_losses()
     from theorylab.algorithms.deep.registry import LOSSES
+    from theorylab.algorithms.deep.transformer_registrations import BRANCHED_LOSSES
 
     name, _ = parse_spec(spec)
     family = loss_family(name)
+    if name in BRANCHED_LOSSES:
+        raise TrainingConfigError(
+            f"loss {name!r} trains on roll-outs branched from a shared prefix, which the prompt "
+            "trainer does not draw (it samples whole responses); it runs on token trees "
+            f"(theorylab train {name} tokentree-eos:V=3,L=3 --target-beta 0.1)"
+        )
     fn = make_loss(spec)
     if runs_on_prompts(fn, family):
         return
@@ -202,7 +209,7 @@ def check_prompt_loss(spec: str) -> None:
     missing = [a for a in args if a not in supplied
                and params[a].default is inspect.Parameter.empty]  # fmt: skip
     fits = [n for n in LOSSES.names() if _family_or_none(n) == family
-            and runs_on_prompts(make_loss(n), family)]  # fmt: skip
+            and n not in BRANCHED_LOSSES and runs_on_prompts(make_loss(n), family)]  # fmt: skip
     raise TrainingConfigError(
         f"loss {name!r} takes the tensors ({', '.join(args)}); the prompt trainer supplies "
         f"({', '.join(supplied)})"

@@ -14,7 +14,9 @@ reward; they differ in what makes the regression realisable:
   ref enters the reward as in the code: r - beta sum_t (log pi_t - log ref).
   REFUEL (Gao et al. 2024, arXiv 2410.04612) is this loss with the mask on the tokens of one
   turn and r the return of the rollout after it (two continuations branched from one state);
-  :mod:`theorylab.algorithms.deep.regression_twins` checks it on a token tree.
+  registered as ``refuel`` (the rebel loss, the two rows of a pair checked to mask one turn);
+  :mod:`theorylab.algorithms.deep.regression_twins` checks it on a token tree and the trainer
+  draws its branched roll-outs (:func:`theorylab.algorithms.deep.trainer.branched_rollouts`).
 * ``tbrm`` (Yuan et al. 2025, arXiv 2505.15311): the trajectory Bellman residual with the model's
   logits as Q-values, Q_theta(s, a) = beta (z(s, a) - z_ref(s, a)): the per-step soft residuals
   Q(s_h, a_h) - r_h - V(s_h+1) telescope to beta sum_t log pi/ref + V_theta(s_1) - R, with
@@ -160,6 +162,35 @@ def rebel(
         r = r - beta * (sequence_logprob(old, m) - sequence_logprob(ref_logp.detach(), m))
     residual = (ratio[0::2] - ratio[1::2]) - eta * (r[0::2] - r[1::2])  # (B/2,)
     return reduce_examples(residual**2, weights)
+
+
+@register_loss(
+    "refuel",
+    summary="REFUEL: REBEL on one turn of two roll-outs branched from a shared prefix (Gao 2024).",
+)
+def refuel(
+    logp: torch.Tensor,
+    old_logp: torch.Tensor | None,
+    ref_logp: torch.Tensor | None,
+    mask: torch.Tensor,
+    rewards: torch.Tensor,
+    group: torch.Tensor,
+    weights: torch.Tensor | None = None,
+    *,
+    eta: float = 1.0,
+) -> torch.Tensor:
+    """Rows (2k, 2k+1): two roll-outs branched at one state h (the same prompt and prefix), the
+    mask on the tokens of the turn chosen at h (the same positions in both rows), rewards the
+    returns after it; the :func:`rebel` residual on the turn's log-ratios. No KL term (REFUEL's
+    target is the per-state NPG step pi_t exp(eta Q^{pi_t}) / Z)."""
+    m = check_tokens(mask, logp=logp)
+    if m.shape[0] % 2 == 0 and bool((m[0::2] != m[1::2]).any()):
+        k = int((m[0::2] != m[1::2]).any(dim=1).nonzero()[0, 0])
+        raise InvalidBatchError(
+            f"refuel: pair {k} (rows {2 * k}, {2 * k + 1}) masks different turns; the two "
+            "roll-outs of a pair branch at one state and regress the same turn"
+        )
+    return rebel(logp, old_logp, ref_logp, mask, rewards, group, weights, eta=eta)
 
 
 @register_loss(

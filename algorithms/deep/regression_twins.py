@@ -143,7 +143,7 @@ def refuel_objective(task, pol: LogitTable, sampler: np.ndarray, eta: float):
     old = pol.token_logp(torch.as_tensor(log_softmax(sampler)), xs, ys)
     logp = pol.token_logp(cond, xs, ys)
     r = torch.as_tensor(task.mean_reward)[xs, ys]
-    return make_loss("rebel", eta=eta)(logp, old, None, mask, r, xs, w)
+    return make_loss("refuel", eta=eta)(logp, old, None, mask, r, xs, w)
 
 
 def tbrm_objective(task, pol: LogitTable, behaviour: np.ndarray, beta: float):

@@ -26,7 +26,7 @@ distribution over the V^L responses; the model needs at least V + P token ids.
 **The exact target.** The reference is the model at initialisation (frozen), as in RLHF, so the
 optimum the KL-regularised losses target is pi*_beta(y|x) ∝ pi_0(y|x) exp(r(x,y)/beta) with pi_0
 the *initial model's* table: it is computed exactly per seed by enumeration
-(:meth:`TokenTreeTask.optimum_by_enumeration` on the task with the initial model as reference).
+(:meth:`TreeTask.optimum_by_enumeration` on the task with the initial model as reference).
 beta is the loss's ``beta`` (``tau`` for IPO) unless ``target_beta`` is given (needed when the
 loss's beta is 0). DPO's population minimiser with these labels is exactly pi*_beta (Rafailov et
 al. 2023, eq. (4)-(7)); GRPO with the KL in the loss converges elsewhere (the tabular twins'
@@ -51,6 +51,7 @@ import numpy as np
 import torch
 
 from theorylab.algorithms.deep import distributed
+from theorylab.algorithms.deep.c_rlft import draw_class_tagged
 from theorylab.algorithms.deep.groups import group_advantages
 from theorylab.algorithms.deep.laser import response_and_token_logprobs
 from theorylab.algorithms.deep.lm_training_state import (
@@ -74,46 +75,89 @@ from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_d
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
 from theorylab.algorithms.deep.regression_losses import log_mean_exp_value, tbrm_root_values
 from theorylab.algorithms.deep.transformer_registrations import (
+    BRANCHED_LOSSES,
     OFFLINE_DATA_LOSSES,
     ONLINE_LOSSES,
     PREFERENCE_LOSSES,
 )
-from theorylab.mdps.token_tree import TokenTreeTask
+from theorylab.mdps.token_tree import TreeTask
 from theorylab.registry import parse_spec
 from theorylab.results.training import TrainingResult
 from theorylab.seeding import seed_indices
 
 
 # --------------------------------------------------------------------------- tokens and tables
-def sequence_ids(task: TokenTreeTask, prompts: torch.Tensor, responses: torch.Tensor):
+def sequence_ids(task: TreeTask, prompts: torch.Tensor, responses: torch.Tensor):
     """``[V + x, y_1..y_L]`` (n, L + 1) from prompts (n,) and response tokens (n, L)."""
     return torch.cat([(task.V + prompts)[:, None], responses], dim=1)
 
 
-def prefix_inputs(task: TokenTreeTask, device) -> torch.Tensor:
-    """Every prompt followed by every length L-1 prefix: (P * V^(L-1), L) token ids."""
-    R = task.V ** (task.L - 1)
-    prefixes = torch.as_tensor(task.tokens[:: task.V, : task.L - 1], device=device)  # (R, L-1)
+def deepest_prefixes(task: TreeTask) -> np.ndarray:
+    """(R, L-1) the distinct length L-1 prefixes of the L-token responses, sorted: every node of
+    the tree is a prefix of one of them (``tokentree``: all V^(L-1) prefixes; ``tokentree-eos``:
+    the (V-1)^(L-1) EOS-free ones)."""
+    full = task.tokens[task.token_mask.sum(axis=1) == task.L, : task.L - 1]
+    return np.unique(full, axis=0)
+
+
+def node_positions(task: TreeTask) -> tuple[np.ndarray, np.ndarray]:
+    """(row, position), both (N,): node h's conditional is the model's output at ``position``
+    (its depth) of the :func:`deepest_prefixes` row ``row`` that extends it."""
+    at = {}
+    for r, row in enumerate(deepest_prefixes(task)):
+        for t in range(task.L):
+            at.setdefault(tuple(row[:t]), (r, t))
+    node_row = np.zeros(task.n_nodes, dtype=np.int64)
+    node_pos = np.zeros(task.n_nodes, dtype=np.int64)
+    lengths = task.token_mask.sum(axis=1).astype(np.int64)
+    for y in range(task.n_responses):
+        for t in range(lengths[y]):
+            node_row[task.token_nodes[y, t]], node_pos[task.token_nodes[y, t]] = at[
+                tuple(task.tokens[y, :t])
+            ]
+    return node_row, node_pos
+
+
+def prefix_inputs(task: TreeTask, device) -> torch.Tensor:
+    """Every prompt followed by every deepest prefix: (P * R, L) token ids (R: the number of
+    :func:`deepest_prefixes`; V^(L-1) on ``tokentree``)."""
+    prefixes = torch.as_tensor(deepest_prefixes(task), device=device)  # (R, L-1)
+    R = prefixes.shape[0]
     prompts = torch.arange(task.n_prompts, device=device).repeat_interleave(R)
     return sequence_ids(task, prompts, prefixes.repeat(task.n_prompts, 1))
 
 
-def sequence_table(
-    model, task: TokenTreeTask, inputs: torch.Tensor, dtype=torch.float32
+def conditional_table(
+    model, task: TreeTask, inputs: torch.Tensor, dtype=torch.float32
 ) -> torch.Tensor:
-    """log pi(y|x) for every prompt and response: (P, Y), differentiable.
+    """log pi(a | x, h) for every prompt, node and symbol: (p, N, V), differentiable.
 
-    inputs: :func:`prefix_inputs`. Position t of the row of prefix y_{<L} gives pi(. | x, y_{<t+1});
-    response y reads its L conditionals from the row of its own length L-1 prefix (index y // V).
-    """
-    Y, L, V = task.n_responses, task.L, task.V
-    P = inputs.shape[0] // (Y // V)  # the prompts whose prefixes ``inputs`` holds
-    logits = model(inputs)[..., :V].to(dtype)  # (P R, L, V)
-    cond = torch.log_softmax(logits, dim=-1).reshape(P, Y // V, L, V)
-    tokens = torch.as_tensor(task.tokens, device=inputs.device)  # (Y, L)
-    rows = cond[:, torch.arange(Y, device=inputs.device) // V]  # (P, Y, L, V)
-    picked = rows.gather(-1, tokens[None, :, :, None].expand(P, Y, L, 1)).squeeze(-1)
-    return picked.sum(-1)
+    inputs: :func:`prefix_inputs` (or the rows of p of its prompts). Position t of the row of a
+    deepest prefix gives the conditional at its length-t prefix (:func:`node_positions`)."""
+    node_row, node_pos = node_positions(task)
+    R = len(deepest_prefixes(task))
+    p = inputs.shape[0] // R
+    logits = model(inputs)[..., : task.V].to(dtype)  # (p R, L, V)
+    cond = torch.log_softmax(logits, dim=-1).reshape(p, R, task.L, task.V)
+    dev = inputs.device
+    return cond[:, torch.as_tensor(node_row, device=dev), torch.as_tensor(node_pos, device=dev)]
+
+
+def sequence_table(
+    model, task: TreeTask, inputs: torch.Tensor, dtype=torch.float32
+) -> torch.Tensor:
+    """log pi(y|x) for every prompt and response: (p, Y), differentiable: the sum of each
+    response's conditionals over its real tokens (EOS included, padding not)."""
+    return sequences_of(task, conditional_table(model, task, inputs, dtype))
+
+
+def sequences_of(task: TreeTask, cond: torch.Tensor) -> torch.Tensor:
+    """(p, N, V) conditional log-probabilities -> (p, Y) sequence log-probabilities (torch)."""
+    dev, dtype = cond.device, cond.dtype
+    nodes = torch.as_tensor(task.token_nodes, device=dev)  # (Y, L)
+    tokens = torch.as_tensor(task.tokens, device=dev)
+    mask = torch.as_tensor(task.token_mask, dtype=dtype, device=dev)
+    return (cond[:, nodes, tokens] * mask).sum(-1)
 
 
 def response_logp(model, ids: torch.Tensor, V: int) -> torch.Tensor:
@@ -123,23 +167,65 @@ def response_logp(model, ids: torch.Tensor, V: int) -> torch.Tensor:
 
 
 @torch.no_grad()
-def sample_responses(model, task: TokenTreeTask, prompts: torch.Tensor, gen: torch.Generator):
-    """Autoregressive sampling of one response per prompt (n,): returns ids (n, L + 1)."""
-    ids = (task.V + prompts)[:, None]
-    for _ in range(task.L):
+def sample_responses(
+    model, task: TreeTask, prompts: torch.Tensor, gen: torch.Generator, start=None
+):
+    """Autoregressive sampling of one response per prompt (n,): returns ids (n, L + 1). On a
+    tree with an end-of-sequence token (``task.eos_token``) the tokens after a response's EOS
+    are padding (the task's padding symbol 0); L tokens are drawn either way (the model is
+    causal: the padding does not change the response's distribution). ``start`` (n, 1 + t):
+    continue these prefixes (prompt and t EOS-free tokens) instead of starting at the prompt."""
+    ids = (task.V + prompts)[:, None] if start is None else start
+    for _ in range(task.L + 1 - ids.shape[1]):
         probs = torch.softmax(model(ids)[:, -1, : task.V].float(), dim=-1)
         nxt = torch.multinomial(probs, 1, generator=gen)
         ids = torch.cat([ids, nxt], dim=1)
+    if task.eos_token is not None:
+        ended = (ids[:, 1:] == task.eos_token).cumsum(dim=1) > 0  # at or after the first EOS
+        after = torch.cat([torch.zeros_like(ended[:, :1]), ended[:, :-1]], dim=1)
+        ids[:, 1:] = ids[:, 1:].masked_fill(after, 0)
     return ids
 
 
-def response_index(task: TokenTreeTask, responses: torch.Tensor) -> np.ndarray:
-    """Lexicographic index (n,) of response tokens (n, L)."""
+@torch.no_grad()
+def branched_rollouts(model, task: TreeTask, prompts: torch.Tensor, gen: torch.Generator):
+    """REFUEL's data (Gao et al. 2024): one roll-in y ~ pi(.|x) per prompt entry (n,) and, at
+    every turn t of it (every token of y, EOS included), a second roll-out branched at the state
+    h = (x, y_<t): a' ~ pi(.|h) and its continuation. Returns ids (2M, L + 1) with pair k in rows
+    (2k, 2k + 1) = (the roll-in, the branch), the turn masks (2M, L) (one-hot at t) and the prompt
+    of each row (2M,). Over the roll-ins, sum over the turns of a pair's loss is unbiased for the
+    exact objective sum_h d(h) E_{a, a' ~ pi(.|h)} (:func:`~theorylab.algorithms.deep.
+    regression_twins.refuel_objective`): the roll-in reaches h with probability d(h), and given
+    that, it and the branch are independent completions from h."""
+    ids = sample_responses(model, task, prompts, gen)  # (n, L + 1)
+    lengths = task.token_mask[response_index(task, ids[:, 1:])].sum(axis=1).astype(np.int64)
+    pairs, turns, who = [], [], []
+    for t in range(task.L):
+        rows = torch.as_tensor(np.flatnonzero(lengths > t), device=ids.device)
+        if len(rows) == 0:
+            continue
+        branch = sample_responses(model, task, prompts[rows], gen, start=ids[rows, : 1 + t])
+        pairs.append(torch.stack([ids[rows], branch], dim=1).reshape(-1, task.L + 1))
+        turns.append(torch.full((2 * len(rows),), t, device=ids.device))
+        who.append(prompts[rows].repeat_interleave(2))
+    pair_ids, turn = torch.cat(pairs), torch.cat(turns)
+    mask = torch.zeros(pair_ids.shape[0], task.L, device=ids.device)
+    mask[torch.arange(len(turn), device=ids.device), turn] = 1.0
+    return pair_ids, mask, torch.cat(who)
+
+
+def response_index(task: TreeTask, responses: torch.Tensor) -> np.ndarray:
+    """The index y (n,) of each response's padded tokens (n, L) in the task's table."""
     place = task.V ** np.arange(task.L - 1, -1, -1)
-    return (responses.cpu().numpy() * place).sum(axis=1)
+    code = (responses.cpu().numpy() * place).sum(axis=1)
+    if task.eos_token is None:  # tokentree: the lexicographic index is the code
+        return code
+    lookup = np.full(task.V**task.L, -1, dtype=np.int64)
+    lookup[(task.tokens * place).sum(axis=1)] = np.arange(task.n_responses)
+    return lookup[code]
 
 
-def draw_rewards(task: TokenTreeTask, x: np.ndarray, y: np.ndarray, rng) -> np.ndarray:
+def draw_rewards(task: TreeTask, x: np.ndarray, y: np.ndarray, rng) -> np.ndarray:
     """A reward (n,) from each (x, y)'s finite reward distribution."""
     cum = np.cumsum(task.reward_probs[x, y], axis=-1)  # (n, K)
     k = (rng.random(len(x))[:, None] > cum).sum(axis=-1)
@@ -147,7 +233,7 @@ def draw_rewards(task: TokenTreeTask, x: np.ndarray, y: np.ndarray, rng) -> np.n
     return task.reward_values[x, y, k]
 
 
-def preference_pairs(task: TokenTreeTask, ref_seq: np.ndarray):
+def preference_pairs(task: TreeTask, ref_seq: np.ndarray):
     """Every ordered pair (x, y_w, y_l) and its probability (P Y^2,) when (a, b) ~ ref x ref is
     labelled by Bradley-Terry sigmoid(r(a) - r(b)); the weights sum to 1 (ref_seq: (P, Y))."""
     P, Y = ref_seq.shape
@@ -157,9 +243,11 @@ def preference_pairs(task: TokenTreeTask, ref_seq: np.ndarray):
     return x, yw, yl, w
 
 
-def with_reference(task: TokenTreeTask, ref_seq: np.ndarray) -> TokenTreeTask:
-    """The task with its reference policy replaced by the table ``ref_seq`` (P, Y)."""
-    return dataclasses.replace(task, ref_cond=np.exp(task.conditional_from_sequence(ref_seq)))
+def with_reference(task: TreeTask, ref_cond: np.ndarray) -> TreeTask:
+    """The task with its reference policy replaced by the conditional log-probabilities
+    ``ref_cond`` (P, N, V) (:func:`conditional_table` of the initial model)."""
+    cond = np.exp(ref_cond)
+    return dataclasses.replace(task, ref_cond=cond / cond.sum(axis=-1, keepdims=True))
 
 
 EXACT_NAMES = {"acc": "accuracy", "rew": "expected_reward", "klo": "kl_optimum",
@@ -167,15 +255,26 @@ EXACT_NAMES = {"acc": "accuracy", "rew": "expected_reward", "klo": "kl_optimum",
 
 
 # --------------------------------------------------------------------------- the loss
-def loss_family(name: str) -> str:
-    """ "online" or "preference" for a registered loss (by its tensor arguments)."""
+def loss_family(name: str, offline_data: str | None = None) -> str:
+    """ "online" or "preference" for a registered loss (by its tensor arguments); "offline" for a
+    loss of :data:`OFFLINE_DATA_LOSSES` given ``offline_data`` (refused without it)."""
     load_losses()
     from theorylab.algorithms.deep.registry import LOSSES
 
     fn = LOSSES.get(name)
     if name in OFFLINE_DATA_LOSSES:
+        if offline_data is not None:
+            return "offline"
         raise InvalidBatchError(
-            f"loss {name!r} trains on {OFFLINE_DATA_LOSSES[name]}; the trainers sample on-policy"
+            f"loss {name!r} trains on {OFFLINE_DATA_LOSSES[name]}; the trainers sample "
+            "on-policy unless given one: on a token tree pass offline_data='mixed-quality' "
+            f"(theorylab train {name} tokentree-eos --offline-data mixed-quality); its exact "
+            f"twin runs with tl.run('{name}-twin', 'tokentree-eos:...')"
+        )
+    if offline_data is not None:
+        raise ValueError(
+            f"offline_data applies to the losses that train on an offline dataset "
+            f"({', '.join(OFFLINE_DATA_LOSSES)}), not to {name!r}, which samples on-policy"
         )
     params = tensor_arguments(fn)
     if "policy_chosen" in params:
@@ -226,7 +325,7 @@ def target_beta_of(spec: str, target_beta: float | None) -> float:
 # --------------------------------------------------------------------------- training
 def train(
     model: str | torch.nn.Module = "tiny",
-    task: str | TokenTreeTask = "tokentree:V=4,L=3",
+    task: str | TreeTask = "tokentree:V=4,L=3",
     loss: str = "grpo",
     *,
     steps: int = 300,
@@ -238,6 +337,7 @@ def train(
     preference: str = "exact",
     pairs_per_prompt: int = 16,
     value_samples: int = 16,
+    offline_data: str | None = None,
     max_grad_norm: float = 1.0,
     seeds: int = 1,
     seed: int = 0,
@@ -277,9 +377,10 @@ def train(
         from theorylab.mdps.registry import make as make_task
 
         task = make_task(task)
-    if not isinstance(task, TokenTreeTask):
+    if not isinstance(task, TreeTask):
         raise ValueError(
-            f"the trainer runs on a token-tree task (e.g. tokentree:V=4,L=3), got "
+            f"the trainer runs on a token-tree task (e.g. tokentree:V=4,L=3 or "
+            f"tokentree-eos:V=3,L=3), got "
             f"{type(task).__name__} {getattr(task, 'name', '')!r}"
         )
     positive = (("steps", steps, 1), ("group_size", group_size, 2), ("eval_every", eval_every, 1),
@@ -293,8 +394,16 @@ def train(
     if preference not in ("exact", "sampled"):
         raise ValueError(f"preference must be 'exact' or 'sampled', got {preference!r}")
     loss_name, _ = parse_spec(loss)
-    family = loss_family(loss_name)
+    family = loss_family(loss_name, offline_data)
     loss_fn = make_loss(loss)
+    offline = None
+    if family == "offline":  # C-RLFT: the class-conditioned tree and its class-tagged data
+        from theorylab.algorithms.deep.c_rlft import class_tagged_data
+
+        offline = class_tagged_data(task, offline_data)
+        task = offline.task
+        if target_beta is None:  # pi*(.|x,c) = pi_c for every beta (r_c constant in a class)
+            target_beta = 1.0
     if "rebel" == loss_name and group_size % 2:
         raise ValueError(f"rebel pairs the responses of a prompt: group_size must be even, got "
                          f"{group_size}")  # fmt: skip
@@ -308,6 +417,16 @@ def train(
     distributed.check_batch(dist_world, family, preference, task.n_prompts, pairs_per_prompt)
     if loss_name == "tbrm" and dist_world > 1:  # its root value is scored outside DDP's forward
         raise ValueError(f"tbrm trains on one process only, got {dist_world} processes")
+    if family == "offline" and (dist_world > 1 or micro_batches > 1):
+        raise TrainingConfigError(
+            f"{loss_name} with offline_data trains on one process in one batch, got "
+            f"{dist_world} processes and micro_batches = {micro_batches}"
+        )
+    if loss_name in BRANCHED_LOSSES and (dist_world > 1 or micro_batches > 1):
+        raise TrainingConfigError(
+            f"{loss_name}'s branched roll-outs train on one process in one batch, got {dist_world} "
+            f"processes and micro_batches = {micro_batches}"
+        )
     chunk_sizes = {len(c) for c in np.array_split(np.arange(task.n_prompts), micro_batches)}
     if dist_world > 1 and any(n % dist_world for n in chunk_sizes):
         raise TrainingConfigError(
@@ -354,14 +473,16 @@ def train(
             **scale.key(), "model": model_name, "task": task.name, "loss": loss, "steps": steps,
             "lr": lr, "group_size": group_size, "target_beta": beta, "preference": preference,
             "pairs_per_prompt": pairs_per_prompt, "value_samples": value_samples,
-            "max_grad_norm": max_grad_norm, "seed": seed, "seed_index": i,
+            "offline_data": offline_data, "max_grad_norm": max_grad_norm, "seed": seed,
+            "seed_index": i,
             "processes": place.world, "parallel": parallel,
         }  # fmt: skip
         out = _train_one_seed(
             model, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed,
             steps=steps, lr=lr, group_size=group_size, eval_steps=eval_steps, pass_k=pass_k,
             preference=preference, pairs_per_prompt=pairs_per_prompt,
-            value_samples=value_samples, max_grad_norm=max_grad_norm,
+            value_samples=value_samples, max_grad_norm=max_grad_norm, offline=offline,
+            branched=loss_name in BRANCHED_LOSSES,
             progress=progress and place.main, scale=scale, folder=folder,
             fingerprint=fingerprint, place=place,
             tensorboard=per_seed_folder(tensorboard, i, len(indices)) if place.main else None,
@@ -398,6 +519,7 @@ def train(
                 "preference": preference,
                 "pairs_per_prompt": pairs_per_prompt,
                 "value_samples": value_samples,
+                "offline_data": offline_data,
                 "max_grad_norm": max_grad_norm,
                 "device": str(dev),
                 "processes": place.world,
@@ -416,6 +538,7 @@ def _train_one_seed(
     model_spec, task, loss_fn, family, beta, dev, rng, torch_seed, sample_seed, *,
     steps, lr, group_size, eval_steps, pass_k, preference, pairs_per_prompt, value_samples,
     max_grad_norm, progress, scale, folder, fingerprint, tensorboard, place=distributed.ONE,
+    offline=None, branched=False,
 ) -> dict[str, Any]:  # fmt: skip
     P, V = task.n_prompts, task.V
     what = f"the task ({V} symbol tokens + {P} prompt tokens)"
@@ -434,9 +557,11 @@ def _train_one_seed(
     learner = place.wrap(policy)  # gradient forwards (DDP / FSDP over the ranks when world > 1)
     inputs = prefix_inputs(task, dev)
     with torch.no_grad():
-        ref_seq_t = sequence_table(reference, task, inputs, torch.float64)
+        ref_cond = conditional_table(reference, task, inputs, torch.float64)  # (P, N, V)
+        ref_seq_t = sequences_of(task, ref_cond)
     ref_seq = ref_seq_t.cpu().numpy()
-    exact_task = with_reference(task, ref_seq)
+    # the target's reference: the initial model (RLHF); the data's sources pi_c (C-RLFT)
+    exact_task = task if offline is not None else with_reference(task, ref_cond.cpu().numpy())
     optimum = exact_task.optimum_by_enumeration(beta)
     state = LMTrainingState.create(
         policy, lr=lr, device=dev, precision=scale.precision, schedule=scale.schedule,
@@ -456,7 +581,7 @@ def _train_one_seed(
     if family == "preference" and preference == "exact":
         pairs = preference_pairs(task, ref_seq)
         ref_seq_f = ref_seq_t.to(torch.float32)
-        R = task.V ** (task.L - 1)
+        R = len(deepest_prefixes(task))
         exact_batches = []
         for c in chunks:
             keep = (pairs[0] >= c[0]) & (pairs[0] <= c[-1])
@@ -483,7 +608,7 @@ def _train_one_seed(
                 writer.add_scalar(f"exact/{EXACT_NAMES[name]}", metrics[name][-1], state.step)
 
     def online_loss(model, batch) -> torch.Tensor:
-        ids, rewards, prompts = batch  # this rank's whole groups of one micro-batch
+        ids, rewards, prompts, mask = batch  # this rank's whole groups of one micro-batch
         extra = {}
         if "z_logp" in wanted:  # LaSeR: the pre-specified token's log-probability after y_t
             logp, z_logp = response_and_token_logprobs(model, ids, V, z_token)
@@ -497,12 +622,15 @@ def _train_one_seed(
         group = prompts - prompts[0]  # group ids 0.. on this shard
         available = {
             "logp": logp, "old_logp": None, "ref_logp": ref_logp,
-            "mask": torch.ones_like(logp), "rewards": rewards, "group": group,
+            "mask": mask, "rewards": rewards, "group": group,
             "advantages": group_advantages(rewards, group, "std"), **extra,
         }  # fmt: skip
         if "logratios" in wanted:  # EXO: the group's K = G responses, (n,) -> (n / G, G)
-            available["logratios"] = (logp - ref_logp).sum(-1).reshape(-1, group_size)
+            available["logratios"] = ((logp - ref_logp) * mask).sum(-1).reshape(-1, group_size)
             available["rewards"] = rewards.reshape(-1, group_size)
+        if branched:  # each roll-in's pairs summed, averaged over the P G roll-ins
+            available["weights"] = torch.full((len(ids) // 2,), 1.0 / (P * group_size),
+                                              device=dev)  # fmt: skip
         if "v_star" in wanted:
             available["v_star"] = v_star[prompts]
         if "root_values" in wanted:  # TBRM: V_theta(s_1) from the first-token logits
@@ -512,6 +640,18 @@ def _train_one_seed(
             available["root_values"] = tbrm_root_values(
                 model(root_ids)[:, -1, :V], ref_root, loss_beta
             )
+        return call_loss(loss_fn, available)
+
+    def offline_loss(model, _batch) -> torch.Tensor:  # group_size examples per row (x, c)
+        rows, y, r, w = draw_class_tagged(offline, group_size, rng)
+        ids = sequence_ids(task, torch.as_tensor(rows, device=dev),
+                           torch.as_tensor(task.tokens[y], device=dev))  # fmt: skip
+        available = {
+            "logp": response_logp(model, ids, V),
+            "mask": torch.as_tensor(task.token_mask[y], dtype=torch.float32, device=dev),
+            "rewards": torch.as_tensor(r, dtype=torch.float32, device=dev),
+            "weights": torch.as_tensor(w, dtype=torch.float32, device=dev),
+        }
         return call_loss(loss_fn, available)
 
     def exact_loss(model, batch) -> torch.Tensor:
@@ -531,17 +671,26 @@ def _train_one_seed(
         if family == "online":
             prompts = torch.arange(P, device=dev).repeat_interleave(group_size)  # (P G,)
             with autocast(dev, scale.precision):
-                ids = sample_responses(policy, task, prompts, state.generator)  # (P G, L + 1)
-            x = prompts.cpu().numpy()
-            r = draw_rewards(task, x, response_index(task, ids[:, 1:]), rng)
+                if branched:  # REFUEL: pairs branched at every turn of each roll-in
+                    ids, mask, prompts = branched_rollouts(policy, task, prompts, state.generator)
+                else:
+                    ids = sample_responses(policy, task, prompts, state.generator)  # (P G, L+1)
+            x, y = prompts.cpu().numpy(), response_index(task, ids[:, 1:])
+            r = draw_rewards(task, x, y, rng)
             rewards = torch.as_tensor(r, dtype=torch.float32, device=dev)
-            for j, c in enumerate(chunks):
+            if branched:  # one batch, one process (train's checks)
+                total = accumulate(state, online_loss, (ids, rewards, prompts, mask), 1.0,
+                                   model=learner)  # fmt: skip
+            mask = torch.as_tensor(task.token_mask[y], dtype=torch.float32, device=dev)
+            for j, c in enumerate(chunks if not branched else ()):
                 rows = np.arange(int(c[0]) * group_size, (int(c[-1]) + 1) * group_size)
                 rows = torch.as_tensor(rows[place.rows(len(rows))], device=dev)  # rank's groups
-                batch = (ids[rows], rewards[rows], prompts[rows])
+                batch = (ids[rows], rewards[rows], prompts[rows], mask[rows])
                 with gradient_sync(learner, j == k - 1):
                     loss = accumulate(state, online_loss, batch, len(c) / P, model=learner)
                 total += loss * len(c) / P
+        elif family == "offline":  # one batch, one process (train's checks)
+            total = accumulate(state, offline_loss, None, 1.0, model=learner)
         elif preference == "exact":  # pair weights carry the normalisation: chunk weights 1
             for batch in exact_batches:  # one process (distributed.check_batch)
                 total += accumulate(state, exact_loss, batch, 1.0)
@@ -633,10 +782,11 @@ def _sampled_pairs(
     xt = torch.as_tensor(np.r_[x, x, x], device=dev)
     resp = torch.as_tensor(task.tokens[np.r_[yw, yl, c]], device=dev)
     ids = sequence_ids(task, xt, resp)  # (3 n P, L + 1): chosen, rejected, ref samples
-    seq = response_logp(policy, ids, task.V).sum(-1)
+    mask = torch.as_tensor(task.token_mask[np.r_[yw, yl, c]], dtype=torch.float32, device=dev)
+    seq = (response_logp(policy, ids, task.V) * mask).sum(-1)  # padding after EOS left out
     m = len(x)
     with torch.no_grad():
-        ref = response_logp(reference, ids[: 2 * m], task.V).sum(-1)
+        ref = (response_logp(reference, ids[: 2 * m], task.V) * mask[: 2 * m]).sum(-1)
     return {
         "policy_chosen": seq[:m], "policy_rejected": seq[m : 2 * m],
         "ref_chosen": ref[:m], "ref_rejected": ref[m:],

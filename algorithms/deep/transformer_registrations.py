@@ -15,23 +15,28 @@ from typing import Any
 from theorylab.algorithms.registry import register
 
 ONLINE_LOSSES = (
-    "grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "tbrm", "exo",
-    "pacs", "p3o", "laser",
+    "grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "refuel", "tbrm",
+    "exo", "pacs", "p3o", "laser",
 )  # fmt: skip
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
-# losses of methods that train on a fixed offline dataset neither trainer builds (both sample
-# on-policy): refused by name, with where the method does run, rather than run as something else
-# (C-RLFT on the model's own samples, without its class tokens, is reward-weighted fine-tuning)
+# losses of methods that train on a fixed offline dataset, not on the model's samples: the tree
+# trainer draws it from the task when given offline_data (C-RLFT: "mixed-quality", an expert and
+# a sub-optimal source whose prompts carry a class token); without it they are refused by name
+# rather than run as something else (C-RLFT on the model's own samples, without its class
+# tokens, is reward-weighted fine-tuning)
 OFFLINE_DATA_LOSSES = {
-    "c-rlft": "an offline mixed-quality dataset whose prompts carry a source-class token; its "
-    "exact twin runs with tl.run('c-rlft-twin', 'tokentree-eos:...')",
+    "c-rlft": "an offline mixed-quality dataset whose prompts carry a source-class token",
 }
+# losses whose batch is roll-outs branched from a shared prefix (REFUEL): the tree trainer draws
+# them (trainer.branched_rollouts); the prompt trainer samples whole responses and refuses them
+BRANCHED_LOSSES = ("refuel",)
 # the seed-catalogue rows whose loss a run trains (docs/papers.md): XPO, VPO, RPO
 LOSS_PAPERS = {
     "xpo": ("001#52",), "vpo": ("002-004#E7",), "rpo": ("002-004#E8",),
-    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "tbrm": ("000#42",),
+    "astar-po": ("000#2", "001#57"), "rebel": ("000#16",), "refuel": ("002-004#E5",),
+    "tbrm": ("000#42",),
     "exo": ("000#11",), "pacs": ("002-004#G5",),
-    "p3o": ("002-004#E3",), "laser": ("002-004#F5",),
+    "p3o": ("002-004#E3",), "laser": ("002-004#F5",), "c-rlft": ("002-004#F7",),
 }  # fmt: skip
 
 
@@ -49,7 +54,8 @@ class TransformerRun:
 SCALE_OPTIONS = ("precision", "micro_batches", "warmup_steps", "schedule", "lora", "checkpoint",
                  "checkpoint_every", "stop_after", "tensorboard", "lr", "group_size",
                  "max_grad_norm")  # fmt: skip
-TREE_OPTIONS = ("pass_k", "target_beta", "preference", "pairs_per_prompt", "value_samples")
+TREE_OPTIONS = ("pass_k", "target_beta", "preference", "pairs_per_prompt", "value_samples",
+                "offline_data")  # fmt: skip
 PROMPT_OPTIONS = ("tokenizer", "reward", "prompts_per_step", "max_new_tokens", "eval_prompts",
                   "temperature", "gradient_checkpointing", "prompt_key", "answer_key")  # fmt: skip
 
@@ -88,6 +94,7 @@ def _factory(loss: str, family: str):
         answer_key: str | None = None,
         eta: float | None = None,
         value_samples: int | None = None,
+        offline_data: str | None = None,
     ) -> TransformerRun:
         pairs = (("beta", beta), ("tau", tau), ("alpha", alpha), ("eta", eta))
         hyper = {k: v for k, v in pairs if v is not None}
@@ -97,7 +104,8 @@ def _factory(loss: str, family: str):
                   if given[k] is not None}  # fmt: skip
         return TransformerRun(spec, model, task, params)
 
-    what = "G sampled responses per prompt" if family == "online" else "preference pairs"
+    what = {"online": "G sampled responses per prompt", "preference": "preference pairs",
+            "offline": "an offline class-tagged dataset (offline_data)"}[family]  # fmt: skip
     factory.__doc__ = (
         f"{loss} on a causal LM (tiny, gpt2-config:..., hf:PATH) over {what} on a token tree "
         "(exact metrics) or a prompt dataset (arithmetic, JSONL, Parquet, datasets folder; "
@@ -109,17 +117,12 @@ def _factory(loss: str, family: str):
     return factory
 
 
-for _loss in ONLINE_LOSSES:
-    register(
-        f"{_loss}-transformer",
-        kind="transformer",
-        problem="token-tree",
-        papers=LOSS_PAPERS.get(_loss, ()),
-    )(_factory(_loss, "online"))
-for _loss in PREFERENCE_LOSSES:
-    register(
-        f"{_loss}-transformer",
-        kind="transformer",
-        problem="token-tree",
-        papers=LOSS_PAPERS.get(_loss, ()),
-    )(_factory(_loss, "preference"))
+for _family, _losses in (("online", ONLINE_LOSSES), ("preference", PREFERENCE_LOSSES),
+                         ("offline", tuple(OFFLINE_DATA_LOSSES))):  # fmt: skip
+    for _loss in _losses:
+        register(
+            f"{_loss}-transformer",
+            kind="transformer",
+            problem="token-tree",
+            papers=LOSS_PAPERS.get(_loss, ()),
+        )(_factory(_loss, _family))
