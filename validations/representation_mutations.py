@@ -85,3 +85,68 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# ------------------------------------------------------------------------ TD-JEPA (002-004#A4)
+@contextlib.contextmanager
+def td_jepa_degenerate_init(claim=None) -> Iterator[None]:
+    """TD-JEPA's state encoder initialised with d copies of one column (rank 1) instead of
+    orthonormal columns: the semi-gradient flow keeps the row space of Phi, so it never leaves
+    rank 1 (the collapse the prescribed initialisation avoids)."""
+    from theorylab.algorithms.offline import td_jepa
+
+    original = td_jepa.initial_encoders
+
+    def degenerate(B, S, d, rng):
+        Phi, Psi = original(B, S, d, rng)
+        return np.repeat(Phi[..., :1], d, axis=-1), Psi
+
+    with _patched(td_jepa, "initial_encoders", degenerate):
+        yield
+
+
+@contextlib.contextmanager
+def td_jepa_no_stop_gradient(claim=None) -> Iterator[None]:
+    """TD-JEPA without the stop-gradient: the full gradient of both TD losses, through the
+    bootstrapped term gamma P Phi T and into the other loss's target encoder. Zero loss is then
+    reached by any pair with Psi = (I - gamma P) Phi T: nothing pulls the spans to the top
+    singular subspace, and the encoders shrink (measured: smallest singular value 0.03)."""
+    from theorylab.algorithms.offline import td_jepa
+
+    def full_gradients(Phi, Psi, P, gamma):
+        T = td_jepa.lstd_predictor(Phi, Psi, P, gamma)
+        P_adj = np.swapaxes(P, -1, -2)
+        T_task = td_jepa.lstd_predictor(Psi, Phi, P_adj, gamma)
+        R = Phi @ T - Psi - gamma * (P @ (Phi @ T))
+        R_task = Psi @ T_task - Phi - gamma * (P_adj @ (Psi @ T_task))
+        scale = np.maximum(
+            np.linalg.norm(T, 2, axis=(-2, -1)), np.linalg.norm(T_task, 2, axis=(-2, -1))
+        )
+        scale = np.maximum(scale**2, 1e-300)[:, None, None]
+        G = ((R - gamma * (P_adj @ R)) @ np.swapaxes(T, -1, -2) - R_task) / scale
+        G_task = ((R_task - gamma * (P @ R_task)) @ np.swapaxes(T_task, -1, -2) - R) / scale
+        return G, G_task
+
+    with _patched(td_jepa, "semi_gradients", full_gradients):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "td-jepa-degenerate-init",
+            "mutation",
+            "TD-JEPA's state encoder initialised at rank 1 (d copies of one column)",
+            td_jepa_degenerate_init,
+        )
+    ),
+    register_control(
+        Control(
+            "td-jepa-no-stop-gradient",
+            "mutation",
+            "TD-JEPA trained by the full gradient (no stop-gradient on the latent targets)",
+            td_jepa_no_stop_gradient,
+        )
+    ),
+)

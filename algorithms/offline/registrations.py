@@ -206,3 +206,15 @@ def fit_het_pevi(dataset, delta: float = 0.1, c_n: float = 1.0, c_K: float = 1.0
     from theorylab.algorithms.offline.het_pevi import het_pevi
 
     return het_pevi(dataset, delta=delta, c_n=c_n, c_K=c_K)
+
+
+@register("td-jepa", kind="ope", problem="dataset", horizon="discounted", papers=("002-004#A4",))
+def estimate_td_jepa(
+    dataset, policy, rank: int = 3, iterations: int = 3000, lr: float = 1.0, init_seed: int = 0
+):
+    """Idealised TD-JEPA: linear state/task encoders and predictor by semi-gradient TD on latent
+    targets (reward-free), then V^pi(mu0) zero-shot from the latent successor features
+    (Bagatella et al. 2025; [A])."""
+    from theorylab.algorithms.offline.td_jepa import td_jepa
+
+    return td_jepa(dataset, policy, rank=rank, iterations=iterations, lr=lr, init_seed=init_seed)[0]
