@@ -122,7 +122,7 @@ def td_jepa_no_stop_gradient(claim=None) -> Iterator[None]:
         scale = np.maximum(
             np.linalg.norm(T, 2, axis=(-2, -1)), np.linalg.norm(T_task, 2, axis=(-2, -1))
         )
-        scale = np.maximum(scale**2, 1e-300)[:, None, None]
+        scale = np.maximum(scale**2, 1.0)[:, None, None]
         G = ((R - gamma * (P_adj @ R)) @ np.swapaxes(T, -1, -2) - R_task) / scale
         G_task = ((R_task - gamma * (P @ R_task)) @ np.swapaxes(T_task, -1, -2) - R) / scale
         return G, G_task

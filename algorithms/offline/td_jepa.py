@@ -28,9 +28,10 @@ Idealised variant (one policy pi, tabular states, linear maps, expected updates)
   ``R = Phi T - Psi - gamma P^pi Phi T`` is orthogonal to span Phi, so the semi-gradient flow of the
   encoder, ``dPhi/dt = -R T^T``, conserves Phi^T Phi: from an orthonormal initialisation the
   encoder keeps rank d (no collapse), and from a rank-deficient one it stays rank-deficient;
-* encoders by normalised semi-gradient steps: ``Phi <- Phi - lr R T^T / ||T||_2^2`` (and the mirror
-  for Psi); the normalisation by ||T||^2 ~ sigma_1(M)^2 is ours [A] (a fixed step diverges when
-  1/(1 - gamma) is large);
+* encoders by normalised semi-gradient steps: ``Phi <- Phi - lr R T^T / max(||T||_2^2, 1)`` (and
+  the mirror for Psi); the normalisation by ||T||^2 ~ sigma_1(M)^2 is ours [A] (a fixed step
+  diverges when 1/(1 - gamma) is large). The cross terms of a step vanish (R is orthogonal to
+  span Phi), so Phi^T Phi grows by lr^2 G^T G per step and never shrinks;
 * initialisation (:func:`initial_encoders`): Phi and Psi independent, orthonormal columns scaled by
   sqrt(S) (Phi^T D Phi = I). Orthogonal Phi and Psi (Phi^T Psi = 0) give T = 0, a fixed point
   that never moves (measured); independent draws are almost surely not orthogonal.
@@ -118,7 +119,7 @@ def semi_gradients(
     Phi: np.ndarray, Psi: np.ndarray, P: np.ndarray, gamma: float
 ) -> tuple[np.ndarray, np.ndarray]:
     """The normalised semi-gradients ``(G_Phi, G_Psi)`` ``(B, S, d)`` of both losses at the
-    predictors' TD fixed points: ``R T^T / ||T||_2^2``, the bootstrapped term and the other
+    predictors' TD fixed points: ``R T^T / max(||T||_2^2, 1)``, the bootstrapped term and the other
     encoder held fixed (stop-gradient)."""
     T = lstd_predictor(Phi, Psi, P, gamma)  # (B, d, d)
     P_adj = _t(P)  # the adjoint of P under the uniform state law
@@ -133,8 +134,9 @@ def _t(X: np.ndarray) -> np.ndarray:
 
 
 def _sq_norm(T: np.ndarray) -> np.ndarray:
-    """``(B, 1, 1)``: ||T_b||_2^2, floored away from 0."""
-    return np.maximum(np.linalg.norm(T, 2, axis=(-2, -1)) ** 2, 1e-300)[:, None, None]
+    """``(B, 1, 1)``: max(||T_b||_2^2, 1) (steps are only ever shrunk: a T near 0, as at
+    orthogonal encoders, must not blow a step up)."""
+    return np.maximum(np.linalg.norm(T, 2, axis=(-2, -1)) ** 2, 1.0)[:, None, None]
 
 
 def smallest_singular(Phi: np.ndarray) -> np.ndarray:
