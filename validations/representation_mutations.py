@@ -150,3 +150,56 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# ------------------------------------------------------- representation from videos (001#30)
+@contextlib.contextmanager
+def exo_block_distractor_iid(claim=None) -> Iterator[None]:
+    """The exogenous block MDP's distractor re-drawn iid every step whatever ``noise`` says (a
+    generator that never makes the distractor persist): the video objectives then decode the
+    latent on the "exogenous" instance too, and the claim's failing side cannot fail."""
+    from theorylab.mdps.families import exo_block
+
+    original = exo_block.distractor_kernel
+
+    def always_iid(E, noise, stay):
+        return original(E, "iid", stay)
+
+    with _patched(exo_block, "distractor_kernel", always_iid):
+        yield
+
+
+@contextlib.contextmanager
+def video_ik_without_actions(claim=None) -> Iterator[None]:
+    """The inverse-kinematics decoder fitted without the action labels: its signature is the
+    action-free pair model P_hat(x'|x) (what a video gives), so it is a video objective."""
+    from theorylab.algorithms.offline import video_representation as vr
+
+    original = vr.signatures
+
+    def no_actions(C, objective, prior=1.0):
+        return original(C, "forward" if objective == "inverse-kinematics" else objective, prior)
+
+    with _patched(vr, "signatures", no_actions):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "exo-block-distractor-iid",
+            "mutation",
+            "exo-block's distractor drawn iid every step even when noise=sticky",
+            exo_block_distractor_iid,
+        )
+    ),
+    register_control(
+        Control(
+            "video-ik-without-actions",
+            "mutation",
+            "the inverse-kinematics decoder fitted on action-free pairs (the forward model)",
+            video_ik_without_actions,
+        )
+    ),
+)

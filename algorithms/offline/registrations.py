@@ -218,3 +218,22 @@ def estimate_td_jepa(
     from theorylab.algorithms.offline.td_jepa import td_jepa
 
     return td_jepa(dataset, policy, rank=rank, iterations=iterations, lr=lr, init_seed=init_seed)[0]
+
+
+@register(
+    "video-representation",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="discounted",
+    papers=("001#30",),
+)
+def fit_video_representation(
+    dataset, objective: str = "inverse-kinematics", n_latent: int | None = None, prior: float = 1.0
+):
+    """Decoder from video (forward / temporal-contrastive, actions unused) or action-labelled
+    inverse kinematics, exact tabular fits, then planning in the decoded model (Misra et al.
+    2024; [A])."""
+    from theorylab.algorithms.offline.video_representation import video_representation
+
+    return video_representation(dataset, objective, n_latent, prior)
