@@ -35,6 +35,9 @@ NO_THEOREM = {
     # factorisation, successor features); no rate (docs/algorithms/td-jepa.md; claim in
     # validations/claims/representation.py)
     "td-jepa",
+    # issue 31 (repr31): representation from videos, qualitative (iid vs exogenous noise; no
+    # rate read; docs/algorithms/video-representation.md)
+    "video-representation",
     "lsvi",
     "naive-vi",
     "behaviour-cloning",
