@@ -70,6 +70,8 @@ def test_registry_lists_every_algorithm():
         "rcsl",  # tests/test_offline_rcsl.py
         "mbrcsl",  # tests/test_offline_rcsl.py
         "het-pevi",  # tests/test_offline_het_pevi.py
+        "video-representation",  # tests/test_video_representation.py
+        "bisimulation-vi",  # tests/test_history_abstraction.py
     }
 
 

@@ -203,3 +203,32 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# ------------------------------------------- offline RL with observation histories (000#49)
+@contextlib.contextmanager
+def bisimulation_no_merge(claim=None) -> Iterator[None]:
+    """bisimulation-vi with confidence radii 0: observations merge only when their estimates are
+    equal, so (almost surely) every observation is its own block and the abstraction is the last
+    observation, not the latent state."""
+    from theorylab.algorithms.offline import history_abstraction
+
+    def zero(n, n_blocks, U, delta):
+        z = np.zeros(np.shape(n))
+        return z, z
+
+    with _patched(history_abstraction, "radius", zero):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "bisimulation-no-merge",
+            "mutation",
+            "bisimulation-vi's confidence radii set to 0 (no observations merged)",
+            bisimulation_no_merge,
+        )
+    ),
+)

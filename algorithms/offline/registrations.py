@@ -237,3 +237,19 @@ def fit_video_representation(
     from theorylab.algorithms.offline.video_representation import video_representation
 
     return video_representation(dataset, objective, n_latent, prior)
+
+
+@register(
+    "bisimulation-vi",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="finite",
+    papers=("000#49",),
+)
+def fit_bisimulation_vi(dataset, observations: int | None = None, delta: float = 0.1):
+    """Offline VI on observation histories through a bisimulation abstraction of the last
+    observation learned from the data, lifted to every history (Hong et al. 2024; [A])."""
+    from theorylab.algorithms.offline.history_abstraction import bisimulation_vi
+
+    return bisimulation_vi(dataset, observations=observations, delta=delta)
