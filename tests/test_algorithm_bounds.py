@@ -38,6 +38,9 @@ NO_THEOREM = {
     # issue 31 (repr31): representation from videos, qualitative (iid vs exogenous noise; no
     # rate read; docs/algorithms/video-representation.md)
     "video-representation",
+    # issue 31 (repr31): offline RL with observation histories, no formula read
+    # (docs/algorithms/bisimulation-vi.md)
+    "bisimulation-vi",
     "lsvi",
     "naive-vi",
     "behaviour-cloning",
