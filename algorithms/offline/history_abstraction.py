@@ -45,6 +45,7 @@ import time
 import numpy as np
 
 from theorylab.algorithms.offline.dataset import OfflineDataset
+from theorylab.algorithms.offline.empirical import require_data
 from theorylab.algorithms.offline.result import OfflineResult, greedy
 from theorylab.mdps.families.history_pomdp import history_layout
 
@@ -100,6 +101,7 @@ def bisimulation_vi(
     """Aggregate observations per stage, plan on the blocks, lift to histories (module
     docstring)."""
     t0 = time.perf_counter()
+    require_data(dataset, "bisimulation-vi")
     if dataset.horizon is None:
         raise HistoryAbstractionInputError(
             "bisimulation-vi needs finite-horizon history data (e.g. history-pomdp), got "

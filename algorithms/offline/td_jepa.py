@@ -38,13 +38,17 @@ Idealised variant (one policy pi, tabular states, linear maps, expected updates)
 
 At its stationary points with T invertible, R = 0 for both losses: Phi T = M Psi and
 Psi T' = M^T Phi, so span Phi and span Psi are invariant pairs of M; measured on the symmetric walk
-(``symmetric-walk``), they converge to the top-d singular subspaces of M (the principal angles to
-the exact SVD fall to 1e-11 in 10^4 steps), and the no-stop-gradient variant collapses instead.
+(``symmetric-walk:seed=4``, lr = 1), they converge to the top-d singular subspaces of M (the
+largest principal-angle sine to the exact SVD: 3e-7 after 2000 steps, 4e-10 after 3000, worst of
+16 initialisations), while the no-stop-gradient variant neither reaches them (sine ~1) nor keeps
+its scale (smallest singular value of Phi / sqrt(S) 0.03).
 
 Zero-shot evaluation: given a reward at test time, the task vector is the least-squares fit
 ``w = argmin ||Psi w - r^pi||`` (uniform weights; r^pi(s) = sum_a pi(a|s) r(s, a)) and
 ``V_hat = Phi T w``, exactly V^pi = M r^pi whenever r^pi lies in span Psi and the encoders have
-converged; ``Q_hat(s, a) = r(s, a) + gamma sum_s' P(s'|s, a) V_hat(s')``.
+converged; ``Q_hat(s, a) = r(s, a) + gamma sum_s' P(s'|s, a) V_hat(s')`` (a one-step lookahead
+on the given model: the state-level successor features give V, the paper's action-conditioned
+predictor would give Q directly).
 
 From data (the ``ope`` kind): P^pi is the empirical P_hat(s'|s, a) of the transitions averaged
 with pi (``empirical_models``; pairs without data are self-loops there), r^pi from the empirical

@@ -43,6 +43,7 @@ import time
 import numpy as np
 
 from theorylab.algorithms.offline.dataset import OfflineDataset
+from theorylab.algorithms.offline.empirical import require_data
 from theorylab.algorithms.offline.result import OfflineResult, greedy
 from theorylab.algorithms.online.musik import cluster
 
@@ -137,6 +138,7 @@ def video_representation(
 ) -> OfflineResult:
     """Decode with ``objective``, then plan in the decoded latent model (module docstring)."""
     t0 = time.perf_counter()
+    require_data(dataset, "video-representation")
     S, A = dataset.S, dataset.A
     objective, N, prior = check_parameters(objective, n_latent, prior, S)
     if dataset.horizon is not None or dataset.gamma is None:

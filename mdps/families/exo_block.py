@@ -26,7 +26,7 @@ import numpy as np
 
 from theorylab.errors import InvalidMDPError
 from theorylab.mdps.families.block_lock import BlockMDP, BlockTruth
-from theorylab.mdps.families.chain import require_int, require_probability
+from theorylab.mdps.families.chain import require_discount, require_int, require_probability
 from theorylab.mdps.registry import register
 
 NOISES = ("iid", "sticky")
@@ -64,12 +64,7 @@ def exo_block(
     stay = require_probability("exo-block", "stay", stay)
     if noise not in NOISES:
         raise InvalidMDPError(f"exo-block: noise must be one of {NOISES}, got noise={noise!r}")
-    try:
-        gamma = float(gamma)
-    except (TypeError, ValueError):
-        gamma = float("nan")
-    if not 0.0 < gamma < 1.0:
-        raise InvalidMDPError(f"exo-block: gamma must lie in (0, 1), got gamma={gamma!r}")
+    gamma = require_discount("exo-block", gamma)
     A = 3
     T = np.full((N, A, N), slip / N)  # latent transitions: (N, A, N)
     for z in range(N):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from theorylab.errors import InvalidMDPError
-from theorylab.mdps.families.chain import require_int
+from theorylab.mdps.families.chain import require_discount, require_int
 from theorylab.mdps.registry import register
 from theorylab.mdps.tabular import TabularMDP
 
@@ -68,12 +68,7 @@ def symmetric_walk(
     rank = require_int("symmetric-walk", "rank", rank, 1)
     if rank >= S:
         raise InvalidMDPError(f"symmetric-walk: rank must be < S = {S}, got rank={rank}")
-    try:
-        gamma = float(gamma)
-    except (TypeError, ValueError):
-        gamma = float("nan")
-    if not 0.0 < gamma < 1.0:
-        raise InvalidMDPError(f"symmetric-walk: gamma must lie in (0, 1), got gamma={gamma!r}")
+    gamma = require_discount("symmetric-walk", gamma)
     rng = np.random.default_rng([seed, 4])
     eye = np.eye(S)
     P = np.empty((S, A, S))  # (S, A, S)
