@@ -245,7 +245,7 @@ def fit_video_representation(
     problem="dataset",
     bounds=(),
     horizon="finite",
-    papers=("000#49",),
+    papers=("000#49", "001#45", "002-004#C2"),
 )
 def fit_bisimulation_vi(dataset, observations: int | None = None, delta: float = 0.1):
     """Offline VI on observation histories through a bisimulation abstraction of the last

@@ -1090,5 +1090,5 @@ register_validation(
         ),
     ),
     controls=("bisimulation-no-merge",),
-    papers=("000#49",),
+    papers=("000#49", "001#45", "002-004#C2"),
 )
