@@ -31,6 +31,16 @@ NO_THEOREM = {
     # issue 31 (rep31): MusIK's rate (1/eps^2 in the accuracy) read from the abstract only
     # (docs/algorithms/musik.md; claim in validations/claims/representation.py)
     "musik",
+    # issue 31 (repr31): TD-JEPA's theorems are qualitative (no collapse, low-rank
+    # factorisation, successor features); no rate (docs/algorithms/td-jepa.md; claim in
+    # validations/claims/representation.py)
+    "td-jepa",
+    # issue 31 (repr31): representation from videos, qualitative (iid vs exogenous noise; no
+    # rate read; docs/algorithms/video-representation.md)
+    "video-representation",
+    # issue 31 (repr31): offline RL with observation histories, no formula read
+    # (docs/algorithms/bisimulation-vi.md)
+    "bisimulation-vi",
     "lsvi",
     "naive-vi",
     "behaviour-cloning",

@@ -85,3 +85,150 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# ------------------------------------------------------------------------ TD-JEPA (002-004#A4)
+@contextlib.contextmanager
+def td_jepa_degenerate_init(claim=None) -> Iterator[None]:
+    """TD-JEPA's state encoder initialised with d copies of one column (rank 1) instead of
+    orthonormal columns: the semi-gradient flow keeps the row space of Phi, so it never leaves
+    rank 1 (the collapse the prescribed initialisation avoids)."""
+    from theorylab.algorithms.offline import td_jepa
+
+    original = td_jepa.initial_encoders
+
+    def degenerate(B, S, d, rng):
+        Phi, Psi = original(B, S, d, rng)
+        return np.repeat(Phi[..., :1], d, axis=-1), Psi
+
+    with _patched(td_jepa, "initial_encoders", degenerate):
+        yield
+
+
+@contextlib.contextmanager
+def td_jepa_no_stop_gradient(claim=None) -> Iterator[None]:
+    """TD-JEPA without the stop-gradient: the full gradient of both TD losses, through the
+    bootstrapped term gamma P Phi T and into the other loss's target encoder. Zero loss is then
+    reached by any pair with Psi = (I - gamma P) Phi T: nothing pulls the spans to the top
+    singular subspace, and the encoders shrink (measured: smallest singular value 0.03)."""
+    from theorylab.algorithms.offline import td_jepa
+
+    def full_gradients(Phi, Psi, P, gamma):
+        T = td_jepa.lstd_predictor(Phi, Psi, P, gamma)
+        P_adj = np.swapaxes(P, -1, -2)
+        T_task = td_jepa.lstd_predictor(Psi, Phi, P_adj, gamma)
+        R = Phi @ T - Psi - gamma * (P @ (Phi @ T))
+        R_task = Psi @ T_task - Phi - gamma * (P_adj @ (Psi @ T_task))
+        scale = np.maximum(
+            np.linalg.norm(T, 2, axis=(-2, -1)), np.linalg.norm(T_task, 2, axis=(-2, -1))
+        )
+        scale = np.maximum(scale**2, 1.0)[:, None, None]
+        G = ((R - gamma * (P_adj @ R)) @ np.swapaxes(T, -1, -2) - R_task) / scale
+        G_task = ((R_task - gamma * (P @ R_task)) @ np.swapaxes(T_task, -1, -2) - R) / scale
+        return G, G_task
+
+    with _patched(td_jepa, "semi_gradients", full_gradients):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "td-jepa-degenerate-init",
+            "mutation",
+            "TD-JEPA's state encoder initialised at rank 1 (d copies of one column)",
+            td_jepa_degenerate_init,
+        )
+    ),
+    register_control(
+        Control(
+            "td-jepa-no-stop-gradient",
+            "mutation",
+            "TD-JEPA trained by the full gradient (no stop-gradient on the latent targets)",
+            td_jepa_no_stop_gradient,
+        )
+    ),
+)
+
+
+# ------------------------------------------------------- representation from videos (001#30)
+@contextlib.contextmanager
+def exo_block_distractor_iid(claim=None) -> Iterator[None]:
+    """The exogenous block MDP's distractor re-drawn iid every step whatever ``noise`` says (a
+    generator that never makes the distractor persist): the video objectives then decode the
+    latent on the "exogenous" instance too, and the claim's failing side cannot fail."""
+    from theorylab.mdps.families import exo_block
+
+    original = exo_block.distractor_kernel
+
+    def always_iid(E, noise, stay):
+        return original(E, "iid", stay)
+
+    with _patched(exo_block, "distractor_kernel", always_iid):
+        yield
+
+
+@contextlib.contextmanager
+def video_ik_without_actions(claim=None) -> Iterator[None]:
+    """The inverse-kinematics decoder fitted without the action labels: its signature is the
+    action-free pair model P_hat(x'|x) (what a video gives), so it is a video objective."""
+    from theorylab.algorithms.offline import video_representation as vr
+
+    original = vr.signatures
+
+    def no_actions(C, objective, prior=1.0):
+        return original(C, "forward" if objective == "inverse-kinematics" else objective, prior)
+
+    with _patched(vr, "signatures", no_actions):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "exo-block-distractor-iid",
+            "mutation",
+            "exo-block's distractor drawn iid every step even when noise=sticky",
+            exo_block_distractor_iid,
+        )
+    ),
+    register_control(
+        Control(
+            "video-ik-without-actions",
+            "mutation",
+            "the inverse-kinematics decoder fitted on action-free pairs (the forward model)",
+            video_ik_without_actions,
+        )
+    ),
+)
+
+
+# ------------------------------------------- offline RL with observation histories (000#49)
+@contextlib.contextmanager
+def bisimulation_no_merge(claim=None) -> Iterator[None]:
+    """bisimulation-vi with confidence radii 0: observations merge only when their estimates are
+    equal, so (almost surely) every observation is its own block and the abstraction is the last
+    observation, not the latent state."""
+    from theorylab.algorithms.offline import history_abstraction
+
+    def zero(n, n_blocks, U, delta):
+        z = np.zeros(np.shape(n))
+        return z, z
+
+    with _patched(history_abstraction, "radius", zero):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "bisimulation-no-merge",
+            "mutation",
+            "bisimulation-vi's confidence radii set to 0 (no observations merged)",
+            bisimulation_no_merge,
+        )
+    ),
+)

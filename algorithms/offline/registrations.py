@@ -256,3 +256,50 @@ def fit_prdc(
         bandwidth=bandwidth,
         constraint=constraint,
     )
+
+
+@register("td-jepa", kind="ope", problem="dataset", horizon="discounted", papers=("002-004#A4",))
+def estimate_td_jepa(
+    dataset, policy, rank: int = 3, iterations: int = 3000, lr: float = 1.0, init_seed: int = 0
+):
+    """Idealised TD-JEPA: linear state/task encoders and predictor by semi-gradient TD on latent
+    targets (reward-free), then V^pi(mu0) zero-shot from the latent successor features
+    (Bagatella et al. 2025; [A])."""
+    from theorylab.algorithms.offline.td_jepa import td_jepa
+
+    return td_jepa(dataset, policy, rank=rank, iterations=iterations, lr=lr, init_seed=init_seed)[0]
+
+
+@register(
+    "video-representation",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="discounted",
+    papers=("001#30",),
+)
+def fit_video_representation(
+    dataset, objective: str = "inverse-kinematics", n_latent: int | None = None, prior: float = 1.0
+):
+    """Decoder from video (forward / temporal-contrastive, actions unused) or action-labelled
+    inverse kinematics, exact tabular fits, then planning in the decoded model (Misra et al.
+    2024; [A])."""
+    from theorylab.algorithms.offline.video_representation import video_representation
+
+    return video_representation(dataset, objective, n_latent, prior)
+
+
+@register(
+    "bisimulation-vi",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="finite",
+    papers=("000#49", "001#45", "002-004#C2"),
+)
+def fit_bisimulation_vi(dataset, observations: int | None = None, delta: float = 0.1):
+    """Offline VI on observation histories through a bisimulation abstraction of the last
+    observation learned from the data, lifted to every history (Hong et al. 2024; [A])."""
+    from theorylab.algorithms.offline.history_abstraction import bisimulation_vi
+
+    return bisimulation_vi(dataset, observations=observations, delta=delta)

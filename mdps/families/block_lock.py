@@ -44,8 +44,20 @@ class BlockTruth:
 class BlockMDP(TabularMDP):
     """A tabular MDP over observations with a hidden latent (block) structure."""
 
-    def __init__(self, P, R, mu0, truth: BlockTruth, *, horizon: int, name: str) -> None:
-        super().__init__(P, R, mu0, horizon=horizon, reward_model="bernoulli", name=name)
+    def __init__(
+        self,
+        P,
+        R,
+        mu0,
+        truth: BlockTruth,
+        *,
+        horizon: int | None,
+        name: str,
+        gamma: float | None = None,
+    ) -> None:
+        super().__init__(
+            P, R, mu0, horizon=horizon, gamma=gamma, reward_model="bernoulli", name=name
+        )
         self._truth = truth
         self.n_latent = int(truth.T.shape[1])
 

@@ -78,6 +78,18 @@ def require_probability(family: str, name: str, value) -> float:
     return p
 
 
+def require_discount(family: str, gamma) -> float:
+    """``gamma`` as a float in (0, 1) (a discount that must discount), or
+    :class:`InvalidMDPError` naming it."""
+    try:
+        g = float(gamma)
+    except (TypeError, ValueError):
+        g = float("nan")
+    if not 0.0 < g < 1.0:  # also rejects NaN
+        raise InvalidMDPError(f"{family}: gamma must lie in (0, 1), got gamma={gamma!r}")
+    return g
+
+
 def options_suffix(gamma: float, reward_model: str, sparse: bool) -> str:
     """The non-default common options, in canonical spec form (``",gamma=0.9,sparse=true"``)."""
     out = ""
