@@ -55,7 +55,7 @@ from theorylab.algorithms.policy_optimization.path import (
 from theorylab.algorithms.registry import register
 from theorylab.mdps.token_tree import TreeTask
 
-PAPERS = ("000#56",)
+PAPERS = ("000#56", "002-004#E11")  # the same paper, two catalogue rows
 BEHAVIOURS = ("uniform", "random", "reference", "on-policy")
 
 

@@ -165,7 +165,7 @@ register_validation(
         },  # fmt: skip
     ),
     controls=("copg-no-contrast",),
-    papers=("000#56",),
+    papers=("000#56", "002-004#E11"),
 )
 
 
