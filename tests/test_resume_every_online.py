@@ -58,13 +58,16 @@ def _case(algorithm: str):
         return mdp, 24, {"features": mdp.phi}
     if algorithm == "musik":
         return "block-lock:H=3,A=2,m=2", 3 * 6 + 1, {"samples": 6, "n_latent": 3}
+    if algorithm == "multitask-epsilon-greedy":
+        return "combination-lock:H=4,A=2,code_seed=2", 24, {"tasks": "reach"}
     if algorithm == "sqirl":
         return "bait-lock:H=4,A=2,k=2,code_seed=1", 4 * 6, {"k": 2, "rollouts": 6}
     raise KeyError(algorithm)
 
 
 CASES = ["cdpo", "contrastive-ucb", "cvar-ela", "demo-regularised-bpi", "icvar-hf", "icvar-l",
-         "jsrl", "lmc-lsvi", "lsvi", "musik", "rep-ucb", "sqirl"]  # fmt: skip
+         "jsrl", "lmc-lsvi", "lsvi", "multitask-epsilon-greedy", "musik", "rep-ucb",
+         "sqirl"]  # fmt: skip
 # resumed in tests/test_resume_exact.py (compiled loops) or tests/test_resume_python_loop.py
 ELSEWHERE = {"cvar-ucbvi", "epsilon-greedy", "greedy", "icvar-rm", "linucb", "lsvi-ucb", "maxwp",
              "optimistic-q-bernstein", "optimistic-q-hoeffding", "psrl", "ucbvi-ajks",

@@ -7,7 +7,9 @@
   to the epsilon-greedy baseline;
 * ``jsrl-frozen-switch``: the curriculum never moves the switch point
   (``theorylab.algorithms.online.jsrl.JumpStartQLearning._move_switch`` a no-op): the learner
-  only ever acts on the last stage and never learns the first ones.
+  only ever acts on the last stage and never learns the first ones;
+* ``multitask-data-unshared``: multitask epsilon-greedy (001#12) with each task planning on the
+  model of its own episodes only: the diverse tasks no longer carry exploration to each other.
 """
 
 from __future__ import annotations
@@ -59,6 +61,28 @@ MUTATIONS = (
             "mutation",
             "JSRL's curriculum never moves the switch point",
             jsrl_frozen_switch,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def multitask_data_unshared(claim=None) -> Iterator[None]:
+    """Each task plans on the model of its own episodes only (no data sharing across tasks)."""
+    from theorylab.algorithms.online import multitask_myopic
+
+    with _patched(multitask_myopic.MultitaskEpsilonGreedy, "POOLED", False):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "multitask-data-unshared",
+            "mutation",
+            "multitask epsilon-greedy with each task's model from its own episodes only",
+            multitask_data_unshared,
         )
     ),
 )
