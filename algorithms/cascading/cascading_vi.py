@@ -16,7 +16,7 @@ the click reward r(s, a) seen on the first click (rewards are deterministic). Ba
 forms the optimistic model
 
     q_bar(s, a) = min(1, q_hat(s, a) + c sqrt(L / (2 n_exam))),
-    w_bar(s, a) = min(H - h, r_hat(s, a) + P_hat(.|s, a) V_bar_{h+1} + c (H - h) sqrt(L / (2 n))),
+    w_bar(s, a) = min(H - h, r_hat(s, a) + P_hat(.|s, a) V_bar_{h+1} + c (H - h - 1) sqrt(L / (2 n))),
     w_bar_bot(s) likewise from the no-click transitions,
 
 with ``L = log(2 S (N + 1) H K / delta)`` (n = 0: q_bar = 1, w_bar = H - h, r_hat = 1), and plays
@@ -78,12 +78,16 @@ class CascadingVI:
         self.r_hat = np.ones((B, S, N))  # (B, S, N) optimistic 1 until the first click
         self._lists = self._plan()
 
+    def optimistic_q(self) -> np.ndarray:
+        """``(B, S, N)`` q_bar = min(1, q_hat + c sqrt(L / (2 n_exam))), 1 where unexamined."""
+        n = np.maximum(self.n_exam, 1.0)
+        q_bar = np.minimum(1.0, self.n_click / n + self.c * np.sqrt(self.L / (2.0 * n)))
+        return np.where(self.n_exam > 0, q_bar, 1.0)
+
     def _plan(self) -> np.ndarray:
         """``(B, H, S, m)`` the optimistic lists, backwards over h."""
         B, S, N, H = self.B, self.S, self.N, self.H
-        q_hat = self.n_click / np.maximum(self.n_exam, 1.0)
-        q_bar = np.minimum(1.0, q_hat + self.c * np.sqrt(self.L / (2.0 * np.maximum(self.n_exam, 1))))
-        q_bar = np.where(self.n_exam > 0, q_bar, 1.0)
+        q_bar = self.optimistic_q()
         n_succ = self.succ.sum(axis=-1)  # (B, S, N + 1)
         P_hat = self.succ / np.maximum(n_succ, 1.0)[..., None]
         width = np.sqrt(self.L / (2.0 * np.maximum(n_succ, 1.0)))  # (B, S, N + 1)
@@ -92,7 +96,8 @@ class CascadingVI:
         lists = np.zeros((B, H, S, self.m), dtype=np.int64)
         for h in range(H - 1, -1, -1):
             left = float(H - h)  # the most value collectable from step h on
-            w = reward + np.einsum("bsan,bn->bsa", P_hat, V) + self.c * left * width
+            # V_{h+1} lies in [0, H - h - 1]: the transition term's Hoeffding width scales with it
+            w = reward + np.einsum("bsan,bn->bsa", P_hat, V) + self.c * (left - 1.0) * width
             w = np.where(n_succ > 0, np.minimum(w, left), left)  # (B, S, N + 1)
             lists[:, h], V = best_perm(q_bar, w[..., :N], w[..., N], self.m)
             V = np.minimum(V, left)
