@@ -55,7 +55,9 @@ class CascadingMDP:
         q, r = np.asarray(q, dtype=np.float64), np.asarray(r, dtype=np.float64)
         P, mu0 = np.asarray(P, dtype=np.float64), np.asarray(mu0, dtype=np.float64)
         if q.ndim != 2 or r.shape != q.shape:
-            raise InvalidMDPError(f"{name}: q and r must be (S, N) arrays, got {q.shape}, {r.shape}")
+            raise InvalidMDPError(
+                f"{name}: q and r must be (S, N) arrays, got {q.shape}, {r.shape}"
+            )
         S, N = q.shape
         if P.shape != (S, N + 1, S) or mu0.shape != (S,):
             raise InvalidMDPError(
@@ -88,7 +90,7 @@ class CascadingMDP:
         return reward + cont
 
     def list_q(self, v_next: np.ndarray, lists: np.ndarray) -> np.ndarray:
-        """``(..., S, L)`` Q(s, A) of every list A in ``lists (L, m)`` given V_{h+1} ``(..., S)``."""
+        """``(..., S, L)`` Q(s, A) of every list A in ``lists (L, m)``; V_{h+1}: ``(..., S)``."""
         w = self.click_values(v_next)  # (..., S, N + 1)
         q_list = self.q[:, lists]  # (S, L, m)
         w_list = w[..., lists]  # (..., S, L, m)

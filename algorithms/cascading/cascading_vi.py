@@ -16,7 +16,8 @@ the click reward r(s, a) seen on the first click (rewards are deterministic). Ba
 forms the optimistic model
 
     q_bar(s, a) = min(1, q_hat(s, a) + c sqrt(L / (2 n_exam))),
-    w_bar(s, a) = min(H - h, r_hat(s, a) + P_hat(.|s, a) V_bar_{h+1} + c (H - h - 1) sqrt(L / (2 n))),
+    w_bar(s, a) = min(H - h, r_hat(s, a) + P_hat(.|s, a) V_bar_{h+1}
+                              + c (H - h - 1) sqrt(L / (2 n))),
     w_bar_bot(s) likewise from the no-click transitions,
 
 with ``L = log(2 S (N + 1) H K / delta)`` (n = 0: q_bar = 1, w_bar = H - h, r_hat = 1), and plays
