@@ -75,7 +75,8 @@ class CascadingVISqrtK(ScaledClaim):
         "q and P, BestPerm as planner, bonus constant 1) has sublinear cumulative regret against "
         "that optimum on cascading:S=2,N=4,m=2,H=2 instances (log-log slope over the second half "
         "of the run, bootstrap 95% interval below 0.7; a linear learner's is ~1). Quick: 300 "
-        "oracle instances, K = 2000, 2 instances x 3 seeds; full: 2000 oracle instances, K = 8000, 3 instances x 4 seeds."
+        "oracle instances, K = 2000, 2 instances x 3 seeds; full: 2000 oracle instances, "
+        "K = 8000, 3 instances x 4 seeds."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
