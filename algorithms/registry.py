@@ -307,6 +307,20 @@ register_kind(
 
 register_kind(
     Kind(
+        "cascading",
+        constructor_args=("problem", "n_seeds", "rngs", "episodes"),
+        budget={
+            "episodes": "K episodes per seed on the cascading MDP (required; CLI --episodes/-K)",
+        },
+        runner="theorylab.runners.cascading:run",
+        summary="episodic learner showing ordered item lists to a cascading user (item-level "
+        "click feedback); exact regret against the optimum found by brute-force planning",
+    )
+)
+
+
+register_kind(
+    Kind(
         "deep",
         constructor_args=("task",),
         budget={
@@ -448,6 +462,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.robust",
     "theorylab.algorithms.gp_bandit",
     "theorylab.algorithms.adversarial",
+    "theorylab.algorithms.cascading",
 )
 
 

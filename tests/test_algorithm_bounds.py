@@ -187,6 +187,10 @@ NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate i
 # baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted
 # dependencies (docs/algorithms/ftrl-log-barrier-linear-q.md); the claim checks the K-exponent
 NO_THEOREM |= {"ftrl-log-barrier-linear-q", "exp-weights-exploration-mix"}
+# issue 31 tier B (struct31): cascading RL (001#13) -- the regret O~(H sqrt(H S N K)) was read from
+# a summary without constants or the paper's bonuses (docs/algorithms/cascading-vi.md); the claim
+# checks BestPerm against brute force and the K-exponent of the regret
+NO_THEOREM |= {"cascading-vi"}
 # issue 31 (helper hybrid31): HNPG (000#20) -- the paper's rates were not read (abstract, a
 # review and the authors' code only); its claim compares it with NPG and the offline-only critic
 # against the exact optimum (docs/algorithms/hnpg.md)

@@ -124,7 +124,7 @@ def test_run_offline_reports_suboptimality(tmp_path, capsys):
         (
             ["run", "vi-lcb", "riverswim", "-K", "5"],
             "has no parameter 'episodes' "
-            "(episodes= is the budget of adversarial, online, preference algorithms)",
+            "(episodes= is the budget of adversarial, cascading, online, preference algorithms)",
         ),
         (["run", "vi-lcb", "riverswim:S=4,H=5", "-N", "100"], "stated for discounted MDPs"),
         (["run", "greedy", "riverswim", "-N", "100"], "no parameter 'dataset_size'"),

@@ -110,7 +110,7 @@ def test_nested_dataset_sizes_give_an_n_curve():
         (
             *OFFLINE,
             {"episodes": 10},
-            r"no parameter 'episodes' \(episodes= is the budget of adversarial, online",
+            r"no parameter 'episodes' \(episodes= is the budget of adversarial, cascading, online",
         ),
         (*ONLINE, {"dataset_size": 10}, "no parameter 'dataset_size'"),
         (*OFFLINE, {}, "needs a budget: dataset_size"),

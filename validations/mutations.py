@@ -1873,3 +1873,7 @@ MUTATIONS = (*MUTATIONS, *hybrid_mutations.MUTATIONS)
 from theorylab.validations import llm_tier_b_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)
+# issue 31 tier B, struct31: cascading RL (validations/claims/cascading.py, 001#13)
+from theorylab.validations import cascading_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *cascading_mutations.MUTATIONS)
