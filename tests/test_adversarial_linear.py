@@ -15,6 +15,7 @@ from theorylab.algorithms.adversarial import linear_q_estimator
 from theorylab.algorithms.adversarial.policy_optimization import (
     ExplorationMixBaseline,
     LogBarrierFTRL,
+    MagnitudeReducedExpWeights,
 )
 from theorylab.algorithms.adversarial.simplex_ftrl import entropy_ftrl, log_barrier_ftrl
 from theorylab.errors import InvalidMDPError
@@ -209,6 +210,48 @@ def test_learning_rates_and_exploration_written_out(tiny):
         assert base.exploration() == pytest.approx(min(0.5, k ** (-1 / 3)))
 
 
+def test_algorithm_2_rates_written_out_have_no_action_count():
+    rng = [np.random.default_rng(0)]
+    for spec in (TINY, "adversarial-linear:S=2,A=16,d=2,H=2,feature_concentration=0.3,seed=1"):
+        agent = MagnitudeReducedExpWeights(
+            make(spec), 1, rng, 100, eta_scale=3.0, exploration_scale=0.5
+        )
+        for k in (1, 7, 1000):
+            agent.k = k
+            assert agent.learning_rate() == pytest.approx(3.0 / (2 * np.sqrt(k)))  # c/(H sqrt k)
+            assert agent.exploration() == pytest.approx(min(0.5, 0.5 * 3.0 / (2 * np.sqrt(k))))
+
+
+def test_algorithm_2_plays_the_mixture_and_its_estimate_is_bounded(tiny):
+    from scipy.special import softmax
+
+    agent = MagnitudeReducedExpWeights(tiny, 1, [np.random.default_rng(0)], 100, eta_scale=4.0)
+    agent.cumulative[:] = np.random.default_rng(2).normal(scale=30.0, size=agent.cumulative.shape)
+    agent.k = 50
+    pol = agent._iterate()
+    eta = 4.0 / (2 * np.sqrt(50))
+    gamma = min(0.5, eta)
+    assert np.allclose(pol, (1 - gamma) * softmax(-eta * agent.cumulative, axis=-1) + gamma / 2)
+    # the magnitude the mixture buys: |Q_hat| <= H max ||phi||^2 / lambda_min(Sigma), and
+    # lambda_min(Sigma_1) >= gamma lambda_min(uniform policy's Sigma_1) (first step: same mu0)
+    uniform = np.full((1, 2, 2, 2), 0.5)
+    lam0 = np.linalg.eigvalsh(tiny.covariance(uniform)[0, 0]).min()
+    lam = np.linalg.eigvalsh(tiny.covariance(pol)[0, 0]).min()
+    assert lam0 > 0 and lam >= gamma * lam0 - 1e-12
+
+
+def test_exploration_per_action_mutation_scales_the_share_by_a():
+    from theorylab.validations.adversarial_mutations import adv_exp_weights_exploration_per_action
+
+    mdp = make("adversarial-linear:S=2,A=8,d=2,H=2,feature_concentration=0.3,seed=1")
+    agent = MagnitudeReducedExpWeights(mdp, 1, [np.random.default_rng(0)], 100, eta_scale=1.0)
+    agent.k = 10_000
+    clean = agent.exploration()
+    with adv_exp_weights_exploration_per_action():
+        assert agent.exploration() == pytest.approx(8 * clean)
+    assert agent.exploration() == clean
+
+
 # ------------------------------------------------------------------------- input errors
 def test_input_errors_name_the_key_and_value():
     with pytest.raises(ValueError, match="needs a problem with a loss sequence"):
@@ -225,6 +268,10 @@ def test_input_errors_name_the_key_and_value():
         make("adversarial-linear:feature_concentration=0")
     with pytest.raises(ValueError, match="eta must be > 0"):
         log_barrier_ftrl(np.zeros(3), 0.0)
+    with pytest.raises(ValueError, match="exploration_scale must be a positive number"):
+        tl.run(
+            "exp-weights-magnitude-reduced-linear-q", TINY, episodes=5, seeds=1, exploration_scale=0
+        )
 
 
 def test_baseline_runs_with_simulator_rollouts():

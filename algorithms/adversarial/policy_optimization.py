@@ -35,9 +35,10 @@ Registered (kind ``adversarial``, :func:`theorylab.runners.adversarial.run`):
   magnitude reduction is; what exponential weights need is ``eta_k |Q_hat - c(s)| <= O(1)`` for
   some per-state constant c (the iterate ignores c), and ``|Q_hat| <= H ||phi||^2 /
   lambda_min(Sigma_k)``; mixing a ``gamma_k`` share of uniform play into the policy whose
-  covariance the simulator returns gives ``lambda_min(Sigma_k) >= gamma_k lambda_0`` (lambda_0:
-  the smallest eigenvalue of the uniform policy's covariance -- for i.i.d. features it tends to
-  a constant as A grows, not to 0), so the estimate's magnitude is reduced to ``eta_k |Q_hat| <=
+  covariance the simulator returns gives ``lambda_min(Sigma_{k,h}) >= gamma_k lambda_0`` (lambda_0:
+  the smallest eigenvalue of the uniform action choice's covariance under pi_k's state
+  distribution at h -- exactly the uniform policy's at h = 1; for i.i.d. features it tends to a
+  constant as A grows, not to 0), so the estimate's magnitude is reduced to ``eta_k |Q_hat| <=
   H / (exploration_scale lambda_0)``: bounded, at a price ``gamma_k K = O(sqrt K)`` (not the
   baseline's K^{2/3}: its gamma_k = k^{-1/3} is set against the estimator's variance, this one
   only against its magnitude, the Exp2 argument of linear bandits [M]). Without the mixture the
