@@ -16,6 +16,7 @@ from theorylab.algorithms.adversarial.policy_optimization import (
     ExplorationMixBaseline,
     LogBarrierFTRL,
     MagnitudeReducedExpWeights,
+    SimulatorFreeLogBarrierFTRL,
 )
 from theorylab.algorithms.adversarial.simplex_ftrl import entropy_ftrl, log_barrier_ftrl
 from theorylab.errors import InvalidMDPError
@@ -291,3 +292,52 @@ def test_uniform_exploration_mutation_mixes_the_baseline_exploration(tiny):
     gamma = 64 ** (-1 / 3)
     assert clean[..., 1].max() < 0.01
     assert np.allclose(mixed, (1 - gamma) * clean + gamma / 2)
+
+
+# ------------------------------------------------------------------------- simulator-free
+def test_simulator_free_learner_never_asks_the_simulator_and_uses_its_own_features(tiny):
+    class Refusing:
+        def covariance(self, policies):
+            raise AssertionError("asked the simulator for a covariance")
+
+        def rollout(self, policies, rngs):
+            raise AssertionError("asked the simulator for a roll-out")
+
+    agent = SimulatorFreeLogBarrierFTRL(tiny, 2, [np.random.default_rng(i) for i in range(2)], 9)
+    env = [np.random.default_rng([5, i]) for i in range(2)]
+    theta = tiny.loss_parameters(8)
+    second = np.zeros((2, tiny.H, tiny.d, tiny.d))
+    for k in range(8):
+        pol = np.asarray(agent.policy())
+        gamma = min(0.5, (k + 1) ** (-1 / 3))
+        assert pol.min() >= gamma / tiny.A - 1e-12  # the uniform share written out
+        # the covariance it will use: past features only, plus the ridge k^(-1/3) I
+        expected = second / max(k, 1) + (k + 1) ** (-1 / 3) * np.eye(tiny.d)
+        assert np.allclose(agent.covariance(None), expected, atol=1e-12)
+        states, actions, observed = tiny.rollout(pol, theta[k], env)
+        agent.update(states, actions, observed, Refusing())
+        x = tiny.phi[states, actions]  # (B, H, d)
+        second += np.einsum("bhi,bhj->bhij", x, x)
+
+
+def test_simulator_free_rejects_covariance_rollouts():
+    with pytest.raises(ValueError, match="covariance_rollouts needs a simulator"):
+        tl.run(
+            "ftrl-log-barrier-linear-q-simulator-free",
+            TINY,
+            episodes=5,
+            seeds=1,
+            covariance_rollouts=10,
+        )
+
+
+def test_never_decaying_exploration_mutation_sticks_at_one_half(tiny):
+    from theorylab.validations.adversarial_mutations import (
+        adv_simulator_free_exploration_never_decays,
+    )
+
+    agent = SimulatorFreeLogBarrierFTRL(tiny, 1, [np.random.default_rng(0)], 100)
+    agent.k = 1000
+    assert agent.exploration() == pytest.approx(0.1)
+    with adv_simulator_free_exploration_never_decays():
+        assert agent.exploration() == 0.5

@@ -173,7 +173,12 @@ NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate i
 # issue 31 (advlin31): adversarial linear-Q MDPs (002-004#A1) -- the paper's O~(sqrt K) and the
 # baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted
 # dependencies (docs/algorithms/ftrl-log-barrier-linear-q.md); the claim checks the K-exponent
-NO_THEOREM |= {"ftrl-log-barrier-linear-q", "exp-weights-exploration-mix"}
+NO_THEOREM |= {
+    "ftrl-log-barrier-linear-q",
+    "exp-weights-exploration-mix",
+    "exp-weights-magnitude-reduced-linear-q",
+    "ftrl-log-barrier-linear-q-simulator-free",
+}
 # issue 31 (helper hybrid31): HNPG (000#20) -- the paper's rates were not read (abstract, a
 # review and the authors' code only); its claim compares it with NPG and the offline-only critic
 # against the exact optimum (docs/algorithms/hnpg.md)

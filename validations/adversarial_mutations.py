@@ -12,6 +12,10 @@
   ``adversarial-linear-q-action-count``): algorithm 2's uniform share scaled by the number of
   actions, ``gamma_k = min(1/2, A exploration_scale eta_k)``
   (``MagnitudeReducedExpWeights.exploration``): the exploration cost grows linearly in A.
+* ``adv-simulator-free-exploration-never-decays`` (the control of
+  ``adversarial-linear-simulator-free-sublinear``): the simulator-free learner's uniform share
+  stuck at 1/2 (``SimulatorFreeLogBarrierFTRL.exploration``, the episode index forgotten): linear
+  regret.
 """
 
 from __future__ import annotations
@@ -63,6 +67,17 @@ def adv_exp_weights_exploration_per_action(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def adv_simulator_free_exploration_never_decays(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.adversarial.policy_optimization import SimulatorFreeLogBarrierFTRL
+
+    def stuck(self) -> float:
+        return 0.5  # the bug: min(1/2, k^(-1/3)) without k
+
+    with _patched(SimulatorFreeLogBarrierFTRL, "exploration", stuck):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -87,6 +102,14 @@ MUTATIONS = (
             "mutation",
             "algorithm 2's uniform share scaled by the number of actions (gamma_k = A eta_k)",
             adv_exp_weights_exploration_per_action,
+        )
+    ),
+    register_control(
+        Control(
+            "adv-simulator-free-exploration-never-decays",
+            "mutation",
+            "the simulator-free learner's uniform share stuck at 1/2 (the episode index forgotten)",
+            adv_simulator_free_exploration_never_decays,
         )
     ),
 )
