@@ -44,6 +44,12 @@ an effective slope of 0.33 over 2..16; sqrt(A) would be 0.5), algorithm 1's
 has the smaller regret at m = 16. Control: ``adv-exp-weights-exploration-per-action`` (the
 uniform share scaled by A, ``gamma_k = A eta_k``: a bug that makes the exploration cost grow
 linearly in A) fails the first check.
+
+``adversarial-linear-simulator-free-sublinear``: the simulator-free learner
+(``ftrl-log-barrier-linear-q-simulator-free``, reconstructed) on ``INSTANCE`` has a log-log slope
+of the exact prefix regret in K below 1 with a CI upper end <= 0.9 (the paper's K^{8/9}; only
+sublinearity is claimed). Control: ``adv-simulator-free-exploration-never-decays`` (uniform share
+stuck at 1/2: linear regret) fails it.
 """
 
 from __future__ import annotations
