@@ -63,6 +63,16 @@ def test_ftrl_iterates_ignore_a_per_state_shift():
 
 
 # ------------------------------------------------------------------------- the estimator
+def test_symmetric_pinv_equals_numpy_pinv_including_singular_matrices():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(6, 5, 4, 2))  # rank <= 2 covariances of dimension 4
+    singular = np.einsum("nbij,nbkj->nbik", X, X)
+    full = singular + np.eye(4)
+    for cov in (singular, full):
+        want = np.linalg.pinv(cov, rcond=linear_q_estimator.PINV_RCOND, hermitian=True)
+        assert np.allclose(linear_q_estimator.symmetric_pinv(cov), want, atol=1e-10)
+
+
 def enumerated_expectation(mdp, policy, theta, estimator):
     """E[estimator(trajectory)] by enumerating every trajectory of ``policy (H, S, A)``."""
     P = np.broadcast_to(mdp.model.dense_P(), (mdp.H, mdp.S, mdp.A, mdp.S))
