@@ -15,6 +15,8 @@ from theorylab.algorithms.adversarial import linear_q_estimator
 from theorylab.algorithms.adversarial.policy_optimization import (
     ExplorationMixBaseline,
     LogBarrierFTRL,
+    MagnitudeReducedExpWeights,
+    SimulatorFreeLogBarrierFTRL,
 )
 from theorylab.algorithms.adversarial.simplex_ftrl import entropy_ftrl, log_barrier_ftrl
 from theorylab.errors import InvalidMDPError
@@ -61,6 +63,16 @@ def test_ftrl_iterates_ignore_a_per_state_shift():
 
 
 # ------------------------------------------------------------------------- the estimator
+def test_symmetric_pinv_equals_numpy_pinv_including_singular_matrices():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(6, 5, 4, 2))  # rank <= 2 covariances of dimension 4
+    singular = np.einsum("nbij,nbkj->nbik", X, X)
+    full = singular + np.eye(4)
+    for cov in (singular, full):
+        want = np.linalg.pinv(cov, rcond=linear_q_estimator.PINV_RCOND, hermitian=True)
+        assert np.allclose(linear_q_estimator.symmetric_pinv(cov), want, atol=1e-10)
+
+
 def enumerated_expectation(mdp, policy, theta, estimator):
     """E[estimator(trajectory)] by enumerating every trajectory of ``policy (H, S, A)``."""
     P = np.broadcast_to(mdp.model.dense_P(), (mdp.H, mdp.S, mdp.A, mdp.S))
@@ -209,6 +221,48 @@ def test_learning_rates_and_exploration_written_out(tiny):
         assert base.exploration() == pytest.approx(min(0.5, k ** (-1 / 3)))
 
 
+def test_algorithm_2_rates_written_out_have_no_action_count():
+    rng = [np.random.default_rng(0)]
+    for spec in (TINY, "adversarial-linear:S=2,A=16,d=2,H=2,feature_concentration=0.3,seed=1"):
+        agent = MagnitudeReducedExpWeights(
+            make(spec), 1, rng, 100, eta_scale=3.0, exploration_scale=0.5
+        )
+        for k in (1, 7, 1000):
+            agent.k = k
+            assert agent.learning_rate() == pytest.approx(3.0 / (2 * np.sqrt(k)))  # c/(H sqrt k)
+            assert agent.exploration() == pytest.approx(min(0.5, 0.5 * 3.0 / (2 * np.sqrt(k))))
+
+
+def test_algorithm_2_plays_the_mixture_and_its_estimate_is_bounded(tiny):
+    from scipy.special import softmax
+
+    agent = MagnitudeReducedExpWeights(tiny, 1, [np.random.default_rng(0)], 100, eta_scale=4.0)
+    agent.cumulative[:] = np.random.default_rng(2).normal(scale=30.0, size=agent.cumulative.shape)
+    agent.k = 50
+    pol = agent._iterate()
+    eta = 4.0 / (2 * np.sqrt(50))
+    gamma = min(0.5, eta)
+    assert np.allclose(pol, (1 - gamma) * softmax(-eta * agent.cumulative, axis=-1) + gamma / 2)
+    # the magnitude the mixture buys: |Q_hat| <= H max ||phi||^2 / lambda_min(Sigma), and
+    # lambda_min(Sigma_1) >= gamma lambda_min(uniform policy's Sigma_1) (first step: same mu0)
+    uniform = np.full((1, 2, 2, 2), 0.5)
+    lam0 = np.linalg.eigvalsh(tiny.covariance(uniform)[0, 0]).min()
+    lam = np.linalg.eigvalsh(tiny.covariance(pol)[0, 0]).min()
+    assert lam0 > 0 and lam >= gamma * lam0 - 1e-12
+
+
+def test_exploration_per_action_mutation_scales_the_share_by_a():
+    from theorylab.validations.adversarial_mutations import adv_exp_weights_exploration_per_action
+
+    mdp = make("adversarial-linear:S=2,A=8,d=2,H=2,feature_concentration=0.3,seed=1")
+    agent = MagnitudeReducedExpWeights(mdp, 1, [np.random.default_rng(0)], 100, eta_scale=1.0)
+    agent.k = 10_000
+    clean = agent.exploration()
+    with adv_exp_weights_exploration_per_action():
+        assert agent.exploration() == pytest.approx(8 * clean)
+    assert agent.exploration() == clean
+
+
 # ------------------------------------------------------------------------- input errors
 def test_input_errors_name_the_key_and_value():
     with pytest.raises(ValueError, match="needs a problem with a loss sequence"):
@@ -225,6 +279,10 @@ def test_input_errors_name_the_key_and_value():
         make("adversarial-linear:feature_concentration=0")
     with pytest.raises(ValueError, match="eta must be > 0"):
         log_barrier_ftrl(np.zeros(3), 0.0)
+    with pytest.raises(ValueError, match="exploration_scale must be a positive number"):
+        tl.run(
+            "exp-weights-magnitude-reduced-linear-q", TINY, episodes=5, seeds=1, exploration_scale=0
+        )
 
 
 def test_baseline_runs_with_simulator_rollouts():
@@ -244,3 +302,52 @@ def test_uniform_exploration_mutation_mixes_the_baseline_exploration(tiny):
     gamma = 64 ** (-1 / 3)
     assert clean[..., 1].max() < 0.01
     assert np.allclose(mixed, (1 - gamma) * clean + gamma / 2)
+
+
+# ------------------------------------------------------------------------- simulator-free
+def test_simulator_free_learner_never_asks_the_simulator_and_uses_its_own_features(tiny):
+    class Refusing:
+        def covariance(self, policies):
+            raise AssertionError("asked the simulator for a covariance")
+
+        def rollout(self, policies, rngs):
+            raise AssertionError("asked the simulator for a roll-out")
+
+    agent = SimulatorFreeLogBarrierFTRL(tiny, 2, [np.random.default_rng(i) for i in range(2)], 9)
+    env = [np.random.default_rng([5, i]) for i in range(2)]
+    theta = tiny.loss_parameters(8)
+    second = np.zeros((2, tiny.H, tiny.d, tiny.d))
+    for k in range(8):
+        pol = np.asarray(agent.policy())
+        gamma = min(0.5, (k + 1) ** (-1 / 3))
+        assert pol.min() >= gamma / tiny.A - 1e-12  # the uniform share written out
+        # the covariance it will use: past features only, plus the ridge k^(-1/3) I
+        expected = second / max(k, 1) + (k + 1) ** (-1 / 3) * np.eye(tiny.d)
+        assert np.allclose(agent.covariance(None), expected, atol=1e-12)
+        states, actions, observed = tiny.rollout(pol, theta[k], env)
+        agent.update(states, actions, observed, Refusing())
+        x = tiny.phi[states, actions]  # (B, H, d)
+        second += np.einsum("bhi,bhj->bhij", x, x)
+
+
+def test_simulator_free_rejects_covariance_rollouts():
+    with pytest.raises(ValueError, match="covariance_rollouts needs a simulator"):
+        tl.run(
+            "ftrl-log-barrier-linear-q-simulator-free",
+            TINY,
+            episodes=5,
+            seeds=1,
+            covariance_rollouts=10,
+        )
+
+
+def test_never_decaying_exploration_mutation_sticks_at_one_half(tiny):
+    from theorylab.validations.adversarial_mutations import (
+        adv_simulator_free_exploration_never_decays,
+    )
+
+    agent = SimulatorFreeLogBarrierFTRL(tiny, 1, [np.random.default_rng(0)], 100)
+    agent.k = 1000
+    assert agent.exploration() == pytest.approx(0.1)
+    with adv_simulator_free_exploration_never_decays():
+        assert agent.exploration() == 0.5

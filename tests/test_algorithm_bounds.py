@@ -186,7 +186,12 @@ NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate i
 # issue 31 (advlin31): adversarial linear-Q MDPs (002-004#A1) -- the paper's O~(sqrt K) and the
 # baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted
 # dependencies (docs/algorithms/ftrl-log-barrier-linear-q.md); the claim checks the K-exponent
-NO_THEOREM |= {"ftrl-log-barrier-linear-q", "exp-weights-exploration-mix"}
+NO_THEOREM |= {
+    "ftrl-log-barrier-linear-q",
+    "exp-weights-exploration-mix",
+    "exp-weights-magnitude-reduced-linear-q",
+    "ftrl-log-barrier-linear-q-simulator-free",
+}
 # issue 31 tier B (struct31): cascading RL (001#13) -- the regret O~(H sqrt(H S N K)) was read from
 # a summary without constants or the paper's bonuses (docs/algorithms/cascading-vi.md); the claim
 # checks BestPerm against brute force and the K-exponent of the regret

@@ -8,6 +8,14 @@
 * ``adv-linear-q-no-inverse-covariance``: the loss estimator ``phi^T phi(s_h, a_h) L_h`` without
   ``Sigma^+`` (``linear_q_estimator.linear_q_estimate``): biased, and no longer the tabular
   importance weight with one-hot features.
+* ``adv-exp-weights-exploration-per-action`` (the control of
+  ``adversarial-linear-q-action-count``): algorithm 2's uniform share scaled by the number of
+  actions, ``gamma_k = min(1/2, A exploration_scale eta_k)``
+  (``MagnitudeReducedExpWeights.exploration``): the exploration cost grows linearly in A.
+* ``adv-simulator-free-exploration-never-decays`` (the control of
+  ``adversarial-linear-simulator-free-sublinear``): the simulator-free learner's uniform share
+  stuck at 1/2 (``SimulatorFreeLogBarrierFTRL.exploration``, the episode index forgotten): linear
+  regret.
 """
 
 from __future__ import annotations
@@ -48,6 +56,28 @@ def adv_linear_q_no_inverse_covariance(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def adv_exp_weights_exploration_per_action(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.adversarial.policy_optimization import MagnitudeReducedExpWeights
+
+    def per_action(self) -> float:
+        return min(0.5, self.A * self.exploration_scale * self.learning_rate())  # the bug: x A
+
+    with _patched(MagnitudeReducedExpWeights, "exploration", per_action):
+        yield
+
+
+@contextlib.contextmanager
+def adv_simulator_free_exploration_never_decays(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.adversarial.policy_optimization import SimulatorFreeLogBarrierFTRL
+
+    def stuck(self) -> float:
+        return 0.5  # the bug: min(1/2, k^(-1/3)) without k
+
+    with _patched(SimulatorFreeLogBarrierFTRL, "exploration", stuck):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -64,6 +94,22 @@ MUTATIONS = (
             "mutation",
             "the linear-Q loss estimator without Sigma^+ (phi^T phi(s_h, a_h) L_h: biased)",
             adv_linear_q_no_inverse_covariance,
+        )
+    ),
+    register_control(
+        Control(
+            "adv-exp-weights-exploration-per-action",
+            "mutation",
+            "algorithm 2's uniform share scaled by the number of actions (gamma_k = A eta_k)",
+            adv_exp_weights_exploration_per_action,
+        )
+    ),
+    register_control(
+        Control(
+            "adv-simulator-free-exploration-never-decays",
+            "mutation",
+            "the simulator-free learner's uniform share stuck at 1/2 (the episode index forgotten)",
+            adv_simulator_free_exploration_never_decays,
         )
     ),
 )
