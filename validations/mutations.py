@@ -1873,3 +1873,7 @@ MUTATIONS = (*MUTATIONS, *hybrid_mutations.MUTATIONS)
 from theorylab.validations import llm_tier_b_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)
+
+from theorylab.validations import completion_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *completion_mutations.MUTATIONS)

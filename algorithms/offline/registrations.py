@@ -256,3 +256,24 @@ def fit_prdc(
         bandwidth=bandwidth,
         constraint=constraint,
     )
+
+
+@register(
+    "pamc", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("001#32",)
+)
+def fit_pamc(
+    dataset,
+    rank: int = 2,
+    alpha: float = 0.1,
+    calibration: float = 0.2,
+    weights: str = "uniform",
+    split_seed: int = 0,
+):
+    """PAMC (Shihab et al. 2025): rank-r ALS completion of the reward matrix on the visited pairs,
+    split-conformal radius at level alpha, backward induction on R_hat ([V] abstract, [A])."""
+    from theorylab.algorithms.offline.pamc import pamc
+
+    return pamc(
+        dataset, rank=rank, alpha=alpha, calibration=calibration, weights=weights,
+        split_seed=split_seed,
+    )  # fmt: skip
