@@ -47,7 +47,8 @@ MUTATIONS = (
         Control(
             "pamc-conformal-uncorrected",
             "mutation",
-            "PAMC's conformal radius as the plain (1 - alpha)-quantile (no finite-sample correction)",
+            "PAMC's conformal radius as the plain (1 - alpha)-quantile (no finite-sample "
+            "correction)",
             pamc_conformal_uncorrected,
         )
     ),

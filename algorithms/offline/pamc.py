@@ -20,10 +20,10 @@ What was read and what was reconstructed
   equations and constants were not read.
 * [A] the confidence sets: split conformal prediction (Vovk et al. 2005; Lei et al. 2018) with
   absolute residual scores ``|y - R_hat(s, a)|`` on calibration draws that were not used to fit,
-  and the finite-sample quantile: the ``k``-th smallest of n scores, ``k = ceil((n + 1)(1 - alpha))``
-  (``+inf`` when ``k > n``). For exchangeable continuous scores the coverage of a fresh draw is
-  exactly ``k / (n + 1)``, in ``[1 - alpha, 1 - alpha + 1 / (n + 1))``
-  (:func:`conformal_quantile`).
+  and the finite-sample quantile: the ``k``-th smallest of n scores,
+  ``k = ceil((n + 1)(1 - alpha))`` (``+inf`` when ``k > n``). For exchangeable continuous
+  scores the coverage of a fresh draw is exactly ``k / (n + 1)``, in
+  ``[1 - alpha, 1 - alpha + 1 / (n + 1))`` (:func:`conformal_quantile`).
 * [A] inverse-propensity weights (``weights="ipw"``): the entry ``(s, a)`` weighted by
   ``1 / p_hat(s, a)`` with ``p_hat`` the fraction of samples at that pair.
 
@@ -76,7 +76,7 @@ def complete_als(
     iters: int = 200,
     tol: float = 1e-12,
 ) -> np.ndarray:
-    """Rank-r weighted ALS: ``argmin_{U, V} sum_ij w_ij (Y_ij - (U V^T)_ij)^2 + reg (|U|^2 + |V|^2)``.
+    """Rank-r weighted ALS, ``argmin_{U,V} sum w_ij (Y_ij - (U V^T)_ij)^2 + reg (|U|^2 + |V|^2)``.
 
     ``Y (S, A)`` (any value where ``w = 0``), ``weights (S, A) >= 0`` (0: unobserved). Start: the
     rank-r SVD of the zero-filled matrix rescaled by the observed fraction. Each half-step solves

@@ -213,8 +213,11 @@ class PamcPhaseTransition:
         if plot:
             from theorylab.plotting import plot_lines
 
-            plot_lines(grid, {"rank-2 ALS (median relative error)": np.maximum(med_a, 1e-12),
-                              "unstructured fill (median relative error)": np.asarray(unstructured)},
+            curves = {
+                "rank-2 ALS (median relative error)": np.maximum(med_a, 1e-12),
+                "unstructured fill (median relative error)": np.asarray(unstructured),
+            }
+            plot_lines(grid, curves,
                        xlabel="observed entries m", ylabel="relative Frobenius error",
                        title=f"PAMC: completion phase transition (S={S}, A={A}, r={RANK})",
                        logy=True, path=plot)  # fmt: skip
