@@ -32,8 +32,8 @@ As an offline algorithm (``tl.run("pamc", ...)``, finite horizon)
 [M] The reward is treated as stationary (one ``S x A`` matrix; the ``lowrank-reward`` family has
 one). Per seed the observed pairs (count > 0) are split at random (``calibration`` of them, at
 least one, when there are at least two) into a fitting and a calibration part; the rank-r
-completion fitted on the fitting part's mean rewards gives ``R_hat (S, A)`` at *every* pair,
-visited or not; the calibration scores are ``|r - R_hat(s, a)|`` for the first reward sample at
+completion fitted on the fitting part's mean rewards, clipped to [0, 1] (the library's reward
+range), gives ``R_hat (S, A)`` at *every* pair, visited or not; the calibration scores are ``|r - R_hat(s, a)|`` for the first reward sample at
 each calibration pair, and ``info["radius"] (B,)`` is the conformal quantile at level alpha: a
 fresh reward at a pair drawn like the calibration pairs lies in ``R_hat +- radius`` with
 probability at least 1 - alpha. Planning is backward induction on the per-stage empirical
@@ -148,7 +148,7 @@ def _complete_seed(
     if weights == "ipw":
         w = np.where(mask, counts.sum() / np.maximum(counts, 1e-300), 0.0)
         w /= w[mask].mean()
-    R_hat = complete_als(Y, w, rank)
+    R_hat = np.clip(complete_als(Y, w, rank), 0.0, 1.0)  # the library's reward range
     radius = (
         conformal_quantile(np.abs(first.ravel()[cal] - R_hat.ravel()[cal]), alpha)
         if n_cal
