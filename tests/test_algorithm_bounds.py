@@ -169,6 +169,9 @@ NO_THEOREM |= {"cpl"}
 # HUBL (000#44, tier B): its theorem (a bias--regret trade-off of the reshaped MDP) was not
 # read; its claim checks the reshaped MDP exactly and both sides of the trade-off (hubl.md)
 NO_THEOREM |= {"hubl"}
+# PAMC (001#32, tier B): the paper's recovery theorem was not read (abstract only); its claim
+# checks completion against the known truth, the conformal coverage exactly (pamc.md)
+NO_THEOREM |= {"pamc"}
 NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate in the abstract
 # issue 31 (advlin31): adversarial linear-Q MDPs (002-004#A1) -- the paper's O~(sqrt K) and the
 # baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted

@@ -34,7 +34,9 @@ DISCOUNTED_ONLY = ("vi-lcb", "optidice", "f-dvl", "ogsrl", "prdc")
 # returns the best data trajectory and MBRCSL the best stitched one, neither optimal in general;
 # HetPEVI's source penalty c_K H sqrt(iota / K) does not shrink with data from one source
 # hubl: trajectory data only, and biased towards pi_b for lambda > 0 (its claim measures the bias)
-NOT_CONSISTENT = ("trajectory-weighting", "rcsl", "mbrcsl", "het-pevi", "hubl")
+# pamc: plans on a rank-r completion of a stationary reward matrix, biased on models whose
+# rewards are not rank r (e.g. random MDPs with A > r) or depend on the stage
+NOT_CONSISTENT = ("trajectory-weighting", "rcsl", "mbrcsl", "het-pevi", "hubl", "pamc")
 FINITE = [n for n in list_algorithms("offline") if n not in DISCOUNTED_ONLY]
 DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
 PESSIMISTIC_FINITE = [
@@ -73,6 +75,7 @@ def test_registry_lists_every_algorithm():
         "mbrcsl",  # tests/test_offline_rcsl.py
         "het-pevi",  # tests/test_offline_het_pevi.py
         "hubl",  # tests/test_hubl.py
+        "pamc",  # tests/test_pamc.py
         "prdc",  # tests/test_prdc.py
     }
 
