@@ -37,7 +37,12 @@ DISCOUNTED_ONLY = ("vi-lcb", "optidice", "f-dvl", "ogsrl", "prdc")
 # pamc: plans on a rank-r completion of a stationary reward matrix, biased on models whose
 # rewards are not rank r (e.g. random MDPs with A > r) or depend on the stage
 NOT_CONSISTENT = ("trajectory-weighting", "rcsl", "mbrcsl", "het-pevi", "hubl", "pamc")
-FINITE = [n for n in list_algorithms("offline") if n not in DISCOUNTED_ONLY]
+# density-model-vi needs a low-rank MDP's density features mu; its infinite-data test is in
+# tests/test_density_features.py
+NEEDS_DENSITY = ("density-model-vi",)
+FINITE = [
+    n for n in list_algorithms("offline") if n not in DISCOUNTED_ONLY and n not in NEEDS_DENSITY
+]
 DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
 PESSIMISTIC_FINITE = [
     "pessimistic-vi-hoeffding",
@@ -76,6 +81,7 @@ def test_registry_lists_every_algorithm():
         "het-pevi",  # tests/test_offline_het_pevi.py
         "hubl",  # tests/test_hubl.py
         "pamc",  # tests/test_pamc.py
+        "density-model-vi",  # tests/test_density_features.py
         "prdc",  # tests/test_prdc.py
     }
 
@@ -256,6 +262,9 @@ def test_batched_seeds_equal_seeds_alone(name):
         mdp, params = make("offline-linear:S=6,A=3,d=3,H=3,seed=1"), {}
     if name in ("pevi", "vw-pevi"):
         params["phi"] = mdp.phi
+    if name == "density-model-vi":  # needs a low-rank MDP's density features
+        mdp = make("lowrank-simplex:S=6,A=3,d=3,H=3,seed=1")
+        params["mu"] = mdp.density_features
     ds = make_dataset(mdp, 3000, coverage=0.4, seeds=4, seed=9)
     batch = fit(name, ds, **params)
     for i in range(4):

@@ -1877,3 +1877,7 @@ MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)
 from theorylab.validations import completion_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *completion_mutations.MUTATIONS)
+
+from theorylab.validations import density_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *density_mutations.MUTATIONS)

@@ -30,11 +30,13 @@ What was read and what was reconstructed
 As an offline algorithm (``tl.run("pamc", ...)``, finite horizon)
 ---------------------------------------------------------------
 [M] The reward is treated as stationary (one ``S x A`` matrix; the ``lowrank-reward`` family has
-one). Per seed the observed pairs (count > 0) are split at random (``calibration`` of them, at
-least one, when there are at least two) into a fitting and a calibration part; the rank-r
-completion fitted on the fitting part's mean rewards, clipped to [0, 1] (the library's reward
-range), gives ``R_hat (S, A)`` at *every* pair, visited or not; the calibration scores are ``|r - R_hat(s, a)|`` for the first reward sample at
-each calibration pair, and ``info["radius"] (B,)`` is the conformal quantile at level alpha: a
+one). Per seed the observed pairs (count > 0) are split at random (``default_rng([split_seed,
+seed index])``, so a seed's split is the same alone or in a batch) into a fitting and a
+calibration part (``calibration`` of them, at least one when there are at least two); the
+rank-r completion fitted on the fitting part's mean rewards, clipped to [0, 1] (the library's
+reward range), gives ``R_hat (S, A)`` at *every* pair, visited or not; the calibration scores
+are ``|r - R_hat(s, a)|`` for the first reward sample at each calibration pair, and
+``info["radius"] (B,)`` is the conformal quantile at level alpha: a
 fresh reward at a pair drawn like the calibration pairs lies in ``R_hat +- radius`` with
 probability at least 1 - alpha. Planning is backward induction on the per-stage empirical
 transitions with ``R_hat`` as the reward (``Q_h = R_hat + P_hat_h V_{h+1}``; ``P_hat V = 0`` at
@@ -186,12 +188,18 @@ def pamc(
     order = np.arange(blk.size)[::-1]  # later samples written first, so the first one wins
     first[blk.sa[order]] = blk.reward[order]
     first = first.reshape(B, S, A)
-    rng = np.random.default_rng(split_seed)
     R_hat = np.empty((B, S, A))
     radius = np.empty(B)
     for b in range(B):
         R_hat[b], radius[b] = _complete_seed(
-            sums[b], counts[b], first[b], rank, alpha, calibration, weights, rng
+            sums[b],
+            counts[b],
+            first[b],
+            rank,
+            alpha,
+            calibration,
+            weights,
+            np.random.default_rng([split_seed, dataset.seed_indices[b]]),  # same alone or batched
         )
     V = np.zeros((B, H + 1, S))
     Q = np.empty((B, H, S, A))

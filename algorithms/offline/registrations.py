@@ -277,3 +277,22 @@ def fit_pamc(
         dataset, rank=rank, alpha=alpha, calibration=calibration, weights=weights,
         split_seed=split_seed,
     )  # fmt: skip
+
+
+@register(
+    "density-model-vi",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="finite",
+    density_features=True,
+    papers=("001#28",),
+)
+def fit_density_model_vi(dataset, mu=None):
+    """Backward induction on the empirical model projected onto the span of known density
+    features mu_h (Huang, Chen & Jiang 2023 setting; [A]/[M]); mu from the low-rank MDP."""
+    from theorylab.algorithms.offline.density_features import density_model_vi
+
+    if mu is None:
+        raise ValueError("density-model-vi: give the density features mu (H, d, S) or (d, S)")
+    return density_model_vi(dataset, mu)
