@@ -175,8 +175,10 @@ def density_model_vi(dataset: OfflineDataset, mu: np.ndarray) -> OfflineResult:
         w = np.ones(blk.size) if blk.weight is None else blk.weight
         s2 = blk.nxt % S
         C = np.bincount(blk.sa * S + s2, weights=w, minlength=B * S * A * S).reshape(-1, S)
-        phi = mixture_weights(C, mu[h])  # (B*S*A, d)
-        PV = np.einsum("bpk,bk->bp", phi.reshape(B, S * A, -1), V[:, h + 1] @ mu[h].T)
+        C = C.reshape(B, S * A, S)
+        # per seed (EM stops on its own seed's rows, and every product has one seed's shape: a
+        # seed's answer is the same alone or batched, bit for bit)
+        PV = np.stack([mixture_weights(C[b], mu[h]) @ (mu[h] @ V[b, h + 1]) for b in range(B)])
         Q[:, h] = blk.means(blk.reward, n) + np.where(n > 0, PV.reshape(B, S, A), 0.0)
         V[:, h] = Q[:, h].max(axis=-1)
     return OfflineResult(
