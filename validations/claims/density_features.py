@@ -160,9 +160,9 @@ class DensityOccupancy:
         if plot:
             from theorylab.plotting import plot_lines
 
-            plot_lines(np.arange(H), {k: np.maximum(v, 1e-12) for k, v in curves[K0].items()},
+            plot_lines(np.arange(1, H), {k: v[1:] for k, v in curves[K0].items()},
                        xlabel="stage h", ylabel="mean L1 error of d_hat_h",
-                       title=f"Occupancy estimation, K = {K0} episodes ({SPEC})", logy=True,
+                       title=f"Occupancy error in h, K = {K0} (S = {S}, d = 3)", logy=True,
                        path=plot)  # fmt: skip
         config = {**cfg, "mdp": SPEC, "seed": seed}
         return finished_report(self.name, self.statement, scale, checks, t0, config, figure=plot)
