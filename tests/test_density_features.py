@@ -120,3 +120,10 @@ def test_density_model_vi_through_tl_run_and_input_errors():
         density_model_vi(ds, -np.ones((3, 8)))
     with pytest.raises(ValueError, match="give the density features"):
         fit_density_model_vi(ds)
+
+
+def test_density_features_are_the_hidden_right_factor_read_only():
+    mdp = make(SPEC)
+    mu = mdp.density_features
+    np.testing.assert_array_equal(mu, mdp.reveal().mu)
+    assert mu.shape == (mdp.horizon, 3, mdp.S) and not mu.flags.writeable
