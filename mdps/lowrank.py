@@ -150,6 +150,15 @@ class LowRankMDP(TabularMDP):
         return int(self.candidates.shape[-1])
 
     @property
+    def density_features(self) -> np.ndarray:
+        """The right factor ``mu (H, d, S)`` alone (read-only): the *density features* of the
+        known-right-factor setting (Huang, Chen & Jiang 2023; ``density-model-vi``). ``phi`` stays
+        hidden."""
+        mu = np.array(self._factors.mu, dtype=float)
+        mu.setflags(write=False)
+        return mu
+
+    @property
     def n_candidates(self) -> int:
         return int(self.candidates.shape[0])
 

@@ -182,6 +182,12 @@ NO_THEOREM |= {"hubl"}
 # 001#12 (tier B): the diversity condition and its bound were not read (abstract only); its
 # claim checks the single-task closed form A^H and polynomial growth with diverse tasks
 NO_THEOREM |= {"multitask-epsilon-greedy"}
+# PAMC (001#32, tier B): the paper's recovery theorem was not read (abstract only); its claim
+# checks completion against the known truth, the conformal coverage exactly (pamc.md)
+NO_THEOREM |= {"pamc"}
+# density-model-vi (001#28, tier B): the paper states no rate (catalogue); its claim checks the
+# occupancy recursion exactly and its growth in h (density-model-vi.md)
+NO_THEOREM |= {"density-model-vi"}
 NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate in the abstract
 # issue 31 (advlin31): adversarial linear-Q MDPs (002-004#A1) -- the paper's O~(sqrt K) and the
 # baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted

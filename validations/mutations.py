@@ -1877,3 +1877,11 @@ MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)
 from theorylab.validations import cascading_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *cascading_mutations.MUTATIONS)
+
+from theorylab.validations import completion_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *completion_mutations.MUTATIONS)
+
+from theorylab.validations import density_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *density_mutations.MUTATIONS)

@@ -303,3 +303,43 @@ def fit_bisimulation_vi(dataset, observations: int | None = None, delta: float =
     from theorylab.algorithms.offline.history_abstraction import bisimulation_vi
 
     return bisimulation_vi(dataset, observations=observations, delta=delta)
+
+
+@register(
+    "pamc", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("001#32",)
+)
+def fit_pamc(
+    dataset,
+    rank: int = 2,
+    alpha: float = 0.1,
+    calibration: float = 0.2,
+    weights: str = "uniform",
+    split_seed: int = 0,
+):
+    """PAMC (Shihab et al. 2025): rank-r ALS completion of the reward matrix on the visited pairs,
+    split-conformal radius at level alpha, backward induction on R_hat ([V] abstract, [A])."""
+    from theorylab.algorithms.offline.pamc import pamc
+
+    return pamc(
+        dataset, rank=rank, alpha=alpha, calibration=calibration, weights=weights,
+        split_seed=split_seed,
+    )  # fmt: skip
+
+
+@register(
+    "density-model-vi",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="finite",
+    density_features=True,
+    papers=("001#28",),
+)
+def fit_density_model_vi(dataset, mu=None):
+    """Backward induction on the empirical model projected onto the span of known density
+    features mu_h (Huang, Chen & Jiang 2023 setting; [A]/[M]); mu from the low-rank MDP."""
+    from theorylab.algorithms.offline.density_features import density_model_vi
+
+    if mu is None:
+        raise ValueError("density-model-vi: give the density features mu (H, d, S) or (d, S)")
+    return density_model_vi(dataset, mu)

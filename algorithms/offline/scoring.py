@@ -60,6 +60,13 @@ def fit_and_score(
     has_phi = getattr(mdp, "phi", None) is not None
     if entry.extra.get("features") and "phi" not in params and has_phi:
         params["phi"] = np.asarray(mdp.phi)
+    if entry.extra.get("density_features") and "mu" not in params:
+        if getattr(mdp, "density_features", None) is None:
+            raise ValueError(
+                f"{algorithm} needs density features mu (a low-rank MDP with a known right "
+                f"factor, e.g. lowrank-simplex:...); {getattr(mdp, 'name', mdp)} has none"
+            )
+        params["mu"] = mdp.density_features
     t0 = time.perf_counter()
     res = fit(algorithm, dataset, **params)
     t_fit = time.perf_counter() - t0
