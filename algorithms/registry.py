@@ -307,6 +307,21 @@ register_kind(
 
 register_kind(
     Kind(
+        "multi-batch",
+        constructor_args=("problem", "queries", "batches", "rngs"),
+        budget={
+            "queries": "n, the total number of queries per seed (required; CLI -p queries=...)",
+            "batches": "K, the number of batches, or an increasing list of K (required)",
+        },
+        runner="theorylab.runners.multi_batch:run",
+        summary="policy evaluation from n queries sent in K batches (each batch chosen from "
+        "the previous batches' answers); exact error of the value estimate per K",
+    )
+)
+
+
+register_kind(
+    Kind(
         "deep",
         constructor_args=("task",),
         budget={
@@ -448,6 +463,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.robust",
     "theorylab.algorithms.gp_bandit",
     "theorylab.algorithms.adversarial",
+    "theorylab.algorithms.linear.multi_batch",
 )
 
 

@@ -1873,3 +1873,8 @@ MUTATIONS = (*MUTATIONS, *hybrid_mutations.MUTATIONS)
 from theorylab.validations import llm_tier_b_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 31 (games31)
+# multi-batch policy evaluation (validations/claims/multi_batch.py, 001#25)
+from theorylab.validations import multi_batch_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *multi_batch_mutations.MUTATIONS)
