@@ -322,6 +322,22 @@ register_kind(
 
 register_kind(
     Kind(
+        "markov-game-offline",
+        constructor_args=("data",),
+        budget={
+            "dataset_size": "n samples per stage, or an increasing list of n (required)",
+            "coverage": "full, unilateral (default: the NE and its unilateral deviations) or "
+            "nash (the NE's support only)",
+        },
+        runner="theorylab.runners.markov_game:run",
+        summary="offline two-player zero-sum Markov game from a generative dataset; exact "
+        "duality gap of the output policy pair per n (stored as the sub-optimality)",
+    )
+)
+
+
+register_kind(
+    Kind(
         "deep",
         constructor_args=("task",),
         budget={
@@ -464,6 +480,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.gp_bandit",
     "theorylab.algorithms.adversarial",
     "theorylab.algorithms.linear.multi_batch",
+    "theorylab.algorithms.offline.markov_game_pessimism",
 )
 
 

@@ -1878,3 +1878,7 @@ MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)
 from theorylab.validations import multi_batch_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *multi_batch_mutations.MUTATIONS)
+# offline zero-sum Markov games (validations/claims/markov_game.py, 001#43)
+from theorylab.validations import markov_game_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *markov_game_mutations.MUTATIONS)
