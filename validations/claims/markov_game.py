@@ -66,7 +66,7 @@ class MarkovGamePessimisticInterval:
     scales: dict[str, dict] = field(
         default_factory=lambda: {
             "quick": {"n": [4000, 16000, 64000], "seeds": 6},
-            "full": {"n": [4000, 16000, 64000, 256000, 1024000], "seeds": 16},
+            "full": {"n": [4000, 16000, 64000, 256000], "seeds": 12},
         }
     )
 
