@@ -78,6 +78,7 @@ def run(
         optimal_value=V_star,
         wall_seconds=time.perf_counter() - t0,
         config={"mdp": game.name, "coverage": coverage, "score": "duality gap"},
+        coverage={"coverage": coverage, "other": "generative data; sub-optimality = duality gap"},
         pessimistic=True,
         info={"width": width.tolist()},  # (B, M) the interval's width V_up - V_lo at mu0
     )
