@@ -97,3 +97,15 @@ def test_claim_passes_and_control_fails():
     rep = validate("markov-game-pessimistic-interval", "quick")
     assert rep.verdict == "PASS", rep.format()
     assert {c["control"]: c["verdict"] for c in rep.controls} == {"markov-game-no-bonus": "FAIL"}
+
+
+def test_game_result_round_trips(tmp_path):
+    from theorylab.results import load_result
+
+    r = tl.run("pessimistic-nash", "random-game:S=2,A=2,B=2,H=2", dataset_size=[500, 2000],
+               seeds=2)  # fmt: skip
+    back = load_result(r.save(tmp_path / "run"))
+    np.testing.assert_array_equal(back.suboptimality, r.suboptimality)
+    assert back.optimal_value == r.optimal_value
+    r.plot(tmp_path / "gap.png")
+    assert (tmp_path / "gap.png").exists()

@@ -83,3 +83,19 @@ def test_claim_passes_and_control_fails():
     assert {c["control"]: c["verdict"] for c in rep.controls} == {
         "multi-batch-frozen-frontier": "FAIL"
     }
+
+
+def test_result_summarises_plots_frames_and_round_trips(tmp_path):
+    from theorylab.results import MultiBatchResult, load_result
+
+    r = tl.run("multi-batch-pe", "pointer-chase:d=6,H=3,noise=0", queries=36, batches=[1, 3],
+               seeds=2)  # fmt: skip
+    assert isinstance(r, MultiBatchResult)
+    np.testing.assert_allclose(r.mean_abs_error(), [1.0, 0.0], atol=1e-9)
+    back = load_result(r.save(tmp_path / "run"))
+    np.testing.assert_array_equal(back.estimates, r.estimates)
+    assert back.true_value == r.true_value and back.queries == 36
+    cols = r.frame_columns()
+    assert len(cols["error"]) == 4 and set(cols["batches"]) == {1, 3}
+    r.plot(tmp_path / "mb.png")
+    assert (tmp_path / "mb.png").exists() and "K=3: 0" in r.table_row()["|error| per K"]
