@@ -35,7 +35,13 @@ Learner ``multi-batch-pe`` (adaptive; K = 1 is the non-adaptive learner):
 ``batch-exhaustive-pe`` (the sanity side, one batch): every state at every stage queried
 ``n // (H 2^d)`` times; the chain is then followed offline from chain[0]; needs n >= H 2^d.
 
-Deviations: none from the query model; the instance and both learners are this project's.
+Deviations: none from the query model; the instance and both learners are this project's; the
+``n mod K`` remainder queries are not used.
+
+Measured (claim ``multi-batch-error-vs-batches``, full scale, H = 8, n = 4 d^2, noise 0.25, 32
+seeds): mean |V_hat - V| at K = 1 is 6.006 / 6.007 / 5.999 for d = 8 / 16 / 32, within 0.029 of
+H - K - 1 for every K < H, and 0.198 / 0.081 / 0.043 at K >= H; ``batch-exhaustive-pe`` at d = 6
+with n = 4 H 2^d = 2048 in one batch: 0.321.
 """
 
 from __future__ import annotations

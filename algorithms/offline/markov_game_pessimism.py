@@ -31,6 +31,12 @@ coverage distribution over the joint actions (``full``: all cells; ``unilateral`
 ``y*_h(s)`` (the NE and its unilateral deviations); ``nash``: the support product only),
 ``r ~ Bernoulli(R)``, ``s' ~ P``. Deviations: trajectories are not simulated (state coverage is
 uniform by construction).
+
+Measured (claim ``markov-game-pessimistic-interval``, full scale, ``random-game:S=3,A=3,B=3,H=3``,
+unilateral coverage, n = 4000..256000, 12 seeds): the interval valid on every run, width slope
+-0.500, duality-gap slope -0.526 (gap 0.099 -> 0.011); NE-support-only data: gap 0.905 at
+n = 256000. With the bonus dropped (c = 0) the interval is never valid, yet its gap is smaller at
+small n (0.31 against 1.14 at n = 300, 16 seeds): pessimism buys the certificate, not the gap.
 """
 
 from __future__ import annotations
