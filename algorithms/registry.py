@@ -321,6 +321,37 @@ register_kind(
 
 register_kind(
     Kind(
+        "multi-batch",
+        constructor_args=("problem", "queries", "batches", "rngs"),
+        budget={
+            "queries": "n, the total number of queries per seed (required; CLI -p queries=...)",
+            "batches": "K, the number of batches, or an increasing list of K (required)",
+        },
+        runner="theorylab.runners.multi_batch:run",
+        summary="policy evaluation from n queries sent in K batches (each batch chosen from "
+        "the previous batches' answers); exact error of the value estimate per K",
+    )
+)
+
+
+register_kind(
+    Kind(
+        "markov-game-offline",
+        constructor_args=("data",),
+        budget={
+            "dataset_size": "n samples per stage, or an increasing list of n (required)",
+            "coverage": "full, unilateral (default: the NE and its unilateral deviations) or "
+            "nash (the NE's support only)",
+        },
+        runner="theorylab.runners.markov_game:run",
+        summary="offline two-player zero-sum Markov game from a generative dataset; exact "
+        "duality gap of the output policy pair per n (stored as the sub-optimality)",
+    )
+)
+
+
+register_kind(
+    Kind(
         "deep",
         constructor_args=("task",),
         budget={
@@ -463,6 +494,8 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.gp_bandit",
     "theorylab.algorithms.adversarial",
     "theorylab.algorithms.cascading",
+    "theorylab.algorithms.linear.multi_batch",
+    "theorylab.algorithms.offline.markov_game_pessimism",
 )
 
 

@@ -212,6 +212,10 @@ NO_THEOREM |= {"prdc"}
 # issue 28 tier B (llm28b): CoPG (000#56), OPRL (001#56), Clip/Delta, RAPO, RL-PLUS (002-004#G6,
 # F9, G8): derivations or design invariants, no rate stated; claims in claims/llm_tier_b.py
 NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo", "rl-plus"}
+# issue 31 (games31): 001#25 is a lower bound (no upper-bound card; the learners illustrate the
+# K-batch mechanism, docs/algorithms/multi-batch-pe.md); 001#43's rate was not read (the
+# pessimistic-nash card is the claim's certificate, docs/algorithms/pessimistic-nash.md)
+NO_THEOREM |= {"multi-batch-pe", "batch-exhaustive-pe", "pessimistic-nash"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

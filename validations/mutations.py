@@ -1885,3 +1885,12 @@ MUTATIONS = (*MUTATIONS, *completion_mutations.MUTATIONS)
 from theorylab.validations import density_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *density_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- issue 31 (games31)
+# multi-batch policy evaluation (validations/claims/multi_batch.py, 001#25)
+from theorylab.validations import multi_batch_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *multi_batch_mutations.MUTATIONS)
+# offline zero-sum Markov games (validations/claims/markov_game.py, 001#43)
+from theorylab.validations import markov_game_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *markov_game_mutations.MUTATIONS)

@@ -18,6 +18,7 @@ from theorylab.results.constrained import ConstrainedResult
 from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
 from theorylab.results.gp_bandit import GPBanditResult
+from theorylab.results.multi_batch import MultiBatchResult
 from theorylab.results.ope import OPEResult
 from theorylab.results.policy_optimization import PolicyOptimizationResult
 from theorylab.results.preference import PreferenceResult
@@ -34,6 +35,7 @@ __all__ = [
     "DualResult",
     "GenerativeGainResult",
     "GPBanditResult",
+    "MultiBatchResult",
     "OPEResult",
     "PolicyOptimizationResult",
     "PreferenceResult",
