@@ -756,8 +756,9 @@ class CVaRELAInverseTauSquared(ScaledClaim):
         "the first 3K/4 episodes. Reported: the predicted episodes (alpha / 1.5 tau)^2 and, "
         "full scale, the same measurement at a FIXED p_bad = 0.3 (the gap also constant), where "
         "the threshold p - tau / 2 does not shrink with tau and the slope is near 0 or positive: "
-        "there the cards' 1/tau^2 is loose. Controls: cvar-ela-bonus-without-inverse-tau (slope "
-        "near 0) and cvar-ela-plans-risk-neutral (never leaves RISKY). Quick: tau in {0.1, "
+        "there the cards' 1/tau^2 is loose. Controls: cvar-ela-bonus-without-inverse-tau (too "
+        "little optimism to ever try SAFE: stuck on RISKY at every tau, slope 0) and "
+        "cvar-ela-plans-risk-neutral (never leaves RISKY). Quick: tau in {0.1, "
         "0.05, 0.025}, K = 1500, 16 seeds; full: tau in {0.1, 0.05, 0.025, 0.0125}, K = 6000, "
         "24 seeds (the fixed-p runs K = 500)."
     )
