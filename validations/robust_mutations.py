@@ -16,6 +16,8 @@
 * ``exp3-plays-uniform``: EXP3 never updates its weights (``...nondominated.exp3``);
 * ``smoothing-budget-over-sqrt-horizon``: the smoothing certificate's shift B / sigma replaced
   by B / (sigma sqrt(H)) (``theorylab.algorithms.robust.policy_smoothing.budget_shift``);
+* ``cvar-ela-bonus-without-inverse-tau``: CVaR-ELA's bonus enters the CVaR objective without
+  its 1/tau (``theorylab.algorithms.online.cvar_ela.CVaRELA.alpha`` times tau);
 * ``hinf-disturber-sign-flipped``: the H-infinity learner's disturber term with the wrong sign of
   its gamma^-2 term (``theorylab.algorithms.robust.hinf_lq.worst_case_weight``).
 """
@@ -229,6 +231,33 @@ MUTATIONS = (
             "mutation",
             "CVaR-ELA plans the risk-neutral problem (tau = 1) whatever tau is asked",
             cvar_ela_plans_risk_neutral,
+        )
+    ),
+)
+
+
+@contextlib.contextmanager
+def cvar_ela_bonus_without_inverse_tau(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online import cvar_ela
+
+    width_scale = cvar_ela.CVaRELA.alpha.fget
+
+    def tau_times_alpha(self):  # the bug: the shortfall's bonus scaled by tau, so the CVaR
+        return self.tau * width_scale(self)  # objective's bonus (bonus / tau) lacks its 1/tau
+
+    with _patched(cvar_ela.CVaRELA, "alpha", property(tau_times_alpha)):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "cvar-ela-bonus-without-inverse-tau",
+            "mutation",
+            "CVaR-ELA's elliptical bonus enters the CVaR objective without its 1/tau factor (the "
+            "shortfall's bonus scaled by tau)",
+            cvar_ela_bonus_without_inverse_tau,
         )
     ),
 )

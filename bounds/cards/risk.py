@@ -64,6 +64,10 @@ ZHAO_NOTES = (
     "time-inhomogeneity; check which normalisation (returns in [0,H] or [0,1]) a test assumes.",
     "O~ statement: log factors not carried; C unspecified. No lower bound is given.",
     "The title is from memory; theory.md gives the arXiv id and authors.",
+    "The 1/tau^2 is a worst case over instances: claim cvar-ela-inverse-tau-squared measures it "
+    "(log-log slope of samples-to-eps in tau near -2) where the failure probability is 2 tau; "
+    "with a fixed failure probability (the CVaR gap also constant) ELA needs FEWER episodes as "
+    "tau shrinks, so the factor is loose there.",
 )
 
 CARDS = (

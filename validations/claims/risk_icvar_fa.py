@@ -30,6 +30,7 @@ EXACT_TOL = 1e-12
 ALPHAS = (0.05, 0.1, 0.25, 0.5, 0.75, 1.0)
 LEARN_MDP = "linear-mixture:S=5,A=2,d=4,H=3,seed=13,concentration=1.0"
 BOUND_MDP = "linear-mixture:S=5,A=2,d=4,H=2,seed=12,concentration=1.0"
+D_SWEEP = (2, 4, 8, 16)
 
 
 def informative_k(alpha: float, d: int, H: int) -> float:
@@ -111,17 +112,32 @@ class ICVaRLinearMixture(ScaledClaim):
         "episode over the last quarter is <= 0.1 and (full) the log-log slope of the cumulative "
         "regret over [K/2, K] is <= 0.7; (iv, full) on " + BOUND_MDP + " (alpha = 0.25, "
         "bonus_scale 1) every seed's regret at K = 10000 is below chen2024-icvar-l-thm1 at C = 1, "
-        "informative from K = 8192 (VACUOUS, not passed, below that), and the d-dependence of "
-        "R(K) over d in {2, 4, 8} is reported beside the lower bound's d^1. At the paper-form "
+        "informative from K = 8192 (VACUOUS, not passed, below that); (v, full, reported) R(K = "
+        "1000) over d in {2, 4, 8, 16} on 4 random instances per d, with the exponent's CI: the "
+        "lower bound's hard instance was not found, so no d-exponent is claimed. At the paper-form "
         "radius ICVaR-L is still exploring at K = 3000 on the (iii) instance (optimistic V_1 "
         "1.85 vs V* 0.79; regret 335), so (iii) uses the tuned scale. "
-        "Quick: 6 MDPs, K = 1500, 4 seeds; full: 20 MDPs, K = 3000, 4 seeds, plus (iv) (4 seeds; "
-        "the d sweep at K = 2000)."
+        "Quick: 6 MDPs, K = 1500, 4 seeds; full: 20 MDPs, K = 3000, 4 seeds, plus (iv) and (v) "
+        "(4 seeds)."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
-            "quick": {"mdps": 6, "K": 1500, "seeds": 4, "bound_K": 0, "d_sweep": 0},
-            "full": {"mdps": 20, "K": 3000, "seeds": 4, "bound_K": 10_000, "d_sweep": 2000},
+            "quick": {
+                "mdps": 6,
+                "K": 1500,
+                "seeds": 4,
+                "bound_K": 0,
+                "d_sweep": 0,
+                "d_instances": 0,
+            },
+            "full": {
+                "mdps": 20,
+                "K": 3000,
+                "seeds": 4,
+                "bound_K": 10_000,
+                "d_sweep": 1000,
+                "d_instances": 4,
+            },
         }
     )
     alpha: float = 0.25
@@ -183,39 +199,43 @@ class ICVaRLinearMixture(ScaledClaim):
                 )
             )
         if cfg["d_sweep"]:
-            ds, finals = (2, 4, 8), []
-            for dd in ds:
-                spec = LEARN_MDP.replace("d=4", f"d={dd}")
-                rd = tl.run("icvar-l", spec, episodes=cfg["d_sweep"], seeds=cfg["seeds"],
-                            seed=seed, alpha=self.alpha, basis=make(spec).basis,
-                            bonus_scale=self.bonus_scale)  # fmt: skip
-                finals.append(float(np.asarray(rd.cumulative_regret)[:, -1].mean()))
-            pos = [i for i, v in enumerate(finals) if v > 0]
-            expo = (
-                float(np.polyfit(np.log(np.take(ds, pos)), np.log(np.take(finals, pos)), 1)[0])
-                if len(pos) >= 2
-                else float("nan")
-            )
-            rep.checks.append(
-                Check(
-                    "d-dependence of the regret (measured, beside the cards)",
-                    True,
-                    f"mean R(K = {cfg['d_sweep']}) at d = {ds}: "
-                    + ", ".join(f"{v:.1f}" for v in finals)
-                    + f"; fitted exponent in d {expo:.2f} (over the d with positive regret). "
-                    "Lower bound "
-                    "Omega(d sqrt(alpha^-(H-1) K)) (exponent 1, a minimax statement over hard "
-                    "instances, which these random instances are not); upper bound exponent "
-                    "between 1/2 (d < H^2) and 1. The instances differ with d (own gaps), so "
-                    "this is a measurement, not a test of either card",
-                    {"d": list(ds), "regret": finals, "exponent": expo},
-                    status="INFO",
-                )
-            )
+            rep.checks.append(self._d_sweep(cfg["d_sweep"], cfg["d_instances"], cfg["seeds"], seed))
         if plot:
             from theorylab.plotting import plot_regret
 
             save_claim_figure(plot_regret(curves, title=f"{self.name}: {LEARN_MDP}"), plot)
+
+    def _d_sweep(self, K: int, n_inst: int, n_seeds: int, seed: int) -> Check:
+        """Regret at K against d on random instances (INFO): the lower bound's hard instance was
+        not found (module docstring), so neither card's d exponent is tested."""
+        import theorylab as tl
+        from theorylab.mdps import make
+        from theorylab.validations.claims.risk import mean_slope_ci
+
+        ds = np.array(D_SWEEP, dtype=float)
+        finals = np.zeros((ds.size, n_inst))  # seed-mean R(K) per (d, instance)
+        for i, dd in enumerate(D_SWEEP):
+            for j in range(n_inst):
+                spec = f"linear-mixture:S=5,A=2,d={dd},H=3,seed={100 + j},concentration=1.0"
+                r = tl.run("icvar-l", spec, episodes=K, seeds=n_seeds, seed=seed,
+                           alpha=self.alpha, basis=make(spec).basis,
+                           bonus_scale=self.bonus_scale)  # fmt: skip
+                finals[i, j] = float(np.asarray(r.cumulative_regret)[:, -1].mean())
+        expo, lo, hi = mean_slope_ci(ds, finals, 2000, seed, floor=1e-9)
+        return Check(
+            "d-dependence of the regret on random instances (measured, no card tested)",
+            True,
+            f"mean over {n_inst} random instances of R(K = {K}) at d = {D_SWEEP}: "
+            + ", ".join(f"{v:.1f}" for v in finals.mean(axis=1))
+            + f" (per-instance range {finals.min():.1f} to {finals.max():.1f}); fitted exponent "
+            f"in d {expo:.2f}, 95% bootstrap CI over instances [{lo:.2f}, {hi:.2f}]. The lower "
+            "bound Omega(d sqrt(alpha^-(H-1) K)) is minimax over a hard instance that was not "
+            "found in the paper's text (time-boxed search), and Theorem 1's exponent (1/2 to 1) "
+            "is a worst case: random instances, each with its own gaps (the per-instance "
+            "spread above), test neither",
+            {"d": list(D_SWEEP), "regret": finals.tolist(), "exponent": expo, "ci": [lo, hi]},
+            status="INFO",
+        )
 
 
 register_validation(
