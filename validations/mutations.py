@@ -1873,3 +1873,7 @@ MUTATIONS = (*MUTATIONS, *hybrid_mutations.MUTATIONS)
 from theorylab.validations import llm_tier_b_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *llm_tier_b_mutations.MUTATIONS)
+# issue 31 tier B, offline31b: WSRL (validations/claims/offline_wsrl.py)
+from theorylab.validations import offline_finetune_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *offline_finetune_mutations.MUTATIONS)
