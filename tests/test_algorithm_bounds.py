@@ -184,6 +184,12 @@ NO_THEOREM |= {"prdc"}
 # issue 28 tier B (llm28b): CoPG (000#56), OPRL (001#56), Clip/Delta, RAPO, RL-PLUS (002-004#G6,
 # F9, G8): derivations or design invariants, no rate stated; claims in claims/llm_tier_b.py
 NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo", "rl-plus"}
+# issue 31 tier B (offline31b): WSRL (002-004#C8) states no theorem (catalogue: "none stated");
+# its claim measures the dip and the final value exactly (docs/algorithms/wsrl.md)
+NO_THEOREM |= {"wsrl"}
+# GORL (000#9): "rational and near-optimal" guidance, no rate (abstract); its claim compares it
+# with every fixed constraint weight by exact values (docs/algorithms/gorl.md)
+NO_THEOREM |= {"gorl"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 import theorylab as tl
+import theorylab.validations.mutations  # noqa: F401  (registers the known-bug controls)
 from theorylab.agent import env_spec
 from theorylab.algorithms.offline.dataset import make_dataset
 from theorylab.algorithms.offline.pessimistic_vi import pessimistic_vi
@@ -13,7 +14,6 @@ from theorylab.algorithms.online.wsrl import WSRL
 from theorylab.mdps import make
 from theorylab.seeding import AGENT_STREAM, generators
 from theorylab.validations.claims.offline_wsrl import refit_online, run_wsrl, union_dataset
-import theorylab.validations.mutations  # noqa: F401  (registers the known-bug controls)
 from theorylab.validations.controls import get_control
 
 SPEC = "random:S=4,A=3,H=5,seed=2"

@@ -1,8 +1,10 @@
-"""Known-bug mutations of offline-to-online fine-tuning (issue 31), the controls of the claims in
-``validations/claims/offline_wsrl.py``; appended to ``mutations.MUTATIONS``:
+"""Known-bug mutations of WSRL and GORL (issue 31, offline31b), the controls of the claims in
+``validations/claims/offline_wsrl.py`` and ``offline_gorl.py``; appended to
+``mutations.MUTATIONS``:
 
 * ``wsrl-uniform-warmup``: WSRL's warm-up rollouts drawn from the uniform policy instead of the
-  pre-trained offline policy.
+  pre-trained offline policy;
+* ``gorl-weights-inverted``: GORL's per-sample constraint weights w_i replaced by 1 - w_i.
 """
 
 from __future__ import annotations
@@ -28,7 +30,24 @@ def wsrl_uniform_warmup(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def gorl_weights_inverted(claim=None) -> Iterator[None]:
+    """GORL's per-sample weights inverted: expert-agreeing samples left to Q-maximisation."""
+    from theorylab.algorithms.offline import gorl
+
+    with _patched(gorl, "transform_weights", lambda wi: 1.0 - wi):
+        yield
+
+
 MUTATIONS = (
+    register_control(
+        Control(
+            "gorl-weights-inverted",
+            "mutation",
+            "GORL's per-sample constraint weights w_i replaced by 1 - w_i",
+            gorl_weights_inverted,
+        )
+    ),
     register_control(
         Control(
             "wsrl-uniform-warmup",

@@ -226,6 +226,22 @@ def fit_hubl(
     return hubl(dataset, lam=lam, penalty=penalty, lam_schedule=lam_schedule, delta=delta, c_h=c_h)
 
 
+@register("gorl", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#9",))
+def fit_gorl(
+    dataset,
+    demos=None,
+    weights: str = "guided",
+    w: float = 0.5,
+    alpha: float = 1.0,
+    unseen: str = "optimistic",
+):
+    """GORL (Yang et al. 2023): per-sample weights between Q-maximisation and a squared-error BC
+    constraint, set by expert demonstrations (``demos=``); exact tabular actor-critic ([M])."""
+    from theorylab.algorithms.offline.gorl import gorl
+
+    return gorl(dataset, demos=demos, weights=weights, w=w, alpha=alpha, unseen=unseen)
+
+
 @register(
     "prdc",
     kind="offline",

@@ -35,6 +35,9 @@ pessimistic values of Q_off elsewhere, so early refits can prefer a poorly estim
 the offline policy's (pessimistically valued) one; the greedy policy's true value then falls
 below V^{pi_off}. Warm-up rollouts from pi_off first calibrate the offline policy's own pairs.
 
+Measured (claim ``wsrl-warmup-dip-no-retention``, quick, 384 seeds): dip 0.091 without warm-up,
+0.048 at W = 4, 0.025 at W = 16; final value 4.274 without retention vs 4.158 with it.
+
 Deviations: tabular and exact (no function approximation, so no divergence in the deep-RL
 sense: the dip here is the tabular mechanism above); per-stage counts (``stage_dependent=True``)
 so the online counts add to pessimistic VI's per-stage offline counts; epsilon-greedy exploration
@@ -165,9 +168,7 @@ def _check(env, n_seeds, dataset, warmup, warmup_policy, retain, c_h, delta) -> 
     got = (dataset.S, dataset.A, dataset.horizon, dataset.n_seeds)
     want = (env.S, env.A, env.H, int(n_seeds))
     if got != want:
-        raise ValueError(
-            f"wsrl: dataset has (S, A, H, seeds) = {got}, the online run has {want}"
-        )
+        raise ValueError(f"wsrl: dataset has (S, A, H, seeds) = {got}, the online run has {want}")
     if isinstance(warmup, bool) or not isinstance(warmup, (int, np.integer)) or warmup < 0:
         raise ValueError(f"wsrl: warmup must be an integer >= 0, got {warmup!r}")
     if warmup_policy not in WARMUP_POLICIES:
