@@ -1,10 +1,11 @@
-"""Known-bug mutations of WSRL and GORL (issue 31, offline31b), the controls of the claims in
-``validations/claims/offline_wsrl.py`` and ``offline_gorl.py``; appended to
-``mutations.MUTATIONS``:
+"""Known-bug mutations of WSRL, GORL and H2O (issue 31, offline31b), the controls of the claims
+in ``validations/claims/offline_wsrl.py``, ``offline_gorl.py`` and ``offline_h2o.py``; appended
+to ``mutations.MUTATIONS``:
 
 * ``wsrl-uniform-warmup``: WSRL's warm-up rollouts drawn from the uniform policy instead of the
   pre-trained offline policy;
-* ``gorl-weights-inverted``: GORL's per-sample constraint weights w_i replaced by 1 - w_i.
+* ``gorl-weights-inverted``: GORL's per-sample constraint weights w_i replaced by 1 - w_i;
+* ``h2o-gap-ignored``: H2O's dynamics gap set to 0 and its ratio weights to 1 (naive mixing).
 """
 
 from __future__ import annotations
@@ -39,7 +40,36 @@ def gorl_weights_inverted(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def h2o_gap_ignored(claim=None) -> Iterator[None]:
+    """H2O without its dynamics awareness: u = 0 (no penalty on simulated pairs), w = 1."""
+    import numpy as np
+
+    from theorylab.algorithms.offline import h2o
+
+    def zero_gap(n, P_hat, P_sim):
+        return np.zeros(n.shape)
+
+    def unit_ratio(n, P_hat, P_sim, w_max):
+        return np.ones(P_hat.shape)
+
+    with (
+        _patched(h2o, "dynamics_gap", zero_gap),
+        _patched(h2o, "action_gap", zero_gap),
+        _patched(h2o, "ratio_weights", unit_ratio),
+    ):
+        yield
+
+
 MUTATIONS = (
+    register_control(
+        Control(
+            "h2o-gap-ignored",
+            "mutation",
+            "H2O's dynamics gap ignored (u = 0, ratio weights 1): real and simulated data mixed",
+            h2o_gap_ignored,
+        )
+    ),
     register_control(
         Control(
             "gorl-weights-inverted",
