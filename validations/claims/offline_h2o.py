@@ -78,10 +78,10 @@ class H2OBridge:
         default_factory=lambda: {
             "quick": {"seeds": 100, "covered": 4, "samples": 200, "growing": [100, 1000, 10000]},
             "full": {
-                "seeds": 2000,
+                "seeds": 1000,
                 "covered": 4,
                 "samples": 200,
-                "growing": [100, 1000, 10000, 100000],
+                "growing": [100, 1000, 10000],
             },
         }  # fmt: skip
     )
