@@ -216,6 +216,15 @@ NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo", "rl-plus"}
 # K-batch mechanism, docs/algorithms/multi-batch-pe.md); 001#43's rate was not read (the
 # pessimistic-nash card is the claim's certificate, docs/algorithms/pessimistic-nash.md)
 NO_THEOREM |= {"multi-batch-pe", "batch-exhaustive-pe", "pessimistic-nash"}
+# issue 31 tier B (offline31b): WSRL (002-004#C8) states no theorem (catalogue: "none stated");
+# its claim measures the dip and the final value exactly (docs/algorithms/wsrl.md)
+NO_THEOREM |= {"wsrl"}
+# GORL (000#9): "rational and near-optimal" guidance, no rate (abstract); its claim compares it
+# with every fixed constraint weight by exact values (docs/algorithms/gorl.md)
+NO_THEOREM |= {"gorl"}
+# H2O (002-004#C5): the paper's theory was not read (abstract only); its claim compares exact
+# values on the bridge instance (docs/algorithms/h2o.md)
+NO_THEOREM |= {"h2o"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

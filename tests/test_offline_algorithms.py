@@ -45,10 +45,13 @@ NEEDS_DENSITY = ("density-model-vi",)
 # n_latent=); their own tests hold them to infinite-data optimality on their families
 # (tests/test_history_abstraction.py, tests/test_video_representation.py)
 STRUCTURED = ("bisimulation-vi", "video-representation")
+# gorl (demos=) and h2o (simulator=) need a second input besides the dataset; their own tests
+# cover consistency and batching (tests/test_gorl.py, tests/test_h2o.py)
+SIDE_INPUT = ("gorl", "h2o")
 FINITE = [
     n
     for n in list_algorithms("offline")
-    if n not in DISCOUNTED_ONLY and n not in STRUCTURED and n not in NEEDS_DENSITY
+    if n not in DISCOUNTED_ONLY + STRUCTURED + NEEDS_DENSITY + SIDE_INPUT
 ]
 DISCOUNTED = ["vi-lcb", "naive-vi", "behaviour-cloning"]
 PESSIMISTIC_FINITE = [
@@ -92,6 +95,8 @@ def test_registry_lists_every_algorithm():
         "density-model-vi",  # tests/test_density_features.py
         "video-representation",  # tests/test_video_representation.py
         "bisimulation-vi",  # tests/test_history_abstraction.py
+        "gorl",  # tests/test_gorl.py
+        "h2o",  # tests/test_h2o.py
     }
 
 
@@ -263,7 +268,7 @@ def test_pevi_default_beta_uses_d_equal_to_S_times_A():
 
 
 # ------------------------------------------------------------------------------ batching
-@pytest.mark.parametrize("name", list_algorithms("offline"))
+@pytest.mark.parametrize("name", [n for n in list_algorithms("offline") if n not in SIDE_INPUT])
 def test_batched_seeds_equal_seeds_alone(name):
     if name in DISCOUNTED_ONLY:
         mdp, params = _discounted_mdp(), {"c_L": 0.5} if name == "vi-lcb" else {}

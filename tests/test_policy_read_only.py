@@ -42,6 +42,11 @@ def extra(name: str, mdp) -> dict:
         out["n_latent"] = mdp.n_latent
     if "samples" in params:  # musik: decode layers within the 10 episodes
         out["samples"] = 2
+    if "dataset" in params:  # wsrl (offline31b): the offline data it warm-starts from, B = 2
+        from theorylab.algorithms.offline.dataset import make_dataset
+
+        out["dataset"] = make_dataset(mdp, 5 * mdp.horizon, coverage=0.5, seeds=2)
+        out["warmup"] = 1
     return out
 
 

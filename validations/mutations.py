@@ -1894,3 +1894,7 @@ MUTATIONS = (*MUTATIONS, *multi_batch_mutations.MUTATIONS)
 from theorylab.validations import markov_game_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *markov_game_mutations.MUTATIONS)
+# issue 31 tier B, offline31b: WSRL (validations/claims/offline_wsrl.py)
+from theorylab.validations import offline_finetune_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *offline_finetune_mutations.MUTATIONS)

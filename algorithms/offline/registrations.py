@@ -227,6 +227,49 @@ def fit_hubl(
 
 
 @register(
+    "h2o",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="discounted",
+    papers=("002-004#C5",),
+)
+def fit_h2o(
+    dataset,
+    simulator=None,
+    beta: float | None = None,
+    sim_weight: float = 1.0,
+    w_max: float = 10.0,
+    dynamics_aware: bool = True,
+    gap_model: str = "action",
+):
+    """H2O (Niu et al. 2022): real data plus a simulator whose pairs are penalised by their
+    dynamics gap and importance-reweighted; exact tabular fixed point ([M])."""
+    from theorylab.algorithms.offline.h2o import h2o
+
+    if simulator is None:
+        raise ValueError("h2o: simulator= is required (a TabularMDP or a spec string)")
+    return h2o(dataset, simulator=simulator, beta=beta, sim_weight=sim_weight, w_max=w_max,
+               dynamics_aware=dynamics_aware, gap_model=gap_model)  # fmt: skip
+
+
+@register("gorl", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#9",))
+def fit_gorl(
+    dataset,
+    demos=None,
+    weights: str = "guided",
+    w: float = 0.5,
+    alpha: float = 1.0,
+    unseen: str = "optimistic",
+):
+    """GORL (Yang et al. 2023): per-sample weights between Q-maximisation and a squared-error BC
+    constraint, set by expert demonstrations (``demos=``); exact tabular actor-critic ([M])."""
+    from theorylab.algorithms.offline.gorl import gorl
+
+    return gorl(dataset, demos=demos, weights=weights, w=w, alpha=alpha, unseen=unseen)
+
+
+@register(
     "prdc",
     kind="offline",
     problem="dataset",
