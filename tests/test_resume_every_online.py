@@ -18,6 +18,7 @@ import pytest
 
 import theorylab as tl
 from theorylab.agent import env_spec
+from theorylab.algorithms.offline.dataset import make_dataset
 from theorylab.algorithms.policy_optimization.demonstration_regularised import (
     expert_demonstrations,
 )
@@ -60,6 +61,10 @@ def _case(algorithm: str):
         return "block-lock:H=3,A=2,m=2", 3 * 6 + 1, {"samples": 6, "n_latent": 3}
     if algorithm == "multitask-epsilon-greedy":
         return "combination-lock:H=4,A=2,code_seed=2", 24, {"tasks": "reach"}
+    if algorithm == "wsrl":  # offline data from a behaviour that rarely plays pi*, then online
+        mdp = make("random:S=4,A=2,H=3,seed=5")
+        data = make_dataset(mdp, 40 * mdp.horizon, coverage=0.2, other="adversarial", seeds=2)
+        return mdp, 24, {"dataset": data, "warmup": 4}
     if algorithm == "sqirl":
         return "bait-lock:H=4,A=2,k=2,code_seed=1", 4 * 6, {"k": 2, "rollouts": 6}
     raise KeyError(algorithm)
@@ -67,7 +72,7 @@ def _case(algorithm: str):
 
 CASES = ["cdpo", "contrastive-ucb", "cvar-ela", "demo-regularised-bpi", "icvar-hf", "icvar-l",
          "jsrl", "lmc-lsvi", "lsvi", "multitask-epsilon-greedy", "musik", "rep-ucb",
-         "sqirl"]  # fmt: skip
+         "sqirl", "wsrl"]  # fmt: skip
 # resumed in tests/test_resume_exact.py (compiled loops) or tests/test_resume_python_loop.py
 ELSEWHERE = {"cvar-ucbvi", "epsilon-greedy", "greedy", "icvar-rm", "linucb", "lsvi-ucb", "maxwp",
              "optimistic-q-bernstein", "optimistic-q-hoeffding", "psrl", "ucbvi-ajks",
@@ -84,7 +89,7 @@ def _agent_class(algorithm: str) -> type:
     entry = get_algorithm(algorithm)
     kw = {"episodes": episodes} if "episodes" in entry.parameters() else {}
     env = env_spec(resolve_mdp(mdp), known_rewards=True)
-    return type(entry.factory(env, 1, generators(0, [0], 1), **kw, **params))
+    return type(entry.factory(env, 2, generators(0, [0, 1], 1), **kw, **params))  # 2 = seeds
 
 
 def _stop_in_update(monkeypatch, algorithm: str, at: int) -> None:
