@@ -25,7 +25,7 @@ from theorylab.algorithms.offline import (
     population_dataset,
 )
 from theorylab.algorithms.offline.coverage import optimal_solution
-from theorylab.algorithms.registry import list_algorithms
+from theorylab.algorithms.registry import get_algorithm, list_algorithms
 from theorylab.mdps import make
 from theorylab.mdps.families.offline_instances import (
     naive_failure_limit,
@@ -284,8 +284,9 @@ def test_invalid_inputs_raise_specific_errors():
     empty = make_dataset(mdp, 0, coverage=0.5, seeds=2)
     assert empty.N == 0
     disc = make_dataset(_random_discounted(0), 0, coverage=0.5)
-    for name in list_algorithms("offline"):
-        data = disc if name == "vi-lcb" else empty
+    for name in list_algorithms("offline"):  # an empty dataset of the kind each one takes
+        discounted = get_algorithm(name).extra.get("horizon") == "discounted"
+        data = disc if discounted else empty
         with pytest.raises(EmptyDatasetError):
             fit(name, data)
     short = make_dataset(mdp, 1, coverage=0.5)  # fewer transitions than one episode

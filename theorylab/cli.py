@@ -131,7 +131,8 @@ def _listing(rows: list[dict]) -> str:
     """``theorylab list``'s plain output: the short columns as a table and, beside them, each
     entry's summary in full, wrapped to the terminal's width (``COLUMNS``, else the terminal,
     else 100 when piped); its bounds and parameters follow as labelled lines. When the short
-    columns leave under 40 characters, the text goes under each entry, indented by 4."""
+    columns leave under 40 characters, the text goes under each entry, indented by 4; when they
+    do not fit at all, each entry is a block: its name, then its other columns labelled."""
     import shutil
     import textwrap
 
@@ -142,7 +143,8 @@ def _listing(rows: list[dict]) -> str:
     width = max(40, shutil.get_terminal_size((100, 24)).columns)
     widths = {c: max(len(c), *(len(str(r[c])) for r in rows)) for c in short}
     beside = sum(widths.values()) + 2 * len(short)
-    below = width - beside < 40
+    stacked = beside - 2 > width  # the short columns alone overflow: a labelled block per entry
+    below = stacked or width - beside < 40
     indent = 4 if below else beside
     room = width - indent
 
@@ -156,6 +158,15 @@ def _listing(rows: list[dict]) -> str:
         wrap = dict(width=room, break_on_hyphens=False, break_long_words=False)
         return [line for p in parts if p for line in textwrap.wrap(p, **wrap)] or [""]
 
+    if stacked:
+        out = []
+        for r in rows:
+            out.append(str(r[short[0]]))
+            meta = ", ".join(f"{c}: {r[c]}" for c in short[1:])
+            wrap = dict(width=room, break_on_hyphens=False, break_long_words=False)
+            out += [" " * indent + line for line in textwrap.wrap(meta, **wrap)]
+            out += [" " * indent + line for line in text(r)]
+        return "\n".join(out)
     head = "  ".join(c.ljust(widths[c]) for c in short)
     rule = "  ".join("-" * widths[c] for c in short)
     if not below:

@@ -48,6 +48,7 @@ import numpy as np
 from numpy.polynomial import legendre
 from scipy.spatial import cKDTree
 
+from theorylab.algorithms.offline.empirical import require_data
 from theorylab.algorithms.offline.result import OfflineResult
 
 ALPHA, BETA = 2.5, 2.0  # the public PRDC code's defaults
@@ -99,6 +100,7 @@ def check_prdc_inputs(dataset, beta, alpha, iterations, degree_u, bandwidth) -> 
     """One-line errors for every bad input, before any work."""
     if dataset.gamma is None or dataset.stages is not None:
         raise ValueError("prdc is stated for discounted data (give a model with gamma=...)")
+    require_data(dataset, "prdc")  # an empty dataset: one line, not an IndexError in the fit
     h = 1.0 if bandwidth is None else bandwidth
     for name, value in (("beta", beta), ("alpha", alpha), ("bandwidth", h)):
         ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(

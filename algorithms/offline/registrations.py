@@ -245,8 +245,10 @@ def fit_h2o(
 ):
     """H2O (Niu et al. 2022): real data plus a simulator whose pairs are penalised by their
     dynamics gap and importance-reweighted; exact tabular fixed point ([M])."""
+    from theorylab.algorithms.offline.empirical import require_data
     from theorylab.algorithms.offline.h2o import h2o
 
+    require_data(dataset, "h2o")  # an empty dataset is refused first, as everywhere
     if simulator is None:
         raise ValueError("h2o: simulator= is required (a TabularMDP or a spec string)")
     return h2o(dataset, simulator=simulator, beta=beta, sim_weight=sim_weight, w_max=w_max,
@@ -264,8 +266,10 @@ def fit_gorl(
 ):
     """GORL (Yang et al. 2023): per-sample weights between Q-maximisation and a squared-error BC
     constraint, set by expert demonstrations (``demos=``); exact tabular actor-critic ([M])."""
+    from theorylab.algorithms.offline.empirical import require_data
     from theorylab.algorithms.offline.gorl import gorl
 
+    require_data(dataset, "gorl")  # an empty dataset is refused first, as everywhere
     return gorl(dataset, demos=demos, weights=weights, w=w, alpha=alpha, unseen=unseen)
 
 
@@ -382,7 +386,9 @@ def fit_density_model_vi(dataset, mu=None):
     """Backward induction on the empirical model projected onto the span of known density
     features mu_h (Huang, Chen & Jiang 2023 setting; [A]/[M]); mu from the low-rank MDP."""
     from theorylab.algorithms.offline.density_features import density_model_vi
+    from theorylab.algorithms.offline.empirical import require_data
 
+    require_data(dataset, "density-model-vi")  # an empty dataset is refused first, as everywhere
     if mu is None:
         raise ValueError("density-model-vi: give the density features mu (H, d, S) or (d, S)")
     return density_model_vi(dataset, mu)
