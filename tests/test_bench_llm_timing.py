@@ -126,3 +126,39 @@ def test_bench_llm_refuses_a_bad_runs_count():
     for bad in (0, -2, True, 1.5):
         with pytest.raises(ValueError, match=r"--runs must be a positive integer"):
             llm.bench_llm(quick=True, runs=bad)
+
+
+def test_agreement_check_follows_the_weights_dtype():
+    # float32: 1e-5 absolute on loss and every gradient entry
+    llm._check("x", 0.5, 0.5 + 9e-6, 9e-6)
+    with pytest.raises(AssertionError, match="float32"):
+        llm._check("x", 0.5, 0.5 + 2e-5, 0.0)
+    with pytest.raises(AssertionError, match="max gradient difference"):
+        llm._check("x", 0.5, 0.5, 2e-5)
+    # bfloat16: the gaps measured between layouts on the quick batches pass (loss 1.6e-4 on 0.598,
+    # relative gradient gap 4.9e-3) ...
+    llm._check("x", 0.5982, 0.5981, 1.3e-3, 4.9e-3, "bfloat16")
+    # ... a relative loss gap of 2e-2 (1e-2 * |loss| is the limit) or a relative gradient gap of
+    # 3e-2 (the limit is 2e-2) does not; nor does an O(1) error such as a flipped sign
+    with pytest.raises(AssertionError, match="bfloat16"):
+        llm._check("x", 0.61, 0.598, 0.0, 0.0, "bfloat16")
+    with pytest.raises(AssertionError, match="relative gradient difference 0.03"):
+        llm._check("x", 0.598, 0.598, 0.0, 3e-2, "bfloat16")
+    with pytest.raises(AssertionError):
+        llm._check("x", -0.598, 0.598, 0.0, 2.0, "bfloat16")
+    # below |loss| = 1e-3 the loss tolerance is 1e-2 * 1e-3 = 1e-5 absolute
+    llm._check("x", 4.2e-4, 4.2e-4 + 9e-6, 0.0, 0.0, "bfloat16")
+    with pytest.raises(AssertionError):
+        llm._check("x", 4.2e-4, 4.2e-4 + 2e-5, 0.0, 0.0, "bfloat16")
+
+
+def test_cuda_size_is_a_100m_gpt2():
+    cfg = llm.CONFIGS["gpu"]
+    d, L, V = cfg["n_embd"], cfg["n_layer"], cfg["vocab"]
+    positions = cfg["prompt"] + cfg["completion"] + 8
+    # GPT-2 with a tied head: token and position embeddings, per block two LayerNorms (2 x 2d),
+    # attention (d x 3d + 3d, d x d + d) and MLP (d x 4d + 4d, 4d x d + d), a final LayerNorm
+    per_block = 4 * d + (3 * d * d + 3 * d) + (d * d + d) + (4 * d * d + 4 * d) + (4 * d * d + d)
+    params = V * d + positions * d + L * per_block + 2 * d
+    assert 100e6 <= params <= 120e6
+    assert llm.ROUNDS["gpu"] >= 10
