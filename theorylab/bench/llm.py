@@ -160,16 +160,18 @@ def _gradient_gap(ours_loss, ours_module, trl_loss, trl_module) -> tuple[float, 
 
 
 # What "the same loss and gradient" means, by the weights' dtype.
-# float32: 1e-5 absolute on the loss and on every gradient entry (measured gaps <= 1.6e-7).
+# float32: 1e-5 absolute on the loss and on every gradient entry (measured gaps <= 1.6e-7 on CPU).
 # bfloat16 (8 significant bits, eps 2**-8 = 3.9e-3): the layouts multiply different matrix shapes
-# and the peers reduce in other orders, so each side rounds differently. Measured on this CPU with
-# the quick config (theorylab's three layouts, plain PyTorch and unfused TRL against TRL): loss gaps
-# <= 1.6e-4 (<= 3.1e-4 relative), gradient-entry gaps <= 1.3e-3, relative gradient gaps <= 4.9e-3
-# (float32 on the same batches: <= 2.1e-7). Demanded: relative loss gap
-# <= 1e-2 (of max(|loss|, 1e-3)) and relative gradient gap ||g - g_peer|| / ||g_peer|| <= 2e-2,
-# the 1e-3 .. 1e-2 range of bf16 operand arithmetic with a factor 2 for the longer reductions
-# of a larger model. A wrong loss (a sign, a missing term, a mask off by one) moves both by O(1).
-TOLERANCE = {"float32": ("absolute", 1e-5, 1e-5), "bfloat16": ("relative", 1e-2, 2e-2)}
+# and the peers reduce in other orders, so each side's bf16 logits round differently. Measured on
+# this CPU with the quick config (theorylab's three layouts, plain PyTorch and unfused TRL against
+# TRL): loss gaps <= 1.6e-4 (<= 3.1e-4 relative), relative gradient gaps <= 4.9e-3; on an H200 with
+# the 110M ``gpu`` config, GRPO padded against TRL: 2.0e-3 relative loss gap and 2.75e-2 relative
+# gradient gap (2026-11-28). So a bf16 run's check cannot be strict: ``bench_llm`` first checks
+# every contender at float32 on the same device (the strict 1e-5), and the bf16 check only guards
+# against O(1) errors (a sign, a missing term, a mask off by one move the loss and the gradient by
+# their own size): relative loss gap <= 5e-2 (of max(|loss|, 1e-3)), relative gradient gap
+# ||g - g_peer|| / ||g_peer|| <= 2e-1.
+TOLERANCE = {"float32": ("absolute", 1e-5, 1e-5), "bfloat16": ("relative", 5e-2, 2e-1)}
 
 
 def _check(name: str, ours: float, trl: float, grad_gap: float, grad_gap_rel: float = 0.0,
@@ -898,13 +900,16 @@ ROUNDS = {"quick": 25, "default": 15, "gpu": 10}
 SPREAD_LIMIT = 0.10  # ``--runs``: a row whose ratio spreads more than this across runs is flagged
 
 
-def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1) -> list[dict]:
+def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1, dtype=None) -> list[dict]:
     """Rows (a), (b), (c) against TRL; without TRL rows (a) and (b) against plain PyTorch, with a
     line on stderr saying so (module docstring); no row without transformers.
 
     runs: run the whole bench this many times one after another in this process (fresh models and
     batches each time, the same seeds); every row carries its ``run`` (1..runs), and
-    :func:`format_table` adds the reproducibility table (:func:`reproducibility`)."""
+    :func:`format_table` adds the reproducibility table (:func:`reproducibility`).
+
+    dtype: the weights' dtype of the timed run (default bfloat16 on CUDA, float32 on CPU); any
+    other than float32 is first checked at float32 (:data:`TOLERANCE`)."""
     import importlib.util
 
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
@@ -919,7 +924,8 @@ def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1) -> list[d
     resolve_device(device)
     size = "quick" if quick else "gpu" if device.startswith("cuda") else "default"
     cfg = CONFIGS[size]
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if dtype is None:
+        dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
     reps = dict(warmup=2, rounds=ROUNDS[size])
     has_trl = importlib.util.find_spec("trl") is not None
     if not has_trl:
@@ -937,22 +943,35 @@ def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1) -> list[d
         # one intra-op thread: OpenMP's idle workers spin while they wait, and on a loaded machine
         # that spinning (CPU time, no work) grows with the load; one thread's CPU time is its work
         torch.set_num_threads(1)
+
+    def one_run(dtype, reps) -> list[dict]:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            if not has_trl:
+                return bench_plain(cfg, device=device, dtype=dtype, **reps)
+            return (
+                bench_dpo(cfg, device=device, dtype=dtype, **reps)
+                + bench_grpo(cfg, device=device, dtype=dtype, **reps)
+                + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
+            )
+
     rows: list[dict] = []
     try:
+        strict: dict[tuple[str, str], tuple[float, float]] = {}
+        if dtype != torch.float32:
+            # the agreement at float32 first, on the same device, batches and seeds (one short
+            # untimed round): the strict check of the same code; the timed bf16 run's own check
+            # only guards against O(1) errors (TOLERANCE)
+            for r in one_run(torch.float32, dict(warmup=1, rounds=1)):
+                strict[(r["step"], r["trainer"])] = (r["loss_gap"], r["grad_gap"])
         for run in range(1, runs + 1):
             if runs > 1:
                 print(f"bench llm: run {run} of {runs} (load {_load():.1f})", file=sys.stderr)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                if not has_trl:
-                    got = bench_plain(cfg, device=device, dtype=dtype, **reps)
-                else:
-                    got = (
-                        bench_dpo(cfg, device=device, dtype=dtype, **reps)
-                        + bench_grpo(cfg, device=device, dtype=dtype, **reps)
-                        + bench_grpo_generation(cfg, device=device, dtype=dtype, **reps)
-                    )
-            rows += [dict(r, run=run) for r in got]
+            for r in one_run(dtype, reps):
+                gaps = strict.get((r["step"], r["trainer"]))
+                if gaps is not None:
+                    r["float32_loss_gap"], r["float32_grad_gap"] = gaps
+                rows.append(dict(r, run=run))
     finally:
         torch.set_num_threads(threads)
     return rows
