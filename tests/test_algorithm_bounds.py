@@ -295,6 +295,7 @@ TRANSFORMERS = {
 }  # fmt: skip
 TRANSFORMERS |= {"laser-transformer"}  # LaSeR (issue 28, llm28)
 TRANSFORMERS |= {"c-rlft-transformer"}  # C-RLFT on offline class-tagged data (issue 28, llm28a)
+TRANSFORMERS |= {"rover-transformer"}  # ROVER's practical loss (issue 28, rover28)
 
 
 def test_every_algorithm_is_accounted_for():

@@ -93,19 +93,47 @@ def test_exact_target_is_soft_value_iteration_on_the_initial_model(setup):
 
 @pytest.mark.parametrize("loss", [*ONLINE_LOSSES, *PREFERENCE_LOSSES])
 def test_every_policy_loss_trains_on_variable_lengths(loss):
-    res = tr.train(SMALL, TASK, loss, steps=1, eval_every=1, group_size=4, target_beta=0.1,
+    G = 8 if loss == "cvar-grpo" else 4  # alpha G > 1 (test_cvar_grpo_needs_alpha_g_above_one)
+    res = tr.train(SMALL, TASK, loss, steps=1, eval_every=1, group_size=G, target_beta=0.1,
                    value_samples=4, lr=1e-2)  # fmt: skip
     assert np.isfinite(res.loss).all()
     assert np.isfinite(res.kl_optimum).all() and (res.kl_optimum >= 0).all()
     assert res.config["family"] in ("online", "preference")
 
 
-@pytest.mark.parametrize("loss", ["rebel", "exo", "dpo"])
-def test_exact_kl_to_the_optimum_falls(loss):
-    res = tr.train(SMALL, TASK, loss, steps=10, eval_every=10, group_size=4, target_beta=0.1,
-                   lr=1e-2)  # fmt: skip
+@pytest.mark.parametrize(
+    "loss, G, steps",
+    [("rebel", 4, 10), ("exo", 4, 10), ("dpo", 4, 10), ("cvar-grpo", 8, 20),
+     ("cvar-grpo:alpha=0.5", 4, 10)],
+)  # fmt: skip
+def test_exact_kl_to_the_optimum_falls(loss, G, steps):
+    # cvar-grpo moves only the group's lower tail: 3.20 -> 2.11 in 10 steps, 0.88 in 20 at G = 8
+    res = tr.train(SMALL, TASK, loss, steps=steps, eval_every=steps, group_size=G,
+                   target_beta=0.1, lr=1e-2)  # fmt: skip
     start, end = res.kl_optimum[0]
     assert end < 0.6 * start, (start, end)
+
+
+def test_cvar_grpo_needs_alpha_g_above_one(capsys):
+    """With alpha G <= 1 (alpha 0.25, G = 4) each group's empirical alpha-quantile is its
+    minimum, so every CVaR advantage min(r - q, 0) / alpha is exactly 0 whatever the rewards:
+    the loss has no gradient (measured: exact KL to pi* 3.2034 -> 3.2034 in 30 steps, where
+    G = 8 gives 0.7398). Both trainers refuse it in one line before any work."""
+    from theorylab.algorithms.deep.groups import group_advantages
+    from theorylab.cli import main
+
+    rng = np.random.default_rng(0)
+    r = torch.as_tensor(rng.random(40))  # graded, all distinct
+    group = torch.arange(10).repeat_interleave(4)
+    assert torch.count_nonzero(group_advantages(r, group, "cvar", alpha=0.25)) == 0
+    assert torch.count_nonzero(group_advantages(r, group, "cvar", alpha=0.5)) == 10  # the minima
+    with pytest.raises(ValueError, match=r"alpha \* group_size = 0.25 \* 4 <= 1"):
+        tr.train(SMALL, TASK, "cvar-grpo", steps=1, group_size=4, target_beta=0.1)
+    for argv in (["train", "cvar-grpo", TASK, "--group-size", "4", "--target-beta", "0.1"],
+                 ["train", "cvar-grpo:alpha=0.1", "arithmetic", "--steps", "1"]):  # fmt: skip
+        assert main([*argv, "--no-progress"]) == 2
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "nothing trains" in err, err
 
 
 # --------------------------------------------------------------------------- sampled gradients

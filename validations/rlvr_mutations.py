@@ -5,6 +5,8 @@ appended to ``mutations.MUTATIONS``:
   (h, a) that are correct, each response weighted equally, instead of the probability that the
   uniform policy ends on a correct one (which weights a response by V^-(its tokens after a)); on
   a tree whose responses all have one length the two are proportional at every node;
+* ``rover-target-not-detached``: ROVER's practical target A + rho (next state's vocabulary-mean
+  log-ratio) left in the autograd graph, so the gradient also flows through the bootstrap;
 * ``pacs-ratio-length-normalised``: PACS's implicit reward beta sum_t log pi/pi_old averaged over
   a response's tokens (the authors' ``reward_method="2"`` normalisation) instead of summed;
 * ``brorl-unweighted-mood``: BroRL's batch mood S_R taken as the plain sum of the sampled tokens'
@@ -37,6 +39,20 @@ def rover_leaf_fraction(claim=None) -> Iterator[None]:
         return total / count  # the bug: every response below (h, a) weighted alike
 
     with _patched(rover, "uniform_q", leaf_fraction):
+        yield
+
+
+@contextlib.contextmanager
+def rover_target_not_detached(claim=None) -> Iterator[None]:
+    import torch
+
+    from theorylab.algorithms.deep import rover_loss
+
+    def attached(advantages, mean_logp, old_mean_logp, mask, rho):
+        nxt = rho * (mean_logp[:, 1:] - old_mean_logp[:, 1:]) * mask[:, 1:]
+        return advantages[:, None] + torch.cat([nxt, torch.zeros_like(mask[:, :1])], dim=1)
+
+    with _patched(rover_loss, "bootstrap_target", attached):  # the bug: no .detach()
         yield
 
 
@@ -91,6 +107,11 @@ MUTATIONS = tuple(
             "rover-leaf-fraction",
             "ROVER's uniform-policy Q taken as the fraction of correct responses below (h, a)",
             rover_leaf_fraction,
+        ),
+        (
+            "rover-target-not-detached",
+            "ROVER's regression target (the next state's bootstrap) left attached to the graph",
+            rover_target_not_detached,
         ),
         (
             "pacs-ratio-length-normalised",

@@ -18,6 +18,8 @@ Expected updates on a tabular policy (on-policy, one update per batch), with J =
 
 from __future__ import annotations
 
+import inspect
+
 import torch
 
 from theorylab.algorithms.deep.groups import group_advantages
@@ -206,11 +208,35 @@ def cvar_grpo(
     q_g the group's empirical alpha-quantile of the rewards: the likelihood-ratio CVaR_alpha
     gradient of Tamar, Glassner and Mannor (AAAI 2015, Prop. 1) with the VaR estimated per group.
     Only the responses in the group's lower alpha tail move; the risk family's deep twin.
+
+    With alpha * G <= 1 (the trainers' G = 4 with alpha = 0.25) q_g is the group's minimum and
+    every A_i = min(r_i - min_g r, 0) / alpha is 0: the gradient is exactly zero by construction
+    (the empirical-quantile estimator degenerates; not a masking or variable-length bug). On
+    tokentree-eos:V=3,L=2 (lr 1e-2, 30 steps) the exact KL to pi* stays at 3.2034 with G = 4,
+    falls to 0.7398 with G = 8 and to 0.9137 with alpha = 0.5, G = 4. Both trainers refuse
+    alpha * G <= 1 in one line (:func:`check_cvar_group_size`).
     """
     return _group_pg(
         logp, old_logp, ref_logp, mask, rewards, group, "cvar", "seq-mean-token-sum-norm",
         clip_eps=clip_eps, beta=beta, kl=kl, alpha=alpha, max_length=max_length, weights=weights,
     )  # fmt: skip
+
+
+def check_cvar_group_size(loss_fn, group_size: int) -> None:
+    """A one-line error, before any work, when ``loss_fn`` (a bound loss) is CVaR-GRPO with
+    alpha * group_size <= 1: each group's alpha-quantile is then its smallest reward, every
+    advantage min(r - q, 0) / alpha is 0 and the loss has no gradient at all, by construction
+    (measured on tokentree-eos:V=3,L=2, lr 1e-2: G = 4, alpha = 0.25 leaves the exact KL to pi*
+    at 3.2034 for 30 steps; G = 8 takes it to 0.7398, alpha = 0.5 with G = 4 to 0.9137)."""
+    if getattr(loss_fn, "func", None) is not cvar_grpo:
+        return
+    alpha = loss_fn.keywords.get("alpha", inspect.signature(cvar_grpo).parameters["alpha"].default)
+    if alpha * group_size <= 1 + 1e-9:
+        raise ValueError(
+            f"cvar-grpo: alpha * group_size = {alpha:g} * {group_size} <= 1: each group's "
+            "alpha-quantile is its smallest reward, so every advantage min(r - q, 0) / alpha is 0 "
+            f"and nothing trains; use group_size > {1 / alpha:g} or alpha > {1 / group_size:g}"
+        )
 
 
 @register_loss(

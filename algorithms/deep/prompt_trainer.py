@@ -450,6 +450,7 @@ def train_prompts(
     Returns a :class:`~theorylab.results.PromptTrainingResult` (with ``return_states``: and the
     final :class:`LMTrainingState` of every seed)."""
     from theorylab.algorithms.deep import distributed
+    from theorylab.algorithms.deep.policy_gradient_losses import check_cvar_group_size
     from theorylab.algorithms.deep.trainer import loss_family
     from theorylab.seeding import seed_indices
 
@@ -470,6 +471,7 @@ def train_prompts(
         opts = PromptTrainingOptions(**{**opts.__dict__, "group_size": 2})
     check_prompt_loss(loss)
     loss_fn = make_loss(loss)
+    check_cvar_group_size(loss_fn, opts.group_size)
     dataset = load_prompts(data, prompt_key=prompt_key, answer_key=answer_key)
     tok = load_tokenizer(tokenizer, dataset)
     reward_fn = resolve_reward(reward, dataset)

@@ -28,6 +28,7 @@ LOSS_MODULES = (
     "theorylab.algorithms.deep.p3o",
     "theorylab.algorithms.deep.kl",
     "theorylab.algorithms.deep.laser",
+    "theorylab.algorithms.deep.rover_loss",
 )
 
 

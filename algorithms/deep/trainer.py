@@ -72,8 +72,10 @@ from theorylab.algorithms.deep.logprobs import token_logprobs
 from theorylab.algorithms.deep.lora import apply_lora
 from theorylab.algorithms.deep.masking import InvalidBatchError
 from theorylab.algorithms.deep.models import make_model, n_parameters, resolve_device
+from theorylab.algorithms.deep.policy_gradient_losses import check_cvar_group_size
 from theorylab.algorithms.deep.registry import load_losses, loss_parameters, make_loss
 from theorylab.algorithms.deep.regression_losses import log_mean_exp_value, tbrm_root_values
+from theorylab.algorithms.deep.rover_loss import response_and_mean_logprobs
 from theorylab.algorithms.deep.transformer_registrations import (
     BRANCHED_LOSSES,
     OFFLINE_DATA_LOSSES,
@@ -404,6 +406,8 @@ def train(
         task = offline.task
         if target_beta is None:  # pi*(.|x,c) = pi_c for every beta (r_c constant in a class)
             target_beta = 1.0
+    if family == "online":
+        check_cvar_group_size(loss_fn, group_size)
     if "rebel" == loss_name and group_size % 2:
         raise ValueError(f"rebel pairs the responses of a prompt: group_size must be even, got "
                          f"{group_size}")  # fmt: skip
@@ -615,6 +619,11 @@ def _train_one_seed(
             with torch.no_grad():
                 ref_logp, ref_z = response_and_token_logprobs(reference, ids, V, z_token)
             extra = {"z_logp": z_logp, "ref_z_logp": ref_z}
+        elif "mean_logp" in wanted:  # ROVER: the vocabulary mean of log pi(.|s_t) too
+            logp, mean_logp = response_and_mean_logprobs(model, ids, V)
+            with torch.no_grad():
+                ref_logp = response_logp(reference, ids, V)
+            extra = {"mean_logp": mean_logp, "old_mean_logp": None}  # on-policy: old = theta
         else:
             logp = response_logp(model, ids, V)  # (n, L)
             with torch.no_grad():

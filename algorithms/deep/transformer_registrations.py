@@ -16,7 +16,7 @@ from theorylab.algorithms.registry import register
 
 ONLINE_LOSSES = (
     "grpo", "dr-grpo", "cvar-grpo", "rloo", "ppo-clip", "astar-po", "rebel", "refuel", "tbrm",
-    "exo", "pacs", "p3o", "laser",
+    "exo", "pacs", "p3o", "laser", "rover",
 )  # fmt: skip
 PREFERENCE_LOSSES = ("dpo", "ipo", "rpo", "vpo", "xpo", "chipo")
 # losses of methods that train on a fixed offline dataset, not on the model's samples: the tree
@@ -37,6 +37,7 @@ LOSS_PAPERS = {
     "tbrm": ("000#42",),
     "exo": ("000#11",), "pacs": ("002-004#G5",),
     "p3o": ("002-004#E3",), "laser": ("002-004#F5",), "c-rlft": ("002-004#F7",),
+    "rover": ("000#17", "002-004#G1"),
 }  # fmt: skip
 
 
@@ -93,10 +94,11 @@ def _factory(loss: str, family: str):
         prompt_key: str | None = None,
         answer_key: str | None = None,
         eta: float | None = None,
+        rho: float | None = None,
         value_samples: int | None = None,
         offline_data: str | None = None,
     ) -> TransformerRun:
-        pairs = (("beta", beta), ("tau", tau), ("alpha", alpha), ("eta", eta))
+        pairs = (("beta", beta), ("tau", tau), ("alpha", alpha), ("eta", eta), ("rho", rho))
         hyper = {k: v for k, v in pairs if v is not None}
         spec = loss + (":" + ",".join(f"{k}={v}" for k, v in hyper.items()) if hyper else "")
         given = locals()

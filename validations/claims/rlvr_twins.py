@@ -1,8 +1,8 @@
 """Claims for LLM-RL methods of issue 28 as exact twins on token trees with variable-length
-responses (EOS): ROVER (000#17), PACS (002-004#G5), C-RLFT (002-004#F7), P3O (002-004#E3),
-BroRL (002-004#G2), PrefixRL (002-004#G4). Each
-checks the method against an independent exact answer (enumeration over the tree's responses)
-and names a registered mutation that fails it."""
+responses (EOS): ROVER (000#17; its uniform-Q twin and its practical loss), PACS (002-004#G5),
+C-RLFT (002-004#F7), P3O (002-004#E3), BroRL (002-004#G2), PrefixRL (002-004#G4). Each checks
+the method against an independent exact answer (enumeration over the tree's responses) and names
+a registered mutation that fails it."""
 
 from __future__ import annotations
 
@@ -170,6 +170,86 @@ class RoverUniformQ:
 
 register_validation(
     RoverUniformQ(), controls=("rover-leaf-fraction",), papers=("000#17", "002-004#G1")
+)
+
+
+@dataclass(frozen=True)
+class RoverPracticalLoss:
+    name: str = "rover-practical-loss-gradient"
+    statement: str = (
+        "ROVER's practical loss (He et al. 2025; the authors' verl code: Q_t = rho log "
+        "pi/pi_old, target = centred reward + rho x the next state's vocabulary-mean log-ratio, "
+        "detached, MSE) on tokentree-eos with binary rewards (responses of 1..3 tokens; quick "
+        "V=3, L=3, 2 prompts, G in {2, 3}; full 3 prompts, G in {2, 3, 4}, more policies), rho in "
+        "{0.5, 1}, the registered loss on every ordered G-tuple of responses (constant normaliser "
+        "L): (1) on-policy its expected gradient equals -(2 rho (G-1)/(G L)) grad J, J = E_pi r, "
+        "by the score function (a REINFORCE step with the group-mean baseline); (2) off-policy "
+        "(samples from a random pi_old != pi_theta) it equals the gradient written by "
+        "enumerating responses with the bootstrap at s_{t+1} and the target held fixed (max "
+        "relative gap <= 1e-10 each). Control: the target not detached (the gradient also flows "
+        "through the bootstrap, whose gradient rho grad m(s_{t+1}) is not 0 even on-policy) "
+        "fails both (gaps > 1e-2)."
+    )
+    rhos: tuple[float, ...] = (0.5, 1.0)
+    scales: dict[str, tuple[str, tuple[int, ...], int]] = field(
+        default_factory=lambda: {
+            "quick": ("tokentree-eos:V=3,L=3,prompts=2,reward=binary", (2, 3), 1),
+            "full": ("tokentree-eos:V=3,L=3,prompts=3,reward=binary,seed=1", (2, 3, 4), 3),
+        }
+    )
+
+    def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
+        import torch
+
+        from theorylab.algorithms.deep import pacs, rover_loss
+        from theorylab.algorithms.deep import regression_twins as rt
+        from theorylab.algorithms.deep.twins import LogitTable
+        from theorylab.mdps import make
+
+        t0 = time.perf_counter()
+        spec, groups, n_policies = self.scales[scale]
+        task = make(spec)
+        gaps: dict[str, dict[str, float]] = {"on-policy": {}, "off-policy": {}}
+        for i in range(n_policies):
+            theta = rt.random_logits(task, seed + 13 + i)
+            old = rt.log_softmax(rt.random_logits(task, seed + 113 + i))
+            for rho in self.rhos:
+                for G in groups:
+                    key = f"policy {i}, rho {rho:g}, G {G}"
+                    for mode, old_cond in (("on-policy", None), ("off-policy", old)):
+                        pol = LogitTable(task, theta)
+                        e = rover_loss.loss_expectation(task, pol, G, rho, old_cond=old_cond)
+                        (g,) = torch.autograd.grad(e, pol.theta)
+                        if old_cond is None:
+                            step = 2 * rho * (G - 1) / (G * task.L)
+                            want = pacs.policy_gradient(task, rt.log_softmax(theta), step)
+                        else:
+                            want = rover_loss.expected_gradient(task, theta, old, G, rho)
+                        gap = float(np.abs(g.numpy() - want).max() / np.abs(want).max())
+                        gaps[mode][key] = gap
+        checks = [different_lengths(task, "else the bootstrap's end-of-response mask is invisible")]
+        for mode, what in (
+            ("on-policy", "on-policy: grad E[loss] = -(2 rho (G-1)/(G L)) grad J"),
+            ("off-policy", "off-policy: grad E[loss] = the enumerated semi-gradient"),
+        ):
+            worst = max(gaps[mode], key=gaps[mode].get)
+            checks.append(
+                Check(
+                    what,
+                    gaps[mode][worst] <= 1e-10,
+                    f"max relative gap {gaps[mode][worst]:.1e} <= 1e-10 over {len(gaps[mode])} "
+                    f"cases (worst: {worst}; rho {self.rhos}, G {groups})",
+                    {"gaps": gaps[mode]},
+                )
+            )
+        cfg = {"task": spec, "groups": list(groups), "rhos": list(self.rhos), "seed": seed}
+        return _report(self.name, self.statement, scale, checks, t0, cfg)
+
+
+register_validation(
+    RoverPracticalLoss(),
+    controls=("rover-target-not-detached",),
+    papers=("000#17", "002-004#G1"),
 )
 
 
