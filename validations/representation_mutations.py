@@ -270,3 +270,27 @@ MUTATIONS = (
         )
     ),
 )
+
+
+# ------------------------------------------------------------- HiP-BMDP abstractions (001#31)
+@contextlib.contextmanager
+def hip_ignores_shared_emission(claim=None) -> Iterator[None]:
+    """hip-abstraction-vi's pooled decoder replaced by one decoder per task: the learner ignores
+    that the block emission is shared, so each task's abstraction sees only its N / M samples."""
+    from theorylab.algorithms.offline import hip_abstraction
+
+    with _patched(hip_abstraction, "shared_decoder", hip_abstraction.per_task_decoders):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "hip-ignores-shared-emission",
+            "mutation",
+            "hip-abstraction-vi decodes every task from its own samples (no pooling)",
+            hip_ignores_shared_emission,
+        )
+    ),
+)
