@@ -3,15 +3,15 @@ then one latent model per task.
 
 Seed reference: ``seed-catalogue-001.md#31``. Paper: Amy Zhang, Shagun Sodhani, Khimya Khetarpal,
 Joelle Pineau, "Learning Robust State Abstractions for Hidden-Parameter Block MDPs", ICLR 2021
-(arXiv:2007.07206). Read [V]: the catalogue row and the abstract (HiP-BMDPs: a family of block MDPs that share a
-latent state space and emission and differ through a hidden parameter; abstractions for
+(arXiv:2007.07206). Read [V]: the catalogue row and the abstract (HiP-BMDPs: a family of block MDPs
+that share a latent state space and emission and differ through a hidden parameter; abstractions for
 multi-task and meta RL; "transfer and generalization bounds based on task and state similarity,
 along with sample complexity bounds that depend on the aggregate number of samples across tasks,
-rather than the number of tasks") and the project page (the method's three parts: an encoder
-phi from observations to a latent space, an environment encoder psi from a task identifier to
-the hidden parameter theta, and a universal dynamics model conditioned on theta, trained on all
-tasks together). The paper's theorems, losses and constants were not read. The tabular learner
-below is a reconstruction [A]: the exact, count-based form of "one encoder for all tasks".
+rather than the number of tasks") and the project page (the method's three parts: an encoder phi
+from observations to a latent space, an environment encoder psi from a task identifier to the hidden
+parameter theta, and a universal dynamics model conditioned on theta, trained on all tasks
+together). The paper's theorems, losses and constants were not read. The tabular learner below is a
+reconstruction [A]: the exact, count-based form of "one encoder for all tasks".
 
 ``hip-abstraction-vi`` (kind ``offline``, discounted data of ``hip-bmdp``; ``tasks`` = M and
 ``n_latent`` given):

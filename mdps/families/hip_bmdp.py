@@ -1,9 +1,9 @@
 r"""Hidden-parameter block MDP (HiP-BMDP): M tasks that share a block emission and a latent state
 space, and differ in their latent dynamics through a hidden parameter theta.
 
-Built for ``seed-catalogue-001.md#31`` (Zhang, Sodhani, Khetarpal, Pineau, "Learning Robust
-State Abstractions for Hidden-Parameter Block MDPs", ICLR 2021, arXiv:2007.07206): the multi-task setting whose
-abstraction is learned from the samples of all tasks together.
+Built for ``seed-catalogue-001.md#31`` (Zhang, Sodhani, Khetarpal, Pineau, "Learning Robust State
+Abstractions for Hidden-Parameter Block MDPs", ICLR 2021, arXiv:2007.07206): the multi-task setting
+whose abstraction is learned from the samples of all tasks together.
 
 * Latent z in 0 .. N-1 on a ring; actions 0 (left) and 1 (right). Task m has the hidden parameter
   theta_m = (m + 1/2) / M: right moves to z + 1 with probability 0.1 + 0.8 theta_m (else stays),
