@@ -44,7 +44,11 @@ import numpy as np
 from theorylab.algorithms.offline.dataset import OfflineDataset
 from theorylab.algorithms.offline.empirical import require_data
 from theorylab.algorithms.offline.result import OfflineResult, greedy
-from theorylab.algorithms.offline.video_representation import latent_values, transition_counts
+from theorylab.algorithms.offline.video_representation import (
+    check_n_latent,
+    latent_values,
+    transition_counts,
+)
 from theorylab.algorithms.online.musik import cluster
 
 
@@ -93,16 +97,9 @@ def check_parameters(tasks, n_latent, pooled, S: int) -> tuple[int, int, bool]:
             f"(e.g. tasks=4 for hip-bmdp:M=4), got {tasks!r}"
         )
     X = S // int(tasks)
-    if (
-        n_latent is None
-        or isinstance(n_latent, bool)
-        or not isinstance(n_latent, (int, np.integer))
-        or not 1 <= n_latent <= X
-    ):
-        raise HiPAbstractionInputError(
-            f"hip-abstraction-vi: n_latent must be an integer in 1 .. X = {X} (observations per "
-            f"task; e.g. n_latent=4), got {n_latent!r}"
-        )
+    check_n_latent(
+        "hip-abstraction-vi", n_latent, X, "X (observations per task)", HiPAbstractionInputError
+    )
     if not isinstance(pooled, bool):
         raise HiPAbstractionInputError(
             f"hip-abstraction-vi: pooled must be True or False, got {pooled!r}"
