@@ -141,7 +141,7 @@ def hip_abstraction_vi(
     return OfflineResult(
         "hip-abstraction-vi",
         greedy(Q_obs),
-        V @ dataset.mu0,
+        np.array([float(dataset.mu0 @ V[b]) for b in range(B)]),  # per seed: batch-invariant
         V,
         Q_obs,
         pessimistic=False,
