@@ -122,13 +122,12 @@ def hip_abstraction_vi(
         )
     X = S // M
     B = dataset.n_seeds
-    C = transition_counts(dataset)  # (B, S, A, S)
     w = np.ones(dataset.states.shape) if dataset.weights is None else dataset.weights
     decoders = np.zeros((B, M, X), dtype=np.int64)
     models = np.zeros((B, M, N, A, N))
     Q_obs = np.zeros((B, S, A))
     for b in range(B):
-        Cm = task_counts(C[b], M)  # (M, X, A, X)
+        Cm = task_counts(transition_counts(dataset.only(b))[0], M)  # (M, X, A, X), one seed
         decoders[b] = shared_decoder(Cm, N) if pooled else per_task_decoders(Cm, N)
         rew = np.zeros(S * A)
         np.add.at(rew, dataset.states[b] * A + dataset.actions[b], w[b] * dataset.rewards[b])

@@ -1451,7 +1451,7 @@ register_validation(
         scales={
             "quick": HiPScale(Ms=(1, 4, 16), N=500, N_sweep=(250, 1000), seeds=16),
             "full": HiPScale(
-                Ms=(1, 2, 4, 8, 16, 32), N=500, N_sweep=(125, 250, 500, 1000, 2000), seeds=64
+                Ms=(1, 2, 4, 8, 16), N=500, N_sweep=(125, 250, 500, 1000, 2000), seeds=32
             ),
         },
         notes=(
