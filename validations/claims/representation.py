@@ -1455,9 +1455,8 @@ register_validation(
             ),
         },
         notes=(
-            "Measured (full, 32 seeds, N = 500): pooled 0.021, 0.027, 0.020, 0.021, 0.018 and "
-            "per task 0.021, 0.194, 0.277, 0.417, 0.489 at M = 1, 2, 4, 8, 16; pooled at M = 16: "
-            "0.391, 0.277, 0.018, 0, 0 at N = 125 .. 2000. At N = 2000 (16 seeds) pooled 0 at "
+            "Measured (16 seeds, N = 500): pooled 0.035, 0.023, 0.023, 0.020, 0.023 and per task "
+            "0.035, 0.199, 0.280, 0.411, 0.486 at M = 1, 2, 4, 8, 16; at N = 2000 pooled 0 at "
             "every M, per task 0, 0.002, 0.024, 0.129, 0.279."
         ),
     ),
