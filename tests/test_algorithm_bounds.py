@@ -41,6 +41,9 @@ NO_THEOREM = {
     # issue 31 (repr31): offline RL with observation histories, no formula read
     # (docs/algorithms/bisimulation-vi.md)
     "bisimulation-vi",
+    # issue 31 (hip31): HiP-BMDP abstractions; the paper's sample complexity in the aggregate
+    # samples was read from the abstract only, no formula (docs/algorithms/hip-abstraction-vi.md)
+    "hip-abstraction-vi",
     "lsvi",
     "naive-vi",
     "behaviour-cloning",

@@ -122,3 +122,65 @@ def test_no_merge_control_keeps_every_observation():
     with rm.bisimulation_no_merge():
         fit = bisimulation_vi(data, observations=4)
     assert all(len(set(fit.info["blocks"][b, h].tolist())) == 4 for b in range(2) for h in range(3))
+
+
+# ------------------------------------------------------------ stitching (history-stitch)
+STITCH = "history-stitch:K=2,H=4,exit=0.3"
+
+
+def test_stitch_family_by_hand():
+    # K = 2: observations o = 2 z + xi, z in path 0 / side 1 / sink 2; O = 6, S = 6 + 36 + 216
+    # + 1296. From history o_0 = 0 (path, xi 0) at stage 0: advance (1) goes to (path, xi) w.p.
+    # 1/2 each, exit (0) to (sink, xi) w.p. 1/2 each and pays 0.3; advance pays 1 only at stage 3.
+    mdp = make(STITCH)
+    assert mdp.S == 1554 and mdp.A == 2
+    P = mdp.dense_P()
+    np.testing.assert_allclose(P[0, 0, 1, 6 + 0 * 6 + np.array([0, 1])], [0.5, 0.5])
+    np.testing.assert_allclose(P[0, 0, 0, 6 + np.array([4, 5])], [0.5, 0.5])
+    R = np.asarray(mdp.R)
+    assert R[0, 0, 0] == 0.3 and R[0, 0, 1] == 0.0
+    last_path = int(mdp.reveal().layout.offsets[3])  # first stage-3 history: all (path, xi 0)
+    assert R[3, last_path, 1] == 1.0 and R[2, int(mdp.reveal().layout.offsets[2]), 1] == 0.0
+    # mu0: path or side, each with probability 1/2, xi uniform
+    np.testing.assert_allclose(mdp.mu0[:6], [0.25, 0.25, 0.25, 0.25, 0.0, 0.0])
+
+
+def test_stitch_optimal_value_by_enumeration():
+    from theorylab.algorithms.planning import backward_induction
+    from theorylab.validations.claims.representation import stitch_optimal_value
+
+    # advance always: the path start collects 1 at stage H - 1, the side start joins at stage 1
+    assert stitch_optimal_value(4, 0.3) == 1.0
+    assert backward_induction(make(STITCH)).value == pytest.approx(1.0, abs=1e-12)
+
+
+def test_halves_behaviour_covers_halves_only():
+    from theorylab.mdps.families.history_pomdp import halves_behaviour
+
+    mdp = make(STITCH)
+    data = make_dataset(mdp, 4 * 512, behaviour=halves_behaviour(mdp), seeds=1, seed=2)
+    s, a = data.states[0].reshape(512, 4), data.actions[0].reshape(512, 4)
+    path_start = mdp.reveal().latent[s[:, 0]] == 0
+    assert path_start.any() and (~path_start).any()
+    np.testing.assert_array_equal(a[path_start][:, :2], 1)  # advance before stage 2
+    np.testing.assert_array_equal(a[path_start][:, 2], 0)  # then exit
+    np.testing.assert_array_equal(mdp.reveal().latent[s[~path_start][:, 1:]], 0)  # on the path
+
+
+def test_stitching_only_through_the_abstraction_and_the_control():
+    from theorylab.mdps.families.history_pomdp import halves_behaviour
+
+    mdp = make(STITCH)
+    data = make_dataset(mdp, 4 * 512, behaviour=halves_behaviour(mdp), seeds=4, seed=1)
+    from theorylab.algorithms.offline import fit
+
+    # history VI: path starts exit at stage 2 -> 0.3, side starts reach 1: V = 0.65 at best
+    hist = suboptimality(mdp, fit("naive-vi", data).policy)
+    assert (hist >= 0.35 - 1e-9).all()
+    fitted = bisimulation_vi(data, observations=6)
+    np.testing.assert_allclose(suboptimality(mdp, fitted.policy), 0.0, atol=1e-12)
+    with rm.bisimulation_seen_histories_only():
+        from theorylab.algorithms.offline import history_abstraction
+
+        mutated = history_abstraction.bisimulation_vi(data, observations=6)
+    assert (suboptimality(mdp, mutated.policy) >= 0.35 - 1e-9).all()

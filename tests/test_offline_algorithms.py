@@ -44,7 +44,9 @@ NEEDS_DENSITY = ("density-model-vi",)
 # (history-pomdp's layout, observations=), video-representation decodes a block MDP (discounted,
 # n_latent=); their own tests hold them to infinite-data optimality on their families
 # (tests/test_history_abstraction.py, tests/test_video_representation.py)
-STRUCTURED = ("bisimulation-vi", "video-representation")
+# hip-abstraction-vi decodes a HiP-BMDP (discounted, tasks= and n_latent=;
+# tests/test_hip_bmdp.py)
+STRUCTURED = ("bisimulation-vi", "video-representation", "hip-abstraction-vi")
 # gorl (demos=) and h2o (simulator=) need a second input besides the dataset; their own tests
 # cover consistency and batching (tests/test_gorl.py, tests/test_h2o.py)
 SIDE_INPUT = ("gorl", "h2o")
@@ -95,6 +97,7 @@ def test_registry_lists_every_algorithm():
         "density-model-vi",  # tests/test_density_features.py
         "video-representation",  # tests/test_video_representation.py
         "bisimulation-vi",  # tests/test_history_abstraction.py
+        "hip-abstraction-vi",  # tests/test_hip_bmdp.py
         "gorl",  # tests/test_gorl.py
         "h2o",  # tests/test_h2o.py
     }
@@ -276,6 +279,8 @@ def test_batched_seeds_equal_seeds_alone(name):
         mdp, params = make("history-pomdp:N=2,K=2,A=2,H=3"), {"observations": 4}
     elif name == "video-representation":
         mdp, params = make("exo-block"), {"n_latent": 4}
+    elif name == "hip-abstraction-vi":
+        mdp, params = make("hip-bmdp:M=2"), {"tasks": 2, "n_latent": 4}
     else:
         mdp, params = make("offline-linear:S=6,A=3,d=3,H=3,seed=1"), {}
     if name in ("pevi", "vw-pevi"):

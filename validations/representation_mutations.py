@@ -232,3 +232,65 @@ MUTATIONS = (
         )
     ),
 )
+
+
+@contextlib.contextmanager
+def bisimulation_seen_histories_only(claim=None) -> Iterator[None]:
+    """bisimulation-vi lifts its block policy only to the histories that occur in the data;
+    every other history gets Q = 0 and so action 0 (a learner that memoises histories instead
+    of acting through the abstraction). On ``history-stitch`` the optimal path's second half,
+    after a start on the path, is never in the data, so the stitched policy is lost there."""
+    from theorylab.algorithms.offline import history_abstraction
+
+    real = history_abstraction.bisimulation_vi
+
+    def seen_only(dataset, observations=None, delta=0.1):
+        res = real(dataset, observations, delta)
+        Q = res.Q.copy()  # (B, H, S, A)
+        for b in range(dataset.n_seeds):
+            seen = np.zeros(Q.shape[1:3], dtype=bool)  # (H, S)
+            seen[dataset.stages[b], dataset.states[b]] = True
+            Q[b][~seen] = 0.0
+        res.Q = Q
+        res.policy = history_abstraction.greedy(Q)
+        return res
+
+    with _patched(history_abstraction, "bisimulation_vi", seen_only):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "bisimulation-seen-histories-only",
+            "mutation",
+            "bisimulation-vi's block policy lifted only to the histories seen in the data",
+            bisimulation_seen_histories_only,
+        )
+    ),
+)
+
+
+# ------------------------------------------------------------- HiP-BMDP abstractions (001#31)
+@contextlib.contextmanager
+def hip_ignores_shared_emission(claim=None) -> Iterator[None]:
+    """hip-abstraction-vi's pooled decoder replaced by one decoder per task: the learner ignores
+    that the block emission is shared, so each task's abstraction sees only its N / M samples."""
+    from theorylab.algorithms.offline import hip_abstraction
+
+    with _patched(hip_abstraction, "shared_decoder", hip_abstraction.per_task_decoders):
+        yield
+
+
+MUTATIONS = (
+    *MUTATIONS,
+    register_control(
+        Control(
+            "hip-ignores-shared-emission",
+            "mutation",
+            "hip-abstraction-vi decodes every task from its own samples (no pooling)",
+            hip_ignores_shared_emission,
+        )
+    ),
+)

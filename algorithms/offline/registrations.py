@@ -392,3 +392,21 @@ def fit_density_model_vi(dataset, mu=None):
     if mu is None:
         raise ValueError("density-model-vi: give the density features mu (H, d, S) or (d, S)")
     return density_model_vi(dataset, mu)
+
+
+@register(
+    "hip-abstraction-vi",
+    kind="offline",
+    problem="dataset",
+    bounds=(),
+    horizon="discounted",
+    papers=("001#31",),
+)
+def fit_hip_abstraction_vi(
+    dataset, tasks: int | None = None, n_latent: int | None = None, pooled: bool = True
+):
+    """One block decoder learned from every task's samples of a HiP-BMDP (pooled=True; per task
+    with pooled=False), then a latent model and VI per task (Zhang et al. 2021; [A])."""
+    from theorylab.algorithms.offline.hip_abstraction import hip_abstraction_vi
+
+    return hip_abstraction_vi(dataset, tasks=tasks, n_latent=n_latent, pooled=pooled)

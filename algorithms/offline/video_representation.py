@@ -110,22 +110,28 @@ def latent_values(
     return T_hat, r_hat, Q
 
 
+def check_n_latent(who: str, n_latent, limit: int, name: str, error: type[ValueError]) -> None:
+    """A decoder bottleneck must be an integer in 1 .. limit (``name`` = limit in the message),
+    else a one-line ``error`` naming it."""
+    if (
+        n_latent is None
+        or isinstance(n_latent, bool)
+        or not isinstance(n_latent, (int, np.integer))
+        or not 1 <= n_latent <= limit
+    ):
+        raise error(
+            f"{who}: n_latent must be an integer in 1 .. {name} = {limit} (the decoder's "
+            f"bottleneck, e.g. n_latent=4), got {n_latent!r}"
+        )
+
+
 def check_parameters(objective, n_latent, prior, S: int) -> tuple[str, int, float]:
     """The parameters validated, or a one-line error naming the bad one."""
     if objective not in OBJECTIVES:
         raise VideoRepresentationInputError(
             f"video-representation: objective must be one of {OBJECTIVES}, got {objective!r}"
         )
-    if (
-        n_latent is None
-        or isinstance(n_latent, bool)
-        or not isinstance(n_latent, (int, np.integer))
-        or not 1 <= n_latent <= S
-    ):
-        raise VideoRepresentationInputError(
-            f"video-representation: n_latent must be an integer in 1 .. S = {S} (the decoder's "
-            f"bottleneck, e.g. n_latent=4), got {n_latent!r}"
-        )
+    check_n_latent("video-representation", n_latent, S, "S", VideoRepresentationInputError)
     if isinstance(prior, bool) or not isinstance(prior, (int, float)) or not prior > 0:
         raise VideoRepresentationInputError(
             f"video-representation: prior must be a positive number, got {prior!r}"
