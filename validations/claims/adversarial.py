@@ -55,11 +55,13 @@ stuck at 1/2: linear regret) fails it.
 exploration scale 1) on ``INSTANCE``, the protocol of ``adversarial-linear-q-sqrt-k``: (i) the
 log-log slope of the exact prefix regret has its CI upper end at most 0.55 (quick, K = 4000:
 0.6); (ii) its regret at K is at most 0.85 of the K^{2/3} baseline's, whose slope is at least 0.55
-with a CI above algorithm 2's (at both scales: at K = 4000 they are already apart, 0.44 [0.40,
-0.49] against 0.60 [0.55, 0.64]); (iii) with one-hot features a tabular loop written apart from
-the library (:func:`tabular_twin` with ``learner="exp-weights"``: the softmax, the learning rate
-and the uniform share written out in :func:`tabular_exp_weights`, the importance weight by index)
-gives the same expected loss every episode to 1e-9. Control:
+(quick: 0.5; measured 0.56-0.60 over three root seeds at K = 4000) with a CI above algorithm
+2's (at both scales: at K = 4000 they are already apart, 0.44 [0.40, 0.49] against 0.60 [0.55,
+0.64]); (iii) with one-hot features a tabular loop written apart from the library
+(:func:`tabular_twin` with ``learner="exp-weights"``: the softmax, the learning rate and the
+uniform share written out in :func:`tabular_exp_weights`, the importance weight by index) gives
+the same expected loss every episode of 150 to 1e-9, and (:func:`tabular_map_gap`) from the
+linear learner's state the same policy and update at every episode of a longer run. Control:
 ``adv-exp-weights-baseline-exploration`` (the share set to the baseline's k^{-1/3}) fails (i) at
 full scale and (iii) at both.
 
@@ -657,10 +659,11 @@ class AdversarialLinearMagnitudeReducedSqrtK(ScaledClaim):
         "policy in hindsight of every prefix grows at most like K^(1/2): log-log slope CI upper "
         "end <= 0.55 over the second half of the log range of K (quick: <= 0.6); (ii) it is at "
         "most 0.85 of the K^(2/3) baseline's (exponential weights with uniform exploration "
-        f"gamma_k = k^(-1/3), eta scale {ETA_SCALE:g}), whose slope is >= 0.55 with a CI above "
-        "algorithm 2's; (iii) with one-hot features a tabular loop written separately "
-        "(occupancy forward, importance weights by index, the softmax and the mixture written "
-        "out) gives the same expected loss every episode of 150 (to 1e-9), and from the linear "
+        f"gamma_k = k^(-1/3), eta scale {ETA_SCALE:g}), whose slope is >= 0.55 (quick: 0.5; its "
+        "gamma K term approaches K^(2/3) from below) with a CI above algorithm 2's; (iii) with "
+        "one-hot features a tabular loop written separately (occupancy forward, importance "
+        "weights by index, the softmax and the mixture written out) gives the same expected "
+        "loss every episode of 150 (to 1e-9), and from the linear "
         "learner's state the same policy and update at every episode of a longer run (300 "
         "quick, 4000 full; to 1e-9 relative). Quick: K = 4000, 32 seeds; full: K = 16000, "
         "32 seeds."
@@ -673,6 +676,7 @@ class AdversarialLinearMagnitudeReducedSqrtK(ScaledClaim):
                 "tabular": 150,
                 "tabular_map": 300,
                 "slope_max": 0.6,
+                "baseline_slope": 0.5,
             },
             "full": {
                 "episodes": 16000,
@@ -680,6 +684,7 @@ class AdversarialLinearMagnitudeReducedSqrtK(ScaledClaim):
                 "tabular": 150,
                 "tabular_map": 4000,
                 "slope_max": 0.55,
+                "baseline_slope": 0.55,
             },
         }
     )
@@ -732,12 +737,14 @@ class AdversarialLinearMagnitudeReducedSqrtK(ScaledClaim):
                 ),
                 Check(
                     "less regret than the K^(2/3) baseline",
-                    ratio <= 0.85 and base.slope >= 0.55 and two.ci_high < base.ci_low,
+                    ratio <= 0.85
+                    and base.slope >= cfg["baseline_slope"]
+                    and two.ci_high < base.ci_low,
                     f"regret at K: algorithm 2 {finals['algorithm 2']:.1f}, "
                     f"exp-weights-exploration-mix {finals['baseline K^(2/3)']:.1f} (ratio "
                     f"{ratio:.2f}, must be <= 0.85); baseline slope {base.slope:.3f}, 95% CI "
-                    f"[{base.ci_low:.3f}, {base.ci_high:.3f}] (must be >= 0.55, its CI above "
-                    "algorithm 2's)",
+                    f"[{base.ci_low:.3f}, {base.ci_high:.3f}] (must be >= "
+                    f"{cfg['baseline_slope']}, its CI above algorithm 2's)",
                     {
                         "ratio": ratio,
                         "baseline_slope": base.slope,
@@ -795,12 +802,12 @@ class AdversarialLinearEstimatorMagnitude(ScaledClaim):
         "iterate without the share (algorithm 1's estimator on algorithm 2's iterate) reaches at "
         "least 10 times that magnitude on every instance; (iii) the reduced estimator stays "
         "unbiased: its Monte-Carlo mean under the last policy played is within a Bonferroni "
-        "z-bound (overall level 1e-3) of the exact Q^pi at every (h, s, a). Quick: K = 500, "
-        "8 seeds, 4000 trajectories; full: K = 4000, 16 seeds, 40000 trajectories."
+        "z-bound (overall level 1e-3) of the exact Q^pi at every (h, s, a). Quick: K = 1000, "
+        "16 seeds, 4000 trajectories; full: K = 4000, 16 seeds, 40000 trajectories."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
-            "quick": {"episodes": 500, "seeds": 8, "trajectories": 4000},
+            "quick": {"episodes": 1000, "seeds": 16, "trajectories": 4000},
             "full": {"episodes": 4000, "seeds": 16, "trajectories": 40000},
         }
     )
