@@ -448,3 +448,13 @@ def test_without_the_share_the_estimate_leaves_the_bound():
         bad = magnitude_trace(spec, 60, 2, 0)
     assert np.any(bad["reduced"] > bad["bound"])
     assert np.allclose(bad["reduced"], bad["raw"])
+
+
+def test_one_hot_algorithm_2_is_the_tabular_map_at_every_step():
+    from theorylab.validations.adversarial_mutations import adv_exp_weights_baseline_exploration
+    from theorylab.validations.claims.adversarial import TABULAR_INSTANCE, tabular_map_gap
+
+    mdp = make(TABULAR_INSTANCE)
+    assert tabular_map_gap(mdp, 60, 2, 3, 4.0) <= 1e-9
+    with adv_exp_weights_baseline_exploration():
+        assert tabular_map_gap(mdp, 60, 2, 3, 4.0) > 1e-6

@@ -233,6 +233,22 @@ def tabular_twin(
     return out
 
 
+def stepped_learner(mdp, name: str, episodes: int, seeds: int, seed: int, eta_scale: float):
+    """What the adversarial runner builds, for a loop stepped by hand: the registered learner
+    ``name`` (agent streams), the environment streams, the simulator and the loss parameters
+    ``(K, H, d)``."""
+    from theorylab.algorithms.registry import get_algorithm
+    from theorylab.mdps.adversarial import Simulator
+    from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
+
+    ids = list(range(seeds))
+    agent = get_algorithm(name).factory(
+        mdp, seeds, generators(seed, ids, AGENT_STREAM), episodes, eta_scale=eta_scale
+    )
+    env = generators(seed, ids, ENV_STREAM)
+    return agent, env, Simulator(mdp), mdp.loss_parameters(episodes)
+
+
 def tabular_map_gap(mdp, episodes: int, seeds: int, seed: int, eta_scale: float) -> float:
     """Algorithm 2 on one-hot features stepped by hand for ``episodes`` episodes; at every
     episode the tabular side recomputes, from the linear learner's own cumulative estimates and
@@ -243,16 +259,9 @@ def tabular_map_gap(mdp, episodes: int, seeds: int, seed: int, eta_scale: float)
     on importance weights amplify round-off by about ``eta_k L_h / q`` per episode, which exceeds
     1, until a sampled action flips -- measured: differences above 1e-12 from episode 200-380 and
     above 1e-3 by episode 1000)."""
-    from theorylab.algorithms.registry import get_algorithm
-    from theorylab.mdps.adversarial import Simulator
-    from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
-
-    ids = list(range(seeds))
-    agent = get_algorithm("exp-weights-magnitude-reduced-linear-q").factory(
-        mdp, seeds, generators(seed, ids, AGENT_STREAM), episodes, eta_scale=eta_scale
-    )
-    env, simulator = generators(seed, ids, ENV_STREAM), Simulator(mdp)
-    theta = mdp.loss_parameters(episodes)  # (K, H, S*A)
+    agent, env, simulator, theta = stepped_learner(
+        mdp, "exp-weights-magnitude-reduced-linear-q", episodes, seeds, seed, eta_scale
+    )  # theta: (K, H, S*A)
     worst = 0.0
     for k in range(episodes):
         before = agent.cumulative.copy()  # (B, H, S, A)
@@ -265,6 +274,24 @@ def tabular_map_gap(mdp, episodes: int, seeds: int, seed: int, eta_scale: float)
         scale = np.maximum(1.0, np.abs(step))
         worst = max(worst, float((np.abs(agent.cumulative - before - step) / scale).max()))
     return worst
+
+
+def regret_fits(mdp, learners, episodes: int, seeds: int, seed: int, grid) -> tuple[dict, ...]:
+    """Run each ``label: (algorithm, eta_scale)`` of ``learners`` on ``mdp``; return the mean
+    prefix regret curve over ``grid``, its log-log fit over the second half of the log range
+    (bootstrap over seeds) and the mean regret at the last point, each a dict by label."""
+    import theorylab as tl
+    from theorylab.runners.adversarial import prefix_regret
+    from theorylab.stats import loglog_slope
+
+    curves, fits, finals = {}, {}, {}
+    for label, (algo, eta) in learners.items():
+        run = tl.run(algo, mdp, episodes=episodes, seeds=seeds, seed=seed, eta_scale=eta)
+        regret = prefix_regret(mdp, run.returns, grid)  # (B, G)
+        curves[label] = regret.mean(axis=0)
+        fits[label] = loglog_slope(grid, regret, fit_range=(0.5, 1.0), rng=seed)
+        finals[label] = float(regret[:, -1].mean())
+    return curves, fits, finals
 
 
 @dataclass(frozen=True)
@@ -311,22 +338,15 @@ class AdversarialLinearQSqrtK(ScaledClaim):
     def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
         import theorylab as tl
         from theorylab.mdps import make
-        from theorylab.runners.adversarial import prefix_regret
-        from theorylab.stats import loglog_slope
 
         K, B = cfg["episodes"], cfg["seeds"]
         mdp = make(INSTANCE)
         grid = np.unique(np.geomspace(20, K, 24).astype(np.int64))
-        curves, fits, finals = {}, {}, {}
-        for label, algo in (
-            ("log-barrier FTRL", "ftrl-log-barrier-linear-q"),
-            ("baseline K^(2/3)", "exp-weights-exploration-mix"),
-        ):
-            run = tl.run(algo, mdp, episodes=K, seeds=B, seed=seed, eta_scale=ETA_SCALE)
-            regret = prefix_regret(mdp, run.returns, grid)  # (B, G)
-            curves[label] = regret.mean(axis=0)
-            fits[label] = loglog_slope(grid, regret, fit_range=(0.5, 1.0), rng=seed)
-            finals[label] = float(regret[:, -1].mean())
+        learners = {
+            "log-barrier FTRL": ("ftrl-log-barrier-linear-q", ETA_SCALE),
+            "baseline K^(2/3)": ("exp-weights-exploration-mix", ETA_SCALE),
+        }
+        curves, fits, finals = regret_fits(mdp, learners, K, B, seed, grid)
         lb, base = fits["log-barrier FTRL"], fits["baseline K^(2/3)"]
         hi = cfg["slope_max"]
         ratio = finals["log-barrier FTRL"] / finals["baseline K^(2/3)"]
@@ -622,18 +642,12 @@ def magnitude_trace(spec: str, episodes: int, seeds: int, seed: int) -> dict[str
     ``gamma_k = min(1/2, eta_k)``, ``eta_k = 4 / (H sqrt k)`` written out here); ``policy (B, H,
     S, A)`` the last one played and ``iterate`` the last raw iterate."""
     from theorylab.algorithms.adversarial.simplex_ftrl import entropy_ftrl
-    from theorylab.algorithms.registry import get_algorithm
     from theorylab.mdps import make
-    from theorylab.mdps.adversarial import Simulator
-    from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
     mdp = make(spec)
-    ids = list(range(seeds))
-    agent = get_algorithm("exp-weights-magnitude-reduced-linear-q").factory(
-        mdp, seeds, generators(seed, ids, AGENT_STREAM), episodes, eta_scale=ACTION_ETA_SCALE
-    )
-    env, simulator = generators(seed, ids, ENV_STREAM), Simulator(mdp)
-    theta = mdp.loss_parameters(episodes)  # (K, H, d)
+    agent, env, simulator, theta = stepped_learner(
+        mdp, "exp-weights-magnitude-reduced-linear-q", episodes, seeds, seed, ACTION_ETA_SCALE
+    )  # theta: (K, H, d)
     out = {key: np.empty((seeds, episodes)) for key in ("reduced", "raw", "bound")}
     for k in range(episodes):
         eta = ACTION_ETA_SCALE / (mdp.H * np.sqrt(k + 1))  # eta_k = c / (H sqrt k)
@@ -692,22 +706,15 @@ class AdversarialLinearMagnitudeReducedSqrtK(ScaledClaim):
     def _run(self, cfg: dict, seed: int, plot: str | None, rep) -> None:
         import theorylab as tl
         from theorylab.mdps import make
-        from theorylab.runners.adversarial import prefix_regret
-        from theorylab.stats import loglog_slope
 
         K, B = cfg["episodes"], cfg["seeds"]
         mdp = make(INSTANCE)
         grid = np.unique(np.geomspace(20, K, 24).astype(np.int64))
-        curves, fits, finals = {}, {}, {}
-        for label, algo, eta in (
-            ("algorithm 2", "exp-weights-magnitude-reduced-linear-q", ACTION_ETA_SCALE),
-            ("baseline K^(2/3)", "exp-weights-exploration-mix", ETA_SCALE),
-        ):
-            run = tl.run(algo, mdp, episodes=K, seeds=B, seed=seed, eta_scale=eta)
-            regret = prefix_regret(mdp, run.returns, grid)  # (B, G)
-            curves[label] = regret.mean(axis=0)
-            fits[label] = loglog_slope(grid, regret, fit_range=(0.5, 1.0), rng=seed)
-            finals[label] = float(regret[:, -1].mean())
+        learners = {
+            "algorithm 2": ("exp-weights-magnitude-reduced-linear-q", ACTION_ETA_SCALE),
+            "baseline K^(2/3)": ("exp-weights-exploration-mix", ETA_SCALE),
+        }
+        curves, fits, finals = regret_fits(mdp, learners, K, B, seed, grid)
         two, base = fits["algorithm 2"], fits["baseline K^(2/3)"]
         hi = cfg["slope_max"]
         ratio = finals["algorithm 2"] / finals["baseline K^(2/3)"]
