@@ -16,6 +16,13 @@
   ``adversarial-linear-simulator-free-sublinear``): the simulator-free learner's uniform share
   stuck at 1/2 (``SimulatorFreeLogBarrierFTRL.exploration``, the episode index forgotten): linear
   regret.
+* ``adv-exp-weights-baseline-exploration`` (the control of
+  ``adversarial-linear-magnitude-reduced-sqrt-k``): algorithm 2's uniform share set to the K^{2/3}
+  baseline's ``gamma_k = min(1/2, k^{-1/3})`` instead of ``exploration_scale eta_k``
+  (``MagnitudeReducedExpWeights.exploration``): the gamma K term is of order K^{2/3}.
+* ``adv-exp-weights-no-uniform-share`` (the control of
+  ``adversarial-linear-estimator-magnitude``): algorithm 2 without its uniform share
+  (``gamma_k = 0``): the magnitude reduction removed, the estimate unbounded.
 """
 
 from __future__ import annotations
@@ -78,6 +85,28 @@ def adv_simulator_free_exploration_never_decays(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def adv_exp_weights_baseline_exploration(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.adversarial.policy_optimization import MagnitudeReducedExpWeights
+
+    def baseline_share(self) -> float:
+        return min(0.5, self.k ** (-1.0 / 3.0))  # the bug: the K^(2/3) baseline's share
+
+    with _patched(MagnitudeReducedExpWeights, "exploration", baseline_share):
+        yield
+
+
+@contextlib.contextmanager
+def adv_exp_weights_no_uniform_share(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.adversarial.policy_optimization import MagnitudeReducedExpWeights
+
+    def no_share(self) -> float:
+        return 0.0  # the bug: the magnitude reduction (the uniform share) dropped
+
+    with _patched(MagnitudeReducedExpWeights, "exploration", no_share):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -110,6 +139,23 @@ MUTATIONS = (
             "mutation",
             "the simulator-free learner's uniform share stuck at 1/2 (the episode index forgotten)",
             adv_simulator_free_exploration_never_decays,
+        )
+    ),
+    register_control(
+        Control(
+            "adv-exp-weights-baseline-exploration",
+            "mutation",
+            "algorithm 2's uniform share set to the K^(2/3) baseline's gamma_k = k^(-1/3)",
+            adv_exp_weights_baseline_exploration,
+        )
+    ),
+    register_control(
+        Control(
+            "adv-exp-weights-no-uniform-share",
+            "mutation",
+            "algorithm 2 without its uniform share (gamma_k = 0: the estimate's magnitude "
+            "unbounded)",
+            adv_exp_weights_no_uniform_share,
         )
     ),
 )
