@@ -338,3 +338,13 @@ def test_the_docs_page_is_current():
 
 def test_the_docs_page_code_runs(tmp_path):
     run_page(ROOT / "docs" / "papers.md", tmp_path)
+
+
+def test_updating_a_missing_papers_page_is_one_line(tmp_path, capsys):
+    from theorylab.validations.papers import main
+
+    missing = tmp_path / "nowhere" / "papers.md"
+    assert main([str(missing)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and str(missing) in err and "docs/papers.md" in err
+    assert not missing.exists()

@@ -246,6 +246,13 @@ def with_current_index(text: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     path = Path(args[0] if args else "docs/papers.md")
+    if not path.is_file():
+        print(
+            f"python -m theorylab.validations.papers: {str(path)!r} is not a file; expected the "
+            "papers page to update in place (docs/papers.md)",
+            file=sys.stderr,
+        )
+        return 2
     path.write_text(with_current_index(path.read_text(encoding="utf-8")), encoding="utf-8")
     rows = papers()
     counts = ", ".join(f"{sum(r.status == s for r in rows)} {s}" for s in STATUSES)
