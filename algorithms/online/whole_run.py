@@ -72,6 +72,7 @@ def compiled_variant(agent) -> int | None:
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
     from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
+    from theorylab.algorithms.online.icvar_l import ICVaRHF
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.linucb import LinUCB
     from theorylab.algorithms.online.lsvi_ucb import LSVIUCB
@@ -85,6 +86,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
+        VARIANT_ICVAR_HF,
         VARIANT_LINUCB,
         VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
@@ -103,6 +105,7 @@ def compiled_variant(agent) -> int | None:
         LinUCB: VARIANT_LINUCB,
         LSVIUCB: VARIANT_LSVI_UCB,
         CVaRUCBVI: VARIANT_CVAR,
+        ICVaRHF: VARIANT_ICVAR_HF,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
@@ -153,6 +156,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
+        VARIANT_ICVAR_HF,
         VARIANT_LINUCB,
         VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
@@ -161,7 +165,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
     )
 
     variant = compiled_variant(agent)
-    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR)  # make_compiled_loop's others
+    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR, VARIANT_ICVAR_HF)  # make_compiled_loop's others
     if variant is None or variant in own_loops:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
@@ -223,14 +227,19 @@ def loop_constants(agent, mdp) -> LoopConstants:
 
 def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
     """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's,
-    LSVI-UCB's and CVaR-UCBVI's own loops); raises ValueError for an agent without one."""
+    LSVI-UCB's, CVaR-UCBVI's and ICVaR-HF's own loops); raises ValueError for an agent without one."""
     from theorylab.algorithms.online.whole_run_kernel import (
         VARIANT_CVAR,
+        VARIANT_ICVAR_HF,
         VARIANT_LINUCB,
         VARIANT_LSVI_UCB,
     )
 
     variant = compiled_variant(agent)
+    if variant == VARIANT_ICVAR_HF:  # kernel between the reward refits, the MLE in Python
+        from theorylab.algorithms.online.whole_run_icvar_hf import ICVaRHFLoop
+
+        return ICVaRHFLoop(agent, mdp, v_star, env_rngs)
     if variant == VARIANT_LINUCB:
         from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
 
