@@ -419,3 +419,28 @@ class ICVaRHF(ICVaRL):
                 self.theta_r = btl_mle(X, Y, math.sqrt(S * A))
                 self._fitted_n = n
         self._prev = (feats, returns)
+
+
+_MIRRORED = tuple(
+    (owner, name, vars(owner)[name])
+    for owner, names in (
+        (ICVaRL, ("_plan", "update", "beta")),
+        (ICVaRHF, ("argmax", "gamma", "rewards", "update", "cap", "value_range")),
+    )
+    for name in names
+) + tuple(
+    (None, name, globals()[name])
+    for name in ("btl_oracle", "optimistic_cvar_backup", "icvar_l_beta", "sherman_morrison")
+)
+"""What the compiled ICVaR-HF loop (``whole_run_icvar_hf.py``) re-implements, as defined here."""
+
+
+def compiled_loop_mirrors() -> bool:
+    """Whether every function the compiled ICVaR-HF loop re-implements is still this module's
+    own: a mutation (``validations/icvar_mutations.py``) replaces one, and then ``loop="auto"``
+    takes the Python loop, which the mutation reaches, and ``loop="compiled"`` is refused."""
+    here = globals()
+    return all(
+        (here.get(name) if owner is None else vars(owner).get(name)) is original
+        for owner, name, original in _MIRRORED
+    )

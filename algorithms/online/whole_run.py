@@ -12,8 +12,11 @@ Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-aj
 (exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
 under their own objectives), ``linucb`` (its own kernel,
 :mod:`theorylab.algorithms.online.whole_run_linucb`), ``lsvi-ucb`` (its own kernel,
-:mod:`theorylab.algorithms.online.whole_run_lsvi`) and ``cvar-ucbvi`` (its own kernel, scored
-under static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`);
+:mod:`theorylab.algorithms.online.whole_run_lsvi`), ``cvar-ucbvi`` (its own kernel, scored
+under static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`) and ``icvar-hf``
+(its own kernel between the reward refits, which stay in Python, scored under the iterated CVaR at
+its alpha, :mod:`theorylab.algorithms.online.whole_run_icvar_hf`; none while a mutation has
+replaced one of the agent's functions, ``icvar_l.compiled_loop_mirrors``);
 :func:`make_compiled_loop` picks the loop class. The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
@@ -72,7 +75,7 @@ def compiled_variant(agent) -> int | None:
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
     from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
-    from theorylab.algorithms.online.icvar_l import ICVaRHF
+    from theorylab.algorithms.online.icvar_l import ICVaRHF, compiled_loop_mirrors
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.linucb import LinUCB
     from theorylab.algorithms.online.lsvi_ucb import LSVIUCB
@@ -109,6 +112,8 @@ def compiled_variant(agent) -> int | None:
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
+    if type(agent) is ICVaRHF and not compiled_loop_mirrors():  # a mutation patched the agent
+        return None
     return variants.get(type(agent))
 
 
