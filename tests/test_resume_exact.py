@@ -2,11 +2,10 @@
 for bit (``docs/long-runs.md``, "Segments, checkpoints, progress").
 
 Every whole-run loop (the tabular kernel's variants, LinUCB, LSVI-UCB, CVaR-UCBVI, ICVaR-HF,
-torch) is
-interrupted at several points: right after a checkpoint write (a ``KeyboardInterrupt`` raised
-by the progress callback after segment j), in the middle of a segment (the kernel call advances
-the learner state, then the interrupt arrives before anything is stored), and between the
-segment's curves and the state that follows them. A fresh loop (what a new process builds)
+torch) is interrupted at several points: right after a checkpoint write (a ``KeyboardInterrupt``
+raised by the progress callback after segment j), in the middle of a segment (the kernel call
+advances the learner state, then the interrupt arrives before anything is stored), and between
+the segment's curves and the state that follows them. A fresh loop (what a new process builds)
 then resumes from the directory, and every curve must equal the uninterrupted run's
 (``np.array_equal``). Before the fix UCBVI-CH's incremental plan read bonuses that the
 checkpoint did not hold (zeros after a restore) and every seed departed right after the resume

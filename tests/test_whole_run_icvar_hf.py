@@ -28,12 +28,18 @@ ROUND_OFF = 1e-12
 CASES = [  # (MDP spec, params): paper-form radii, tuned radii, another alpha, Bernoulli rewards
     ("linear-mixture:S=2,A=2,d=2,H=2,seed=0,concentration=1.0", {}),
     ("linear-mixture:S=5,A=2,d=3,H=3,seed=0,concentration=0.5", {}),
-    ("linear-mixture:S=3,A=2,d=2,H=3,seed=4,concentration=0.5",
-     {"bonus_scale": 0.05, "reward_bonus_scale": 0.01}),  # fmt: skip
-    ("linear-mixture:S=4,A=3,d=2,H=2,seed=1,concentration=0.5",
-     {"alpha": 0.6, "bonus_scale": 0.2, "reward_bonus_scale": 0.05}),  # fmt: skip
-    ("bernoulli linear-mixture:S=3,A=2,d=2,H=3,seed=2,concentration=0.5",
-     {"bonus_scale": 0.1, "reward_bonus_scale": 0.02}),  # fmt: skip
+    (
+        "linear-mixture:S=3,A=2,d=2,H=3,seed=4,concentration=0.5",
+        {"bonus_scale": 0.05, "reward_bonus_scale": 0.01},
+    ),  # fmt: skip
+    (
+        "linear-mixture:S=4,A=3,d=2,H=2,seed=1,concentration=0.5",
+        {"alpha": 0.6, "bonus_scale": 0.2, "reward_bonus_scale": 0.05},
+    ),  # fmt: skip
+    (
+        "bernoulli linear-mixture:S=3,A=2,d=2,H=3,seed=2,concentration=0.5",
+        {"bonus_scale": 0.1, "reward_bonus_scale": 0.02},
+    ),  # fmt: skip
 ]
 
 

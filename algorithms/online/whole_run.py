@@ -170,7 +170,8 @@ def loop_constants(agent, mdp) -> LoopConstants:
     )
 
     variant = compiled_variant(agent)
-    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR, VARIANT_ICVAR_HF)  # make_compiled_loop's others
+    # make_compiled_loop's others
+    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR, VARIANT_ICVAR_HF)
     if variant is None or variant in own_loops:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
@@ -232,7 +233,8 @@ def loop_constants(agent, mdp) -> LoopConstants:
 
 def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
     """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's,
-    LSVI-UCB's, CVaR-UCBVI's and ICVaR-HF's own loops); raises ValueError for an agent without one."""
+    LSVI-UCB's, CVaR-UCBVI's and ICVaR-HF's own loops); raises ValueError for an agent without
+    one."""
     from theorylab.algorithms.online.whole_run_kernel import (
         VARIANT_CVAR,
         VARIANT_ICVAR_HF,

@@ -178,11 +178,11 @@ def run_icvar_hf_segment(
     """Episodes k0 .. k0+n-1 of every seed (module docstring), parallel over seeds; no refit.
 
     basis (d, S, A, S); frame (dR, dR-1) the sum-zero basis Q; alpha; gamma the reward radius;
-    betas (n,) the transition radius of each episode; H the horizon. True model as ``run_segment``'s. State, in
-    place: inv (B, d, d), xy (B, d), M_inv (B, dR-1, dR-1), theta_r (B, dR), nsa (B, S, A),
-    prev_feats (B, dR), prev_ret (B,); the comparisons diffs (B, cap, dR) and labels (B, cap)
-    (int; comparison i is written at i = episode - 1). env_rng, agent_rng (B, 4) PCG64 states.
-    Out: regret, returns, estimates (B, n).
+    betas (n,) the transition radius of each episode; H the horizon. True model as
+    ``run_segment``'s. State, in place: inv (B, d, d), xy (B, d), M_inv (B, dR-1, dR-1),
+    theta_r (B, dR), nsa (B, S, A), prev_feats (B, dR), prev_ret (B,); the comparisons diffs
+    (B, cap, dR) and labels (B, cap) (int; comparison i is written at i = episode - 1).
+    env_rng, agent_rng (B, 4) PCG64 states. Out: regret, returns, estimates (B, n).
     """
     B, n_ep = regret.shape
     d, S, A = basis.shape[0], basis.shape[1], basis.shape[2]
