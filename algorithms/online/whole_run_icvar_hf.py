@@ -64,14 +64,38 @@ from theorylab.algorithms.online.segmented_loop import (
 )
 from theorylab.algorithms.online.whole_run_kernel import (
     TIE_TOL,
-    _cvar_sorted,
     _search,
     _sort_values,
+    cvar_of_true_row,
     pairwise_sum,
 )
 from theorylab.kernels.pcg64 import pcg64_random
 
 STATE_FIELDS = ("inv", "xy", "M_inv", "theta_r", "nsa", "prev_feats", "prev_ret")
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _quad(M, x):
+    """``max(x^T M x, 0)``: the row ``x^T M`` first, then its product with x, left to right."""
+    n = x.shape[0]
+    quad = 0.0
+    for j in range(n):
+        xm = 0.0
+        for i in range(n):
+            xm += x[i] * M[i, j]
+        quad += xm * x[j]
+    return quad if quad > 0.0 else 0.0
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def _value_features(basis, s, a, Vn, x, out):
+    """``out_i = sum_t basis[i, s, a, t] (x - Vn(t))^+`` (``value_features`` at one pair)."""
+    for i in range(basis.shape[0]):
+        acc = 0.0
+        for t in range(Vn.shape[0]):
+            f = x - Vn[t]
+            acc += basis[i, s, a, t] * (f if f > 0.0 else 0.0)
+        out[i] = acc
 
 
 @njit(cache=True, error_model="numpy")
@@ -82,21 +106,14 @@ def _plan(basis, frame, alpha, gamma, beta, inv, xy, M_inv, theta_r, rng, V, xs,
     Scratch: theta (d,), rt (dR,), phi (d,), g (S,), u (S*A,), Q (S*A,)."""
     d, S, A = basis.shape[0], basis.shape[1], basis.shape[2]
     H = V.shape[0] - 1
-    dR, m = frame.shape
+    dR = frame.shape[0]
     for i in range(d):  # theta_hat = Sigma^{-1} sum X y
         acc = 0.0
         for j in range(d):
             acc += inv[i, j] * xy[j]
         theta[i] = acc
     for e in range(dR):  # r~ = clip(theta_r + gamma ||Q^T e||_{M^-1}, -1, 1) + 1
-        quad = 0.0
-        for j in range(m):
-            xm = 0.0
-            for i in range(m):
-                xm += frame[e, i] * M_inv[i, j]
-            quad += xm * frame[e, j]
-        quad = quad if quad > 0.0 else 0.0
-        r = theta_r[e] + gamma * np.sqrt(quad)
+        r = theta_r[e] + gamma * np.sqrt(_quad(M_inv, frame[e]))
         r = -1.0 if r < -1.0 else (1.0 if r > 1.0 else r)
         rt[e] = r + 1.0
     for s in range(S):
@@ -106,25 +123,13 @@ def _plan(basis, frame, alpha, gamma, beta, inv, xy, M_inv, theta_r, rng, V, xs,
             for a in range(A):
                 for jj in range(S):  # breakpoint x_j = V_{h+1}(s_j)
                     x = V[h + 1, jj]
-                    for i in range(d):
-                        acc = 0.0
-                        for t in range(S):
-                            f = x - V[h + 1, t]
-                            acc += basis[i, s, a, t] * (f if f > 0.0 else 0.0)
-                        phi[i] = acc
+                    _value_features(basis, s, a, V[h + 1], x, phi)
                     mean = 0.0
                     for i in range(d):
                         mean += phi[i] * theta[i]
                     lower = mean
                     if beta > 0:
-                        quad = 0.0
-                        for j in range(d):
-                            xm = 0.0
-                            for i in range(d):
-                                xm += phi[i] * inv[i, j]
-                            quad += xm * phi[j]
-                        quad = quad if quad > 0.0 else 0.0
-                        lower = mean - beta * np.sqrt(quad)
+                        lower = mean - beta * np.sqrt(_quad(inv, phi))
                     g[jj] = x - (lower if lower > 0.0 else 0.0) / alpha
                 hi = g[0]
                 for jj in range(1, S):
@@ -217,12 +222,9 @@ def run_icvar_hf_segment(
                 _sort_values(vpi, (h + 1) * S, S, F)
                 for s in range(S):
                     a = pol[h, s]
-                    row = base + s * A + a
-                    for i in range(S):
-                        F[i] = 0.0
-                    for j in range(indptr[row], indptr[row + 1]):
-                        F[int(F[3 * S + indices[j]])] = data[j]
-                    vpi[h * S + s] = R[hr, s, a] + _cvar_sorted(alpha, S, F)
+                    vpi[h * S + s] = R[hr, s, a] + cvar_of_true_row(
+                        alpha, indptr, indices, data, base + s * A + a, S, F
+                    )
             for s in range(S):
                 w[s] = vpi[s] * mu0[s]
             regret[b, k] = v_star - pairwise_sum(w, 0, S)
@@ -253,12 +255,7 @@ def run_icvar_hf_segment(
                 s, a, y = states[t], acts[t], states[t + 1]
                 nsa[b, s, a] += 1.0
                 x = V[t + 1, xs[t, s, a]]
-                for i in range(d):
-                    acc = 0.0
-                    for tt in range(S):
-                        f = x - V[t + 1, tt]
-                        acc += basis[i, s, a, tt] * (f if f > 0.0 else 0.0)
-                    X[i] = acc
+                _value_features(basis, s, a, V[t + 1], x, X)
                 fy = x - V[t + 1, y]
                 fy = fy if fy > 0.0 else 0.0
                 _sherman_morrison(inv[b], X, sm)
