@@ -181,3 +181,15 @@ def test_tl_run_auto_compiles_long_runs_and_a_mutated_agent_is_not_compiled():
             with pytest.raises(ValueError, match="no whole-run kernel"):
                 tl.run("icvar-hf", spec, episodes=10, seeds=1, loop="compiled", **kw)
         assert compiled_variant(_agent(spec, params, 10)) is not None
+
+
+def test_bench_long_icvar_hf_rows(monkeypatch):
+    from theorylab.bench import long
+    from theorylab.bench.long import bench_long_icvar_hf, format_table
+
+    monkeypatch.setattr(long, "_row_in_child", long.time_run)  # in this process (no imports)
+    python, compiled = bench_long_icvar_hf(quick=True)
+    assert python["method"] == "icvar-hf python/numpy" and python["per_cpu_s"] > 0
+    assert compiled["method"] == "icvar-hf compiled 1 thread"
+    assert compiled["ratio"] == compiled["per_cpu_s"] / python["per_cpu_s"]
+    assert "icvar-hf compiled 1 thread" in format_table([python, compiled])
