@@ -79,8 +79,15 @@ ELSEWHERE = {"cvar-ucbvi", "epsilon-greedy", "greedy", "icvar-rm", "linucb", "ls
              "ucbvi-bernstein", "ucbvi-hoeffding"}  # fmt: skip
 
 
+# with a compiled loop too (which `checkpoint=` would pick): their Python loop's resume is tested
+# here, the compiled loop's in tests/test_resume_exact.py
+PYTHON_LOOP = {"icvar-hf"}
+
+
 def _run(algorithm: str, **kw):
     mdp, episodes, params = _case(algorithm)
+    if algorithm in PYTHON_LOOP:
+        kw = {"loop": "python", **kw}
     return tl.run(algorithm, mdp, episodes=episodes, seeds=2, seed=SEED, **params, **kw)
 
 

@@ -1,11 +1,11 @@
 """An interrupted whole-run loop, resumed from its checkpoint, equals the uninterrupted run bit
 for bit (``docs/long-runs.md``, "Segments, checkpoints, progress").
 
-Every whole-run loop (the tabular kernel's variants, LinUCB, LSVI-UCB, CVaR-UCBVI, torch) is
-interrupted at several points: right after a checkpoint write (a ``KeyboardInterrupt`` raised
-by the progress callback after segment j), in the middle of a segment (the kernel call advances
-the learner state, then the interrupt arrives before anything is stored), and between the
-segment's curves and the state that follows them. A fresh loop (what a new process builds)
+Every whole-run loop (the tabular kernel's variants, LinUCB, LSVI-UCB, CVaR-UCBVI, ICVaR-HF,
+torch) is interrupted at several points: right after a checkpoint write (a ``KeyboardInterrupt``
+raised by the progress callback after segment j), in the middle of a segment (the kernel call
+advances the learner state, then the interrupt arrives before anything is stored), and between
+the segment's curves and the state that follows them. A fresh loop (what a new process builds)
 then resumes from the directory, and every curve must equal the uninterrupted run's
 (``np.array_equal``). Before the fix UCBVI-CH's incremental plan read bonuses that the
 checkpoint did not hold (zeros after a restore) and every seed departed right after the resume
@@ -46,6 +46,9 @@ CASES = [  # (algorithm, MDP spec, params): Q moves below its cap, so the plan c
     ("linucb", "linear-bandit:d=3,A=5,seed=4", {}),
     ("lsvi-ucb", "linear-simplex:S=5,A=3,d=3,H=5,seed=0,rewards=cube", {"c": 0.05}),
     ("cvar-ucbvi", "cvar-safe-risky:H=3", {"tau": 0.25, "bonus_scale": 0.05}),
+    # refits of the reward MLE in Python between kernel calls, the comparisons held in growing
+    # buffers and the agent's own stream (tie-breaks, labels) in the checkpoint
+    ("icvar-hf", "linear-mixture:S=5,A=2,d=3,H=3,seed=0,concentration=0.5", {"alpha": 0.25}),
 ]
 
 
@@ -54,6 +57,8 @@ def _loop(algorithm, spec, params, torch=False):
     mdp = make(spec)
     if algorithm == "lsvi-ucb":
         params = {"features": mdp.features, **params}
+    if algorithm == "icvar-hf":
+        params = {"basis": mdp.basis, **params}
     idx = seed_indices(3)
     env = env_spec(mdp, known_rewards=True)
     entry = get_algorithm(algorithm)

@@ -12,8 +12,11 @@ Which agents have a kernel: ``ucbvi-hoeffding``, ``ucbvi-bernstein``, ``ucbvi-aj
 (exact classes, the risk-neutral objective, a finite horizon), ``maxwp`` and ``icvar-rm`` (scored
 under their own objectives), ``linucb`` (its own kernel,
 :mod:`theorylab.algorithms.online.whole_run_linucb`), ``lsvi-ucb`` (its own kernel,
-:mod:`theorylab.algorithms.online.whole_run_lsvi`) and ``cvar-ucbvi`` (its own kernel, scored
-under static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`);
+:mod:`theorylab.algorithms.online.whole_run_lsvi`), ``cvar-ucbvi`` (its own kernel, scored
+under static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`) and ``icvar-hf``
+(its own kernel between the reward refits, which stay in Python, scored under the iterated CVaR at
+its alpha, :mod:`theorylab.algorithms.online.whole_run_icvar_hf`; none while a mutation has
+replaced one of the agent's functions, ``icvar_l.compiled_loop_mirrors``);
 :func:`make_compiled_loop` picks the loop class. The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
@@ -72,6 +75,7 @@ def compiled_variant(agent) -> int | None:
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
     from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
+    from theorylab.algorithms.online.icvar_l import ICVaRHF, compiled_loop_mirrors
     from theorylab.algorithms.online.icvar_rm import ICVaRRM, MaxWP
     from theorylab.algorithms.online.linucb import LinUCB
     from theorylab.algorithms.online.lsvi_ucb import LSVIUCB
@@ -85,6 +89,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
+        VARIANT_ICVAR_HF,
         VARIANT_LINUCB,
         VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
@@ -103,9 +108,12 @@ def compiled_variant(agent) -> int | None:
         LinUCB: VARIANT_LINUCB,
         LSVIUCB: VARIANT_LSVI_UCB,
         CVaRUCBVI: VARIANT_CVAR,
+        ICVaRHF: VARIANT_ICVAR_HF,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
+    if type(agent) is ICVaRHF and not compiled_loop_mirrors():  # a mutation patched the agent
+        return None
     return variants.get(type(agent))
 
 
@@ -153,6 +161,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
+        VARIANT_ICVAR_HF,
         VARIANT_LINUCB,
         VARIANT_LSVI_UCB,
         VARIANT_MAXWP,
@@ -161,7 +170,8 @@ def loop_constants(agent, mdp) -> LoopConstants:
     )
 
     variant = compiled_variant(agent)
-    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR)  # make_compiled_loop's others
+    # make_compiled_loop's others
+    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR, VARIANT_ICVAR_HF)
     if variant is None or variant in own_loops:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
@@ -223,14 +233,20 @@ def loop_constants(agent, mdp) -> LoopConstants:
 
 def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
     """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's,
-    LSVI-UCB's and CVaR-UCBVI's own loops); raises ValueError for an agent without one."""
+    LSVI-UCB's, CVaR-UCBVI's and ICVaR-HF's own loops); raises ValueError for an agent without
+    one."""
     from theorylab.algorithms.online.whole_run_kernel import (
         VARIANT_CVAR,
+        VARIANT_ICVAR_HF,
         VARIANT_LINUCB,
         VARIANT_LSVI_UCB,
     )
 
     variant = compiled_variant(agent)
+    if variant == VARIANT_ICVAR_HF:  # kernel between the reward refits, the MLE in Python
+        from theorylab.algorithms.online.whole_run_icvar_hf import ICVaRHFLoop
+
+        return ICVaRHFLoop(agent, mdp, v_star, env_rngs)
     if variant == VARIANT_LINUCB:
         from theorylab.algorithms.online.whole_run_linucb import LinUCBLoop
 

@@ -95,6 +95,7 @@ VARIANT_ICVAR = 8  # ICVaR-RM (Du, Wang, Huang 2023, Alg. 1): optimistic iterate
 VARIANT_LINUCB = 9  # LinUCB / OFUL: its own kernel (algorithms/online/whole_run_linucb.py)
 VARIANT_LSVI_UCB = 10  # LSVI-UCB: its own kernel (algorithms/online/whole_run_lsvi.py)
 VARIANT_CVAR = 11  # CVaR-UCBVI: its own kernel (algorithms/online/whole_run_cvar.py)
+VARIANT_ICVAR_HF = 12  # ICVaR-HF: its own kernel (algorithms/online/whole_run_icvar_hf.py)
 TIE_FIRST, TIE_LEAST_VISITED, TIE_WITHIN_TOL = 0, 1, 2
 TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmax's relative tolerance
 
@@ -571,12 +572,9 @@ def run_segment(
                 for s in range(S):
                     greedy_a = pol_b[h * S + s]
                     if iterated:  # r + CVaR^alpha_{P_h(. | s, pi_h(s))}(V^pi_{h+1})
-                        row = base + s * A + greedy_a
-                        for i in range(S):
-                            F_b[i] = 0.0
-                        for j in range(indptr[row], indptr[row + 1]):
-                            F_b[int(F_b[3 * S + indices[j]])] = data[j]
-                        vpi_b[h * S + s] = R[hr, s, greedy_a] + _cvar_sorted(c_g, S, F_b)
+                        vpi_b[h * S + s] = R[hr, s, greedy_a] + cvar_of_true_row(
+                            c_g, indptr, indices, data, base + s * A + greedy_a, S, F_b
+                        )
                         continue
                     if mixed:  # (pi_h * Q_h).sum(axis=-1), pairwise over the actions
                         off = 3 * S + 4 * n_steps + 2
@@ -787,6 +785,18 @@ def _sort_values(V, off, S, F):
     for i in range(S):
         F[2 * S + i] = V[off + order[i]]
         F[3 * S + order[i]] = i
+
+
+@njit(cache=True, error_model="numpy", inline="always")
+def cvar_of_true_row(alpha, indptr, indices, data, row, S, F):
+    """CVaR^alpha of the next-state values under the true model's CSR row ``row``, the values
+    sorted by :func:`_sort_values` into F (the row's probabilities are placed at their states'
+    positions in F[0:S], then :func:`_cvar_sorted`): the exact iterated-CVaR evaluation's step."""
+    for i in range(S):
+        F[i] = 0.0
+    for j in range(indptr[row], indptr[row + 1]):
+        F[int(F[3 * S + indices[j]])] = data[j]
+    return _cvar_sorted(alpha, S, F)
 
 
 @njit(cache=True, error_model="numpy", inline="always")

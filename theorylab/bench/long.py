@@ -68,10 +68,17 @@ def _throughput(
 
 
 def time_run(
-    method: str, problem: str, seeds: int, episodes: int, threads: int, params: dict | None = None
+    method: str,
+    problem: str,
+    seeds: int,
+    episodes: int,
+    threads: int,
+    params: dict | None = None,
+    algorithm: str = "ucbvi-hoeffding",
 ) -> dict:
-    """One timed ``theorylab.run`` of UCBVI-CH with the given loop (module docstring); params:
-    the algorithm's parameters (``bonus_scale``; numba loops only)."""
+    """One timed ``theorylab.run`` of ``algorithm`` (default UCBVI-CH) with the given loop
+    (module docstring); params: the algorithm's parameters (``bonus_scale``; numba loops
+    only)."""
     if method.startswith("torch"):
         return time_torch_run(method, problem, seeds, episodes, threads)
     import numba
@@ -84,10 +91,10 @@ def time_run(
     numba.set_num_threads(threads)
     try:
         kw = {"loop": loop, "backend": backend, **(params or {})}
-        run("ucbvi-hoeffding", problem, episodes=min(episodes, 20), seeds=seeds, **kw)  # warm
+        run(algorithm, problem, episodes=min(episodes, 20), seeds=seeds, **kw)  # warm
         load0 = _load()
         c0, t0 = time.process_time(), time.perf_counter()
-        res = run("ucbvi-hoeffding", problem, episodes=episodes, seeds=seeds, **kw)
+        res = run(algorithm, problem, episodes=episodes, seeds=seeds, **kw)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     finally:
         numba.set_num_threads(saved)
@@ -130,7 +137,13 @@ def configs(quick: bool, cores: int) -> list[tuple[str, str, int, int, int, dict
 
 
 def _row_in_child(
-    method: str, problem: str, seeds: int, episodes: int, threads: int, params: dict | None = None
+    method: str,
+    problem: str,
+    seeds: int,
+    episodes: int,
+    threads: int,
+    params: dict | None = None,
+    algorithm: str = "ucbvi-hoeffding",
 ) -> dict:
     """:func:`time_run` in a fresh Python process with ``OMP_WAIT_POLICY=PASSIVE`` and
     ``OPENBLAS_NUM_THREADS=1``: numba's OpenMP workers spin-wait after a parallel region by
@@ -146,7 +159,7 @@ def _row_in_child(
         "import json, sys\n"
         "from theorylab.bench.long import time_run\n"
         f"print(json.dumps(time_run({method!r}, {problem!r}, {seeds}, {episodes}, {threads}, "
-        f"{params!r})))\n"
+        f"{params!r}, {algorithm!r})))\n"
     )
     env = {**os.environ, "OMP_WAIT_POLICY": "PASSIVE", "OPENBLAS_NUM_THREADS": "1"}
     proc = subprocess.run(
@@ -169,6 +182,7 @@ def bench_long(quick: bool = False) -> list[dict]:
             row["method"] = f"compiled {threads} thread{'s' if threads > 1 else ''}"
         out.append(row)
     out += bench_long_torch(quick)
+    out += bench_long_icvar_hf(quick)
     base = {  # the Python loop (numpy backend) of each problem and parameters
         (r["problem"], repr(r.get("params", {}))): r for r in out if r["method"] == "python/numpy"
     }
@@ -178,6 +192,52 @@ def bench_long(quick: bool = False) -> list[dict]:
             continue
         r["ratio"] = r["per_cpu_s"] / ref["per_cpu_s"]
         r["wall_ratio"] = r["seed_episodes_per_s"] / ref["seed_episodes_per_s"]
+    return out
+
+
+ICVAR_HF_PROBLEM = "linear-mixture:S=2,A=2,d=2,H=2,seed=212,concentration=0.3"
+"""The small-gap instance of ``icvar-hf-preference-regret`` (gap 0.187), alpha = 0.25."""
+
+
+def bench_long_icvar_hf(quick: bool = False, rounds: int = 3) -> list[dict]:
+    """ICVaR-HF (paper-form radii, alpha = 0.25) on :data:`ICVAR_HF_PROBLEM`: the Python loop
+    against the whole-run compiled loop (``whole_run_icvar_hf.py``, 1 thread; the reward MLE's
+    refits run in Python in both), each row in a fresh process, the two loops interleaved over
+    ``rounds`` rounds; one row per loop with the median (and in ``range`` the min and max) of
+    each figure over the rounds, ``ratio`` the compiled median per CPU-second over the Python
+    one. The run lengths differ (the Python loop's K is what it runs in seconds) but both cross
+    the refit schedule's geometric phase (refits after 20, 22, 25, ... comparisons). The
+    load columns hold the lowest and the highest 1-minute load seen over the rounds."""
+    import statistics
+
+    params = {"alpha": 0.25, "basis": ICVAR_HF_PROBLEM}
+    seeds = 6
+    plan = [("python/numpy", 100, 1), ("compiled", 2_000, 1)] if quick else [
+        ("python/numpy", 1_000, 1),
+        ("compiled", 100_000, 1),
+    ]  # fmt: skip
+    samples: dict[str, list[dict]] = {m: [] for m, _, _ in plan}
+    for _ in range(1 if quick else rounds):
+        for method, episodes, threads in plan:
+            row = _row_in_child(method, ICVAR_HF_PROBLEM, seeds, episodes, threads, params,
+                                "icvar-hf")  # fmt: skip
+            samples[method].append(row)
+    out = []
+    for method, episodes, threads in plan:
+        rows = samples[method]
+        row = dict(rows[0])
+        for key in ("seconds", "cpu_seconds", "seed_episodes_per_s", "per_cpu_s"):
+            vals = [r[key] for r in rows]
+            row[key] = statistics.median(vals)
+            row[f"{key}_range"] = (min(vals), max(vals))
+        loads = [x for r in rows for x in (r["load_before"], r["load_after"]) if x is not None]
+        row["load_before"], row["load_after"] = (min(loads), max(loads)) if loads else (None, None)
+        row["method"] = f"icvar-hf {method}" + (" 1 thread" if method == "compiled" else "")
+        row["params"] = {"alpha": 0.25}
+        row["rounds"] = len(rows)
+        out.append(row)
+    out[1]["ratio"] = out[1]["per_cpu_s"] / out[0]["per_cpu_s"]
+    out[1]["wall_ratio"] = out[1]["seed_episodes_per_s"] / out[0]["seed_episodes_per_s"]
     return out
 
 

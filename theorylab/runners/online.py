@@ -234,7 +234,8 @@ def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
             "ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
-            "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb, lsvi-ucb, cvar-ucbvi); "
+            "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb, lsvi-ucb, cvar-ucbvi, "
+            "icvar-hf); "
             "use loop='python' or 'auto'"
         )
     if loop == "torch":
