@@ -6,7 +6,6 @@ a separately written factored PSRL (bit for bit), the factored instances, input 
 from __future__ import annotations
 
 import itertools
-import math
 
 import numpy as np
 import pytest
@@ -22,17 +21,14 @@ def _bit(s: int, i: int) -> int:
     return (s >> i) & 1
 
 
-def _transitions(agent):
-    """The observed (s, a, s') triples of seed 0 with their multiplicities."""
-    N = agent.model.N_sas[0]  # (S, A, S)
-    return [(s, a, t, int(N[s, a, t])) for s, a, t in zip(*np.nonzero(N), strict=True)]
-
-
 def test_graph_posterior_equals_brute_force_over_whole_graphs():
     """Every graph = one Z-subset per variable containing its known parents; its marginal
     likelihood is the probability of the observed transitions one at a time under the Polya urn
     of each CPT cell, Pr(x'_i = 1 | past) = (beta + n1) / (2 beta + n) -- no gamma functions;
-    the per-variable posteriors are the marginals of the normalised joint."""
+    the per-variable posteriors are the marginals of the normalised joint (the claim's
+    ``brute_force_graph_posterior``)."""
+    from theorylab.validations.claims.causal_psrl import brute_force_graph_posterior
+
     n, A, Z, H, beta = 3, 2, 2, 4, 0.7
     mdp, parents = random_factored_mdp(n, A, Z, H, np.random.default_rng(4), beta=beta)
     rng = np.random.default_rng(9)
@@ -40,34 +36,12 @@ def test_graph_posterior_equals_brute_force_over_whole_graphs():
         agent = CPSRL(env_spec(mdp), 1, [np.random.default_rng(0)], degree=Z,
                       known_edges=known, beta=beta)  # fmt: skip
         # any counts will do (the urn is exchangeable): about 40 transitions on random cells
-        agent.model.N_sas[...] = rng.integers(0, 3, size=agent.model.N_sas.shape) * (
-            rng.random(agent.model.N_sas.shape) < 0.15
-        )
+        shape = agent.model.N_sas.shape
+        agent.model.N_sas[...] = rng.integers(0, 3, size=shape) * (rng.random(shape) < 0.15)
         post = agent.graph_posterior()
-        triples = _transitions(agent)
-        knowns = [{int(e.split("-")[0]) for e in known.split(",") if e and e.endswith(f"-{i}")}
-                  for i in range(n)]  # fmt: skip
-        per_var = [[W for W in itertools.combinations(range(n), Z) if knowns[i] <= set(W)]
-                   for i in range(n)]  # fmt: skip
-        joint = {}
-        for G in itertools.product(*per_var):
-            logp, seen = 0.0, {}
-            for s, a, t, mult in triples:
-                for _ in range(mult):
-                    for i in range(n):
-                        u = sum(_bit(s, j) << k for k, j in enumerate(G[i]))
-                        n1, tot = seen.get((i, u, a), (0, 0))
-                        p1 = (beta + n1) / (2 * beta + tot)
-                        logp += math.log(p1 if _bit(t, i) else 1 - p1)
-                        seen[(i, u, a)] = (n1 + _bit(t, i), tot + 1)
-            joint[G] = logp
-        top = max(joint.values())
-        Zn = sum(math.exp(v - top) for v in joint.values())
+        ref = brute_force_graph_posterior(agent.model.N_sas[0], n, Z, known, beta)
         for i in range(n):
-            marg = [sum(math.exp(v - top) for G, v in joint.items() if G[i] == W) / Zn
-                    for W in per_var[i]]  # fmt: skip
-            assert agent.candidates[i] == per_var[i]
-            np.testing.assert_allclose(post[i][0], marg, rtol=1e-9, atol=1e-12)
+            np.testing.assert_allclose(post[i][0], ref[i], rtol=1e-9, atol=1e-12)
 
 
 def test_sampled_transition_is_the_product_of_the_sampled_cpts():
@@ -184,3 +158,37 @@ def test_bad_parameters_are_refused_in_one_line(kwargs, match):
 def test_non_factored_state_space_is_refused():
     with pytest.raises(ValueError, match="S = 2\\^n, got S = 6"):
         tl.run("c-psrl", "riverswim:S=6,H=4", 2, 1)
+
+
+TINY = {"cases": 2, "n": 4, "A": 2, "Z": 2, "H": 4, "K": 15, "beta": 1.0, "instances": 2,
+        "seeds": 2, "test_drop": False}  # fmt: skip
+
+
+def test_claim_checks_and_the_ignore_known_edges_mutation_fails_it():
+    from theorylab.validations.c_psrl_mutations import c_psrl_ignore_known_edges
+    from theorylab.validations.claims.causal_psrl import CPSRLKnownEdges
+
+    claim = CPSRLKnownEdges(scales={"quick": TINY})
+    rep = claim.run("quick")
+    assert rep.checks[0].status == "PASS" and rep.checks[0].values["max_gap"] < 1e-9
+    assert rep.checks[1].status == "INFO"  # the drop is reported, not tested, at this size
+    with c_psrl_ignore_known_edges():
+        bad = claim.run("quick")
+    assert not bad.passed
+    assert bad.checks[0].status == "FAIL"
+    # the known edges change nothing: same seeds, same models, the same regret at every level
+    assert bad.checks[1].values["drop"] == 0.0
+    full = CPSRLKnownEdges(scales={"quick": {**TINY, "test_drop": True, "cases": 1}})
+    with c_psrl_ignore_known_edges():
+        bad_full = full.run("quick")
+    assert bad_full.checks[1].status == "FAIL"
+
+
+def test_brute_force_posterior_is_normalised_and_respects_the_prior():
+    from theorylab.validations.claims.causal_psrl import brute_force_graph_posterior
+
+    N = np.random.default_rng(0).integers(0, 2, size=(8, 2, 8))
+    post = brute_force_graph_posterior(N, 3, 2, "0-1", 1.0)
+    assert [p.size for p in post] == [3, 2, 3]  # variable 1: {0,1}, {0,2} only
+    for p in post:
+        assert p.sum() == pytest.approx(1.0)
