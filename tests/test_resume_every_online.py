@@ -74,8 +74,8 @@ def _case(algorithm: str):
     raise KeyError(algorithm)
 
 
-CASES = ["c-psrl", "cdpo", "contrastive-ucb", "cvar-ela", "demo-regularised-bpi", "icvar-hf", "icvar-l",
-         "jsrl", "lmc-lsvi", "lsvi", "multitask-epsilon-greedy", "musik", "rep-ucb",
+CASES = ["c-psrl", "cdpo", "contrastive-ucb", "cvar-ela", "demo-regularised-bpi", "icvar-hf",
+         "icvar-l", "jsrl", "lmc-lsvi", "lsvi", "multitask-epsilon-greedy", "musik", "rep-ucb",
          "sqirl", "wsrl"]  # fmt: skip
 # resumed in tests/test_resume_exact.py (compiled loops) or tests/test_resume_python_loop.py
 ELSEWHERE = {"cvar-ucbvi", "epsilon-greedy", "greedy", "icvar-rm", "linucb", "lsvi-ucb", "maxwp",
