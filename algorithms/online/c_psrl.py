@@ -48,7 +48,11 @@ Constants: beta = 1 (uniform CPT prior) by default; Z = ``degree`` = 2. Deviatio
 are stationary (pooled over h, PSRL's default); rewards are known (the paper's setting learns the
 dynamics); the paper's action variables are not factored here (the action indexes every CPT).
 
-Measured: see ``docs/algorithms/c-psrl.md``.
+Measured (``docs/algorithms/c-psrl.md``; Bayesian regret over instances from the prior, paired
+seeds): n = 6, Z = 2, H = 10, K = 150, 128 runs: R_K 7.34 / 7.10 / 6.94 with 0 / 1 / 2 parents
+known per variable (drop 0.39 +- 0.37, 95%), flat PSRL 57.4; pilots on other instance draws
+gave drops of 0.9-1.5 (3.5-5.4 standard errors). Modest: knowing the graph saves about
+log C(n, Z) nats of evidence per variable, while the CPTs are learned either way.
 """
 
 from __future__ import annotations
