@@ -21,6 +21,9 @@ NO_THEOREM = {
     # issue 31 (expl31b): CDPO's regret is "the same as PSRL", no printed rate or constant was
     # read (docs/algorithms/cdpo.md; claim in validations/claims/tabular_regret.py)
     "cdpo",
+    # issue 31 (cpsrl31): C-PSRL's Bayesian regret rate (in eta and Z) was not read, only that it
+    # exists (docs/algorithms/c-psrl.md; claim in validations/claims/causal_psrl.py)
+    "c-psrl",
     # issue 31 (sq31): SQIRL's rate is "samples ~ exp(k), not exp(H)" with no constant read
     # (docs/algorithms/sqirl.md; claim in validations/claims/exploration.py)
     "sqirl",

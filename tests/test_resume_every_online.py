@@ -37,6 +37,10 @@ def _case(algorithm: str):
     """(MDP, episodes, params) for ``algorithm``: small instances from each module's tests."""
     if algorithm == "cdpo":
         return "riverswim:S=3,H=3", 24, {}
+    if algorithm == "c-psrl":  # a factored MDP over 3 binary variables, 1 parent each
+        from theorylab.mdps.factored import random_factored_mdp
+
+        return random_factored_mdp(3, 2, 1, 3, np.random.default_rng(0))[0], 24, {"degree": 1}
     if algorithm == "contrastive-ucb":
         return "lowrank-simplex:S=6,A=3,d=2,H=3,seed=3", 24, {"rank": 2}
     if algorithm == "cvar-ela":
@@ -70,8 +74,8 @@ def _case(algorithm: str):
     raise KeyError(algorithm)
 
 
-CASES = ["cdpo", "contrastive-ucb", "cvar-ela", "demo-regularised-bpi", "icvar-hf", "icvar-l",
-         "jsrl", "lmc-lsvi", "lsvi", "multitask-epsilon-greedy", "musik", "rep-ucb",
+CASES = ["c-psrl", "cdpo", "contrastive-ucb", "cvar-ela", "demo-regularised-bpi", "icvar-hf",
+         "icvar-l", "jsrl", "lmc-lsvi", "lsvi", "multitask-epsilon-greedy", "musik", "rep-ucb",
          "sqirl", "wsrl"]  # fmt: skip
 # resumed in tests/test_resume_exact.py (compiled loops) or tests/test_resume_python_loop.py
 ELSEWHERE = {"cvar-ucbvi", "epsilon-greedy", "greedy", "icvar-rm", "linucb", "lsvi-ucb", "maxwp",

@@ -1898,3 +1898,7 @@ MUTATIONS = (*MUTATIONS, *markov_game_mutations.MUTATIONS)
 from theorylab.validations import offline_finetune_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *offline_finetune_mutations.MUTATIONS)
+# issue 31 tier B, cpsrl31: C-PSRL (validations/claims/causal_psrl.py, 001#72)
+from theorylab.validations import c_psrl_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *c_psrl_mutations.MUTATIONS)
