@@ -325,3 +325,52 @@ def test_bench_runs_is_checked_before_any_work(capsys, monkeypatch):
     with pytest.raises(SystemExit) as info:
         main(["bench", "llm", "--runs", "three"])
     assert info.value.code == 2 and "invalid int value: 'three'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("algorithm", "budget", "message"),
+    [
+        (
+            "ftrl-log-barrier-linear-q",
+            {"episodes": 2},
+            "ftrl-log-barrier-linear-q is an adversarial algorithm and needs a problem with a loss "
+            "sequence (e.g. adversarial-linear:S=4,A=3,d=4,H=3); got 'riverswim:S=4,H=4'",
+        ),
+        (
+            "config",
+            {"iterations": 2},
+            "config is a GP-bandit algorithm and needs a grid problem (gp-constrained, e.g. "
+            "gp-constrained:m=50); got 'riverswim:S=4,H=4'",
+        ),
+        (
+            "multi-batch-pe",
+            {"queries": 30, "batches": 1},
+            "multi-batch-pe is a multi-batch algorithm and needs a query problem (pointer-chase, "
+            "e.g. pointer-chase:d=16,H=8); got 'riverswim:S=4,H=4'",
+        ),
+        (
+            "pessimistic-nash",
+            {"dataset_size": 100},
+            "pessimistic-nash is an offline Markov-game algorithm and needs a zero-sum Markov game "
+            "(random-game, e.g. random-game:S=3,A=3,B=3,H=3); got 'riverswim:S=4,H=4'",
+        ),
+    ],
+)
+def test_a_runner_refuses_a_problem_of_another_class_in_one_line(river, algorithm, budget, message):
+    """theorylab.runners.problems.require_problem: the whole message, written out here."""
+    with pytest.raises(ValueError) as err:
+        tl.run(algorithm, river, seeds=1, **budget)
+    assert str(err.value) == message
+
+
+def test_the_cascading_runner_refuses_a_tabular_mdp_in_one_line(river):
+    from theorylab.algorithms.registry import list_algorithms
+
+    cascading = list_algorithms("cascading")
+    assert cascading
+    with pytest.raises(ValueError) as err:
+        tl.run(cascading[0], river, episodes=2, seeds=1)
+    assert str(err.value) == (
+        f"{cascading[0]} is a cascading algorithm and needs a cascading MDP (e.g. "
+        "cascading:S=3,N=5,m=2,H=3); got 'riverswim:S=4,H=4'"
+    )

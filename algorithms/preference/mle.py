@@ -92,15 +92,20 @@ def btl_loss(X: np.ndarray, y: np.ndarray, counts: np.ndarray | None = None) -> 
     else:
         w = np.asarray(counts, dtype=np.float64)
     n = w.sum()
+    sign = 1.0 - 2.0 * y  # (m,): y log(1 + e^-z) + (1 - y) log(1 + e^z) = log(1 + e^(sign z))
+
+    def value(theta) -> float:
+        return float((w * np.logaddexp(0.0, sign * (X @ theta))).sum() / n)
 
     def fgh(theta):
         z = X @ theta
-        f = float((w * (y * np.logaddexp(0.0, -z) + (1 - y) * np.logaddexp(0.0, z))).sum() / n)
+        f = float((w * np.logaddexp(0.0, sign * z)).sum() / n)
         s = expit(z)
         g = X.T @ (w * (s - y)) / n
         H = (X * (w * s * (1 - s))[:, None]).T @ X / n
         return f, g, H
 
+    fgh.value = value  # the line search's evaluations need l alone (see _newton)
     return fgh
 
 
@@ -135,13 +140,15 @@ def plackett_luce_loss(F: np.ndarray, stages: int | None = None) -> Loss:
 def _newton(fgh: Loss, Q: np.ndarray, u: np.ndarray, mu: float, limit: float | None):
     """Damped Newton on l(Q u) + mu/2 ||u||^2; stops early when ||u|| exceeds ``limit``."""
     m = u.size
+    value = getattr(fgh, "value", None) or (lambda theta: fgh(theta)[0])  # l alone, if cheaper
+    mu_eye = mu * np.eye(m)
     for _ in range(MAX_NEWTON):
         f, g, H = fgh(Q @ u)
         f += 0.5 * mu * u @ u
         g = Q.T @ g + mu * u
         if np.linalg.norm(g) <= GRAD_TOL:
             return u, True
-        Hu = Q.T @ H @ Q + mu * np.eye(m)
+        Hu = Q.T @ H @ Q + mu_eye
         try:
             step = np.linalg.solve(Hu, g)
         except np.linalg.LinAlgError:
@@ -149,7 +156,7 @@ def _newton(fgh: Loss, Q: np.ndarray, u: np.ndarray, mu: float, limit: float | N
         t, dec = 1.0, g @ step
         while t > 1e-12:
             un = u - t * step
-            fn = fgh(Q @ un)[0] + 0.5 * mu * un @ un
+            fn = value(Q @ un) + 0.5 * mu * un @ un
             if fn <= f - 1e-4 * t * dec or abs(fn - f) <= 1e-15 * max(1.0, abs(f)):
                 break
             t *= 0.5

@@ -28,7 +28,7 @@ import numpy as np
 from theorylab.mdps.adversarial import AdversarialLinearMDP, Simulator
 from theorylab.results.regret import RegretResult
 from theorylab.runners.arguments import positive_integer
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import require_problem, resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
 
@@ -57,12 +57,13 @@ def run(
 ) -> RegretResult:
     """Run ``entry`` for ``episodes`` episodes on every seed and score the regret exactly."""
     K = positive_integer(episodes, "episodes")
-    mdp = resolve_mdp(problem)
-    if not isinstance(mdp, AdversarialLinearMDP):
-        raise ValueError(
-            f"{entry.name} is an adversarial algorithm: it needs a problem with a loss sequence "
-            f"(e.g. adversarial-linear:S=4,A=3,d=4,H=3), got {getattr(mdp, 'name', mdp)!r}"
-        )
+    mdp = require_problem(
+        resolve_mdp(problem),
+        AdversarialLinearMDP,
+        f"{entry.name} is an adversarial algorithm and",
+        "a problem with a loss sequence",
+        "adversarial-linear:S=4,A=3,d=4,H=3",
+    )
     B = len(seeds)
     theta = mdp.loss_parameters(K)  # (K, H, d)
     loss = mdp.loss_tables(theta)  # (K, H, S, A)

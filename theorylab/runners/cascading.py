@@ -19,7 +19,7 @@ import numpy as np
 from theorylab.mdps.cascading import CascadingMDP
 from theorylab.results.regret import RegretResult
 from theorylab.runners.arguments import positive_integer
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import require_problem, resolve_mdp
 from theorylab.seeding import AGENT_STREAM, ENV_STREAM, generators
 
 
@@ -35,12 +35,13 @@ def run(
 ) -> RegretResult:
     """Run ``entry`` for ``episodes`` episodes on every seed and score the regret exactly."""
     K = positive_integer(episodes, "episodes")
-    mdp = resolve_mdp(problem)
-    if not isinstance(mdp, CascadingMDP):
-        raise ValueError(
-            f"{entry.name} is a cascading algorithm: it needs a cascading MDP (e.g. "
-            f"cascading:S=3,N=5,m=2,H=3), got {getattr(mdp, 'name', mdp)!r}"
-        )
+    mdp = require_problem(
+        resolve_mdp(problem),
+        CascadingMDP,
+        f"{entry.name} is a cascading algorithm and",
+        "a cascading MDP",
+        "cascading:S=3,N=5,m=2,H=3",
+    )
     B = len(seeds)
     v_star = mdp.optimal_value()
     agent = entry.factory(mdp, B, generators(seed, seeds, AGENT_STREAM), K, **params)

@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.mdps.gp_grid import ConstrainedGPProblem, TransferGridProblem
 from theorylab.results.gp_bandit import GPBanditResult
 from theorylab.runners.arguments import positive_integer
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import require_problem, resolve_mdp
 from theorylab.seeding import ENV_STREAM, generators
 
 
@@ -32,13 +33,14 @@ def run(
 ) -> GPBanditResult:
     """Run ``entry`` for ``iterations`` rounds on every seed and score its choices exactly."""
     T = positive_integer(iterations, "iterations")
-    prob = resolve_mdp(problem)
-    if not callable(getattr(prob, "score", None)):
-        raise ValueError(
-            f"{entry.name} is a GP-bandit algorithm and needs a grid problem "
-            f"({entry.problem}, e.g. {entry.problem}:m=50); got "
-            f"{getattr(prob, 'name', type(prob).__name__)!r}"
-        )
+    prob = require_problem(
+        resolve_mdp(problem),
+        (ConstrainedGPProblem, TransferGridProblem),
+        f"{entry.name} is a GP-bandit algorithm and",
+        "a grid problem",
+        f"{entry.problem}:m=50",
+        family=entry.problem,
+    )
     t0 = time.perf_counter()
     out = entry.factory(prob, T, generators(seed, seeds, ENV_STREAM), **params)
     choices = np.asarray(out.choices, dtype=np.int64)

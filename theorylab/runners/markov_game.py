@@ -20,7 +20,7 @@ import numpy as np
 
 from theorylab.results.suboptimality import SuboptimalityResult
 from theorylab.runners.arguments import dataset_sizes
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import require_problem, resolve_mdp
 from theorylab.seeding import ENV_STREAM, generators
 
 
@@ -47,13 +47,14 @@ def run(
     Ns = dataset_sizes(dataset_size)
     if coverage not in COVERAGES:
         raise ValueError(f"coverage must be one of {', '.join(COVERAGES)}, got {coverage!r}")
-    game = resolve_mdp(problem)
-    if not isinstance(game, TabularMarkovGame):
-        raise ValueError(
-            f"{entry.name} is an offline Markov-game algorithm and needs a zero-sum Markov game "
-            f"({entry.problem}, e.g. {entry.problem}:S=3,A=3,B=3,H=3); got "
-            f"{getattr(game, 'name', type(game).__name__)!r}"
-        )
+    game = require_problem(
+        resolve_mdp(problem),
+        TabularMarkovGame,
+        f"{entry.name} is an offline Markov-game algorithm and",
+        "a zero-sum Markov game",
+        f"{entry.problem}:S=3,A=3,B=3,H=3",
+        family=entry.problem,
+    )
     t0 = time.perf_counter()
     V_star = float(game.mu0 @ nash_backward_induction(game)[0][0])
     shape = (len(seeds), len(Ns))

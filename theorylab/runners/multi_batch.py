@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.mdps.pointer_chase import PointerChaseProblem
 from theorylab.results.multi_batch import MultiBatchResult
 from theorylab.runners.arguments import positive_integer
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import require_problem, resolve_mdp
 from theorylab.seeding import ENV_STREAM, generators
 
 
@@ -37,13 +38,14 @@ def run(
     Ks = [positive_integer(k, "batches") for k in Ks]
     if not Ks or any(b <= a for a, b in zip(Ks, Ks[1:], strict=False)):
         raise ValueError(f"batches must be an integer >= 1 or an increasing list, got {batches!r}")
-    prob = resolve_mdp(problem)
-    if not callable(getattr(prob, "truth", None)) or not hasattr(prob, "query"):
-        raise ValueError(
-            f"{entry.name} is a multi-batch algorithm and needs a query problem "
-            f"({entry.problem}, e.g. {entry.problem}:d=16,H=8); got "
-            f"{getattr(prob, 'name', type(prob).__name__)!r}"
-        )
+    prob = require_problem(
+        resolve_mdp(problem),
+        PointerChaseProblem,
+        f"{entry.name} is a multi-batch algorithm and",
+        "a query problem",
+        f"{entry.problem}:d=16,H=8",
+        family=entry.problem,
+    )
     t0 = time.perf_counter()
     est = np.stack(
         [

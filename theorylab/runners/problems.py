@@ -1,6 +1,7 @@
 """Turning the ``problem`` argument of ``tl.run`` into a model (a family spec or a model), and a
 model into the discounted problem that a discounted-only algorithm solves, or the finite-horizon
-problem of a finite-horizon algorithm (which refuses a discount it cannot use)."""
+problem of a finite-horizon algorithm (which refuses a discount it cannot use), and the one-line
+refusal of a problem of the wrong class (``require_problem``)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,22 @@ def resolve_mdp(problem):
 
         return make(problem)
     return problem
+
+
+def require_problem(
+    mdp, cls: type | tuple[type, ...], who: str, needs: str, example: str, family: str = ""
+):
+    """``mdp`` itself when it is an instance of ``cls``, else a one-line ``ValueError``:
+    ``"{who} needs {needs} ({family}, e.g. {example}); got {name!r}"`` (no ``family, `` when
+    empty). who: the algorithm and its kind ("pessimistic-nash is an offline Markov-game
+    algorithm"); needs: the problem class in words ("a zero-sum Markov game"); example: a spec
+    that works; name: the model's ``name``, or its type's name when it has none.
+    """
+    if isinstance(mdp, cls):
+        return mdp
+    name = getattr(mdp, "name", type(mdp).__name__)
+    where = f"{family}, e.g. {example}" if family else f"e.g. {example}"
+    raise ValueError(f"{who} needs {needs} ({where}); got {name!r}")
 
 
 def discounted_problem(mdp, who: str):
