@@ -1898,3 +1898,8 @@ MUTATIONS = (*MUTATIONS, *markov_game_mutations.MUTATIONS)
 from theorylab.validations import offline_finetune_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *offline_finetune_mutations.MUTATIONS)
+# ------------------------------------------------------------------------- issue 31 (mtbandit31)
+# multi-task best-arm identification (validations/claims/multitask_bandit.py, 001#19)
+from theorylab.validations import multitask_bandit_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)
