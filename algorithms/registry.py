@@ -512,6 +512,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.cascading",
     "theorylab.algorithms.linear.multi_batch",
     "theorylab.algorithms.multitask_bandit.douexpdes",
+    "theorylab.algorithms.multitask_bandit.gfucb",
     "theorylab.algorithms.offline.markov_game_pessimism",
 )
 

@@ -152,3 +152,61 @@ def test_result_summarises_plots_frames_and_round_trips(tmp_path):
     assert len(cols["samples"]) == 8 and set(cols["task"]) == {0, 1, 2, 3}
     r.plot(tmp_path / "mt.png")
     assert (tmp_path / "mt.png").exists() and "pulls per task" in r.table_row()
+
+
+# ----------------------------------------------------------------------------- GFUCB (001#20)
+def test_gfucb_joint_loss_equals_direct_ridge_on_the_replayed_data():
+    from theorylab.algorithms.multitask_bandit.gfucb import gfucb_loop
+    from theorylab.seeding import ENV_STREAM, generators
+
+    p = make("multitask-linear:d=5,k=2,M=3,candidates=4,confusion=0.8,nuisance=1,seed=4")
+    out = gfucb_loop(p, 30, generators(7, [0, 1], ENV_STREAM), 0.05, True)
+    for b, rng in enumerate(generators(7, [0, 1], ENV_STREAM)):
+        ys = np.stack([p.pull(out.choices[b, t], rng) for t in range(30)])  # (T, M) replayed
+        for j in range(4):
+            loss = 0.0
+            for m in range(3):
+                F = p.arms[out.choices[b, :, m]] @ p.candidates[j]  # (T, k)
+                w = np.linalg.solve(F.T @ F + np.eye(2), F.T @ ys[:, m])  # ridge, lambda = 1
+                loss += np.sum((ys[:, m] - F @ w) ** 2) + w @ w
+            assert out.diagnostics["final_loss"][b, j] == pytest.approx(loss, rel=1e-9)
+    assert np.all(out.selected == np.argmin(out.diagnostics["final_loss"], axis=1))
+
+
+def test_gfucb_is_the_per_task_learner_at_one_task_and_shares_beyond():
+    spec = "multitask-linear:d=8,k=2,M=1,candidates=16,confusion=0.8,nuisance=1"
+    a = tl.run("gfucb", spec, rounds=200, seeds=2)
+    b = tl.run("gfucb-independent", spec, rounds=200, seeds=2)
+    np.testing.assert_array_equal(a.regret, b.regret)
+    spec4 = spec.replace("M=1", "M=4")
+    a4 = tl.run("gfucb", spec4, rounds=200, seeds=2)
+    b4 = tl.run("gfucb-independent", spec4, rounds=200, seeds=2)
+    assert a4.diagnostics["set_size"][:, -1].mean() < b4.diagnostics["set_size"][:, -1].mean()
+    assert np.all(np.diff(a4.regret, axis=1) >= 0) and a4.samples.min() == 200
+
+
+def test_gfucb_independent_tasks_mutation_turns_gfucb_into_the_baseline():
+    from theorylab.validations.multitask_bandit_mutations import gfucb_independent_tasks
+
+    spec = "multitask-linear:d=6,k=2,M=3,candidates=8,confusion=0.8,nuisance=1"
+    base = tl.run("gfucb-independent", spec, rounds=60, seeds=1)
+    with gfucb_independent_tasks():
+        mut = tl.run("gfucb", spec, rounds=60, seeds=1)
+    np.testing.assert_array_equal(mut.regret, base.regret)
+
+
+def test_gfucb_input_errors():
+    with pytest.raises(ValueError, match="needs a class of candidate representations"):
+        tl.run("gfucb", "multitask-linear:d=4,k=2,M=2", rounds=10)
+    with pytest.raises(ValueError, match="delta must be in"):
+        tl.run("gfucb", "multitask-linear:d=4,k=2,M=2,candidates=3", rounds=10, delta=0.0)
+    with pytest.raises(InvalidMDPError, match="nuisance must be a finite number >= 0"):
+        make("multitask-linear:nuisance=-1")
+
+
+def test_regret_result_table_and_selection():
+    r = tl.run("gfucb", "multitask-linear:d=6,k=2,M=2,candidates=4,confusion=0.8,nuisance=1",
+               rounds=50, seeds=2)  # fmt: skip
+    row = r.table_row()
+    assert "regret per task" in row and "true phi selected" in row
+    assert r.regret.shape == (2, 50) and r.summary()["true_representation_selected"] is not None

@@ -6,7 +6,9 @@ multitask_bandit.py``, 001#19), appended to ``mutations.MUTATIONS``:
   designs work in the wrong space and the planned misspecification no longer holds;
 * ``douexpdes-independent-tasks``: the baseline the paper improves on -- DouExpDes runs each task
   alone in d dimensions (``phased_elimination`` with ``learn=False``), so nothing is shared
-  across tasks.
+  across tasks;
+* ``gfucb-independent-tasks``: GFUCB (001#20) with one confidence set over the class per task
+  (``gfucb_loop`` with ``joint=False``): every task pays the class price log J alone.
 """
 
 from __future__ import annotations
@@ -46,6 +48,19 @@ def douexpdes_independent_tasks(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def gfucb_independent_tasks(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.multitask_bandit import gfucb
+
+    loop = gfucb.gfucb_loop
+
+    def independent(problem, rounds, rngs, delta, joint):
+        return loop(problem, rounds, rngs, delta, False)
+
+    with _patched(gfucb, "gfucb_loop", independent):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -62,6 +77,14 @@ MUTATIONS = (
             "DouExpDes without sharing: every task eliminates alone in d dimensions (the native "
             "baseline)",
             douexpdes_independent_tasks,
+        )
+    ),
+    register_control(
+        Control(
+            "gfucb-independent-tasks",
+            "mutation",
+            "GFUCB with one confidence set over the class per task (nothing shared)",
+            gfucb_independent_tasks,
         )
     ),
 )

@@ -21,7 +21,9 @@ def g_optimal_design(X: np.ndarray, tol: float = 1e-3, max_iter: int = 10000) ->
     X = np.asarray(X, dtype=float)  # (n, p)
     n, p = X.shape
     if np.linalg.matrix_rank(X) < p:
-        raise ValueError(f"g_optimal_design: the {n} arms span rank {np.linalg.matrix_rank(X)} < {p}")
+        raise ValueError(
+            f"g_optimal_design: the {n} arms span rank {np.linalg.matrix_rank(X)} < {p}"
+        )
     lam = np.full(n, 1.0 / n)  # (n,)
     for _ in range(max_iter):
         A = X.T @ (lam[:, None] * X)  # (p, p)

@@ -28,8 +28,8 @@ Phased elimination, phase r = 1, 2, ... with accuracy ``eps_r = 2^-r``:
    width is <= eps_r / 2), fits ``w_hat`` by least squares and eliminates arm a when some arm b has
    ``(z_b - z_a)^T w_hat > sigma sqrt(2 L_r) ||z_b - z_a||_{V^-1} + e (2 + sqrt(N) ||z_b -
    z_a||_{V^-1})``, ``L_r = log(4 n^2 M r^2 / delta)``, ``e = eps_r / sqrt(c_rep)`` the
-   misspecification the representation is planned to (the bias of least squares on a misspecified model, by
-   Cauchy-Schwarz) [A].
+   misspecification the representation is planned to (the bias of least squares on a
+   misspecified model, by Cauchy-Schwarz) [A].
 3. A task stops when one arm is left; its samples are stage 1 + stage 2 pulls.
 
 ``independent-elimination`` is the same loop with ``B_hat = I_d`` and no stage 1 (no bias):
@@ -109,8 +109,9 @@ def phased_elimination(problem, rounds: int, rngs, delta: float, learn: bool, c_
                 n1 = np.ceil(c_rep * s0 * d / (M * nu * nu * eps * eps))
                 c1 = allocation(lam1, n1)  # (n,)
                 cnt = np.broadcast_to(c1, (M, n))
-                th = [_least_squares(X, c1, problem.pull_means(cnt, rng))[0]
-                      for _half in range(2)]  # two (M, d) independent estimates
+                th = [
+                    _least_squares(X, c1, problem.pull_means(cnt, rng))[0] for _half in range(2)
+                ]  # two (M, d) independent estimates
                 Z = (th[0].T @ th[1] + th[1].T @ th[0]) / (2 * M)  # (d, d)
                 B_hat = top_subspace(Z, k, rng)  # (d, k)
                 sines[b, r - 1] = sin_theta(B_hat, problem.B)

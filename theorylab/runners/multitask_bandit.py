@@ -55,6 +55,5 @@ def run(
         true_representation=int(prob.true_index),
         diagnostics={key: np.asarray(v) for key, v in out.diagnostics.items()},
         wall_seconds=time.perf_counter() - t0,
-        config={"problem": prob.name, "rounds": T, "learner": dict(out.config),
-                "d": prob.d, "k": prob.k, "M": prob.M},  # fmt: skip
+        config={"problem": prob.name, "rounds": T, "learner": dict(out.config), "M": prob.M},
     )
