@@ -2,13 +2,17 @@
 (:class:`theorylab.mdps.multitask_bandit.MultitaskLinearBandit`; seed rows 001#19, 001#20).
 
 ``multitask-linear:d=16,k=2,M=8,informative=4,gap=0.3,noise=1,candidates=0,confusion=0.5,
-nuisance=0,seed=0``: ``informative`` unit vectors u_j of R^k with pairwise inner products
-<= 1 - gap (drawn from ``seed`` and k only, so the tasks are the same at every d), task m's
-parameter ``w_m = u_{m mod informative}``; arms ``Q [u_j; v_j]`` (v_j random of norm
-``nuisance``: invisible to the means, seen by a wrong representation) and the d - k probes ``Q [0; e_i]``; ``B = Q[:, :k]`` with Q a
-random rotation of R^d drawn from (seed, d). ``candidates = J > 0`` adds a class Phi of J
-representations: B at a seed-drawn index, the others ``B cos a + N_j sin a`` (``sin a =
-confusion``, N_j a random orthonormal basis of k directions of B's complement).
+nuisance=0,seed=0``:
+
+* ``informative`` unit vectors u_j of R^k with pairwise inner products <= 1 - gap, drawn from
+  ``seed`` and k only (so the tasks are the same at every d); task m's head ``w_m = u_{m mod
+  informative}``;
+* arms ``Q [u_j; v_j]`` (v_j random of norm ``nuisance``: invisible to the means, seen by a wrong
+  representation) and the d - k probes ``Q [0; e_i]``; ``B = Q[:, :k]``, Q a random rotation of
+  R^d drawn from (seed, d);
+* ``candidates = J > 0``: a class Phi of J representations, B at a seed-drawn index, the others
+  ``B cos a + N_j sin a`` (``sin a = confusion``, N_j an orthonormal basis of k directions of B's
+  complement).
 """
 
 from __future__ import annotations
