@@ -41,9 +41,12 @@ difference's ``||z_a - z_b||^2 <= 4p / N``); pulls are simulated by their suffic
 ``rounds`` caps each task's pulls (a capped task recommends the first arm it has left and is
 reported as not stopped).
 
-Measured (claim ``douexpdes-samples-scale-with-k``, docs/algorithms/douexpdes.md): per-task
-samples of DouExpDes fall with M and, at M = 64, grow with d at log-log slope well below the
-baseline's (which is about 1).
+Measured (claim ``douexpdes-samples-scale-with-k``, quick: d = 8/32, M = 4/256, 4 seeds): at
+d = 32 DouExpDes' pulls per task fall from 1.30e6 (M = 4) to 3.85e4 (M = 256) while the
+baseline's rise 5.3e4 -> 7.0e4 (its log term grows with M); at M = 256 the slope in d is 0.59
+against the baseline's 1.11; 0 wrong identifications; the learned subspace's sine at most 0.60
+of the planned misspecification. Stage 1 on the live tasks only was tried first and dropped:
+the tasks left in phase 2 spanned one direction and the subspace's sine reached 0.94.
 """
 
 from __future__ import annotations

@@ -27,6 +27,13 @@ V_jm^-1 b_jm)`` (the ridge-regularised least squares of the multi-head class at 
 
 Deviations: per-task optimism inside the joint set in place of the paper's joint optimistic
 choice over the multi-head class; ridge statistics updated by Sherman-Morrison.
+
+Measured (claim ``gfucb-regret-falls-with-m``, quick: J = 64, d = 8, k = 2, T = 1500, 4 seeds):
+per-task regret 372 at M = 1 (the two learners coincide), 217 [207, 227] at M = 16 against the
+per-task sets' 427 [411, 442]; the true phi is the final choice on 4/4 seeds. A class whose wrong
+maps agree with the truth on every pulled arm (``nuisance=0``: they differ only on the probes)
+showed no effect of M at all (every candidate stayed in the set, 400 rounds): sharing pays only
+where the tasks' data can tell the candidates apart.
 """
 
 from __future__ import annotations

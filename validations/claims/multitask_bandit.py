@@ -67,7 +67,7 @@ class DouExpDesSamplesScaleWithK:
     scales: dict[str, dict] = field(
         default_factory=lambda: {
             "quick": {"d": [8, 32], "M": [4, 256], "seeds": 4},
-            "full": {"d": [8, 16, 32], "M": [4, 16, 64, 256, 1024], "seeds": 24},
+            "full": {"d": [8, 16, 32], "M": [4, 64, 1024], "seeds": 12},
         }
     )
 
@@ -191,7 +191,7 @@ class GFUCBRegretFallsWithM:
     scales: dict[str, dict] = field(
         default_factory=lambda: {
             "quick": {"M": [1, 16], "rounds": 1500, "seeds": 4},
-            "full": {"M": [1, 4, 16, 64], "rounds": 3000, "seeds": 12},
+            "full": {"M": [1, 4, 16], "rounds": 1500, "seeds": 8},
         }
     )
 
