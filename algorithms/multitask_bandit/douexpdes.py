@@ -45,8 +45,11 @@ Measured (claim ``douexpdes-samples-scale-with-k``, quick: d = 8/32, M = 4/256, 
 d = 32 DouExpDes' pulls per task fall from 1.30e6 (M = 4) to 3.85e4 (M = 256) while the
 baseline's rise 5.3e4 -> 7.0e4 (its log term grows with M); at M = 256 the slope in d is 0.59
 against the baseline's 1.11; 0 wrong identifications; the learned subspace's sine at most 0.60
-of the planned misspecification. Stage 1 on the live tasks only was tried first and dropped:
-the tasks left in phase 2 spanned one direction and the subspace's sine reached 0.94.
+of the planned misspecification. Full (d = 8/16/32, M = 4/64/1024, 12 seeds): 0/108 wrong, d = 32
+1.30e6 -> 2.49e4 pulls per task, slope in d at M = 1024 0.250 vs 1.103; at d = 8 DouExpDes
+stays above the baseline (exploration, 2 seeds, M = 1024: 1.76e4 vs 1.63e4). Stage 1 on the live
+tasks only was tried first and dropped: the tasks left in phase 2 spanned one direction and the
+subspace's sine reached 0.94.
 """
 
 from __future__ import annotations

@@ -94,6 +94,7 @@ class DouExpDesSamplesScaleWithK:
             {"g_value": gv, "log_det": ld, "cvxpy": ref}))  # fmt: skip
 
         S = {}  # (algorithm, d, M) -> mean per-task samples
+        per_seed = {}  # (algorithm, d, M) -> (B,) per-task samples of every seed
         wrong, unstopped, ratio = {}, 0, 0.0
         for d in ds:
             for M in Ms:
@@ -101,7 +102,8 @@ class DouExpDesSamplesScaleWithK:
                 for algo in ("douexpdes", "independent-elimination"):
                     r = tl.run(algo, spec, rounds=BUDGET, delta=DELTA, seeds=cfg["seeds"],
                                seed=seed)  # fmt: skip
-                    S[algo, d, M] = float(r.per_task_samples().mean())
+                    per_seed[algo, d, M] = r.per_task_samples()
+                    S[algo, d, M] = float(per_seed[algo, d, M].mean())
                     wrong[algo] = wrong.get(algo, 0) + int(np.sum(~r.correct()))
                     unstopped += int(np.sum(~np.asarray(r.stopped)))
                     if "sin_theta" in r.diagnostics:  # (absent when nothing is learned)
@@ -143,7 +145,7 @@ class DouExpDesSamplesScaleWithK:
             from theorylab.plotting import plot_regret, save_figure
 
             curves = {f"{'DouExpDes' if a == 'douexpdes' else 'independent'}, d = {d}":
-                      np.array([[S[a, d, M] for M in Ms]])
+                      np.stack([per_seed[a, d, M] for M in Ms], axis=1)  # (B, len(Ms))
                       for a in ("douexpdes", "independent-elimination") for d in ds}  # fmt: skip
             ax = plot_regret(curves, x=np.asarray(Ms), xlabel="tasks M",
                              ylabel="pulls per task", title="DouExpDes vs independent "
