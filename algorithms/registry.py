@@ -352,6 +352,22 @@ register_kind(
 
 register_kind(
     Kind(
+        "multitask-bandit",
+        constructor_args=("problem", "rounds", "rngs"),
+        budget={
+            "rounds": "identification: the most pulls per task; regret: T rounds, one pull per "
+            "task per round (required)",
+        },
+        runner="theorylab.runners.multitask_bandit:run",
+        summary="M linear bandits sharing a k-dimensional representation (multitask-linear): "
+        "best-arm identification scored against the brute-force best arms, or exact per-task "
+        "pseudo-regret; samples per task and the representation selected",
+    )
+)
+
+
+register_kind(
+    Kind(
         "deep",
         constructor_args=("task",),
         budget={
@@ -495,6 +511,8 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.adversarial",
     "theorylab.algorithms.cascading",
     "theorylab.algorithms.linear.multi_batch",
+    "theorylab.algorithms.multitask_bandit.douexpdes",
+    "theorylab.algorithms.multitask_bandit.gfucb",
     "theorylab.algorithms.offline.markov_game_pessimism",
 )
 

@@ -222,6 +222,10 @@ NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo", "rl-plus"}
 # K-batch mechanism, docs/algorithms/multi-batch-pe.md); 001#43's rate was not read (the
 # pessimistic-nash card is the claim's certificate, docs/algorithms/pessimistic-nash.md)
 NO_THEOREM |= {"multi-batch-pe", "batch-exhaustive-pe", "pessimistic-nash"}
+# issue 31 tier B (mtbandit31): DouExpDes (001#19) and GFUCB (001#20) -- only the O~ rates of
+# the abstracts/summaries were read, no constants; the claims measure the scaling in M and d
+# against the per-task baselines (docs/algorithms/douexpdes.md, gfucb.md)
+NO_THEOREM |= {"douexpdes", "independent-elimination", "gfucb", "gfucb-independent"}
 # issue 31 tier B (offline31b): WSRL (002-004#C8) states no theorem (catalogue: "none stated");
 # its claim measures the dip and the final value exactly (docs/algorithms/wsrl.md)
 NO_THEOREM |= {"wsrl"}

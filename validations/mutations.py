@@ -1902,3 +1902,8 @@ MUTATIONS = (*MUTATIONS, *offline_finetune_mutations.MUTATIONS)
 from theorylab.validations import c_psrl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *c_psrl_mutations.MUTATIONS)
+# ------------------------------------------------------------------------- issue 31 (mtbandit31)
+# multi-task best-arm identification (validations/claims/multitask_bandit.py, 001#19)
+from theorylab.validations import multitask_bandit_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)

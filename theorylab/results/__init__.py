@@ -19,6 +19,7 @@ from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
 from theorylab.results.gp_bandit import GPBanditResult
 from theorylab.results.multi_batch import MultiBatchResult
+from theorylab.results.multitask_bandit import MultitaskBanditResult
 from theorylab.results.ope import OPEResult
 from theorylab.results.policy_optimization import PolicyOptimizationResult
 from theorylab.results.preference import PreferenceResult
@@ -36,6 +37,7 @@ __all__ = [
     "GenerativeGainResult",
     "GPBanditResult",
     "MultiBatchResult",
+    "MultitaskBanditResult",
     "OPEResult",
     "PolicyOptimizationResult",
     "PreferenceResult",
