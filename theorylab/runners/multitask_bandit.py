@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.mdps.multitask_bandit import MultitaskLinearBandit
 from theorylab.results.multitask_bandit import MultitaskBanditResult
 from theorylab.runners.arguments import positive_integer
-from theorylab.runners.problems import resolve_mdp
+from theorylab.runners.problems import require_problem, resolve_mdp
 from theorylab.seeding import ENV_STREAM, generators
 
 
@@ -32,13 +33,14 @@ def run(
 ) -> MultitaskBanditResult:
     """Run ``entry`` with the budget ``rounds`` on every seed."""
     T = positive_integer(rounds, "rounds")
-    prob = resolve_mdp(problem)
-    if not callable(getattr(prob, "pull_means", None)) or not hasattr(prob, "W"):
-        raise ValueError(
-            f"{entry.name} is a multitask-bandit algorithm and needs a multi-task linear bandit "
-            f"({entry.problem}, e.g. {entry.problem}:d=16,k=2,M=8); got "
-            f"{getattr(prob, 'name', type(prob).__name__)!r}"
-        )
+    prob = require_problem(
+        resolve_mdp(problem),
+        MultitaskLinearBandit,
+        f"{entry.name} is a multitask-bandit algorithm and",
+        "a multi-task linear bandit",
+        f"{entry.problem}:d=16,k=2,M=8",
+        entry.problem,
+    )
     t0 = time.perf_counter()
     out = entry.factory(prob, T, generators(seed, seeds, ENV_STREAM), **params)
     means = prob.means()  # (M, n)
