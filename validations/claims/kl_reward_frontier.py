@@ -48,8 +48,8 @@ class P3oKlRewardFrontier:
     statement: str = (
         "P3O (Wu et al. 2023) on its KL-reward trade-off, on tokentree-eos (responses of 1..L "
         "tokens ended by EOS, graded rewards in [0, 1]; quick V=3, L=2, 2 prompts, beta in "
-        "{0.3, 1}, 3 seeds, 40 rounds; full V=3, L=3, 2 prompts, beta in {0.2, 0.3, 0.5, 1, 2}, "
-        "4 seeds, 80 rounds). (i) The exact frontier F(k) = max E r s.t. KL(pi || ref) <= k "
+        "{0.3, 1}, 3 seeds, 40 rounds; full V=3, L=3, 2 prompts, beta in {0.3, 0.5, 1, 2}, "
+        "3 seeds, 80 rounds). (i) The exact frontier F(k) = max E r s.t. KL(pi || ref) <= k "
         "(means over prompts) traced by the closed form pi*_beta ∝ ref exp(r / beta) on the "
         "enumerated responses equals soft VI's pi*_beta (<= 1e-10) and cvxpy's constrained "
         "maximum at k in {0.05, 0.3, 1} (<= 1e-6). (ii) No point lies above it: every recorded "
@@ -75,7 +75,7 @@ class P3oKlRewardFrontier:
         default_factory=lambda: {
             "quick": FrontierScale("tokentree-eos:V=3,L=2,prompts=2", (0.3, 1.0), 3, 40, (0.3,)),
             "full": FrontierScale(
-                "tokentree-eos:V=3,L=3,prompts=2", (0.2, 0.3, 0.5, 1.0, 2.0), 4, 80, (0.3, 1.0)
+                "tokentree-eos:V=3,L=3,prompts=2", (0.3, 0.5, 1.0, 2.0), 3, 80, (0.3,)
             ),
         }
     )
