@@ -96,8 +96,10 @@ def value_free_ppo(clip_eps: float = 0.2, beta: float = 0.0):
     ppo = make_loss("ppo-clip", clip_eps=clip_eps, aggregation="seq-mean-token-sum-norm")
 
     def loss(logp, old_logp, ref_logp, mask, rewards, group, weights=None):
-        old = logp.detach() if old_logp is None else old_logp.detach()
-        shaped = rewards.detach().to(logp.dtype) - beta * masked_sum(old - ref_logp.detach(), mask)
+        shaped = rewards.detach().to(logp.dtype)
+        if beta > 0:
+            old = logp.detach() if old_logp is None else old_logp.detach()
+            shaped = shaped - beta * masked_sum(old - ref_logp.detach(), mask)
         # seq-mean-token-sum-norm divides by the padded length T: undo it, sum over tokens
         return ppo(logp, old_logp, shaped, mask, None, weights) * mask.shape[1]
 
