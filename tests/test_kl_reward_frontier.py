@@ -72,6 +72,21 @@ def test_no_random_policy_above_the_frontier(task):
     assert min(gaps) > 0.0
 
 
+def test_gap_below_the_weak_duality_bound(task):
+    """F(KL(pi)) - E_pi r <= beta KL(pi || pi*_beta) for every beta: F(k) <= beta log Z + beta k
+    and E r - beta KL(pi || ref) = beta log Z - beta KL(pi || pi*_beta) (written out here)."""
+    frontier = kf.ExactFrontier(task)
+    rng = np.random.default_rng(1)
+    for _ in range(30):
+        q = np.log(rng.dirichlet(np.full(task.n_responses, 0.5), size=task.n_prompts))
+        gap = frontier.gap(*kf.policy_point(task, q))
+        for beta in (0.1, 0.5, 2.0):
+            logits = task.ref_logprobs + task.mean_reward / beta
+            star = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+            bound = beta * float(np.mean((np.exp(q) * (q - star)).sum(axis=1)))
+            assert 0.0 <= gap <= bound + 1e-12
+
+
 def test_on_policy_expected_gradients_equal_the_exact_gradient(task):
     """Both learners' expected on-policy gradients are grad (E_pi r - beta KL(pi || ref))."""
     from theorylab.algorithms.deep.pacs import group_expectation

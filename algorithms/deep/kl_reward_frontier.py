@@ -23,7 +23,15 @@ and a trajectory ratio. On-policy and in expectation its gradient equals value-f
 (E[c(x) grad log pi] = 0), and the fixed point of both is pi*_beta (at pi = pi_old the gradient of
 E_pi r~ is the gradient of E_pi r - beta KL). What separates them here is (i) the variance of a
 sampled batch (value-free PPO's gradient carries (r + c(x)) grad log pi, not a difference), and
-(ii) the clip under off-policy reuse, which value-free PPO applies by the sign of r~ + c(x).
+(ii) the clip under off-policy reuse, which value-free PPO applies by the sign of r~ + c(x)
+(measured with exact expectations under r + c(x): 0.19 below the frontier on V=3, L=2, 1e-4 on
+V=3, L=3 -- instance-dependent). Weak duality bounds the distance: F(KL(pi)) - E_pi r <=
+beta KL(pi || pi*_beta) for every beta.
+
+Read [V]: the catalogue row (P3O's frontier "at or above PPO's" on the "KL-Reward trade-off").
+Reconstructed [A]: the experiment -- the instance, the round schedule (frozen pi_old, draws,
+SGD epochs), value-free PPO as the baseline (the paper's PPO has a learned critic, not
+reproduced) -- is this module's design, not the paper's.
 """
 
 from __future__ import annotations
