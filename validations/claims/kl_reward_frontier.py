@@ -213,7 +213,7 @@ class P3oKlRewardFrontier:
                 {"exact frontier (pi* ∝ ref e^(r/beta))": closed[:, 1]},
                 xlabel="mean KL(pi || ref)",
                 ylabel="mean E r",
-                title=f"{self.name} ({scale}), {task.name}",
+                title=f"P3O and value-free PPO against the exact frontier ({scale})",
             )
             for (learner, shifted), marker, label in (
                 (("p3o", False), "o", "P3O (the same under r + c(x))"),
