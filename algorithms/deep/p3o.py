@@ -23,8 +23,10 @@ The claim (``p3o-shift-invariance``): A_ij is unchanged when r(x, y) becomes r(x
 the loss -- every sampled batch's, and its exact expectation at any theta != theta_old, where
 clipping is active -- is unchanged to rounding; PPO with a value-free single-response advantage
 A_i = r~_i (the registered ``ppo-clip``, and the mutation ``p3o-single-response-advantage``)
-clips according to the sign of r~_i + c(x) and its expected gradient moves. Not reproduced: the
-joint-clipping variant, the reward model, the KL-reward frontier and the HH-RLHF / TL;DR
+clips according to the sign of r~_i + c(x) and its expected gradient moves. The KL-reward frontier
+(``p3o-kl-reward-frontier``, :mod:`theorylab.algorithms.deep.kl_reward_frontier`): P3O's clipped
+rounds end on the exact frontier, value-free PPO on the same draws below it. Not reproduced: the
+joint-clipping variant, the reward model, PPO with a learned critic and the HH-RLHF / TL;DR
 experiments.
 
 Tensors as the GRPO family's: ``logp``, ``old_logp`` (None: on-policy), ``ref_logp``, ``mask``

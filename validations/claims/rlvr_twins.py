@@ -402,21 +402,6 @@ register_validation(
 )
 
 
-def _ppo_value_free(clip_eps: float):
-    """PPO-clip (the registered ``ppo-clip``, token ratios, each response's token sum over the
-    constant L) with the value-free single-response advantage A_i = r_i, as a group loss (a
-    token mean, 1/|y|, would move even the expected on-policy gradient under r + c(x) on a tree
-    with EOS: measured 1.9 relative)."""
-    from theorylab.algorithms.deep.registry import make_loss
-
-    ppo = make_loss("ppo-clip", clip_eps=clip_eps, aggregation="seq-mean-token-sum-norm")
-
-    def loss(logp, old_logp, ref_logp, mask, rewards, group, weights=None):
-        return ppo(logp, old_logp, rewards, mask, None, weights)
-
-    return loss
-
-
 @dataclass(frozen=True)
 class P3oShiftInvariance:
     name: str = "p3o-shift-invariance"
@@ -447,6 +432,7 @@ class P3oShiftInvariance:
         import torch
 
         from theorylab.algorithms.deep import regression_twins as rt
+        from theorylab.algorithms.deep.kl_reward_frontier import value_free_ppo
         from theorylab.algorithms.deep.pacs import group_expectation
         from theorylab.algorithms.deep.registry import make_loss
         from theorylab.algorithms.deep.twins import LogitTable
@@ -457,7 +443,10 @@ class P3oShiftInvariance:
         task = make(spec)
         P, Y = task.n_prompts, task.n_responses
         rng = np.random.default_rng(seed + 29)
-        ppo = _ppo_value_free(self.clip_eps)
+        # value-free PPO: registered ppo-clip, A_i = r_i, each response's token sum (a token
+        # mean, 1/|y|, would move even the expected on-policy gradient under r + c(x) on a tree
+        # with EOS: measured 1.9 relative)
+        ppo = value_free_ppo(self.clip_eps)
 
         def grad(loss, theta, old, rewards):
             pol = LogitTable(task, theta)
