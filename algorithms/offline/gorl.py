@@ -87,7 +87,9 @@ def gorl_actor(q: np.ndarray, c: np.ndarray, m: np.ndarray, W: np.ndarray, alpha
     """The actor's maximiser ``pi (..., A)`` from ``q, c (..., A)``, ``m, W (...)`` (module
     docstring): projection where W > 0, greedy (ties to the smallest index) where W = 0."""
     A = q.shape[-1]
-    safe = np.maximum(W, 1e-300)[..., None]
+    # W = 0 rows take the greedy branch below; dividing by 1 there (not by 1e-300) keeps their
+    # discarded projection finite instead of overflowing
+    safe = np.where(W > 0, np.maximum(W, 1e-300), 1.0)[..., None]
     proj = project_simplex(c / safe + m[..., None] * q / (2.0 * alpha * safe))
     greedy = np.eye(A)[q.argmax(axis=-1)]
     return np.where((W > 0)[..., None], proj, greedy)
