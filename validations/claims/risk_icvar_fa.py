@@ -125,8 +125,8 @@ class ICVaRLinearMixture(ScaledClaim):
         "1500) over 3 sign vectors x 4 seeds per d: the fitted d-exponent's 95% bootstrap CI lies "
         "in [1 - 0.25, 2 + 0.25] (lower bound's d-power 1 [S]; OFUL-type gap-dependent power 2 "
         "[A]; written before the run) and R(K) <= 0.8 x the uniformly random policy's at every d. "
-        "At the paper-form radius ICVaR-L is still exploring at K = 3000 on the (iii) instance (optimistic V_1 "
-        "1.85 vs V* 0.79; regret 335), so (iii) uses the tuned scale. "
+        "At the paper-form radius ICVaR-L is still exploring at K = 3000 on the (iii) "
+        "instance (optimistic V_1 1.85 vs V* 0.79; regret 335), so (iii) uses the tuned scale. "
         "Quick: 6 MDPs, K = 1500, 4 seeds; full: 20 MDPs, K = 3000, 4 seeds, plus (iv) and (v)."
     )
     scales: dict[str, dict[str, Any]] = field(
