@@ -290,8 +290,8 @@ def test_radius_grows_with_d_on_the_hypercube():
 
 
 def test_the_d_sweep_fails_for_the_random_agent():
-    from theorylab.validations.claims.risk_icvar_fa import hypercube_d_exponent
     from theorylab.validations import VALIDATIONS
+    from theorylab.validations.claims.risk_icvar_fa import hypercube_d_exponent
     from theorylab.validations.controls import get_control
 
     with get_control("random").applied(VALIDATIONS.get("icvar-l-linear-mixture")):
