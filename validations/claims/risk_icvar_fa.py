@@ -208,12 +208,29 @@ class ICVaRLinearMixture(ScaledClaim):
                     status="VACUOUS",
                 )
             )
+        sweep = None
         if cfg["d_sweep"]:
-            rep.checks.append(self._d_sweep(cfg["d_sweep"], cfg["d_instances"], cfg["seeds"], seed))
+            sweep = self._d_sweep(cfg["d_sweep"], cfg["d_instances"], cfg["seeds"], seed)
+            rep.checks.append(sweep)
         if plot:
-            from theorylab.plotting import plot_regret
+            from theorylab.plotting import new_panels, plot_loglog, plot_regret
+            from theorylab.stats import SlopeFit
 
-            save_claim_figure(plot_regret(curves, title=f"{self.name}: {LEARN_MDP}"), plot)
+            if sweep is None:
+                save_claim_figure(plot_regret(curves, title=f"{self.name}: {LEARN_MDP}"), plot)
+                return
+            left, right = new_panels(2)
+            plot_regret(curves, title=LEARN_MDP, ax=left)
+            v = sweep.values
+            ds, finals = np.asarray(v["d"]), np.asarray(v["regret"]).T  # (T,), (n, T)
+            label = f"ICVaR-L R(K = {cfg['d_sweep']}) (bonus_scale {self.bonus_scale})"
+            fit = SlopeFit(v["exponent"], *v["ci"], v["intercept"], finals.shape[0],
+                           (float(ds[0]), float(ds[-1])), ds.size)  # fmt: skip
+            plot_loglog(ds, {label: finals}, {label: fit}, bound_exponent=1.0, x_name="d",
+                        ax=right, title="icvar-linear-hypercube: regret against d",
+                        xlabel="dimension d = 2m (A = 2^m)",
+                        ylabel=f"cumulative regret at K = {cfg['d_sweep']}")  # fmt: skip
+            save_claim_figure(left, plot)
 
     def _d_sweep(self, K: int, n_inst: int, n_seeds: int, seed: int) -> Check:
         return hypercube_d_exponent(K, n_inst, n_seeds, seed, self.alpha, self.bonus_scale)
@@ -269,6 +286,7 @@ def hypercube_d_exponent(
                        basis=make(spec).basis, bonus_scale=bonus_scale)  # fmt: skip
             finals[i, j * n_seeds : (j + 1) * n_seeds] = np.asarray(r.cumulative_regret)[:, -1]
     expo, lo, hi = mean_slope_ci(ds, finals, 2000, seed, floor=1e-9)
+    intercept = float(np.polyfit(np.log(ds), np.log(finals.mean(axis=1)), 1)[1])
     null = np.array([hypercube_null_regret(m, alpha, K) for m in HYPERCUBE_M])  # (T,)
     ratio = finals.mean(axis=1) / null  # (T,)
     in_window = EXPONENT_WINDOW[0] <= lo and hi <= EXPONENT_WINDOW[1]
@@ -291,6 +309,7 @@ def hypercube_d_exponent(
             "regret": finals.tolist(),
             "exponent": expo,
             "ci": [lo, hi],
+            "intercept": intercept,
             "null_ratio": ratio.tolist(),
         },  # fmt: skip
     )
