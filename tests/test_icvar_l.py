@@ -225,3 +225,79 @@ def test_hf_reward_fit_reports_inf_without_a_reward_estimate(monkeypatch):
     )
     out = risk_icvar_fa._hf_reward_fit(make(risk_icvar_fa.HF_MDP), 0.25, 16, 2, 0)
     assert out["ordered"] is False and out["rms"] == math.inf
+
+
+HYPER = "icvar-linear-hypercube:m={m},alpha={alpha},gap={gap},H={H},seed={seed}"
+
+
+def _cvar_two_point(p_bad: float, v_good: float, alpha: float) -> float:
+    """CVaR_alpha (lower tail) of v_good w.p. 1 - p_bad and 0 w.p. p_bad, written out."""
+    return v_good * max(0.0, alpha - p_bad) / alpha if p_bad < alpha else 0.0
+
+
+@pytest.mark.parametrize(("m", "alpha", "gap", "H", "seed"),
+                         [(1, 0.25, 0.02, 2, 0), (3, 0.25, 0.02, 2, 1), (4, 0.5, 0.05, 3, 2),
+                          (5, 1.0, 0.09, 2, 3)])  # fmt: skip
+def test_hypercube_closed_form(m, alpha, gap, H, seed):
+    mdp = make(HYPER.format(m=m, alpha=alpha, gap=gap, H=H, seed=seed))
+    assert (mdp.d, mdp.A, mdp.S) == (2 * m, 2**m, 3)
+    sol = iterated_cvar_planning(mdp, alpha)
+    bits = (np.arange(2**m)[:, None] >> np.arange(m)[None]) & 1  # (A, m)
+    acts = 2 * bits - 1
+    p_bad = mdp.P[0, :, 2]  # (A,)
+    sigma = acts[int(np.argmin(p_bad))]  # the hidden signs: the action with the least P(bad)
+    np.testing.assert_allclose(p_bad, alpha / 2 - gap * acts @ sigma, atol=1e-15)
+    for a in range(2**m):
+        q = _cvar_two_point(p_bad[a], H - 1.0, alpha)
+        assert sol.Q[0, 0, a] == pytest.approx(q, abs=1e-12)
+        wrong = int((acts[a] != sigma).sum())
+        assert sol.value - q == pytest.approx(wrong * 2 * gap * (H - 1) / alpha, abs=1e-12)
+    assert sol.value == pytest.approx((H - 1) * (1 - (alpha / 2 - m * gap) / alpha), abs=1e-12)
+    # the uniformly random policy's expected regret per episode: m / 2 wrong coordinates
+    gaps = sol.value - sol.Q[0, 0]  # (A,)
+    assert float(gaps.mean()) == pytest.approx(m * gap * (H - 1) / alpha, abs=1e-12)
+    if alpha == 0.25 and gap == 0.02 and H == 2:
+        from theorylab.validations.claims.risk_icvar_fa import hypercube_null_regret
+
+        assert hypercube_null_regret(m, alpha, 100) == pytest.approx(100 * float(gaps.mean()))
+
+
+@pytest.mark.parametrize(
+    ("spec", "match"),
+    [
+        ("icvar-linear-hypercube:m=0", "parameter m"),
+        ("icvar-linear-hypercube:m=11,gap=0.001", "m must be <= 10"),
+        ("icvar-linear-hypercube:alpha=0", "alpha"),
+        ("icvar-linear-hypercube:m=3,alpha=0.25,gap=0.05", "m gap < alpha / 2"),
+        ("icvar-linear-hypercube:H=1", "parameter H"),
+    ],
+)
+def test_hypercube_errors(spec, match):
+    with pytest.raises(InvalidMDPError, match=match):
+        make(spec)
+
+
+def test_radius_grows_with_d_on_the_hypercube():
+    # the pinned radius of the d-sweep's learner: d enters the log term (mutation
+    # icvar-l-radius-without-d drops it); L = H max ||sum_t phi(t|s,a)||_2 = H sqrt(2m) here
+    m, H, n = 4, 2, 200
+    mdp = make(HYPER.format(m=m, alpha=0.25, gap=0.02, H=H, seed=0))
+    agent = ICVaRL(env_spec(mdp), 1, None, alpha=0.25, basis=mdp.basis)
+    agent.n_regressions = n
+    d, L2 = 2 * m, H * H * 2 * m
+    want = (H / 2) * math.sqrt(2 * math.log(10.0) + d * math.log(1 + n * L2 / d)) + 1.0
+    assert agent.beta == pytest.approx(want, rel=1e-12)
+
+
+def test_the_d_sweep_fails_for_the_random_agent():
+    from theorylab.validations import VALIDATIONS
+    from theorylab.validations.claims.risk_icvar_fa import hypercube_d_exponent
+    from theorylab.validations.controls import get_control
+
+    with get_control("random").applied(VALIDATIONS.get("icvar-l-linear-mixture")):
+        check = hypercube_d_exponent(200, 1, 2, 0, 0.25, 0.1)
+    assert not check.passed
+    assert min(check.values["null_ratio"]) > 0.8
+    # its exponent is the null agent's exactly-linear growth, inside the window: the learn ratio
+    # is what fails it
+    assert 0.75 < check.values["exponent"] < 1.25

@@ -166,3 +166,10 @@ def test_no_global_matplotlib_state_changes(tmp_path, curves):
 def test_new_axes_uses_agg():
     ax = plotting.new_axes()
     assert type(ax.figure.canvas).__name__ == "FigureCanvasAgg"
+
+
+def test_new_panels_share_one_agg_figure():
+    left, right = plotting.new_panels(2, panel_size=(3.0, 2.0))
+    assert left.figure is right.figure
+    assert type(left.figure.canvas).__name__ == "FigureCanvasAgg"
+    assert tuple(left.figure.get_size_inches()) == (6.0, 2.0)

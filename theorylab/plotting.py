@@ -54,6 +54,13 @@ def new_axes(figsize: tuple[float, float] = (8.0, 5.6)) -> Axes:
     return fig.add_subplot()
 
 
+def new_panels(n: int, panel_size: tuple[float, float] = (7.0, 5.6)) -> list[Axes]:
+    """``n`` side-by-side Axes on one fresh Agg-backed Figure (constrained layout)."""
+    fig = Figure(figsize=(panel_size[0] * n, panel_size[1]), layout="constrained")
+    FigureCanvasAgg(fig)
+    return list(fig.subplots(1, n, squeeze=False)[0])
+
+
 def _legend_below(ax: Axes) -> None:
     """The legend under the axes, so long labels (bound constants, sources) never cover data;
     the constrained layout of :func:`new_axes` makes room for it."""

@@ -9,6 +9,13 @@
   flips, independent of the two trajectories' returns
   (``theorylab.algorithms.online.icvar_l.btl_oracle``; the same one uniform draw per seed as the
   oracle, so the streams stay aligned): the reward MLE learns nothing and the regret is linear.
+* ``icvar-l-radius-without-d``: ICVaR-L's confidence radius is computed with d = 1 in place of the
+  model dimension (``theorylab.algorithms.online.icvar_l.icvar_l_beta``): a smaller bonus that
+  no longer grows with d (the one-sided bug that makes the learner look better). Caught by the
+  pinned radius test; on the claim's d-sweep (bonus_scale 0.1, K = 1500, 3 x 4 runs per d) the
+  exponent drops from 1.42 [1.30, 1.54] to 0.91 [0.71, 1.08] and its regret is lower at every
+  d >= 4: the sweep's window fails it only by the CI's lower end (0.71 < 0.75), so it is no
+  control of the claim (not power: docs/algorithms/icvar-l.md).
 """
 
 from __future__ import annotations
@@ -30,6 +37,19 @@ def icvar_l_risk_neutral_backup(claim=None) -> Iterator[None]:
         return original(basis, theta_hat, inv, V, 1.0, width)
 
     with _patched(icvar_l, "optimistic_cvar_backup", neutral):
+        yield
+
+
+@contextlib.contextmanager
+def icvar_l_radius_without_d(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.online import icvar_l
+
+    original = icvar_l.icvar_l_beta
+
+    def no_d(d, H, n, lam, delta, L, theta_norm):  # the bug: the dimension dropped
+        return original(1, H, n, lam, delta, L, theta_norm)
+
+    with _patched(icvar_l, "icvar_l_beta", no_d):
         yield
 
 
@@ -61,6 +81,16 @@ MUTATIONS = (
             "mutation",
             "ICVaR-HF's preference labels are fair coin flips (the returns ignored)",
             icvar_hf_labels_ignored,
+        )
+    ),
+    register_control(
+        Control(
+            "icvar-l-radius-without-d",
+            "mutation",
+            "ICVaR-L's confidence radius computed with d = 1 (no growth with the dimension)",
+            icvar_l_radius_without_d,
+            family=("risk_icvar_fa",),
+            tests=(("test_icvar_l", "test_radius_grows_with_d_on_the_hypercube", {}),),
         )
     ),
 )

@@ -294,6 +294,12 @@ CARDS = (
         source=Source(**CHEN, theorem="lower bound, section 4.1 [S]"),
         provenance="S",
         version="[S] review summary: Omega(d sqrt(alpha^-(H-1) K))",
-        notes=CHEN_NOTES + ("The hard instance was not read; no family here reproduces it.",),
+        notes=CHEN_NOTES
+        + (
+            "The hard instance was not read; no family here reproduces it. The claim "
+            "icvar-l-linear-mixture (v) measures the d-exponent on a constructed stand-in, "
+            "icvar-linear-hypercube (Zhou et al. 2021's hypercube at a fixed gap): 1.42 [1.30, "
+            "1.54], inside [1 - 0.25, 2 + 0.25].",
+        ),
     ),
 )
