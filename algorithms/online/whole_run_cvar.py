@@ -373,7 +373,7 @@ def _row_cumsums(indptr, data):
     return out
 
 
-def _true_rows(mdp) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def true_rows(mdp) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """``(indptr, indices, data, cum, n_stages)``: every stage's ``mdp.P_flat(h)`` stacked,
     positive entries only, in column order, and the rows' cumulative sums at them."""
     import scipy.sparse as sp
@@ -392,6 +392,37 @@ def _true_rows(mdp) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int
     return indptr, P.indices.astype(np.int64), data, _row_cumsums(indptr, data), n_st
 
 
+def evaluation_args(lat, mdp) -> tuple:
+    """The evaluation arguments of :func:`static_cvar_of_policy` for an agent lattice ``lat`` on
+    ``mdp`` (``StaticCVaR.policy_values``' ``return_distribution``): ``(inc_e, q_e, stride,
+    spent, g_ptr, g_u, g_lo, g_states, values)``."""
+    from theorylab.algorithms.risk.return_distribution import joint_index
+    from theorylab.algorithms.risk.reward_lattice import reward_lattice
+
+    H = mdp.horizon
+    # the evaluation lattice of StaticCVaR.policy_values (return_distribution)
+    E = reward_lattice(mdp)
+    stride, inc_e, C, spent = joint_index(lat, E)
+    g_ptr, g_u, g_lo, g_states = [0], [], [0], []
+    A, K_E = mdp.A, inc_e.shape[-1]
+    for h in range(H):  # the push-forward's groups: (h, a, k), then u ascending
+        for a in range(A):
+            for k in range(K_E):
+                col = inc_e[h, :, a, k]
+                for u in np.unique(col):
+                    g_u.append(int(u))
+                    g_states.extend(np.flatnonzero(col == u).tolist())
+                    g_lo.append(len(g_states))
+                g_ptr.append(len(g_u))
+    return (
+        np.ascontiguousarray(inc_e, dtype=np.int64),
+        np.ascontiguousarray(E.probs, dtype=np.float64), int(stride),
+        spent.astype(np.int64), np.array(g_ptr, np.int64), np.array(g_u, np.int64),
+        np.array(g_lo, np.int64), np.array(g_states, np.int64),
+        np.ascontiguousarray(E.levels, dtype=np.float64),
+    )  # fmt: skip
+
+
 class CVaRUCBVILoop(SegmentedLoop):
     """The state of B seeds of CVaR-UCBVI on one MDP, advanced by the compiled kernel; the
     interface of :class:`~theorylab.algorithms.online.whole_run.CompiledLoop` (so
@@ -404,8 +435,6 @@ class CVaRUCBVILoop(SegmentedLoop):
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
-        from theorylab.algorithms.risk.return_distribution import joint_index
-        from theorylab.algorithms.risk.reward_lattice import reward_lattice
 
         if type(agent) is not CVaRUCBVI:
             raise ValueError(f"{type(agent).__name__} is not CVaRUCBVI; run it with loop='python'")
@@ -434,28 +463,8 @@ class CVaRUCBVILoop(SegmentedLoop):
             np.ascontiguousarray(lat.probs, dtype=np.float64),
             np.ascontiguousarray(env.mu0, dtype=np.float64),
         )  # fmt: skip
-        # the evaluation lattice of StaticCVaR.policy_values (return_distribution)
-        E = reward_lattice(mdp)
-        stride, inc_e, C, spent = joint_index(lat, E)
-        g_ptr, g_u, g_lo, g_states = [0], [], [0], []
-        A, K_E = mdp.A, inc_e.shape[-1]
-        for h in range(H):  # the push-forward's groups: (h, a, k), then u ascending
-            for a in range(A):
-                for k in range(K_E):
-                    col = inc_e[h, :, a, k]
-                    for u in np.unique(col):
-                        g_u.append(int(u))
-                        g_states.extend(np.flatnonzero(col == u).tolist())
-                        g_lo.append(len(g_states))
-                    g_ptr.append(len(g_u))
-        self.eval_args = (
-            np.ascontiguousarray(inc_e, dtype=np.int64),
-            np.ascontiguousarray(E.probs, dtype=np.float64), int(stride),
-            spent.astype(np.int64), np.array(g_ptr, np.int64), np.array(g_u, np.int64),
-            np.array(g_lo, np.int64), np.array(g_states, np.int64),
-            np.ascontiguousarray(E.levels, dtype=np.float64),
-        )  # fmt: skip
-        indptr, indices, data, cum, n_st = _true_rows(mdp)
+        self.eval_args = evaluation_args(lat, mdp)
+        indptr, indices, data, cum, n_st = true_rows(mdp)
         R = np.stack([np.asarray(mdp.reward(t), dtype=np.float64) for t in range(H)])
         mu0 = np.ascontiguousarray(mdp.mu0, dtype=np.float64)
         self.model_args = (
