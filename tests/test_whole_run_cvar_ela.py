@@ -202,3 +202,26 @@ def test_bench_long_cvar_ela_rows(monkeypatch):
     assert compiled["method"] == "cvar-ela compiled 1 thread"
     assert compiled["ratio"] == compiled["per_cpu_s"] / python["per_cpu_s"]
     assert "cvar-ela compiled 1 thread" in format_table([python, compiled])
+
+
+@pytest.mark.parametrize("forget", [None, "mu", "counts", "carried_cvar_pi"])
+def test_restore_continues_exactly_and_a_forgotten_array_departs(forget):
+    # snapshot after 60 episodes, restore into a fresh loop, run 60 more: the uninterrupted
+    # run's episodes bit for bit; a checkpoint that forgot an array (left at its initial value)
+    # departs from it (the negative control of tests/test_resume_exact.py's cvar-ela case).
+    # Forgetting `selected` or `carried_act` is invisible here: their initial values (candidate
+    # 0 = phi*, and a plan recomputed in full every episode) are what the run holds
+    spec, params = CASES[0]
+    whole = _loop(spec, params, 120)
+    first, rest = whole.advance(60), whole.advance(60)
+    part = _loop(spec, params, 120)
+    part.advance(60)
+    snap = part.snapshot()
+    fresh = _loop(spec, params, 120)
+    if forget is not None:
+        snap[forget] = fresh.snapshot()[forget].copy()
+    fresh.restore(snap)
+    out = fresh.advance(60)
+    same = all(np.array_equal(rest[name], out[name]) for name in rest)
+    assert same is (forget is None)
+    assert np.unique(first["regret"]).size > 1
