@@ -60,14 +60,22 @@ TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmin / first
 @njit(cache=True, error_model="numpy")
 def em_seed(Phi, mu, counts, n_iter, P, ratio, loglik):
     """``em_steps`` for one seed: ``n_iter`` EM updates of mu (H, M, d, S) in place on counts
-    (H, SA, S); loglik (H, M) receives the log-likelihood of the result. Scratch P, ratio
-    (SA, S). Phi (M, SA, d)."""
+    (H, SA, S); loglik (H, M) receives the log-likelihood of the result. Scratch P (d, S) (the
+    iterate before the update), ratio (SA, S). Phi (M, SA, d).
+
+    An update that leaves mu bit for bit where it was is a fixed point of this arithmetic (the
+    update is a function of mu and the counts alone), so the remaining iterations would repeat
+    it: they are skipped, which changes no bit (on the claims' classes EM is exact after one
+    update, and this skip is most of the kernel's speed)."""
     H, M, d, S = mu.shape
     SA = Phi.shape[1]
     for h in range(H):
         for j in range(M):
             m = mu[h, j]
             for _ in range(n_iter):
+                for i in range(d):
+                    for y in range(S):
+                        P[i, y] = m[i, y]
                 for sa in range(SA):
                     for y in range(S):
                         acc = 0.0
@@ -97,6 +105,13 @@ def em_seed(Phi, mu, counts, n_iter, P, ratio, loglik):
                         tot3 += v
                     for y in range(S):
                         m[i, y] = m[i, y] / tot3
+                same = True
+                for i in range(d):
+                    for y in range(S):
+                        if m[i, y] != P[i, y]:
+                            same = False
+                if same:
+                    break
             ll = 0.0
             for sa in range(SA):
                 for y in range(S):
@@ -225,7 +240,7 @@ def run_cvar_ela_segment(
     C = spent.shape[0]
     n_ret = values.shape[0]
     for b in prange(B):
-        P = np.empty((SA, S))
+        P = np.empty((max(SA, d), S))
         ratio = np.empty((SA, S))
         frac = np.empty(SA)
         Sig = np.empty((d, d))
