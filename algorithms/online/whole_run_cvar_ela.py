@@ -16,8 +16,9 @@ cvar_ela.CVaRELA` (Zhao et al. ICLR 2024, reconstructed; the equations and what 
    (:func:`~theorylab.algorithms.online.whole_run_cvar.static_cvar_of_policy`, CVaR-UCBVI's
    kernel: the same ``return_distribution`` and ``cvar`` of the Python runner), recomputed only
    when the actions or j_1 changed (it is a function of them alone);
-3. the rollout from the environment's ``1 + 3H`` uniforms (``budget_rollout``'s rules, as in
-   CVaR-UCBVI's kernel), the counts C_h(s, a, s') += 1;
+3. the rollout from the environment's ``1 + 3H`` uniforms (``budget_rollout``'s rules, CVaR-UCBVI's
+   kernel's :func:`~theorylab.algorithms.online.whole_run_cvar.budget_rollout_seed`), the counts
+   C_h(s, a, s') += 1;
 4. the MLE oracle (``RepUCB.update`` / ``em_steps``): ``em_iters`` warm-started EM updates of
    mu_{j,h} for every candidate j and step h (ratio C / max(P, 1e-12) on the observed entries,
    G = Phi^T ratio, mu <- max(mu G, 0) normalised, a row without mass uniform, floored at
@@ -27,14 +28,14 @@ cvar_ela.CVaRELA` (Zhao et al. ICLR 2024, reconstructed; the equations and what 
 The agent draws no random numbers; the environment's PCG64 streams are stepped in the kernel.
 
 Agreement with the Python loop (tests/test_whole_run_cvar_ela.py): the Python agent forms P_hat,
-Sigma, its inverse (LAPACK), the widths and the EM products with ``matmul`` (BLAS, whose
-summation order and fused multiply-adds belong to the build and the CPU) and numpy's pairwise
-reductions; here they are left-to-right loops and ``np.linalg.inv`` of numba (LAPACK). So the
-learned model, mu, the widths and the value estimates agree to round-off (measured up to
-2.5e-12 on the estimates, whose shortfall is divided by tau), not bit for bit, and the integer trajectory (selected candidate, augmented actions,
-j_1, visited states) is the same as long as no comparison is decided by round-off (ties are taken
-within 1e-12 relative, the candidates' log-likelihoods differ by O(1) or more on the claims'
-instances). The exact regret and the returns are functions of the trajectory alone (the
+Sigma, its inverse (LAPACK), the widths and the EM products with ``matmul`` (BLAS, whose summation
+order and fused multiply-adds belong to the build and the CPU) and numpy's pairwise reductions; here
+they are left-to-right loops and ``np.linalg.inv`` of numba (LAPACK). So the learned model, mu, the
+widths and the value estimates agree to round-off (measured up to 2.5e-12 on the estimates, whose
+shortfall is divided by tau), not bit for bit, and the integer trajectory (selected candidate,
+augmented actions, j_1, visited states) is the same as long as no comparison is decided by round-off
+(ties are taken within 1e-12 relative, the candidates' log-likelihoods differ by O(1) or more on the
+claims' instances). The exact regret and the returns are functions of the trajectory alone (the
 regret of (pi_k, j_1) on the true model, by the same kernel as CVaR-UCBVI's, which is bit for bit
 ``StaticCVaR.policy_values``), so they agree bit for bit; the tests check both.
 fastmath is off.
@@ -49,9 +50,11 @@ from numba import njit, prange
 
 from theorylab.algorithms.linear.mle import MU_FLOOR
 from theorylab.algorithms.online.segmented_loop import SegmentedLoop
-from theorylab.algorithms.online.whole_run_cvar import static_cvar_of_policy, true_rows
-from theorylab.algorithms.online.whole_run_kernel import pairwise_sum
-from theorylab.kernels.pcg64 import pcg64_random
+from theorylab.algorithms.online.whole_run_cvar import (
+    budget_rollout_seed,
+    static_cvar_of_policy,
+    true_rows,
+)
 
 STATE_FIELDS = ("counts", "mu", "selected")
 TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmin / first_argmax
@@ -256,6 +259,8 @@ def run_cvar_ela_segment(
         terms = np.empty(n_ret)
         w = np.empty(1 + 3 * H)
         rew = np.empty(H)
+        states = np.empty(H + 1, np.int64)
+        actions = np.empty(H, np.int64)
         for k in range(n_ep):
             jb, est, changed = plan_ela_seed(
                 Phi, selected[b], mu[b], counts[b], alpha, lam, tau, levels, inc_p, q_p,
@@ -273,36 +278,12 @@ def run_cvar_ela_segment(
                 )  # fmt: skip
                 evaluated[b] = 1
             regret[b, k] = v_star - cvar_pi[b]
-            for i in range(1 + 3 * H):
-                w[i] = pcg64_random(rng[b])
-            cnt = 0
-            for x in range(S):
-                if mu0_cum[x] <= w[0]:
-                    cnt += 1
-            s = cnt if cnt < S - 1 else S - 1
-            jr = jb
-            for t in range(H):
-                a = act[b, t, s, jr]
-                mean = R[t, s, a]
-                if bernoulli:
-                    r = 1.0 if w[3 + 3 * t] < mean else 0.0
-                else:
-                    r = mean
-                row = min(t, n_pstages - 1) * S * A + s * A + a
-                u = w[2 + 3 * t]
-                y = S
-                for e in range(indptr[row], indptr[row + 1]):
-                    if cum[e] > u:
-                        y = indices[e]
-                        break
-                y = y if y < S - 1 else S - 1
-                kk = 1 if (lattice_bern and r > 0.5) else 0
-                jr = jr - inc_p[t, s, a, kk]
-                jr = jr if jr > 0 else 0
-                rew[t] = r
-                counts[b, t, s * A + a, y] += 1.0
-                s = y
-            returns[b, k] = pairwise_sum(rew, 0, H)
+            returns[b, k] = budget_rollout_seed(
+                rng[b], act[b], jb, inc_p, R, bernoulli, lattice_bern, indptr, indices, cum,
+                n_pstages, mu0_cum, w, rew, states, actions,
+            )  # fmt: skip
+            for t in range(H):  # C_h(s, a, s') += 1 (RepUCB.update)
+                counts[b, t, states[t] * A + actions[t], states[t + 1]] += 1.0
             em_seed(Phi, mu[b], counts[b], n_iter, P, ratio, loglik)
             best, arg = 0.0, 0
             for j in range(M):  # argmax_j sum_h loglik (first maximum)
