@@ -41,7 +41,7 @@ scores the augmented policy by its exact return distribution (``static_cvar_of``
 Measured effect of the bonus's 1/tau (claim ``cvar-ela-inverse-tau-squared``): in the CVaR
 objective the bonus is alpha w b / tau, so on ``cvar-safe-risky:p_bad=2 tau`` (CVaR gap 0.5 at
 every tau) RISKY stays optimistic until alpha w < 1.5 tau and the episodes to eps grow as tau^-2
-(slope -1.94, CI [-2.17, -1.73], tau from 0.1 to 0.025, 16 seeds; -1.80, CI [-1.97, -1.64] on
+(slope -1.87, CI [-2.06, -1.67], tau from 0.1 to 0.025, 16 seeds; -1.80, CI [-1.97, -1.64] on
 five tau and 32 seeds); at a fixed p_bad = 0.3 they shrink as tau shrinks (slope +0.19: the
 threshold p_bad - tau / 2 grows).
 """
