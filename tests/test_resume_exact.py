@@ -49,6 +49,9 @@ CASES = [  # (algorithm, MDP spec, params): Q moves below its cap, so the plan c
     # refits of the reward MLE in Python between kernel calls, the comparisons held in growing
     # buffers and the agent's own stream (tie-breaks, labels) in the checkpoint
     ("icvar-hf", "linear-mixture:S=5,A=2,d=3,H=3,seed=0,concentration=0.5", {"alpha": 0.25}),
+    # the whole episode compiled (EM, plan, exact static CVaR): mu, the selected candidate and
+    # the last plan and its CVaR (carried) in the checkpoint
+    ("cvar-ela", "cvar-safe-risky:H=2", {"tau": 0.25, "c": 0.1}),
 ]
 
 
@@ -59,6 +62,10 @@ def _loop(algorithm, spec, params, torch=False):
         params = {"features": mdp.features, **params}
     if algorithm == "icvar-hf":
         params = {"basis": mdp.basis, **params}
+    if algorithm == "cvar-ela":  # cvar-ela-lowrank's class: phi* = P and a swapped RISKY row
+        wrong = mdp.dense_P().copy()
+        wrong[0, 0] = wrong[0, 0][[0, 1, 3, 2]]
+        params = {"feature_class": np.stack([mdp.dense_P(), wrong]), **params}
     idx = seed_indices(3)
     env = env_spec(mdp, known_rewards=True)
     entry = get_algorithm(algorithm)

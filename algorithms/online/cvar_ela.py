@@ -41,7 +41,7 @@ scores the augmented policy by its exact return distribution (``static_cvar_of``
 Measured effect of the bonus's 1/tau (claim ``cvar-ela-inverse-tau-squared``): in the CVaR
 objective the bonus is alpha w b / tau, so on ``cvar-safe-risky:p_bad=2 tau`` (CVaR gap 0.5 at
 every tau) RISKY stays optimistic until alpha w < 1.5 tau and the episodes to eps grow as tau^-2
-(slope -1.94, CI [-2.17, -1.73], tau from 0.1 to 0.025, 16 seeds; -1.80, CI [-1.97, -1.64] on
+(slope -1.87, CI [-2.06, -1.67], tau from 0.1 to 0.025, 16 seeds; -1.80, CI [-1.97, -1.64] on
 five tau and 32 seeds); at a fixed p_bad = 0.3 they shrink as tau shrinks (slope +0.19: the
 threshold p_bad - tau / 2 grows).
 """
@@ -51,6 +51,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorylab.agent import EnvSpec
+from theorylab.algorithms.online import rep_ucb
 from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI, expect
 from theorylab.algorithms.online.rep_ucb import RepUCB
 from theorylab.algorithms.registry import register
@@ -144,3 +145,23 @@ class CVaRELA(RepUCB):
     def value_estimate(self) -> np.ndarray:
         """Optimistic max_b { b - mu0 . U_1(., b) / tau } per seed, ``(B,)``."""
         return self._estimate
+
+
+_MIRRORED = (
+    (CVaRELA, "plan", CVaRELA.plan),
+    (CVaRELA, "alpha", vars(CVaRELA)["alpha"]),
+    (CVaRELA, "_shifted", CVaRELA._shifted),
+    (CVaRELA, "policy", CVaRELA.policy),
+    (RepUCB, "update", RepUCB.update),
+    (RepUCB, "learned_model", RepUCB.learned_model),
+    (RepUCB, "iota", vars(RepUCB)["iota"]),
+    (rep_ucb, "em_steps", rep_ucb.em_steps),
+)
+"""What the compiled CVaR-ELA loop (``whole_run_cvar_ela.py``) re-implements, as defined here."""
+
+
+def compiled_loop_mirrors() -> bool:
+    """Whether every function the compiled CVaR-ELA loop re-implements is still the original: a
+    mutation (``validations/robust_mutations.py``) replaces one, and then ``loop="auto"`` takes
+    the Python loop, which the mutation reaches, and ``loop="compiled"`` is refused."""
+    return all(vars(owner).get(name) is original for owner, name, original in _MIRRORED)

@@ -16,7 +16,10 @@ under their own objectives), ``linucb`` (its own kernel,
 under static CVaR at its tau, :mod:`theorylab.algorithms.online.whole_run_cvar`) and ``icvar-hf``
 (its own kernel between the reward refits, which stay in Python, scored under the iterated CVaR at
 its alpha, :mod:`theorylab.algorithms.online.whole_run_icvar_hf`; none while a mutation has
-replaced one of the agent's functions, ``icvar_l.compiled_loop_mirrors``);
+replaced one of the agent's functions, ``icvar_l.compiled_loop_mirrors``) and ``cvar-ela`` (its
+own kernel, the EM step, plan, exact static CVaR and rollout of every episode,
+:mod:`theorylab.algorithms.online.whole_run_cvar_ela`; none while a mutation has replaced one of
+its functions, ``cvar_ela.compiled_loop_mirrors``);
 :func:`make_compiled_loop` picks the loop class. The kernel
 reads the constants (L, the bonus coefficients, tie-breaking, known rewards, epsilon and its
 schedule, alpha) off the constructed Python agent, so parameters are validated and computed in
@@ -73,6 +76,7 @@ DEFAULT_SEGMENT = 100_000
 def compiled_variant(agent) -> int | None:
     """The kernel variant (``whole_run_kernel.VARIANT_*``) for this agent, or None when it has
     no whole-run kernel (another class, a subclass, a non-risk-neutral objective)."""
+    from theorylab.algorithms.online import cvar_ela
     from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
     from theorylab.algorithms.online.greedy import CertaintyEquivalentGreedy, EpsilonGreedy
     from theorylab.algorithms.online.icvar_l import ICVaRHF, compiled_loop_mirrors
@@ -86,6 +90,7 @@ def compiled_variant(agent) -> int | None:
         VARIANT_BF,
         VARIANT_CH,
         VARIANT_CVAR,
+        VARIANT_CVAR_ELA,
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
@@ -109,10 +114,13 @@ def compiled_variant(agent) -> int | None:
         LSVIUCB: VARIANT_LSVI_UCB,
         CVaRUCBVI: VARIANT_CVAR,
         ICVaRHF: VARIANT_ICVAR_HF,
+        cvar_ela.CVaRELA: VARIANT_CVAR_ELA,
         OptimisticQHoeffding: VARIANT_QH,
         OptimisticQBernstein: VARIANT_QB,
     }
     if type(agent) is ICVaRHF and not compiled_loop_mirrors():  # a mutation patched the agent
+        return None
+    if type(agent) is cvar_ela.CVaRELA and not cvar_ela.compiled_loop_mirrors():
         return None
     return variants.get(type(agent))
 
@@ -158,6 +166,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
     from theorylab.algorithms.online.whole_run_kernel import (
         TIE_WITHIN_TOL,
         VARIANT_CVAR,
+        VARIANT_CVAR_ELA,
         VARIANT_EPS,
         VARIANT_GREEDY,
         VARIANT_ICVAR,
@@ -171,7 +180,7 @@ def loop_constants(agent, mdp) -> LoopConstants:
 
     variant = compiled_variant(agent)
     # make_compiled_loop's others
-    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR, VARIANT_ICVAR_HF)
+    own_loops = (VARIANT_LINUCB, VARIANT_LSVI_UCB, VARIANT_CVAR, VARIANT_ICVAR_HF, VARIANT_CVAR_ELA)
     if variant is None or variant in own_loops:
         raise ValueError(
             f"{type(agent).__name__} has no whole-run kernel; run it with loop='python'"
@@ -233,16 +242,21 @@ def loop_constants(agent, mdp) -> LoopConstants:
 
 def make_compiled_loop(agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
     """The compiled whole-run loop of ``agent`` (:class:`CompiledLoop`, or LinUCB's,
-    LSVI-UCB's, CVaR-UCBVI's and ICVaR-HF's own loops); raises ValueError for an agent without
-    one."""
+    LSVI-UCB's, CVaR-UCBVI's, ICVaR-HF's and CVaR-ELA's own loops); raises ValueError for an
+    agent without one."""
     from theorylab.algorithms.online.whole_run_kernel import (
         VARIANT_CVAR,
+        VARIANT_CVAR_ELA,
         VARIANT_ICVAR_HF,
         VARIANT_LINUCB,
         VARIANT_LSVI_UCB,
     )
 
     variant = compiled_variant(agent)
+    if variant == VARIANT_CVAR_ELA:  # the whole episode, EM included
+        from theorylab.algorithms.online.whole_run_cvar_ela import CVaRELALoop
+
+        return CVaRELALoop(agent, mdp, v_star, env_rngs)
     if variant == VARIANT_ICVAR_HF:  # kernel between the reward refits, the MLE in Python
         from theorylab.algorithms.online.whole_run_icvar_hf import ICVaRHFLoop
 

@@ -263,6 +263,52 @@ def static_cvar_of_policy(
     return pairwise_sum(terms, 0, n_ret) / tau
 
 
+@njit(cache=True, error_model="numpy")
+def budget_rollout_seed(
+    rng, act, jb, inc_p, R, bernoulli, lattice_bern, indptr, indices, cum, n_pstages, mu0_cum,
+    w, rew, states, actions,
+):  # fmt: skip
+    """One rollout of an augmented policy (act (H, S, J), initial budget index jb) from the
+    seed's PCG64 state rng (4,), ``1 + 3H`` uniforms (``budget_rollout``'s rules: the initial
+    state and each next state are the count of cumulative probabilities ``<= u`` clamped to
+    S - 1, a Bernoulli reward is ``u < mean``, the budget moves by the realised outcome's
+    increment on the agent's lattice inc_p (H, S, A, K)). Fills states (H + 1,), actions (H,)
+    and the rewards rew (H,); returns the return (pairwise sum). w: scratch (1 + 3H,)."""
+    H, S = act.shape[0], act.shape[1]
+    A = inc_p.shape[2]
+    for i in range(1 + 3 * H):
+        w[i] = pcg64_random(rng)
+    cnt = 0
+    for x in range(S):
+        if mu0_cum[x] <= w[0]:
+            cnt += 1
+    s = cnt if cnt < S - 1 else S - 1
+    jr = jb
+    for t in range(H):
+        a = act[t, s, jr]
+        mean = R[t, s, a]
+        if bernoulli:
+            r = 1.0 if w[3 + 3 * t] < mean else 0.0
+        else:
+            r = mean
+        row = min(t, n_pstages - 1) * S * A + s * A + a
+        u = w[2 + 3 * t]  # next state: #{s' : cumsum(P row)[s'] <= u}, <= S - 1
+        y = S
+        for e in range(indptr[row], indptr[row + 1]):
+            if cum[e] > u:  # the first positive entry past u: s' < it count
+                y = indices[e]
+                break
+        y = y if y < S - 1 else S - 1
+        kk = 1 if (lattice_bern and r > 0.5) else 0
+        jr = jr - inc_p[t, s, a, kk]
+        jr = jr if jr > 0 else 0
+        rew[t] = r
+        states[t], actions[t] = s, a
+        s = y
+    states[H] = s
+    return pairwise_sum(rew, 0, H)
+
+
 @njit(parallel=True, cache=True, error_model="numpy")
 def run_cvar_segment(
     tau, L, c, rc, bern, levels, inc_p, q_p, mu0_agent, inc_e, q_e, stride, spent, g_ptr, g_u,
@@ -304,6 +350,8 @@ def run_cvar_segment(
         terms = np.empty(n_ret)
         w = np.empty(1 + 3 * H)
         rew = np.empty(H)
+        states = np.empty(H + 1, np.int64)
+        actions = np.empty(H, np.int64)
         for k in range(n_ep):
             # (1)-(2) the plan and its value estimate
             jb, est, changed = plan_cvar_seed(
@@ -326,38 +374,15 @@ def run_cvar_segment(
             regret[b, k] = v_star - cvar_pi[b]
 
             # (4) rollout with the budget (budget_rollout), (5) counts (CVaRUCBVI.update)
-            for i in range(1 + 3 * H):
-                w[i] = pcg64_random(rng[b])
-            cnt = 0
-            for x in range(S):
-                if mu0_cum[x] <= w[0]:
-                    cnt += 1
-            s = cnt if cnt < S - 1 else S - 1
-            jr = jb
+            returns[b, k] = budget_rollout_seed(
+                rng[b], act[b], jb, inc_p, R, bernoulli, lattice_bern, indptr, indices, cum,
+                n_pstages, mu0_cum, w, rew, states, actions,
+            )  # fmt: skip
             for t in range(H):
-                a = act[b, t, s, jr]
-                mean = R[t, s, a]
-                if bernoulli:
-                    r = 1.0 if w[3 + 3 * t] < mean else 0.0
-                else:
-                    r = mean
-                row = min(t, n_pstages - 1) * S * A + s * A + a
-                u = w[2 + 3 * t]  # next state: #{s' : cumsum(P row)[s'] <= u}, <= S - 1
-                y = S
-                for e in range(indptr[row], indptr[row + 1]):
-                    if cum[e] > u:  # the first positive entry past u: s' < it count
-                        y = indices[e]
-                        break
-                y = y if y < S - 1 else S - 1
-                kk = 1 if (lattice_bern and r > 0.5) else 0
-                jr = jr - inc_p[t, s, a, kk]
-                jr = jr if jr > 0 else 0
-                rew[t] = r
                 g = t if G > 1 else 0
+                s, a = states[t], actions[t]
                 n[b, g, s, a] += 1
-                n_next[b, g, s, a, y] += 1
-                s = y
-            returns[b, k] = pairwise_sum(rew, 0, H)
+                n_next[b, g, s, a, states[t + 1]] += 1
 
 
 @njit(cache=True, error_model="numpy")
@@ -373,7 +398,7 @@ def _row_cumsums(indptr, data):
     return out
 
 
-def _true_rows(mdp) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
+def true_rows(mdp) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int]:
     """``(indptr, indices, data, cum, n_stages)``: every stage's ``mdp.P_flat(h)`` stacked,
     positive entries only, in column order, and the rows' cumulative sums at them."""
     import scipy.sparse as sp
@@ -392,6 +417,37 @@ def _true_rows(mdp) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, int
     return indptr, P.indices.astype(np.int64), data, _row_cumsums(indptr, data), n_st
 
 
+def evaluation_args(lat, mdp) -> tuple:
+    """The evaluation arguments of :func:`static_cvar_of_policy` for an agent lattice ``lat`` on
+    ``mdp`` (``StaticCVaR.policy_values``' ``return_distribution``): ``(inc_e, q_e, stride,
+    spent, g_ptr, g_u, g_lo, g_states, values)``."""
+    from theorylab.algorithms.risk.return_distribution import joint_index
+    from theorylab.algorithms.risk.reward_lattice import reward_lattice
+
+    H = mdp.horizon
+    # the evaluation lattice of StaticCVaR.policy_values (return_distribution)
+    E = reward_lattice(mdp)
+    stride, inc_e, C, spent = joint_index(lat, E)
+    g_ptr, g_u, g_lo, g_states = [0], [], [0], []
+    A, K_E = mdp.A, inc_e.shape[-1]
+    for h in range(H):  # the push-forward's groups: (h, a, k), then u ascending
+        for a in range(A):
+            for k in range(K_E):
+                col = inc_e[h, :, a, k]
+                for u in np.unique(col):
+                    g_u.append(int(u))
+                    g_states.extend(np.flatnonzero(col == u).tolist())
+                    g_lo.append(len(g_states))
+                g_ptr.append(len(g_u))
+    return (
+        np.ascontiguousarray(inc_e, dtype=np.int64),
+        np.ascontiguousarray(E.probs, dtype=np.float64), int(stride),
+        spent.astype(np.int64), np.array(g_ptr, np.int64), np.array(g_u, np.int64),
+        np.array(g_lo, np.int64), np.array(g_states, np.int64),
+        np.ascontiguousarray(E.levels, dtype=np.float64),
+    )  # fmt: skip
+
+
 class CVaRUCBVILoop(SegmentedLoop):
     """The state of B seeds of CVaR-UCBVI on one MDP, advanced by the compiled kernel; the
     interface of :class:`~theorylab.algorithms.online.whole_run.CompiledLoop` (so
@@ -404,8 +460,6 @@ class CVaRUCBVILoop(SegmentedLoop):
 
     def __init__(self, agent, mdp, v_star: float, env_rngs: Sequence[np.random.Generator]):
         from theorylab.algorithms.online.cvar_ucbvi import CVaRUCBVI
-        from theorylab.algorithms.risk.return_distribution import joint_index
-        from theorylab.algorithms.risk.reward_lattice import reward_lattice
 
         if type(agent) is not CVaRUCBVI:
             raise ValueError(f"{type(agent).__name__} is not CVaRUCBVI; run it with loop='python'")
@@ -434,28 +488,8 @@ class CVaRUCBVILoop(SegmentedLoop):
             np.ascontiguousarray(lat.probs, dtype=np.float64),
             np.ascontiguousarray(env.mu0, dtype=np.float64),
         )  # fmt: skip
-        # the evaluation lattice of StaticCVaR.policy_values (return_distribution)
-        E = reward_lattice(mdp)
-        stride, inc_e, C, spent = joint_index(lat, E)
-        g_ptr, g_u, g_lo, g_states = [0], [], [0], []
-        A, K_E = mdp.A, inc_e.shape[-1]
-        for h in range(H):  # the push-forward's groups: (h, a, k), then u ascending
-            for a in range(A):
-                for k in range(K_E):
-                    col = inc_e[h, :, a, k]
-                    for u in np.unique(col):
-                        g_u.append(int(u))
-                        g_states.extend(np.flatnonzero(col == u).tolist())
-                        g_lo.append(len(g_states))
-                    g_ptr.append(len(g_u))
-        self.eval_args = (
-            np.ascontiguousarray(inc_e, dtype=np.int64),
-            np.ascontiguousarray(E.probs, dtype=np.float64), int(stride),
-            spent.astype(np.int64), np.array(g_ptr, np.int64), np.array(g_u, np.int64),
-            np.array(g_lo, np.int64), np.array(g_states, np.int64),
-            np.ascontiguousarray(E.levels, dtype=np.float64),
-        )  # fmt: skip
-        indptr, indices, data, cum, n_st = _true_rows(mdp)
+        self.eval_args = evaluation_args(lat, mdp)
+        indptr, indices, data, cum, n_st = true_rows(mdp)
         R = np.stack([np.asarray(mdp.reward(t), dtype=np.float64) for t in range(H)])
         mu0 = np.ascontiguousarray(mdp.mu0, dtype=np.float64)
         self.model_args = (

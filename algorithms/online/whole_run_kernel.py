@@ -96,6 +96,7 @@ VARIANT_LINUCB = 9  # LinUCB / OFUL: its own kernel (algorithms/online/whole_run
 VARIANT_LSVI_UCB = 10  # LSVI-UCB: its own kernel (algorithms/online/whole_run_lsvi.py)
 VARIANT_CVAR = 11  # CVaR-UCBVI: its own kernel (algorithms/online/whole_run_cvar.py)
 VARIANT_ICVAR_HF = 12  # ICVaR-HF: its own kernel (algorithms/online/whole_run_icvar_hf.py)
+VARIANT_CVAR_ELA = 13  # CVaR-ELA: its own kernel (algorithms/online/whole_run_cvar_ela.py)
 TIE_FIRST, TIE_LEAST_VISITED, TIE_WITHIN_TOL = 0, 1, 2
 TIE_TOL = 1e-12  # algorithms/risk/static_cvar_planning.py: first_argmax's relative tolerance
 

@@ -183,6 +183,7 @@ def bench_long(quick: bool = False) -> list[dict]:
         out.append(row)
     out += bench_long_torch(quick)
     out += bench_long_icvar_hf(quick)
+    out += bench_long_cvar_ela(quick)
     base = {  # the Python loop (numpy backend) of each problem and parameters
         (r["problem"], repr(r.get("params", {}))): r for r in out if r["method"] == "python/numpy"
     }
@@ -202,28 +203,66 @@ ICVAR_HF_PROBLEM = "linear-mixture:S=2,A=2,d=2,H=2,seed=212,concentration=0.3"
 def bench_long_icvar_hf(quick: bool = False, rounds: int = 3) -> list[dict]:
     """ICVaR-HF (paper-form radii, alpha = 0.25) on :data:`ICVAR_HF_PROBLEM`: the Python loop
     against the whole-run compiled loop (``whole_run_icvar_hf.py``, 1 thread; the reward MLE's
-    refits run in Python in both), each row in a fresh process, the two loops interleaved over
-    ``rounds`` rounds; one row per loop with the median (and in ``range`` the min and max) of
-    each figure over the rounds, ``ratio`` the compiled median per CPU-second over the Python
-    one. The run lengths differ (the Python loop's K is what it runs in seconds) but both cross
-    the refit schedule's geometric phase (refits after 20, 22, 25, ... comparisons). The
-    load columns hold the lowest and the highest 1-minute load seen over the rounds."""
+    refits run in Python in both), interleaved (:func:`interleaved_rows`). The run lengths
+    differ (the Python loop's K is what it runs in seconds) but both cross the refit schedule's
+    geometric phase (refits after 20, 22, 25, ... comparisons)."""
+    plan = [("python/numpy", 100), ("compiled", 2_000)] if quick else [
+        ("python/numpy", 1_000),
+        ("compiled", 100_000),
+    ]  # fmt: skip
+    params = {"alpha": 0.25, "basis": ICVAR_HF_PROBLEM}
+    return interleaved_rows("icvar-hf", ICVAR_HF_PROBLEM, params, {"alpha": 0.25}, 6, plan,
+                            1 if quick else rounds)  # fmt: skip
+
+
+CVAR_ELA_PROBLEM = "cvar-safe-risky:H=2"
+"""The instance of ``cvar-ela-lowrank`` (tau = 0.25, c = 0.1, its 2-map candidate class)."""
+
+
+def bench_long_cvar_ela(quick: bool = False, rounds: int = 3) -> list[dict]:
+    """CVaR-ELA (tau = 0.25, c = 0.1) on :data:`CVAR_ELA_PROBLEM` with the 2-map class of
+    ``cvar-ela-lowrank`` (phi* = P and a map whose RISKY row swaps good and bad): the Python loop
+    against the whole-run compiled loop (``whole_run_cvar_ela.py``, 1 thread: EM, plan, exact
+    static CVaR and rollout all compiled), 16 seeds as the claim, interleaved
+    (:func:`interleaved_rows`)."""
+    from theorylab.mdps import make
+
+    P = make(CVAR_ELA_PROBLEM).dense_P()  # (S, A, S)
+    wrong = P.copy()
+    wrong[0, 0] = P[0, 0][[0, 1, 3, 2]]
+    shown = {"tau": 0.25, "c": 0.1}
+    params = {**shown, "feature_class": [P.tolist(), wrong.tolist()]}  # (2, S, A, d = S)
+    plan = [("python/numpy", 50), ("compiled", 500)] if quick else [
+        ("python/numpy", 1_000),
+        ("compiled", 20_000),
+    ]  # fmt: skip
+    return interleaved_rows("cvar-ela", CVAR_ELA_PROBLEM, params, shown, 16, plan,
+                            1 if quick else rounds)  # fmt: skip
+
+
+def interleaved_rows(
+    algorithm: str,
+    problem: str,
+    params: dict,
+    shown: dict,
+    seeds: int,
+    plan: list[tuple[str, int]],
+    rounds: int,
+) -> list[dict]:
+    """The Python loop against the compiled loop (1 thread), each row in a fresh process, the
+    ``plan``'s (method, episodes) interleaved over ``rounds`` rounds; one row per method with the
+    median (and in ``range`` the min and max) of each figure over the rounds, ``ratio`` the
+    compiled median per CPU-second over the Python one. ``shown``: the parameters the table
+    prints. The load columns hold the lowest and the highest 1-minute load seen."""
     import statistics
 
-    params = {"alpha": 0.25, "basis": ICVAR_HF_PROBLEM}
-    seeds = 6
-    plan = [("python/numpy", 100, 1), ("compiled", 2_000, 1)] if quick else [
-        ("python/numpy", 1_000, 1),
-        ("compiled", 100_000, 1),
-    ]  # fmt: skip
-    samples: dict[str, list[dict]] = {m: [] for m, _, _ in plan}
-    for _ in range(1 if quick else rounds):
-        for method, episodes, threads in plan:
-            row = _row_in_child(method, ICVAR_HF_PROBLEM, seeds, episodes, threads, params,
-                                "icvar-hf")  # fmt: skip
+    samples: dict[str, list[dict]] = {m: [] for m, _ in plan}
+    for _ in range(rounds):
+        for method, episodes in plan:
+            row = _row_in_child(method, problem, seeds, episodes, 1, params, algorithm)
             samples[method].append(row)
     out = []
-    for method, episodes, threads in plan:
+    for method, _ in plan:
         rows = samples[method]
         row = dict(rows[0])
         for key in ("seconds", "cpu_seconds", "seed_episodes_per_s", "per_cpu_s"):
@@ -232,8 +271,8 @@ def bench_long_icvar_hf(quick: bool = False, rounds: int = 3) -> list[dict]:
             row[f"{key}_range"] = (min(vals), max(vals))
         loads = [x for r in rows for x in (r["load_before"], r["load_after"]) if x is not None]
         row["load_before"], row["load_after"] = (min(loads), max(loads)) if loads else (None, None)
-        row["method"] = f"icvar-hf {method}" + (" 1 thread" if method == "compiled" else "")
-        row["params"] = {"alpha": 0.25}
+        row["method"] = f"{algorithm} {method}" + (" 1 thread" if method == "compiled" else "")
+        row["params"] = dict(shown)
         row["rounds"] = len(rows)
         out.append(row)
     out[1]["ratio"] = out[1]["per_cpu_s"] / out[0]["per_cpu_s"]

@@ -235,7 +235,7 @@ def _choose_loop(loop, agent, bk, seed_episodes, segment, checkpoint) -> str:
             f"{type(agent).__name__} has no whole-run kernel (compiled loops: "
             "ucbvi-hoeffding/-bernstein/-ajks, greedy, epsilon-greedy, "
             "optimistic-q-hoeffding/-bernstein, maxwp, icvar-rm, linucb, lsvi-ucb, cvar-ucbvi, "
-            "icvar-hf); "
+            "icvar-hf, cvar-ela); "
             "use loop='python' or 'auto'"
         )
     if loop == "torch":
