@@ -1263,7 +1263,7 @@ register_validation(
         ),
     ),
     controls=("bisimulation-seen-histories-only",),
-    papers=("000#49", "002-004#C2"),
+    papers=("000#49", "001#45", "002-004#C2"),
 )
 
 
