@@ -309,9 +309,27 @@ def test_bf16_autocast_and_tensorboard_logs(tmp_path):
     assert [e.value for e in events.Scalars("train/loss")] == pytest.approx(list(res.loss[0]))
 
 
+# The interrupted run's child pauses 0.3 s after each checkpoint it writes: on a busy machine (the
+# suite under pytest-xdist, two workers and this child on two cores) the 40 tiny steps once
+# finished before this process saw the first checkpoint and sent the signal (exit 0, not 130).
+# The pause is in the child only; the resumed and uninterrupted runs are not slowed.
+SLOW_CHECKPOINTS = """
+import time
+import theorylab.algorithms.deep.lm_training_state as lts
+save = lts.save_checkpoint
+def slow(*args, **kwargs):
+    out = save(*args, **kwargs)
+    time.sleep(0.3)
+    return out
+lts.save_checkpoint = slow
+from theorylab.cli import main
+raise SystemExit(main())
+"""
+
+
 def _cli(args: list[str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1", "PYTHONWARNINGS": "ignore"}
-    return subprocess.Popen([sys.executable, "-m", "theorylab.cli", *args],
+    return subprocess.Popen([sys.executable, "-c", SLOW_CHECKPOINTS, *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env)  # fmt: skip
 

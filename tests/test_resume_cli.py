@@ -22,10 +22,27 @@ RUN = ["run", "ucbvi-hoeffding", "random:S=5,A=3,H=5,seed=11", "-K", "400000", "
        "--segment", "10000", "--no-progress", "-p", "bonus_scale=0.05"]  # fmt: skip
 
 
+# The interrupted run's child pauses 0.2 s after each compiled segment: on a busy machine (the
+# suite under pytest-xdist, two workers and this child on two cores) the 400,000 episodes once
+# finished before this process saw the third segment's file and sent the signal (exit 0, not 130).
+# The pause is in the child only; the resumed and uninterrupted runs are not slowed.
+SLOW_SEGMENTS = """
+import time
+from theorylab.algorithms.online.whole_run import CompiledLoop
+run_segment = CompiledLoop._run_segment
+def slow(self, *args, **kwargs):
+    run_segment(self, *args, **kwargs)
+    time.sleep(0.2)
+CompiledLoop._run_segment = slow
+from theorylab.cli import main
+raise SystemExit(main())
+"""
+
+
 def _cli(args: list[str]) -> subprocess.Popen:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen(
-        [sys.executable, "-m", "theorylab.cli", *args],
+        [sys.executable, "-c", SLOW_SEGMENTS, *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
     )  # fmt: skip
 
