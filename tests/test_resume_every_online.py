@@ -85,7 +85,7 @@ ELSEWHERE = {"cvar-ucbvi", "epsilon-greedy", "greedy", "icvar-rm", "linucb", "ls
 
 # with a compiled loop too (which `checkpoint=` would pick): their Python loop's resume is tested
 # here, the compiled loop's in tests/test_resume_exact.py
-PYTHON_LOOP = {"icvar-hf"}
+PYTHON_LOOP = {"cvar-ela", "icvar-hf"}
 
 
 def _run(algorithm: str, **kw):
