@@ -23,7 +23,9 @@ word-level tokenizer built here, so both trainers see identical token ids. Compl
 
 Before timing, both sides compute the loss and its gradient on the same batch at the same weights
 (a policy perturbed away from the reference, so that neither is trivial) and must agree to 1e-5,
-every theorylab layout against TRL.
+every theorylab layout against TRL. A bf16 run (the default on CUDA, size ``gpu``) first runs that
+check at float32 on the same device, batches and seeds, then times at bf16 with a check that only
+catches O(1) errors: bf16 rounds differently shaped products differently (:data:`TOLERANCE`).
 DPO: TRL ``loss_type="sigmoid"``, beta 0.1, against theorylab's ``dpo``. GRPO: TRL
 ``loss_type="grpo"`` (per-sequence token mean, std-normalised group advantages, k3 KL with beta
 0.04, clip 0.2) against theorylab's ``grpo`` (Shao et al. 2024, eq. (3)). TRL 1.16 multiplies the
