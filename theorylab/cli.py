@@ -858,8 +858,9 @@ def cmd_bench(args) -> int:
     from theorylab.bench.suite import run_benchmarks
 
     payload = run_benchmarks(
-        args.which, quick=args.quick, backend=args.backend, device=args.device, runs=args.runs
-    )
+        args.which, quick=args.quick, backend=args.backend, device=args.device, runs=args.runs,
+        allocator=args.allocator,
+    )  # fmt: skip
     if args.json:
         from theorylab.store import atomic_write_json
 
@@ -1360,6 +1361,13 @@ def build_parser() -> argparse.ArgumentParser:
         default=1,
         help="llm: run the bench N times in one sitting and print each row's ratios across the "
         "runs with their spread (max/min - 1), flagging rows over 10%% (default 1)",
+    )
+    q.add_argument(
+        "--allocator",
+        choices=["heap", "system"],
+        help="llm on CPU: heap (default) keeps freed memory in the C heap, so that no step pays "
+        "page faults for memory the last step freed; system leaves glibc's defaults (dynamic mmap "
+        "threshold). Every row records the setting and its page faults per step",
     )
     q.add_argument("--json", help="write all measurements as JSON")
     q.set_defaults(func=cmd_bench)

@@ -84,6 +84,7 @@ What one step is, on both sides:
 from __future__ import annotations
 
 import copy
+import gc
 import math
 import os
 import shutil
@@ -93,6 +94,8 @@ import tempfile
 import time
 import warnings
 from typing import Any
+
+from theorylab.bench.allocator import check_allocator, minor_faults, set_allocator
 
 CONFIGS = {
     # vocabulary, layers, width, heads, prompt length, completion length, pairs / completions
@@ -241,7 +244,9 @@ def _time_alternately(fns: dict[str, Any], warmup: int, rounds: int, *,
     Then ``rounds`` rounds; in each, every contender runs one sample, in an order shuffled per
     round (seeded: no trainer always follows another, and whatever a neighbour does to the machine
     during a round hits all of them). Each sample is read on every clock of ``CLOCKS`` and stored
-    per step (sample / k). Returns ``{"samples": {clock: {name: [s per step, one per round]}},
+    per step (sample / k), with the minor page faults of the sample per step
+    (:func:`theorylab.bench.allocator.minor_faults`). Returns ``{"samples": {clock: {name: [s per
+    step, one per round]}}, "faults": {name: [faults per step, one per round]},
     "steps_per_sample": k, "rounds", "load": (1-min load before, after)}``; sample ``i`` of two
     contenders comes from the same round, so their ratio is a paired ratio."""
     import random
@@ -261,21 +266,41 @@ def _time_alternately(fns: dict[str, Any], warmup: int, rounds: int, *,
             fastest = min(fastest, tick() - t0)
     k = max(1, math.ceil(min_sample_s / fastest)) if fastest < float("inf") else 1
     samples: dict[str, dict[str, list[float]]] = {c: {n: [] for n in names} for c in CLOCKS}
+    faults: dict[str, list[float]] = {n: [] for n in names}  # minor page faults per step
     order = random.Random(seed)
     load_before = _load()
-    for _ in range(rounds):
-        order.shuffle(names)
-        for name in names:
-            sync()
-            t0 = {c: read() for c, read in CLOCKS.items()}
-            for _ in range(k):
-                fns[name]()
-            sync()
-            t1 = {c: read() for c, read in CLOCKS.items()}
-            for c in CLOCKS:
-                samples[c][name].append((t1[c] - t0[c]) / k)
-    return {"samples": samples, "clock": clock, "steps_per_sample": k, "rounds": rounds,
-            "load": (load_before, _load())}  # fmt: skip
+    # Python's cyclic garbage collector off while timing (as ``timeit`` does): a collection
+    # starts after a count of allocations, so it lands more often in the steps that make more
+    # Python objects (the bucket layout's four model calls), and its cost grows with everything
+    # alive in the process (more in a later run of a sitting): a cost that is neither step's.
+    # It runs between the rounds instead, untimed.
+    gc_was_enabled = gc.isenabled()
+    try:
+        for _ in range(rounds):
+            gc.collect()
+            gc.disable()
+            _one_round(fns, names, order, k, sync, samples, faults)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return {"samples": samples, "faults": faults, "clock": clock, "steps_per_sample": k,
+            "rounds": rounds, "load": (load_before, _load())}  # fmt: skip
+
+
+def _one_round(fns, names, order, k, sync, samples, faults) -> None:
+    """One round of :func:`_time_alternately`: every contender one sample, in a shuffled order."""
+    order.shuffle(names)
+    for name in names:
+        sync()
+        f0 = minor_faults()
+        t0 = {c: read() for c, read in CLOCKS.items()}
+        for _ in range(k):
+            fns[name]()
+        sync()
+        t1 = {c: read() for c, read in CLOCKS.items()}
+        faults[name].append((minor_faults() - f0) / k)
+        for c in CLOCKS:
+            samples[c][name].append((t1[c] - t0[c]) / k)
 
 
 def _synchronizer(device):
@@ -349,6 +374,11 @@ def _rows(case: str, cfg: dict, tokens: int, timing: dict, checks: dict, device,
                 # per-round samples (ms/step on ``clock``, round i of every row of this loss
                 # paired): the ratios can be recomputed, and a drift within the run seen
                 "samples_ms": [1e3 * t for t in ts],
+                # minor page faults per step, median over the rounds (the allocator's cost:
+                # ``theorylab.bench.allocator``)
+                "faults_per_step": statistics.median(timing["faults"][name])
+                if timing.get("faults")
+                else float("nan"),
                 "tokens_per_s": tokens / med,
                 **ratios,
                 "ratio_vs_peer": ratios["ratio_vs_trl" if "trl" in ts_names else "ratio_vs_plain"],
@@ -902,7 +932,8 @@ ROUNDS = {"quick": 25, "default": 15, "gpu": 10}
 SPREAD_LIMIT = 0.10  # ``--runs``: a row whose ratio spreads more than this across runs is flagged
 
 
-def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1, dtype=None) -> list[dict]:
+def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1, dtype=None,
+              allocator: str = "heap") -> list[dict]:  # fmt: skip
     """Rows (a), (b), (c) against TRL; without TRL rows (a) and (b) against plain PyTorch, with a
     line on stderr saying so (module docstring); no row without transformers.
 
@@ -911,11 +942,19 @@ def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1, dtype=Non
     :func:`format_table` adds the reproducibility table (:func:`reproducibility`).
 
     dtype: the weights' dtype of the timed run (default bfloat16 on CUDA, float32 on CPU); any
-    other than float32 is first checked at float32 (:data:`TOLERANCE`)."""
+    other than float32 is first checked at float32 (:data:`TOLERANCE`).
+
+    allocator: on CPU, ``"heap"`` (default) keeps freed memory in the C heap for the whole process
+    (:func:`theorylab.bench.allocator.keep_freed_memory`: without it, glibc's mmap threshold makes
+    a third of TRL's CPU step page faults, and the ratios move with the process's history);
+    ``"system"`` leaves glibc's defaults. Every row records the setting (``allocator``) and its
+    minor page faults per step (``faults_per_step``). On CUDA the setting is not applied (the
+    device's own caching allocator serves the tensors)."""
     import importlib.util
 
     if not isinstance(runs, int) or isinstance(runs, bool) or runs < 1:
         raise ValueError(f"--runs must be a positive integer, got {runs!r}")
+    check_allocator(allocator)
     if importlib.util.find_spec("transformers") is None:
         print(NO_TRANSFORMERS, file=sys.stderr)
         return []
@@ -941,7 +980,9 @@ def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1, dtype=Non
             print(f"{NO_TRL} (TRL is installed but does not import: {type(e).__name__}: {e})",
                   file=sys.stderr)  # fmt: skip
     threads = torch.get_num_threads()
+    malloc = "not applied (CUDA)"
     if device == "cpu":
+        malloc = set_allocator(allocator)
         # one intra-op thread: OpenMP's idle workers spin while they wait, and on a loaded machine
         # that spinning (CPU time, no work) grows with the load; one thread's CPU time is its work
         torch.set_num_threads(1)
@@ -973,7 +1014,7 @@ def bench_llm(quick: bool = False, device: str = "cpu", runs: int = 1, dtype=Non
                 gaps = strict.get((r["step"], r["trainer"]))
                 if gaps is not None:
                     r["float32_loss_gap"], r["float32_grad_gap"] = gaps
-                rows.append(dict(r, run=run))
+                rows.append(dict(r, run=run, allocator=malloc))
     finally:
         torch.set_num_threads(threads)
     return rows
@@ -1011,6 +1052,7 @@ def reproducibility(rows: list[dict], limit: float = SPREAD_LIMIT) -> list[dict]
             if entry[f"spread_vs_{peer}"] > limit:
                 flagged.append(peer)
         entry["ms_median"] = [r["ms_median"] for r in mine]
+        entry["faults_per_step"] = [r.get("faults_per_step", float("nan")) for r in mine]
         entry["spread_ms"] = _spread(entry["ms_median"])
         entry["load"] = [(r["load_1min_start"], r["load_1min"]) for r in mine]
         entry["flag"] = flagged
@@ -1039,6 +1081,7 @@ def format_reproducibility(entries: list[dict], limit: float = SPREAD_LIMIT) -> 
                 "spread (plain)": pct(e.get("spread_vs_plain")),
                 "ms/step (runs, load-dependent)": " / ".join(f"{v:.1f}" for v in e["ms_median"]),
                 "spread (ms)": pct(e["spread_ms"]),
+                "faults/step (runs)": " / ".join(f"{v:.0f}" for v in e["faults_per_step"]),
                 "flag": f"> {100 * limit:.0f}%" if e["flag"] else "",
             }
             for e in entries
@@ -1072,8 +1115,12 @@ def format_table(rows: list[dict]) -> str:
         "rounds, load-dependent; wall: the median wall-clock time; rounds x k: interleaved rounds "
         "(order shuffled per round), k steps per timed sample; ratio vs TRL / plain: the median "
         "over rounds of that trainer's time over this row's in the same round; load: the 1-minute "
-        "load average when the timing began and ended."
+        "load average when the timing began and ended; faults/step: minor page faults per step "
+        "(median over the rounds)."
     ]
+    settings = sorted({r.get("allocator", "") for r in rows} - {""})
+    if settings:
+        notes.append("C allocator: " + "; ".join(settings) + " (theorylab.bench.allocator).")
     if "TRL" not in peers:
         notes.append(
             "TRL is not installed: the peer is plain PyTorch (one padded forward, log_softmax, "
@@ -1099,6 +1146,7 @@ def format_table(rows: list[dict]) -> str:
                 "tokens/s": f"{r['tokens_per_s']:.0f}",
                 "ratio vs TRL": ratio(r["ratio_vs_trl"]),
                 "ratio vs plain": ratio(r["ratio_vs_plain"]),
+                "faults/step": f"{r.get('faults_per_step', float('nan')):.0f}",
                 "load": f"{r['load_1min_start']:.1f}-{r['load_1min']:.1f}",
                 "loss (same batch)": f"{r['loss']:.7f}",
                 "|loss gap|": f"{r['loss_gap']:.1e}",

@@ -58,12 +58,15 @@ def run_benchmarks(
     backend: str | None = None,
     device: str = "cpu",
     runs: int = 1,
+    allocator: str | None = None,
 ) -> dict:
     """Run the named benchmark (or all), print each table, return everything as a dict.
 
     backend / device: passed to the benchmarks that take them (module docstring); None leaves
     each benchmark at its default. runs: run the benchmark this many times in one sitting and
-    report how far its figures spread (only benchmarks that take ``runs``: ``llm``)."""
+    report how far its figures spread (only benchmarks that take ``runs``: ``llm``). allocator:
+    the C allocator's setting for the benchmarks that take it (``llm``:
+    :mod:`theorylab.bench.allocator`); None leaves their default."""
     from theorylab.bench.machine import machine_info
 
     names = tuple(n for n in BENCHMARKS if n not in BY_NAME_ONLY) if which == "all" else (which,)
@@ -77,6 +80,15 @@ def run_benchmarks(
         if takes != list(names):
             raise ValueError(
                 f"--runs applies to theorylab bench llm only, got bench {which} (--runs {runs})"
+            )
+    if allocator is not None:
+        from theorylab.bench.allocator import check_allocator
+
+        check_allocator(allocator)
+        if not all(_accepts(_bench_fn(n), "allocator") for n in names):
+            raise ValueError(
+                f"--allocator applies to theorylab bench llm only, got bench {which} "
+                f"(--allocator {allocator})"
             )
     if backend is not None:
         from theorylab.backends import get_backend
@@ -97,6 +109,8 @@ def run_benchmarks(
         kwargs: dict[str, Any] = {"quick": quick}
         if runs != 1:
             kwargs["runs"] = runs
+        if allocator is not None:
+            kwargs["allocator"] = allocator
         if backend is not None:
             if _accepts(fn, "backend"):
                 kwargs["backend"] = backend
