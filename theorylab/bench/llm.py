@@ -53,7 +53,12 @@ alone is at the mercy of one scheduler tick). Each sample is read on three clock
 backward runs in this thread), ``time.process_time`` and ``time.perf_counter`` (wall); on a CUDA
 device the ratios use wall time after ``torch.cuda.synchronize``. On CPU the bench runs with one
 torch thread (OpenMP's idle workers spin, and spinning is CPU time that grows with the machine's
-load). A ratio is the **median over rounds of the paired ratio** (TRL's or plain PyTorch's sample
+load) and, by default, with freed memory kept in the C heap (``allocator="heap"``,
+:mod:`theorylab.bench.allocator`: under glibc's defaults a third of TRL's CPU step was page
+faults, in an amount that moved between runs of one process); every sample also counts its minor
+page faults. Python's cyclic garbage collector is off inside the timed rounds and runs between
+them (a collection lands in whichever step crosses its allocation count, and costs more the more
+the process holds). A ratio is the **median over rounds of the paired ratio** (TRL's or plain PyTorch's sample
 over this row's sample of the same round, :func:`paired_ratio`), not a ratio of medians: a slow
 stretch of the machine inflates both sides of a pair. Each row: the ratios (and their quartiles
 and their value on every clock), the median and spread (min, max) of ms/step on the ratios' clock
