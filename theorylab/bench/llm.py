@@ -58,13 +58,14 @@ load) and, by default, with freed memory kept in the C heap (``allocator="heap"`
 faults, in an amount that moved between runs of one process); every sample also counts its minor
 page faults. Python's cyclic garbage collector is off inside the timed rounds and runs between
 them (a collection lands in whichever step crosses its allocation count, and costs more the more
-the process holds). A ratio is the **median over rounds of the paired ratio** (TRL's or plain PyTorch's sample
-over this row's sample of the same round, :func:`paired_ratio`), not a ratio of medians: a slow
-stretch of the machine inflates both sides of a pair. Each row: the ratios (and their quartiles
-and their value on every clock), the median and spread (min, max) of ms/step on the ratios' clock
-and the wall-clock median (absolute times: load-dependent), tokens/s = real (non-padding) tokens in
-the batch / median seconds, the clock, rounds and ``k``, and the 1-minute load average when the
-timing began and ended. ``bench_llm(runs=N)`` (``theorylab bench llm --runs N``) runs the whole
+the process holds). A ratio is the **median over rounds of the paired ratio** (TRL's or plain
+PyTorch's sample over this row's sample of the same round, :func:`paired_ratio`), not a ratio of
+medians: a slow stretch of the machine inflates both sides of a pair. Each row: the ratios (and
+their quartiles and their value on every clock), the median and spread (min, max) of ms/step on
+the ratios' clock and the wall-clock median (absolute times: load-dependent), tokens/s = real
+(non-padding) tokens in the batch / median seconds, the clock, rounds and ``k``, the minor page
+faults per step, the allocator setting, and the 1-minute load average when the timing began and
+ended. ``bench_llm(runs=N)`` (``theorylab bench llm --runs N``) runs the whole
 bench N times in one sitting, and :func:`reproducibility` reports each row's ratios across the
 runs and their spread (max / min - 1), flagging rows over 10%.
 
