@@ -195,3 +195,26 @@ def test_result_round_trips_through_the_store(tmp_path):
 def test_input_errors_name_the_value(call, message):
     with pytest.raises(Exception, match=message):
         call()
+
+
+def test_mountaincar_grid_follows_gymnasium_and_qrl_recovers_its_distances():
+    mdp = make("mountaincar-grid")  # nx = 6, nv = 6, repeat = 10
+    succ = successors(mdp)
+    xs, vs = np.linspace(-1.2, 0.6, 6), np.linspace(-0.07, 0.07, 6)
+    for s in (0, 14, 20, 35):  # one cell at a time, MountainCar-v0's step written out here
+        for a in range(3):
+            x, v = xs[s // 6], vs[s % 6]
+            for _ in range(10):
+                v = min(max(v + (a - 1) * 0.001 + np.cos(3 * x) * (-0.0025), -0.07), 0.07)
+                x = min(max(x + v, -1.2), 0.6)
+                if x == -1.2 and v < 0:
+                    v = 0.0
+            assert succ[s, a] == np.abs(xs - x).argmin() * 6 + np.abs(vs - v).argmin()
+    data = qrl.support_data(mdp.dense_P())
+    d = qrl.fit_qrl_lp(data).distances
+    truth = floyd_warshall(mdp.S, data.src, data.dst, 1.0, mdp.S)
+    np.testing.assert_array_equal(d, truth)
+    assert np.any(d == mdp.S)  # some pairs cannot reach each other on the coarse grid
+    start = int(mdp.mu0.argmax())
+    goals = [i * 6 + j for i in range(6) for j in range(6) if xs[i] >= 0.5]
+    assert d[start, goals].min() == 6  # the module docstring's "6 moves"

@@ -2,7 +2,8 @@
 
 1. ``qrl-recovers-shortest-paths`` -- Wang, Torralba, Isola & Zhang 2023 (QRL; seed rows 000#65,
    001#73) on random directed graphs (``digraph``: a one-way ring plus random one-way shortcuts,
-   unit step cost) and a walled gridworld: QRL's objective solved exactly (``qrl``, through
+   unit step cost), a walled gridworld and a discretised MountainCar (``mountaincar-grid``, pairs
+   that cannot reach each other at the cap): QRL's objective solved exactly (``qrl``, through
    ``tl.run``) returns (i) the shortest-path distances, checked against Dijkstra on the edge list
    (``scipy.sparse.csgraph.shortest_path``, the independent answer: no LP, no library planner);
    (ii) a quasimetric (triangle inequality over all triples); (iii) the graph's asymmetry
@@ -54,20 +55,35 @@ class QRLRecoversShortestPaths(ScaledClaim):
         "QRL (Wang, Torralba, Isola & Zhang 2023) solved exactly -- max sum_(s, g) d(s, g) over "
         "quasimetrics d <= cap with d(s, s') <= 1 on every observed transition (qrl, an LP) -- "
         "on deterministic random directed graphs (digraph: a one-way ring plus random one-way "
-        "shortcuts) and a walled gridworld, all transitions observed: (i) d equals the "
+        "shortcuts), a walled gridworld and a discretised MountainCar (mountaincar-grid: "
+        "deterministic, with pairs that cannot reach each other), all transitions observed: "
+        "(i) d equals the "
         "shortest-path distance by Dijkstra (unreachable goals at cap = S) to 1e-9; (ii) d "
         "satisfies the triangle inequality over all triples (violation <= 1e-9); (iii) d keeps "
         "the graph's asymmetry (max |d(s, g) - d(g, s)| equals the true one, >= 1); (iv) the "
         "greedy policy argmin_a [1 + d(s', g)] reaches every goal at the optimal cost (gap <= "
         "1e-9). (v) Stochastic dynamics (digraph slip 0.3): the LP returns the support graph's "
         "shortest path, below the optimal expected cost-to-go for every reachable pair s != g "
-        "by at least 0.1 (optimistic). Quick: 4 graphs S = 10, A = 2 and a 3x3 gridworld; full: "
-        "8 graphs S = 24, A = 3 and a 5x5 gridworld with 4 walls."
+        "by at least 0.1 (optimistic). Quick: 4 graphs S = 10, A = 2, a 3x3 gridworld and a 6 x 6 "
+        "MountainCar grid; full: 8 graphs S = 24, A = 3, a 5x5 gridworld with 4 walls and a "
+        "9 x 4 MountainCar grid."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
-            "quick": {"S": 10, "A": 2, "graphs": 4, "grid": "rows=3,cols=3,walls=4"},
-            "full": {"S": 24, "A": 3, "graphs": 8, "grid": "rows=5,cols=5,walls=6|7|17|18"},
+            "quick": {
+                "S": 10,
+                "A": 2,
+                "graphs": 4,
+                "grid": "rows=3,cols=3,walls=4",
+                "car": "nx=6,nv=6,repeat=10",
+            },
+            "full": {
+                "S": 24,
+                "A": 3,
+                "graphs": 8,
+                "grid": "rows=5,cols=5,walls=6|7|17|18",
+                "car": "nx=9,nv=4,repeat=12",
+            },
         }
     )
     slip: float = 0.3
@@ -78,7 +94,7 @@ class QRLRecoversShortestPaths(ScaledClaim):
         from theorylab.mdps import make
 
         specs = [f"digraph:S={cfg['S']},A={cfg['A']},seed={seed + i}" for i in range(cfg["graphs"])]
-        specs.append(f"gridworld:{cfg['grid']}")
+        specs += [f"gridworld:{cfg['grid']}", f"mountaincar-grid:{cfg['car']}"]
         err = tri = gap = 0.0
         asym_ok = True
         asym_text = []
