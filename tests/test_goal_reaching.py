@@ -218,3 +218,15 @@ def test_mountaincar_grid_follows_gymnasium_and_qrl_recovers_its_distances():
     start = int(mdp.mu0.argmax())
     goals = [i * 6 + j for i in range(6) for j in range(6) if xs[i] >= 0.5]
     assert d[start, goals].min() == 6  # the module docstring's "6 moves"
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_any_positive_weighting_of_the_spread_gives_the_same_optimum(seed, monkeypatch):
+    """d* is the pointwise-largest feasible d, so QRL's optimum does not depend on how the pairs
+    are weighted (the paper's increasing transform of d in the objective, Sec. 3.2)."""
+    mdp = make(f"digraph:S=8,A=2,seed={seed}")
+    data = qrl.support_data(mdp.dense_P())
+    truth = floyd_warshall(8, data.src, data.dst, 1.0, 8.0)
+    rng = np.random.default_rng(seed)
+    monkeypatch.setattr(qrl, "spread_weights", lambda S: rng.uniform(0.01, 1.0, size=S * S))
+    np.testing.assert_array_equal(qrl.fit_qrl_lp(data).distances, truth)
