@@ -352,6 +352,21 @@ register_kind(
 
 register_kind(
     Kind(
+        "goal-reaching",
+        constructor_args=("data",),
+        budget={
+            "transitions": "all (default: every transition of the model's support) or n: n "
+            "sampled transitions per seed, (s, a) uniform and s' ~ P",
+        },
+        runner="theorylab.runners.goal_reaching:run",
+        summary="goal distances d(s, g) learned from observed transitions; exact error against "
+        "the optimal goal-conditioned cost-to-go, and the greedy policy's cost on the true model",
+    )
+)
+
+
+register_kind(
+    Kind(
         "multitask-bandit",
         constructor_args=("problem", "rounds", "rngs"),
         budget={
@@ -514,6 +529,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.multitask_bandit.douexpdes",
     "theorylab.algorithms.multitask_bandit.gfucb",
     "theorylab.algorithms.offline.markov_game_pessimism",
+    "theorylab.algorithms.goal_reaching",
 )
 
 

@@ -194,6 +194,9 @@ NO_THEOREM |= {"pamc"}
 # density-model-vi (001#28, tier B): the paper states no rate (catalogue); its claim checks the
 # occupancy recursion exactly and its growth in h (density-model-vi.md)
 NO_THEOREM |= {"density-model-vi"}
+# QRL (000#65, 001#73): exact recovery of shortest paths, an optimality statement with no rate
+# (its claim checks it against Dijkstra); the embedding is its relaxation
+NO_THEOREM |= {"qrl", "qrl-embedding"}
 NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate in the abstract
 # issue 31 (advlin31): adversarial linear-Q MDPs (002-004#A1) -- the paper's O~(sqrt K) and the
 # baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted

@@ -472,7 +472,19 @@ RUN_BUDGET_FLAGS = {
     "target": "target",
     "ranking_size": "ranking_size",
     "iterations": "iterations",
+    "transitions": "transitions",
 }
+
+
+def _transitions_flag(value: str):
+    """``--transitions``: ``all`` or a positive integer."""
+    import argparse
+
+    if value == "all":
+        return value
+    if value.isdigit() and int(value) > 0:
+        return int(value)
+    raise argparse.ArgumentTypeError(f"expected 'all' or a positive integer, got {value!r}")
 
 
 def cmd_run(args) -> int:
@@ -1236,6 +1248,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--iterations",
         type=int,
         help="preference-game: self-play iterations T; policy-optimization: iterations K",
+    )
+    q.add_argument(
+        "--transitions",
+        type=_transitions_flag,
+        help="goal-reaching: 'all' (default: every support transition) or n sampled per seed",
     )
     q.add_argument(
         "--design",

@@ -793,3 +793,40 @@ def plot_policy_path(
     if own and path:
         save_figure(ax.figure, path)
     return ax
+
+
+def plot_goal_distances(
+    target: np.ndarray,
+    learned: Mapping[str, np.ndarray],
+    *,
+    title: str = "",
+    ax: Axes | None = None,
+    path: str | None = None,
+) -> Axes:
+    """Learned goal distances against the true ones, one point per ordered pair (s, g) with
+    s != g: ``target`` ``(S, S)``, ``learned`` ``{label: (S, S)}``; the diagonal y = x is exact
+    recovery. Points are not jittered: equal distances overlap, the first label's drawn on top."""
+    own = ax is None
+    ax = new_axes() if own else ax
+    target = np.asarray(target, dtype=float)
+    off = ~np.eye(target.shape[0], dtype=bool)
+    markers = ("o", "x", "s", "^", "v", "d")
+    for i, ((label, d), color) in enumerate(
+        zip(learned.items(), _colors(len(learned)), strict=True)
+    ):
+        d = np.asarray(d, dtype=float)
+        ax.scatter(
+            target[off],
+            d[off],
+            s=18,
+            color=color,
+            marker=markers[i % 6],
+            label=label,
+            zorder=3 + len(learned) - i,  # the first on top
+        )
+    top = float(target[off].max()) if off.any() else 1.0
+    ax.plot([0, top], [0, top], color="0.4", lw=1, ls="--", label="exact: d = d*")
+    _finish(ax, "true distance d*(s, g)", "learned d(s, g)", title, legend="below")
+    if own and path:
+        save_figure(ax.figure, path)
+    return ax

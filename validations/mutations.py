@@ -1907,3 +1907,8 @@ MUTATIONS = (*MUTATIONS, *c_psrl_mutations.MUTATIONS)
 from theorylab.validations import multitask_bandit_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)
+# QRL, optimal goal reaching by quasimetric learning (validations/claims/goal_reaching.py,
+# 000#65, 001#73)
+from theorylab.validations import goal_reaching_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *goal_reaching_mutations.MUTATIONS)

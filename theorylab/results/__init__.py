@@ -5,7 +5,8 @@
 step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``ConstrainedResult``
 (KL-constrained solves), ``AverageRewardResult`` (non-episodic regret in steps),
 ``GenerativeGainResult`` (gain gap from a generative model), ``PolicyOptimizationResult``
-(exact policy-optimisation iterations), ``GPBanditResult`` (GP bandits on a grid: regret,
+(exact policy-optimisation iterations), ``GoalReachingResult`` (learned goal distances against
+the true ones), ``GPBanditResult`` (GP bandits on a grid: regret,
 violation, infeasibility declarations), ``PreferenceResult`` (preference feedback: regret or
 sub-optimality with query counts), ``PromptTrainingResult`` (LMs trained on prompt datasets:
 held-out accuracy, sampled rewards). A new kind of result adds a module here and one import line
@@ -17,6 +18,7 @@ from theorylab.results.base import RESULT_TYPES, Result, load_result, register_r
 from theorylab.results.constrained import ConstrainedResult
 from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
+from theorylab.results.goal_reaching import GoalReachingResult
 from theorylab.results.gp_bandit import GPBanditResult
 from theorylab.results.multi_batch import MultiBatchResult
 from theorylab.results.multitask_bandit import MultitaskBanditResult
@@ -35,6 +37,7 @@ __all__ = [
     "DeepResult",
     "DualResult",
     "GenerativeGainResult",
+    "GoalReachingResult",
     "GPBanditResult",
     "MultiBatchResult",
     "MultitaskBanditResult",
