@@ -113,7 +113,7 @@ def rollin_path(
     The path has one row per evaluated iterate: each task's start and every step, so a task's
     first row repeats the previous task's last policy under a warm start (rows = total steps +
     tasks run). ``objective``: V^pi_target(rho); ``regularised``: the value of the task being
-    learnt, V^pi_k(rho); ``target_gap``: V*_target(rho) - objective.
+    learnt, V^pi_k(rho); ``target_value``: V*_target(rho) (``target_gap``: NaN, no KL limit).
     """
     K = check_iterations("rollin", iterations)
     _check(beta, eta, eps, schedule, warm_start)
@@ -163,7 +163,7 @@ def rollin_path(
         objective=np.asarray(objective),
         regularised=np.asarray(task_value),
         entropy=np.array([_entropy(p) for p in P]),
-        target_gap=v_target_star - np.asarray(objective),
+        target_gap=np.full(len(objective), np.nan),  # no KL limit is stated
         target_value=v_target_star,
         policies=P,
         config={
