@@ -10,7 +10,11 @@ import pytest
 import theorylab as tl
 from theorylab.algorithms.planning.evaluation import evaluate_discounted
 from theorylab.algorithms.planning.lp import occupancy_measure
-from theorylab.algorithms.planning.softmax_gradient import softmax_gradient, softmax_policy
+from theorylab.algorithms.planning.softmax_gradient import (
+    dense_policy_value,
+    softmax_gradient,
+    softmax_policy,
+)
 from theorylab.algorithms.planning.value_iteration import policy_iteration
 from theorylab.algorithms.policy_optimization import rollin
 from theorylab.mdps import make
@@ -53,6 +57,7 @@ def test_softmax_gradient_matches_library_evaluation_and_finite_differences():
         grad, V = softmax_gradient(task, theta, mu)
         pi = softmax_policy(theta)
         np.testing.assert_allclose(V, evaluate_discounted(task, pi), atol=1e-12)
+        np.testing.assert_allclose(dense_policy_value(task, pi), V, atol=1e-12)
         rho = occupancy_measure(task, pi, gamma=GAMMA, mu=mu).sum(axis=1) / (1 - GAMMA)
         Q = task.reward(0) + GAMMA * task.expected_next(V)
         np.testing.assert_allclose(grad, rho[:, None] * pi * (Q - V[:, None]), atol=1e-12)

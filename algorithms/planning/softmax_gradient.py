@@ -45,6 +45,13 @@ def softmax_gradient(mdp, theta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray
     return rho[:, None] * pi * adv, V
 
 
+def dense_policy_value(mdp, pi: np.ndarray) -> np.ndarray:
+    """V^pi (S,) of pi (S, A) by one dense solve ``(I - gamma P_pi) V = r_pi``."""
+    S, A = mdp.S, mdp.A
+    M = np.eye(S) - mdp.gamma * np.einsum("sa,sat->st", pi, mdp.P_flat(0).reshape(S, A, S))
+    return np.linalg.solve(M, (pi * mdp.reward(0)).sum(axis=1))
+
+
 def state_visitation(mdp, pi: np.ndarray, mu: np.ndarray) -> np.ndarray:
     """d^pi_mu (S,): the normalised discounted visitation ``(1 - gamma) (I - gamma P_pi^T)^-1 mu``
     of pi (S, A) from mu (S,)."""

@@ -49,8 +49,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from theorylab.algorithms.planning.evaluation import evaluate_discounted
 from theorylab.algorithms.planning.softmax_gradient import (
+    dense_policy_value,
     softmax_gradient,
     softmax_policy,
     state_visitation,
@@ -142,7 +142,7 @@ def rollin_path(
             task_value.append(float(V @ rho))
             on_target = task is target
             objective.append(
-                task_value[-1] if on_target else float(evaluate_discounted(target, pi) @ rho)
+                task_value[-1] if on_target else float(dense_policy_value(target, pi) @ rho)
             )
             if v_star - task_value[-1] <= eps * v_star:
                 break
