@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from theorylab.algorithms.planning.soft_value_iteration import policy_entropy
 from theorylab.algorithms.planning.softmax_gradient import (
     dense_policy_value,
     softmax_gradient,
@@ -75,11 +76,6 @@ def carry_over(task, theta: np.ndarray, rho: np.ndarray, beta: float, warm_start
     d = state_visitation(task, softmax_policy(theta), rho)  # (S,)
     theta0 = theta.copy() if warm_start else np.zeros_like(theta)
     return theta0, beta * d + (1.0 - beta) * rho
-
-
-def _entropy(pi: np.ndarray) -> float:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return float(-np.where(pi > 0, pi * np.log(pi), 0.0).sum(axis=1).mean())
 
 
 def _check(beta, eta, eps, schedule, warm_start) -> None:
@@ -162,7 +158,7 @@ def rollin_path(
     return PolicyPath(
         objective=np.asarray(objective),
         regularised=np.asarray(task_value),
-        entropy=np.array([_entropy(p) for p in P]),
+        entropy=policy_entropy(P).mean(axis=-1),  # (rows,) mean over states
         target_gap=np.full(len(objective), np.nan),  # no KL limit is stated
         target_value=v_target_star,
         policies=P,
