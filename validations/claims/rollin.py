@@ -76,12 +76,12 @@ class RollinComplexityGain(ScaledClaim):
         "V*_k(0) by policy iteration equals gamma^k / (1 - gamma) for every task; the exact "
         "gradient matches central finite differences (relative error <= 1e-5). Reported (INFO): "
         "the two ablations, warm start without mixing (beta = 0) and mixing with a cold start. "
-        "Quick: N in 4..12 (step 2); full: N in 4..18."
+        "Quick: N in 4..12 (step 2); full: N in 4..16."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
             "quick": {"N": (4, 6, 8, 10, 12), "budget": 20_000},
-            "full": {"N": (4, 6, 8, 10, 12, 14, 16, 18), "budget": 400_000},
+            "full": {"N": (4, 6, 8, 10, 12, 14, 16), "budget": 200_000},
         }
     )
     gamma: float = 0.9
