@@ -83,8 +83,9 @@ class IRLExpertResetsHorizon(ScaledClaim):
         "within a factor 2 of the closed form's; (iv) with resets the mixture's exact moment gap "
         "at T is <= 0.25, at most half its value at T / 4, and at or below the no-regret bound "
         "(d / (2 eta) + eta / 2 sum ||g_t||^2 + sum eps_t) / T on every seed (eps_t: exact "
-        "best-response error by backward induction). Quick: H in {3, 4, 5, 6}, 12 seeds; full: "
-        "H in {4, 6, 8, 10}, 24 seeds."
+        "best-response error by backward induction). The search over n stops at 4 times the "
+        "closed form's n_eps, and a sweep over H at its first failure. Quick: H in {3, 4, 5, "
+        "6}, 12 seeds; full: H in {4, 6, 8, 10}, 24 seeds."
     )
     scales: dict[str, dict[str, Any]] = field(
         default_factory=lambda: {
@@ -112,7 +113,10 @@ class IRLExpertResetsHorizon(ScaledClaim):
                 ]
                 ok = np.flatnonzero(np.asarray(pred) <= eps)
                 n_pred[v][j] = grid[ok[0]] if ok.size else np.inf
-                for n in grid:
+                if j > 0 and not np.isfinite(n_eps[v][j - 1]):
+                    continue  # a sweep stops at its first failure
+                # the search stops at 4 x the closed form's n (further out check (iii) fails)
+                for n in grid[grid <= 4 * n_pred[v][j]]:
                     out, sc = irl_runs(mdp, B, T, seed, resets=v, samples=int(n))
                     if sc["value_gap"][:, -1].mean() <= eps:
                         n_eps[v][j] = n
