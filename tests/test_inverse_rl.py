@@ -140,6 +140,22 @@ def test_bad_parameters_are_one_line_errors(params, message):
     assert message in str(err.value) and "\n" not in str(err.value)
 
 
+@pytest.mark.parametrize(
+    ("problem", "budget", "message"),
+    [
+        (LOCK, {"rounds": 0}, "rounds must be a positive integer, got 0"),
+        (LOCK, {"rounds": 2, "demos": 0}, "demos must be a positive integer, got 0"),
+        ("pointer-chase:d=16,H=8", {"rounds": 2}, "irl-expert-resets is an IRL algorithm and "
+         "needs a tabular model (e.g. combination-lock:H=6,A=2,code_seed=3)"),
+        (LOCK, {}, "needs a budget: rounds"),
+    ],
+)  # fmt: skip
+def test_bad_budgets_and_problems_are_one_line_errors(problem, budget, message):
+    with pytest.raises(ValueError) as err:
+        tl.run("irl-expert-resets", problem, seeds=1, **budget)
+    assert message in str(err.value) and "\n" not in str(err.value)
+
+
 def test_a_discounted_model_is_refused():
     with pytest.raises(ValueError, match="undiscounted"):
         tl.run("irl-expert-resets", "riverswim:S=4,gamma=0.9", rounds=2, seeds=1)
