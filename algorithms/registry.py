@@ -225,6 +225,21 @@ register_kind(
 )
 register_kind(
     Kind(
+        "irl",
+        constructor_args=("mdp", "expert", "rounds", "rngs"),
+        budget={
+            "rounds": "T outer rounds (reward player against policy player) per seed (required; "
+            "CLI -p rounds=...)",
+            "demos": "expert (pi*) demonstrations per seed, whole episodes (default 16; CLI -p "
+            "demos=...)",
+        },
+        runner="theorylab.runners.irl:run",
+        summary="moment-matching inverse RL from demonstrations and a simulator; exact moment "
+        "gap and value gap of the mixture of the policies against the expert pi*, per round",
+    )
+)
+register_kind(
+    Kind(
         "imitation",
         constructor_args=("expert", "dataset"),
         budget={
@@ -530,6 +545,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.multitask_bandit.gfucb",
     "theorylab.algorithms.offline.markov_game_pessimism",
     "theorylab.algorithms.goal_reaching",
+    "theorylab.algorithms.inverse_rl",
 )
 
 

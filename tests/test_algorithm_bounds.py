@@ -18,6 +18,10 @@ NO_THEOREM = {
     # issue 31 (expl31): JSRL's rate is "exponential to polynomial in H", no printed constant
     # (docs/algorithms/jsrl.md; claim in validations/claims/exploration.py)
     "jsrl",
+    # 000#43 (irlreset): IRL without RL; the paper's theorem constants were not read, only
+    # "an exponential speedup in theory" (docs/algorithms/irl-expert-resets.md; claim in
+    # validations/claims/inverse_rl.py)
+    "irl-expert-resets",
     # issue 31 (expl31b): CDPO's regret is "the same as PSRL", no printed rate or constant was
     # read (docs/algorithms/cdpo.md; claim in validations/claims/tabular_regret.py)
     "cdpo",

@@ -1912,3 +1912,8 @@ MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)
 from theorylab.validations import goal_reaching_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *goal_reaching_mutations.MUTATIONS)
+# ------------------------------------------------------------------------- 000#43 (irlreset)
+# inverse RL with expert-state resets (validations/claims/inverse_rl.py)
+from theorylab.validations import inverse_rl_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *inverse_rl_mutations.MUTATIONS)

@@ -20,6 +20,7 @@ from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
 from theorylab.results.goal_reaching import GoalReachingResult
 from theorylab.results.gp_bandit import GPBanditResult
+from theorylab.results.irl import IRLResult
 from theorylab.results.multi_batch import MultiBatchResult
 from theorylab.results.multitask_bandit import MultitaskBanditResult
 from theorylab.results.ope import OPEResult
@@ -39,6 +40,7 @@ __all__ = [
     "GenerativeGainResult",
     "GoalReachingResult",
     "GPBanditResult",
+    "IRLResult",
     "MultiBatchResult",
     "MultitaskBanditResult",
     "OPEResult",
