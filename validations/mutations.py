@@ -1907,3 +1907,7 @@ MUTATIONS = (*MUTATIONS, *c_psrl_mutations.MUTATIONS)
 from theorylab.validations import multitask_bandit_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)
+# stochastic shortest path two-timescale learners (validations/claims/ssp.py, 000#51)
+from theorylab.validations import ssp_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *ssp_mutations.MUTATIONS)
