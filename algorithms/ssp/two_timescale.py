@@ -104,16 +104,19 @@ def two_timescale(problem: SSPProblem, iterations: int, rngs, *, timescale: str,
                   offset: float = 100.0) -> SSPRun:  # fmt: skip
     """Run AC or CA (module docstring) for ``iterations`` synchronous sweeps on every seed."""
     if timescale not in TIMESCALES:
-        raise ValueError(
-            f"timescale must be one of {', '.join(TIMESCALES)}, got {timescale!r}"
-        )
-    for key, value in (("C", C), ("actor_scale", actor_scale), ("critic_scale", critic_scale),
-                       ("offset", offset)):
+        raise ValueError(f"timescale must be one of {', '.join(TIMESCALES)}, got {timescale!r}")
+    for key, value in (
+        ("C", C),
+        ("actor_scale", actor_scale),
+        ("critic_scale", critic_scale),
+        ("offset", offset),
+    ):
         if not (isinstance(value, (int, float)) and np.isfinite(value) and value > 0):
             raise ValueError(f"parameter {key} must be a finite number > 0, got {value!r}")
     if critic_scale > 1:
         raise ValueError(
-            f"parameter critic_scale must be <= 1 (a TD step above 1 overshoots), got {critic_scale}"
+            f"parameter critic_scale must be <= 1 (a TD step above 1 overshoots), got "
+            f"{critic_scale}"
         )
     B, S, A = len(rngs), problem.n_states, problem.n_actions
     grid = record_grid(iterations)
@@ -143,7 +146,8 @@ def two_timescale(problem: SSPProblem, iterations: int, rngs, *, timescale: str,
             critic[:, g], policy[:, g] = V[:, :S], boltzmann(theta)
             g += 1
     config = {"timescale": timescale, "C": C, "actor_scale": actor_scale,
-              "critic_scale": critic_scale, "offset": offset, "exponents": (FAST, SLOW)}  # fmt: skip
+              "critic_scale": critic_scale, "offset": offset,
+              "exponents": (FAST, SLOW)}  # fmt: skip
     return SSPRun(grid=grid, critic=critic, policy=policy, config=config)
 
 

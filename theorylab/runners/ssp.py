@@ -48,8 +48,9 @@ def run(
     out = entry.factory(prob, n, generators(seed, seeds, ENV_STREAM), **params)
     wall = time.perf_counter() - t0
     B, M = out.critic.shape[:2]
-    costs = np.stack([[prob.policy_cost(out.policy[b, m]) for m in range(M)]
-                      for b in range(B)])  # fmt: skip  (B, M, S)
+    costs = np.stack(
+        [[prob.policy_cost(out.policy[b, m]) for m in range(M)] for b in range(B)]
+    )  # fmt: skip  (B, M, S)
     return SSPResult(
         grid=np.asarray(out.grid, dtype=np.int64),
         critic_error=np.max(np.abs(out.critic - J_star), axis=2),
