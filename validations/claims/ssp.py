@@ -61,7 +61,7 @@ class SSPTwoTimescaleConvergence:
     scales: dict[str, dict] = field(
         default_factory=lambda: {
             "quick": {"instances": [0], "iterations": 20_000, "seeds": 8},
-            "full": {"instances": [0, 1, 2, 3], "iterations": 100_000, "seeds": 16},
+            "full": {"instances": [0, 1, 2], "iterations": 50_000, "seeds": 8},
         }
     )
 
