@@ -154,21 +154,28 @@ def two_timescale(problem: SSPProblem, iterations: int, rngs, *, timescale: str,
     return SSPRun(grid=grid, critic=critic, policy=policy, config=config)
 
 
-@register("ssp-ac", kind="ssp", problem="ssp-trap", papers=("000#51",))
-def ssp_actor_critic(problem, iterations, rngs, C: float = 5.0, actor_scale: float = 20.0,
-                     critic_scale: float = 1.0, offset: float = 100.0) -> SSPRun:  # fmt: skip
-    """SSP actor-critic (Guin & Bhatnagar 2025, tabular AC; reconstructed): critic fast, actor
-    slow (emulates policy iteration)."""
-    return two_timescale(problem, iterations, rngs, timescale="actor-critic", C=C,
-                         actor_scale=actor_scale, critic_scale=critic_scale,
-                         offset=offset)  # fmt: skip
+def _registered(name: str, timescale: str, default_actor_scale: float, doc: str):
+    """Register the ``timescale`` variant as ``name`` (its own default actor scale)."""
+
+    def learner(problem, iterations, rngs, C: float = 5.0,
+                actor_scale: float = default_actor_scale, critic_scale: float = 1.0,
+                offset: float = 100.0) -> SSPRun:  # fmt: skip
+        return two_timescale(problem, iterations, rngs, timescale=timescale, C=C,
+                             actor_scale=actor_scale, critic_scale=critic_scale,
+                             offset=offset)  # fmt: skip
+
+    learner.__name__ = learner.__qualname__ = name.replace("-", "_")
+    learner.__doc__ = doc
+    return register(name, kind="ssp", problem="ssp-trap", papers=("000#51",))(learner)
 
 
-@register("ssp-ca", kind="ssp", problem="ssp-trap", papers=("000#51",))
-def ssp_critic_actor(problem, iterations, rngs, C: float = 5.0, actor_scale: float = 5.0,
-                     critic_scale: float = 1.0, offset: float = 100.0) -> SSPRun:  # fmt: skip
-    """SSP critic-actor (Guin & Bhatnagar 2025, tabular CA; reconstructed): actor fast, critic
-    slow (emulates value iteration)."""
-    return two_timescale(problem, iterations, rngs, timescale="critic-actor", C=C,
-                         actor_scale=actor_scale, critic_scale=critic_scale,
-                         offset=offset)  # fmt: skip
+ssp_actor_critic = _registered(
+    "ssp-ac", "actor-critic", 20.0,
+    "SSP actor-critic (Guin & Bhatnagar 2025, tabular AC; reconstructed): critic fast, actor "
+    "slow (emulates policy iteration).",
+)  # fmt: skip
+ssp_critic_actor = _registered(
+    "ssp-ca", "critic-actor", 5.0,
+    "SSP critic-actor (Guin & Bhatnagar 2025, tabular CA; reconstructed): actor fast, critic "
+    "slow (emulates value iteration).",
+)  # fmt: skip
