@@ -99,6 +99,18 @@ def test_learners_converge_and_seeds_are_independent_of_batching():
         np.testing.assert_array_equal(alone.critic_error[0], r.critic_error[1])
 
 
+def test_q_learning_baseline_starts_improper_and_converges():
+    p = make("ssp-trap:S=5,A=3,seed=0")
+    r = tl.run("ssp-q-learning", p, iterations=6000, seeds=2)
+    # Q = 0: the greedy action is the cheapest one-step action, the improper trap cycle
+    assert np.all(np.isinf(r.policy_error[:, 0]))
+    assert np.all(r.policy_error[:, -1] < 0.05) and np.all(r.critic_error[:, -1] < 0.1)
+    # its greedy policy is exactly optimal from some n on (error 0): the rate is the critic's
+    assert r.rate("critic_error") < -0.25
+    with pytest.raises(ValueError, match="parameter step_scale must be <= 1"):
+        tl.run("ssp-q-learning", p, iterations=10, step_scale=2.0)
+
+
 @pytest.mark.parametrize(
     "spec, match",
     [

@@ -37,12 +37,15 @@ class SSPResult(Result):
                    wall_seconds=float(meta["wall_seconds"]), config=meta["config"])  # fmt: skip
 
     def rate(self, metric: str = "policy_error", start: int = 100) -> float:
-        """The least-squares slope of log(mean error over seeds) against log n for n >= start:
-        the measured convergence rate (error ~ n^slope)."""
+        """The least-squares slope of log(mean error over seeds) against log n for n >= start
+        (finite errors only): the measured convergence rate (error ~ n^slope); NaN with fewer
+        than two such points."""
         n = np.asarray(self.grid)
-        keep = n >= start
-        err = np.mean(getattr(self, metric), axis=0)[keep]
-        return float(np.polyfit(np.log(n[keep]), np.log(err), 1)[0])
+        err = np.mean(getattr(self, metric), axis=0)  # (M,), inf where an iterate is improper
+        keep = (n >= start) & np.isfinite(err) & (err > 0)
+        if keep.sum() < 2:
+            return float("nan")
+        return float(np.polyfit(np.log(n[keep]), np.log(err[keep]), 1)[0])
 
     def summary(self, confidence: float = 0.95) -> dict[str, Any]:
         """Final mean errors over seeds, their start values and the measured rate."""
