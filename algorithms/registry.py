@@ -351,6 +351,21 @@ register_kind(
 
 register_kind(
     Kind(
+        "ssp",
+        constructor_args=("problem", "iterations", "rngs"),
+        budget={
+            "iterations": "n, the synchronous stochastic-approximation sweeps per seed "
+            "(required; CLI --iterations)",
+        },
+        runner="theorylab.runners.ssp:run",
+        summary="model-free learning on a stochastic shortest path problem with improper "
+        "policies; exact error of the critic and of the current policy's cost against J*",
+    )
+)
+
+
+register_kind(
+    Kind(
         "markov-game-offline",
         constructor_args=("data",),
         budget={
@@ -546,6 +561,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.offline.markov_game_pessimism",
     "theorylab.algorithms.goal_reaching",
     "theorylab.algorithms.inverse_rl",
+    "theorylab.algorithms.ssp",
 )
 
 

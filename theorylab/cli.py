@@ -1247,7 +1247,8 @@ def build_parser() -> argparse.ArgumentParser:
     q.add_argument(
         "--iterations",
         type=int,
-        help="preference-game: self-play iterations T; policy-optimization: iterations K",
+        help="preference-game: self-play iterations T; policy-optimization: iterations K; ssp: "
+        "sweeps n",
     )
     q.add_argument(
         "--transitions",

@@ -1917,3 +1917,7 @@ MUTATIONS = (*MUTATIONS, *goal_reaching_mutations.MUTATIONS)
 from theorylab.validations import inverse_rl_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *inverse_rl_mutations.MUTATIONS)
+# stochastic shortest path two-timescale learners (validations/claims/ssp.py, 000#51)
+from theorylab.validations import ssp_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *ssp_mutations.MUTATIONS)

@@ -9,7 +9,8 @@ step), ``DualResult`` (dual solvers), ``OPEResult`` (off-policy evaluation), ``C
 the true ones), ``GPBanditResult`` (GP bandits on a grid: regret,
 violation, infeasibility declarations), ``PreferenceResult`` (preference feedback: regret or
 sub-optimality with query counts), ``PromptTrainingResult`` (LMs trained on prompt datasets:
-held-out accuracy, sampled rewards). A new kind of result adds a module here and one import line
+held-out accuracy, sampled rewards), ``SSPResult`` (stochastic shortest path learners: exact
+errors against J*). A new kind of result adds a module here and one import line
 below (``docs/architecture.md``).
 """
 
@@ -28,6 +29,7 @@ from theorylab.results.policy_optimization import PolicyOptimizationResult
 from theorylab.results.preference import PreferenceResult
 from theorylab.results.prompt_training import PromptTrainingResult
 from theorylab.results.regret import RegretResult, RunResult
+from theorylab.results.ssp import SSPResult
 from theorylab.results.suboptimality import SuboptimalityResult
 from theorylab.results.training import TrainingResult
 
@@ -50,6 +52,7 @@ __all__ = [
     "RegretResult",
     "Result",
     "RunResult",
+    "SSPResult",
     "SuboptimalityResult",
     "TrainingResult",
     "load_result",
