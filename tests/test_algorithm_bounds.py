@@ -136,6 +136,9 @@ NO_THEOREM = {
     "rlcr-pg",
     # issue 28 (llm28b): online VPO, no regret constants read (docs/algorithms/vpo.md, "Online")
     "vpo-online",
+    # helper curric: ROLLIN's theorem (constants, regularity condition) not read; its claim tests
+    # the shape only (docs/algorithms/rollin.md)
+    "rollin",
     # issue 29 (helper con29): ReLOAD states no rate (seed row 000#1: "Rate: not stated"); MoCAN's
     # claim is the dual's identities (convex, closed form, lambda* = cvxpy's = the primal-dual
     # limit); the general-utility PG's rates are sample complexities of the stochastic

@@ -13,7 +13,11 @@ to ``mutations.MUTATIONS``:
 * ``seele-irt-slope-ignored``: SEELE inverts its item with slope 1 instead of the fitted beta
   (``seele.next_hint``);
 * ``guide-importance-weights-dropped``: Guide trains on its hinted rollouts with weight 1, i.e. on
-  the hinted objective (``guide.importance_ratio`` returns ones).
+  the hinted objective (``guide.importance_ratio`` returns ones);
+* ``rollin-target-only``: ROLLIN's task list holds only the target task, so the curriculum is
+  never run -- learning from scratch under the curriculum's name (``rollin.task_sequence``);
+* ``rollin-no-carry-over``: nothing passes from one task to the next -- each restarts from
+  theta = 0 on the original start distribution (``rollin.carry_over``).
 """
 
 from __future__ import annotations
@@ -101,6 +105,28 @@ def guide_importance_weights_dropped(claim=None) -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def rollin_target_only(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import rollin
+
+    def target_only(n_tasks, schedule):
+        return [n_tasks - 1]  # the bug: the easier tasks are dropped
+
+    with _patched(rollin, "task_sequence", target_only):
+        yield
+
+
+@contextlib.contextmanager
+def rollin_no_carry_over(claim=None) -> Iterator[None]:
+    from theorylab.algorithms.policy_optimization import rollin
+
+    def fresh(task, theta, rho, beta, warm_start):
+        return 0.0 * theta, rho.copy()  # the bug: neither the logits nor the roll-in carried
+
+    with _patched(rollin, "carry_over", fresh):
+        yield
+
+
 MUTATIONS = (
     register_control(
         Control(
@@ -148,6 +174,22 @@ MUTATIONS = (
             "mutation",
             "Guide's hinted rollouts used without their importance weights",
             guide_importance_weights_dropped,
+        )
+    ),
+    register_control(
+        Control(
+            "rollin-target-only",
+            "mutation",
+            "ROLLIN's task list holds the target task only (learning from scratch)",
+            rollin_target_only,
+        )
+    ),
+    register_control(
+        Control(
+            "rollin-no-carry-over",
+            "mutation",
+            "ROLLIN restarts every task from theta = 0 on rho (nothing carried over)",
+            rollin_no_carry_over,
         )
     ),
 )

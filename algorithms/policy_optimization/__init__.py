@@ -44,6 +44,9 @@ records it. Registered:
   an answer bandit with unsolvable prompts (seed row 002-004#F9);
 * ``rl-plus`` (:mod:`.rl_plus`): external expert answers with multiple-importance-sampling weights
   and an exploration advantage (seed row 002-004#G8).
+* ``rollin`` (:mod:`.rollin`): a curriculum of goal-reaching tasks solved in order by exact
+  softmax PG, warm-started and rolled in from the previous task's visitation (Li et al. 2023;
+  seed rows 000#7, 001#11).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -68,6 +71,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     rl_plus,
     rlcr,
     rlvr_support,
+    rollin,
     rpg,
     sec,
     seele,
