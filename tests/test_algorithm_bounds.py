@@ -22,7 +22,9 @@ NO_THEOREM = {
     # read (docs/algorithms/cdpo.md; claim in validations/claims/tabular_regret.py)
     "cdpo",
     # issue 31 (cpsrl31): C-PSRL's Bayesian regret rate (in eta and Z) was not read, only that it
-    # exists (docs/algorithms/c-psrl.md; claim in validations/claims/causal_psrl.py)
+    # exists (docs/algorithms/c-psrl.md; claim in validations/claims/causal_psrl.py). Searched
+    # again (task cards, 2026-11-28): the stored copies of arXiv:2310.07518v2 reach only the
+    # abstract and introduction; Section 4's theorem was not reached, so still no card.
     "c-psrl",
     # issue 31 (sq31): SQIRL's rate is "samples ~ exp(k), not exp(H)" with no constant read
     # (docs/algorithms/sqirl.md; claim in validations/claims/exploration.py)
@@ -45,7 +47,10 @@ NO_THEOREM = {
     # (docs/algorithms/bisimulation-vi.md)
     "bisimulation-vi",
     # issue 31 (hip31): HiP-BMDP abstractions; the paper's sample complexity in the aggregate
-    # samples was read from the abstract only, no formula (docs/algorithms/hip-abstraction-vi.md)
+    # samples was read from the abstract only, no formula (docs/algorithms/hip-abstraction-vi.md).
+    # Searched again (task cards): no copy of arXiv:2007.07206 past its introduction was reached;
+    # a talk-slide restatement of a BC-MDP transfer bound was found but is a different paper's
+    # statement and not the sample-complexity bound the claim measures, so still no card.
     "hip-abstraction-vi",
     "lsvi",
     "naive-vi",
@@ -230,7 +235,9 @@ NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo", "rl-plus"}
 NO_THEOREM |= {"multi-batch-pe", "batch-exhaustive-pe", "pessimistic-nash"}
 # issue 31 tier B (mtbandit31): DouExpDes (001#19) and GFUCB (001#20) -- only the O~ rates of
 # the abstracts/summaries were read, no constants; the claims measure the scaling in M and d
-# against the per-task baselines (docs/algorithms/douexpdes.md, gfucb.md)
+# against the per-task baselines (docs/algorithms/douexpdes.md, gfucb.md). Searched again (task
+# cards): the stored copies of arXiv:2302.04441 and arXiv:2205.15701 reach only the abstracts and
+# introductions, so neither theorem (constants, log factors) was read; still no card.
 NO_THEOREM |= {"douexpdes", "independent-elimination", "gfucb", "gfucb-independent"}
 # issue 31 tier B (offline31b): WSRL (002-004#C8) states no theorem (catalogue: "none stated");
 # its claim measures the dip and the final value exactly (docs/algorithms/wsrl.md)
