@@ -21,11 +21,6 @@ NO_THEOREM = {
     # issue 31 (expl31b): CDPO's regret is "the same as PSRL", no printed rate or constant was
     # read (docs/algorithms/cdpo.md; claim in validations/claims/tabular_regret.py)
     "cdpo",
-    # issue 31 (cpsrl31): C-PSRL's Bayesian regret rate (in eta and Z) was not read, only that it
-    # exists (docs/algorithms/c-psrl.md; claim in validations/claims/causal_psrl.py). Searched
-    # again (task cards, 2026-11-28): the stored copies of arXiv:2310.07518v2 reach only the
-    # abstract and introduction; Section 4's theorem was not reached, so still no card.
-    "c-psrl",
     # issue 31 (sq31): SQIRL's rate is "samples ~ exp(k), not exp(H)" with no constant read
     # (docs/algorithms/sqirl.md; claim in validations/claims/exploration.py)
     "sqirl",
@@ -306,6 +301,9 @@ MAIN_THEOREM = {
     "icvar-l": "chen2024-icvar-l-thm1",
     # issue 31 (gp31): seed 000#39, CONFIG
     "config": "xu2023-config-regret",
+    # task cards: seed 001#72, C-PSRL (Theorem 1 as restated by a review [S]; vacuous at the
+    # claim's sizes, the claim tests the ordering in eta)
+    "c-psrl": "mutti2024-c-psrl-thm1",
 }
 
 

@@ -111,7 +111,13 @@ def log_marginal_likelihood(n1: np.ndarray, n0: np.ndarray, beta: float) -> np.n
     return lml.sum(axis=(-2, -1))
 
 
-@register("c-psrl", kind="online", problem="tabular", papers=("001#72",))
+@register(
+    "c-psrl",
+    kind="online",
+    problem="tabular",
+    bounds=("mutti2024-c-psrl-thm1",),
+    papers=("001#72",),
+)
 class CPSRL:
     """C-PSRL (Mutti et al. 2024) on a factored MDP over n = log2(S) binary variables.
 
