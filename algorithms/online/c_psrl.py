@@ -14,6 +14,9 @@ algorithm box and the theorem statements were *not* found in the time box):
   Z; the sampled factorisation converges to a Z-sparse super-graph of the true graph ("weak
   causal discovery"); experiments: better than an uninformative prior, close to PSRL given the
   full causal graph.
+* [S] Theorem 1, as restated by a third-party review (not the paper's text): Bayesian regret
+  O~((H^(5/2) N^(1+Z/2) d_Y + sqrt(H 2^(d_X - eta))) sqrt(K)); the bound card
+  ``mutti2024-c-psrl-thm1`` (bounds/cards/tabular.py) carries it, VACUOUS at the claim's sizes.
 
 What was reconstructed [A] (the factored model of ``mdps/factored.py``: n binary variables,
 S = 2^n, the action a parent of every variable, known rewards):
