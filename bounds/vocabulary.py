@@ -183,6 +183,17 @@ _ENTRIES = [
         latex=r"\gamma_T",
     ),
     Variable("sigma_n", "standard deviation of the observation noise", latex=r"\sigma_n"),
+    # factored MDPs with a causal-graph prior (C-PSRL, Mutti et al. 2024, seed row 001#72)
+    Variable("d_X", "number of factors of the state-action space X (candidate parents)"),
+    Variable("d_Y", "number of factors of the state space Y (variables with a CPT)"),
+    Variable("N_val", "largest number of values of one factor", latex="N"),
+    Variable("Z", "largest number of parents of a factor (the graph's sparseness)"),
+    Variable(
+        "eta",
+        "degree of prior knowledge: number of parents of every factor known in the prior graph",
+        low_closed=True,
+        latex=r"\eta",
+    ),
     # small parameters (exponent as x -> 0+)
     Variable("delta", "failure probability (printed delta, p or xi)", limit="0", high=1.0),
     Variable("eps", "target accuracy", limit="0", latex=r"\varepsilon"),

@@ -25,9 +25,6 @@ NO_THEOREM = {
     # issue 31 (expl31b): CDPO's regret is "the same as PSRL", no printed rate or constant was
     # read (docs/algorithms/cdpo.md; claim in validations/claims/tabular_regret.py)
     "cdpo",
-    # issue 31 (cpsrl31): C-PSRL's Bayesian regret rate (in eta and Z) was not read, only that it
-    # exists (docs/algorithms/c-psrl.md; claim in validations/claims/causal_psrl.py)
-    "c-psrl",
     # issue 31 (sq31): SQIRL's rate is "samples ~ exp(k), not exp(H)" with no constant read
     # (docs/algorithms/sqirl.md; claim in validations/claims/exploration.py)
     "sqirl",
@@ -49,7 +46,10 @@ NO_THEOREM = {
     # (docs/algorithms/bisimulation-vi.md)
     "bisimulation-vi",
     # issue 31 (hip31): HiP-BMDP abstractions; the paper's sample complexity in the aggregate
-    # samples was read from the abstract only, no formula (docs/algorithms/hip-abstraction-vi.md)
+    # samples was read from the abstract only, no formula (docs/algorithms/hip-abstraction-vi.md).
+    # Searched again (task cards): no copy of arXiv:2007.07206 past its introduction was reached;
+    # a talk-slide restatement of a BC-MDP transfer bound was found but is a different paper's
+    # statement and not the sample-complexity bound the claim measures, so still no card.
     "hip-abstraction-vi",
     "lsvi",
     "naive-vi",
@@ -234,7 +234,9 @@ NO_THEOREM |= {"copg", "oprl", "reward-refinement", "rapo", "rl-plus"}
 NO_THEOREM |= {"multi-batch-pe", "batch-exhaustive-pe", "pessimistic-nash"}
 # issue 31 tier B (mtbandit31): DouExpDes (001#19) and GFUCB (001#20) -- only the O~ rates of
 # the abstracts/summaries were read, no constants; the claims measure the scaling in M and d
-# against the per-task baselines (docs/algorithms/douexpdes.md, gfucb.md)
+# against the per-task baselines (docs/algorithms/douexpdes.md, gfucb.md). Searched again (task
+# cards): the stored copies of arXiv:2302.04441 and arXiv:2205.15701 reach only the abstracts and
+# introductions, so neither theorem (constants, log factors) was read; still no card.
 NO_THEOREM |= {"douexpdes", "independent-elimination", "gfucb", "gfucb-independent"}
 # issue 31 tier B (offline31b): WSRL (002-004#C8) states no theorem (catalogue: "none stated");
 # its claim measures the dip and the final value exactly (docs/algorithms/wsrl.md)
@@ -304,6 +306,9 @@ MAIN_THEOREM = {
     "icvar-l": "chen2024-icvar-l-thm1",
     # issue 31 (gp31): seed 000#39, CONFIG
     "config": "xu2023-config-regret",
+    # task cards: seed 001#72, C-PSRL (Theorem 1 as restated by a review [S]; vacuous at the
+    # claim's sizes, the claim tests the ordering in eta)
+    "c-psrl": "mutti2024-c-psrl-thm1",
 }
 
 

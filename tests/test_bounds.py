@@ -91,6 +91,7 @@ EXPECTED_NAMES = {
     "avi-error-propagation",
     "gshf-offline-pessimism",
     "xu2023-config-regret",  # 000#39 CONFIG (gp31)
+    "mutti2024-c-psrl-thm1",  # 001#72 C-PSRL (task cards)
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))

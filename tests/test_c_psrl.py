@@ -9,6 +9,7 @@ import itertools
 
 import numpy as np
 import pytest
+import sympy as sp
 
 import theorylab as tl
 from theorylab.agent import env_spec, read_only_copy
@@ -192,3 +193,52 @@ def test_brute_force_posterior_is_normalised_and_respects_the_prior():
     assert [p.size for p in post] == [3, 2, 3]  # variable 1: {0,1}, {0,2} only
     for p in post:
         assert p.sum() == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# bound card: Theorem 1 (as restated [S]), written out here, and its vacuity at the claim's sizes
+# ---------------------------------------------------------------------------------------------
+def _theorem1_by_hand(H, N, Z, d_Y, d_X, eta, K, C=1.0):
+    """(H^(5/2) N^(1+Z/2) d_Y + sqrt(H 2^(d_X - eta))) sqrt(K), times the O~'s constant C."""
+    learn_cpts = H**2.5 * N ** (1 + Z / 2) * d_Y
+    learn_graph = (H * 2.0 ** (d_X - eta)) ** 0.5
+    return C * (learn_cpts + learn_graph) * K**0.5
+
+
+@pytest.mark.parametrize(
+    "point",
+    [
+        dict(H=8, N_val=2, Z=2, d_Y=5, d_X=5, eta=0, K=40, C=1),
+        dict(H=10, N_val=2, Z=2, d_Y=6, d_X=6, eta=1, K=150, C=1),
+        dict(H=3, N_val=3, Z=3, d_Y=4, d_X=12, eta=2, K=10**6, C=0.5),
+    ],
+)
+def test_c_psrl_card_matches_the_printed_formula(point):
+    from theorylab.bounds import get_bound
+
+    card = get_bound("mutti2024-c-psrl-thm1")
+    by_hand = _theorem1_by_hand(
+        point["H"], point["N_val"], point["Z"], point["d_Y"], point["d_X"], point["eta"],
+        point["K"], point["C"],
+    )  # fmt: skip
+    assert card.evaluate(**point) == pytest.approx(by_hand, rel=1e-12)
+    assert card.provenance == "S" and card.source.theorem == "Theorem 1"
+    assert card.exponent("K") == sp.Rational(1, 2)
+
+
+def test_c_psrl_card_is_vacuous_at_the_claims_sizes_and_falls_with_eta():
+    """The trivial bound is K H; at both scales of c-psrl-known-edges the card (C = 1, eta = 0,
+    d_X = d_Y = n, N = 2) is far above it -- so it can never PASS a measured regret there -- and it
+    falls with eta only through its second term."""
+    from theorylab.bounds import get_bound
+    from theorylab.validations.claims.causal_psrl import CPSRLKnownEdges
+
+    card = get_bound("mutti2024-c-psrl-thm1")
+    for cfg in CPSRLKnownEdges().scales.values():
+        n, Z, H, K = cfg["n"], cfg["Z"], cfg["H"], cfg["K"]
+        at = dict(H=H, N_val=2, Z=Z, d_Y=n, d_X=n, K=K, C=1)
+        assert card.evaluate(eta=0, **at) > 10 * K * H
+        drop = card.evaluate(eta=0, **at) - card.evaluate(eta=Z, **at)
+        expected = (H**0.5) * (2.0 ** (n / 2) - 2.0 ** ((n - Z) / 2)) * K**0.5
+        assert drop == pytest.approx(expected, rel=1e-9) and drop > 0
+    assert "VACUOUS" in " ".join(card.notes)

@@ -14,6 +14,9 @@ algorithm box and the theorem statements were *not* found in the time box):
   Z; the sampled factorisation converges to a Z-sparse super-graph of the true graph ("weak
   causal discovery"); experiments: better than an uninformative prior, close to PSRL given the
   full causal graph.
+* [S] Theorem 1, as restated by a third-party review (not the paper's text): Bayesian regret
+  O~((H^(5/2) N^(1+Z/2) d_Y + sqrt(H 2^(d_X - eta))) sqrt(K)); the bound card
+  ``mutti2024-c-psrl-thm1`` (bounds/cards/tabular.py) carries it, VACUOUS at the claim's sizes.
 
 What was reconstructed [A] (the factored model of ``mdps/factored.py``: n binary variables,
 S = 2^n, the action a parent of every variable, known rewards):
@@ -111,7 +114,13 @@ def log_marginal_likelihood(n1: np.ndarray, n0: np.ndarray, beta: float) -> np.n
     return lml.sum(axis=(-2, -1))
 
 
-@register("c-psrl", kind="online", problem="tabular", papers=("001#72",))
+@register(
+    "c-psrl",
+    kind="online",
+    problem="tabular",
+    bounds=("mutti2024-c-psrl-thm1",),
+    papers=("001#72",),
+)
 class CPSRL:
     """C-PSRL (Mutti et al. 2024) on a factored MDP over n = log2(S) binary variables.
 
