@@ -1907,3 +1907,9 @@ MUTATIONS = (*MUTATIONS, *c_psrl_mutations.MUTATIONS)
 from theorylab.validations import multitask_bandit_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)
+
+# ------------------------------------------------------------------------- submodular RL (submod)
+# SubPO's marginal gains (validations/claims/submodular.py, 000#13, 001#14, 002-004#A5)
+from theorylab.validations import submodular_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *submodular_mutations.MUTATIONS)

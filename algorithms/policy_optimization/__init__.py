@@ -72,5 +72,6 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     sec,
     seele,
     staq,
+    subpo,
     trpo,
 )
