@@ -119,6 +119,11 @@ def _softmax(logits: np.ndarray) -> np.ndarray:
     return z / z.sum(axis=-1, keepdims=True)
 
 
+def node_policies_of_logits(theta: list[np.ndarray]) -> np.ndarray:
+    """(H-1, S, A) the Markov policy of Markov logits theta[h] (S, A)."""
+    return np.stack([_softmax(t) for t in theta])
+
+
 def node_policies(tree: HistoryTree, theta, policy: str) -> list[np.ndarray]:
     """pi(. | n) (N_h, A) per level h < H - 1 from the parameters of the class."""
     if policy == "history":
@@ -151,6 +156,21 @@ def subpo_gradient(tree: HistoryTree, pis: list[np.ndarray]) -> tuple[list[np.nd
         V = (pis[h] * Q).sum(axis=1)
         grads[h] = d[h][:, None] * pis[h] * (Q - V[:, None])
     return grads, tree.root_value + float(V[0])
+
+
+def parameter_gradient(
+    tree: HistoryTree, node_grads: list[np.ndarray], policy: str, S: int
+) -> list[np.ndarray]:
+    """dJ / d theta of the class: the node gradients themselves (``history``), or summed into
+    the shared logits theta[h, s] (S, A) of the histories ending in s (``markov``)."""
+    if policy == "history":
+        return node_grads
+    out = []
+    for h, g in enumerate(node_grads):
+        shared = np.zeros((S, g.shape[1]))
+        np.add.at(shared, tree.state[h], g)
+        out.append(shared)
+    return out
 
 
 def sequence_entropy(tree: HistoryTree, pis: list[np.ndarray]) -> float:
@@ -206,14 +226,8 @@ def subpo(problem, iterations: int, lr: float = 20.0, policy: str = "history") -
         records.append(np.concatenate([_softmax(t) for t in theta]))
         if k == K:
             break
-        grads, _ = subpo_gradient(tree, pis)
-        for h in range(n_levels):
-            if policy == "history":
-                theta[h] = theta[h] + lr * grads[h] / scale
-            else:
-                g = np.zeros_like(theta[h])
-                np.add.at(g, tree.state[h], grads[h])
-                theta[h] = theta[h] + lr * g / scale
+        grads = parameter_gradient(tree, subpo_gradient(tree, pis)[0], policy, problem.S)
+        theta = [t + lr * g / scale for t, g in zip(theta, grads, strict=True)]
     obj = np.asarray(objective)
     return PolicyPath(
         objective=obj,
