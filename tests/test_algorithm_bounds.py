@@ -235,6 +235,9 @@ NO_THEOREM |= {"gorl"}
 # H2O (002-004#C5): the paper's theory was not read (abstract only); its claim compares exact
 # values on the bridge instance (docs/algorithms/h2o.md)
 NO_THEOREM |= {"h2o"}
+# submodular RL (helper submod; 000#13, 001#14, 002-004#A5): an approximation constant (greedy
+# 1 - 1/e on submodular bandits), not a rate; checked by validations/claims/submodular.py
+NO_THEOREM |= {"subpo"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

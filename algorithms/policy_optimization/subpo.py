@@ -191,11 +191,11 @@ def sequence_entropy(tree: HistoryTree, pis: list[np.ndarray]) -> float:
 )
 def subpo(problem, iterations: int, lr: float = 20.0, policy: str = "history") -> PolicyPath:
     """K exact SubPO steps from the uniform policy on a submodular MDP (``coverage-bandit``,
-    ``coverage-grid``, ``coverage-corridor``, ``modular-grid``). objective = regularised =
-    J(pi_k) (exact, by the trajectories); target_value = OPT, the best trajectory's F (max over
-    the tree's leaves); target_gap NaN (no stated limit); policies (K+1, nodes, A)."""
+    ``coverage-tight``, ``coverage-grid``, ``coverage-corridor``, ``modular-grid``).
+    objective = regularised = J(pi_k) (exact, by the trajectories); target_value = OPT, the best
+    trajectory's F (max over the tree's leaves); target_gap NaN (no stated limit); policies
+    (K+1, nodes, A)."""
     from theorylab.mdps.submodular import SubmodularMDP
-    from theorylab.runners.problems import require_problem
 
     K = check_iterations("subpo", iterations)
     lr = check_number("subpo", "lr", lr)
@@ -203,14 +203,13 @@ def subpo(problem, iterations: int, lr: float = 20.0, policy: str = "history") -
         raise ValueError(
             f"subpo: policy must be one of {', '.join(POLICY_CLASSES)}, got {policy!r}"
         )
-    require_problem(
-        problem,
-        SubmodularMDP,
-        "subpo is a policy-optimization algorithm that",
-        "a submodular MDP",
-        "coverage-bandit:S=6,H=4",
-        "coverage-bandit, coverage-grid, coverage-corridor, modular-grid",
-    )
+    if not isinstance(problem, SubmodularMDP):
+        name = getattr(problem, "name", type(problem).__name__)
+        raise ValueError(
+            "subpo is a policy-optimization algorithm that needs a submodular MDP "
+            "(coverage-bandit, coverage-grid, coverage-corridor, coverage-tight, modular-grid, "
+            f"e.g. coverage-bandit:S=6,H=4); got {name!r}"
+        )
     tree = history_tree(problem)
     n_levels = len(tree.child)
     if policy == "history":
