@@ -57,6 +57,15 @@ def _grid_sizes(family: str, rows, cols, H) -> tuple[int, int, int]:
     return rows, cols, H
 
 
+def teleport_coverage(cover: np.ndarray, weights: np.ndarray, H: int, name: str) -> SubmodularMDP:
+    """The submodular bandit: A = S, action a moves to state a from anywhere; start 0."""
+    S = cover.shape[0]
+    nxt = np.broadcast_to(np.arange(S, dtype=np.int64)[None, :], (S, S)).copy()  # (S, A = S)
+    return SubmodularMDP(
+        nxt, 0, H, CoverageUtility(cover, weights), name=name, info={"bandit": True}
+    )
+
+
 @register("coverage-bandit")
 def coverage_bandit(
     S: int = 8, H: int = 5, J: int = 16, p: float = 0.25, seed: int = 0
@@ -66,18 +75,13 @@ def coverage_bandit(
     H = require_int("coverage-bandit", "H", H, 2)
     J = require_int("coverage-bandit", "J", J, 1)
     p = require_probability("coverage-bandit", "p", p)
+    seed = require_int("coverage-bandit", "seed", seed, 0)
     rng = np.random.default_rng(seed)
     cover = rng.random((S, J)) < p  # (S, J)
     cover[np.arange(S), rng.integers(0, J, size=S)] = True  # every state covers something
     weights = rng.integers(1, 5, size=J).astype(np.float64)  # (J,)
-    nxt = np.broadcast_to(np.arange(S, dtype=np.int64)[None, :], (S, S)).copy()  # (S, A = S)
-    return SubmodularMDP(
-        nxt,
-        0,
-        H,
-        CoverageUtility(cover, weights),
-        name=f"coverage-bandit:S={S},H={H},J={J},p={p!r},seed={seed}",
-        info={"bandit": True},
+    return teleport_coverage(
+        cover, weights, H, f"coverage-bandit:S={S},H={H},J={J},p={p!r},seed={seed}"
     )
 
 
@@ -92,15 +96,7 @@ def coverage_tight(k: int = 4) -> SubmodularMDP:
         cover[1 + k + i, i::k] = True  # state 1 + k + i: column i, its last cell included
     rows = np.array([k ** (k - i) * (k - 1) ** (i - 1) for i in range(1, k + 1)] + [(k - 1) ** k])
     weights = np.repeat(rows.astype(np.float64), k)  # (J,) = ((k + 1) k,)
-    nxt = np.broadcast_to(np.arange(S, dtype=np.int64)[None, :], (S, S)).copy()  # (S, A = S)
-    return SubmodularMDP(
-        nxt,
-        0,
-        k + 1,
-        CoverageUtility(cover, weights),
-        name=f"coverage-tight:k={k}",
-        info={"bandit": True},
-    )
+    return teleport_coverage(cover, weights, k + 1, f"coverage-tight:k={k}")
 
 
 @register("coverage-grid")
@@ -110,6 +106,7 @@ def coverage_grid(
     """A grid; each state covers the cells within Chebyshev distance ``radius``."""
     rows, cols, H = _grid_sizes("coverage-grid", rows, cols, H)
     radius = require_int("coverage-grid", "radius", radius, 0)
+    seed = require_int("coverage-grid", "seed", seed, 0)
     rng = np.random.default_rng(seed)
     r, c = np.divmod(np.arange(rows * cols), cols)  # (S,) each
     dist = np.maximum(np.abs(r[:, None] - r[None, :]), np.abs(c[:, None] - c[None, :]))  # (S, S)
@@ -150,6 +147,7 @@ def coverage_corridor(k: int = 6) -> SubmodularMDP:
 def modular_grid(rows: int = 3, cols: int = 3, H: int = 5, seed: int = 0) -> SubmodularMDP:
     """A grid with an additive time-indexed utility u[h, s] in {0, 1/8, ..., 1}."""
     rows, cols, H = _grid_sizes("modular-grid", rows, cols, H)
+    seed = require_int("modular-grid", "seed", seed, 0)
     rng = np.random.default_rng(seed)
     u = rng.integers(0, 9, size=(H, rows * cols)) / 8.0  # (H, S), exact in binary
     return SubmodularMDP(
