@@ -34,6 +34,13 @@ MUTATIONS = (
             "mutation",
             "SubPO's step reward F({s'}) of the next state alone, not the marginal gain",
             subpo_singleton_reward,
+            tests=(
+                (
+                    "test_submodular",
+                    "test_subpo_gradient_equals_the_enumerated_reinforce_gradient",
+                    {"spec": "coverage-bandit:S=4,H=3"},
+                ),
+            ),
         )
     ),
 )
