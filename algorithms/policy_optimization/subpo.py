@@ -14,7 +14,8 @@ start state whose per-step return is the marginal gain of the trajectory utility
 bonus decaying as 1/t, returns scaled by a constant. Reconstructed [A]: the theorem's exact
 assumption and constant were not read (time-boxed search found the abstract only); the constant
 checked here is the classical greedy one, ``1 - 1/e`` (Nemhauser, Wolsey & Fisher 1978), on the
-instances where every state is reachable from every state in one step (``coverage-bandit``),
+instances where every state is reachable from every state in one step (``coverage-bandit``,
+``coverage-tight``),
 where a trajectory is a choice of H - 1 states with repetition -- the submodular bandit.
 
 Algorithm, as implemented. On a :class:`~theorylab.mdps.submodular.SubmodularMDP` (deterministic
@@ -32,7 +33,8 @@ with plain gradient ascent ``theta += lr grad / F_max`` (F_max: every target cov
 Adam and an entropy bonus. Two policy classes:
 
 * ``policy="history"``: a tabular softmax per state history (the paper's non-Markovian policy);
-  on this class SubRL is an MDP over histories and exact softmax PG reaches OPT;
+  on this class SubRL is an MDP over histories, where exact softmax PG converges to OPT
+  (asymptotically: near-deterministic plateaus can be long, see below);
 * ``policy="markov"``: logits theta[h, s] shared by all histories ending in s at step h (the
   paper's Markovian policy): the chain rule sums the node gradients into the shared logits.
 
