@@ -44,6 +44,8 @@ records it. Registered:
   an answer bandit with unsolvable prompts (seed row 002-004#F9);
 * ``rl-plus`` (:mod:`.rl_plus`): external expert answers with multiple-importance-sampling weights
   and an exploration advantage (seed row 002-004#G8).
+* ``subpo`` (:mod:`.subpo`): exact policy gradient on the marginal gains of a submodular utility
+  of the visited states (Prajapat et al. 2024; seed rows 000#13, 001#14, 002-004#A5).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
