@@ -248,6 +248,9 @@ NO_THEOREM |= {"gorl"}
 # values on the bridge instance (docs/algorithms/h2o.md)
 NO_THEOREM |= {"h2o"}
 NO_THEOREM |= {"ssp-ac", "ssp-ca", "ssp-q-learning"}  # 000#51: a.s. convergence, no rate
+# submodular RL (helper submod; 000#13, 001#14, 002-004#A5): an approximation constant (greedy
+# 1 - 1/e on submodular bandits), not a rate; checked by validations/claims/submodular.py
+NO_THEOREM |= {"subpo"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

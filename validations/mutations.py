@@ -1921,3 +1921,9 @@ MUTATIONS = (*MUTATIONS, *inverse_rl_mutations.MUTATIONS)
 from theorylab.validations import ssp_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *ssp_mutations.MUTATIONS)
+
+# ------------------------------------------------------------------------- submodular RL (submod)
+# SubPO's marginal gains (validations/claims/submodular.py, 000#13, 001#14, 002-004#A5)
+from theorylab.validations import submodular_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *submodular_mutations.MUTATIONS)

@@ -47,6 +47,8 @@ records it. Registered:
 * ``rollin`` (:mod:`.rollin`): a curriculum of goal-reaching tasks solved in order by exact
   softmax PG, warm-started and rolled in from the previous task's visitation (Li et al. 2023;
   seed rows 000#7, 001#11).
+* ``subpo`` (:mod:`.subpo`): exact policy gradient on the marginal gains of a submodular utility
+  of the visited states (Prajapat et al. 2024; seed rows 000#13, 001#14, 002-004#A5).
 """
 
 from theorylab.algorithms.policy_optimization import (  # noqa: F401
@@ -76,5 +78,6 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     sec,
     seele,
     staq,
+    subpo,
     trpo,
 )
