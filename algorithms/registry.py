@@ -336,6 +336,23 @@ register_kind(
 
 register_kind(
     Kind(
+        "local-agents",
+        constructor_args=("problem", "k", "samples", "rng"),
+        budget={
+            "k": "k, the number of local agents sub-sampled, or an increasing list of k "
+            "(required)",
+            "samples": "m, generative-model draws per Q-update (default None: the exact Bellman "
+            "operator)",
+        },
+        runner="theorylab.runners.local_agents:run",
+        summary="a global agent learns on k of n local agents and is deployed on all n; exact "
+        "optimality gap of the deployed policy on the n-agent system per k",
+    )
+)
+
+
+register_kind(
+    Kind(
         "markov-game-offline",
         constructor_args=("data",),
         budget={
@@ -514,6 +531,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.multitask_bandit.douexpdes",
     "theorylab.algorithms.multitask_bandit.gfucb",
     "theorylab.algorithms.offline.markov_game_pessimism",
+    "theorylab.algorithms.multiagent",
 )
 
 

@@ -1907,3 +1907,8 @@ MUTATIONS = (*MUTATIONS, *c_psrl_mutations.MUTATIONS)
 from theorylab.validations import multitask_bandit_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- seed row 001#3
+# SUBSAMPLE-Q (validations/claims/multiagent.py)
+from theorylab.validations import multiagent_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *multiagent_mutations.MUTATIONS)
