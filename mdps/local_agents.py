@@ -22,7 +22,7 @@ system SUBSAMPLE-Q learns on.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.stats import binom
@@ -40,12 +40,13 @@ def count_transition(p_on: np.ndarray, agents: int) -> np.ndarray:
     G = p_on.shape[0]
     m = int(agents)
     j = np.arange(m + 1)
+    c = j[:, None]  # (m+1, 1): agents in state 1 now
     T = np.zeros((G, m + 1, m + 1))
     for g in range(G):
-        for c in range(m + 1):
-            stay = binom.pmf(j[: c + 1], c, p_on[g, 1])  # (c+1,)
-            come = binom.pmf(j[: m - c + 1], m - c, p_on[g, 0])  # (m-c+1,)
-            T[g, c] = np.convolve(stay, come)
+        stay = binom.pmf(j[None, :], c, p_on[g, 1])  # (m+1, m+1): [c, i] i of c stay on
+        come = binom.pmf(j[None, :], m - c, p_on[g, 0])  # (m+1, m+1): [c, i] i of m-c switch on
+        for cc in range(m + 1):
+            T[g, cc] = np.convolve(stay[cc, : cc + 1], come[cc, : m - cc + 1])
     return T
 
 
@@ -63,6 +64,7 @@ class LocalAgentsProblem:
     gamma: float
     start_on: float = 0.5
     name: str = "local-agents"
+    _chains: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def G(self) -> int:
@@ -93,13 +95,17 @@ class LocalAgentsProblem:
         m = self.n if agents is None else int(agents)
         if m < 1:
             raise InvalidMDPError(f"local-agents: the number of agents must be >= 1, got {m}")
+        if m in self._chains:  # built once per number of agents (the model is immutable)
+            return self._chains[m]
         T = count_transition(self.p_on, m)  # (G, m+1, m+1)
         # P[(g, c), a, (g', c')] = P_g[g, a, g'] T[g, c, c']
         P = np.einsum("gah,gcd->gcahd", self.P_g, T).reshape(self.G * (m + 1), self.A, -1)
         mu0 = np.zeros(self.G * (m + 1))
         mu0[: m + 1] = binom.pmf(np.arange(m + 1), m, self.start_on)
-        return TabularMDP(P, self.count_reward(m), mu0, gamma=self.gamma,
-                          name=f"{self.name} (count chain, {m} agents)")  # fmt: skip
+        chain = TabularMDP(P, self.count_reward(m), mu0, gamma=self.gamma,
+                           name=f"{self.name} (count chain, {m} agents)")  # fmt: skip
+        self._chains[m] = chain
+        return chain
 
     def joint_mdp(self):
         """The joint chain on ``(g, s_1..s_n)`` (state ``g 2^n + x``, bit i of x the state of
