@@ -165,8 +165,10 @@ def fixed_subset_values(
     V = np.zeros_like(R)
     while True:
         # E[V(g', i', o') | g, i, o] = sum_g' Pg[g,i,g'] sum_i' Ti[g,i,i'] sum_o' To[g,o,o'] V
-        W = np.einsum("god,hed->hgoe", To, V)  # (G', G, n-k+1, k+1): over o' for each (g', i')
-        EV = np.einsum("gih,gie,hgoe->gio", Pg, Ti, W)
+        # (two batched matrix products, then the sum over g')
+        W = np.matmul(V[None], To.transpose(0, 2, 1)[:, None])  # (G, G', k+1, n-k+1): o' summed
+        W = np.matmul(Ti[:, None], W)  # (G, G', k+1, n-k+1): i' summed
+        EV = np.einsum("gih,ghio->gio", Pg, W)
         V_new = R + gamma * EV
         done = np.max(np.abs(V_new - V)) <= tol * (1 - gamma)
         V = V_new
