@@ -339,8 +339,7 @@ register_kind(
         "local-agents",
         constructor_args=("problem", "k", "samples", "rng"),
         budget={
-            "k": "k, the number of local agents sub-sampled, or an increasing list of k "
-            "(required)",
+            "k": "k, the number of local agents sub-sampled, or an increasing list of k (required)",
             "samples": "m, generative-model draws per Q-update (default None: the exact Bellman "
             "operator)",
         },

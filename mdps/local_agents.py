@@ -124,8 +124,9 @@ class LocalAgentsProblem:
         P = np.zeros((self.G, X, self.A, self.G, X))
         R = np.zeros((self.G, X, self.A))
         for g in range(self.G):
-            one = np.array([[1 - self.p_on[g, 0], self.p_on[g, 0]],
-                            [1 - self.p_on[g, 1], self.p_on[g, 1]]])  # fmt: skip  (2, 2)
+            one = np.array(
+                [[1 - self.p_on[g, 0], self.p_on[g, 0]], [1 - self.p_on[g, 1], self.p_on[g, 1]]]
+            )  # fmt: skip  (2, 2)
             M = np.ones((1, 1))
             for _ in range(n):  # agent n-1 is the most significant bit
                 M = np.kron(one, M)  # (X, X) after n factors

@@ -89,7 +89,9 @@ def _check(problem, k: int, samples) -> None:
     if samples is not None and (
         isinstance(samples, bool) or not isinstance(samples, (int, np.integer)) or samples < 1
     ):
-        raise ValueError(f"subsample-q: samples (m) must be an integer >= 1 or None, got {samples!r}")
+        raise ValueError(
+            f"subsample-q: samples (m) must be an integer >= 1 or None, got {samples!r}"
+        )
 
 
 def learn(
@@ -160,7 +162,8 @@ def fixed_subset_values(
     c = np.arange(k + 1)[:, None] + np.arange(n - k + 1)[None, :]  # (k+1, n-k+1)
     frac = c / n
     R = problem.r_g[np.arange(G)[:, None], act][:, :, None] + (
-        frac[None] * problem.r_l[:, 1, None, None] + (1 - frac[None]) * problem.r_l[:, 0, None, None]
+        frac[None] * problem.r_l[:, 1, None, None]
+        + (1 - frac[None]) * problem.r_l[:, 0, None, None]
     )  # (G, k+1, n-k+1)
     V = np.zeros_like(R)
     while True:

@@ -48,8 +48,11 @@ def _random(G: int, A: int, seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarr
 
 
 def _int(value, key: str, lo: int, hi: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < lo or (
-        hi is not None and value > hi
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int)
+        or value < lo
+        or (hi is not None and value > hi)
     ):
         rng = f"[{lo}, {hi}]" if hi is not None else f">= {lo}"
         raise InvalidMDPError(f"local-agents: {key} must be an integer {rng}, got {value!r}")

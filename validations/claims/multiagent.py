@@ -127,8 +127,8 @@ class SubsampleQGapVsK:
         if np.all(gap > 0):
             slope, lo, hi = slope_ci(ks, gap)
             ok = SLOPE_RANGE[0] <= lo and hi <= SLOPE_RANGE[1]
-            detail = (f"slope {slope:.3f} [{lo:.3f}, {hi:.3f}] (95%, inside {SLOPE_RANGE}); "
-                      "sup gap " + ", ".join(f"k={k}: {g:.4f}" for k, g in zip(ks, gap)))  # fmt: skip
+            pts = ", ".join(f"k={k}: {g:.4f}" for k, g in zip(ks, gap, strict=True))
+            detail = f"slope {slope:.3f} [{lo:.3f}, {hi:.3f}] (95%, inside {SLOPE_RANGE}); {pts}"
         else:
             slope, lo, hi, ok = math.nan, math.nan, math.nan, False
             detail = f"a gap is <= 0 (no log-log fit): {gap.tolist()}"
@@ -147,7 +147,8 @@ class SubsampleQGapVsK:
             "flat in n", same and ratio <= FLAT_RATIO,
             f"learned Q identical over n = {cfg['ns']}: {same}; sup gap at k = {K_FLAT}: "
             + ", ".join(f"n={n}: {g:.4f}" for n, g in gaps_n.items())
-            + f" (max/min {ratio:.3f} <= {FLAT_RATIO})", {"gaps": gaps_n, "ratio": ratio}))  # fmt: skip
+            + f" (max/min {ratio:.3f} <= {FLAT_RATIO})",
+            {"gaps": gaps_n, "ratio": ratio}))  # fmt: skip
 
         exact = float(gap[list(ks).index(K_FLOOR)])
         ms = np.asarray(cfg["m"])
@@ -162,12 +163,16 @@ class SubsampleQGapVsK:
         boot = rng.choice(per_m[0], size=(2000, per_m[0].size)).mean(axis=1) - exact
         floor_lo = float(np.percentile(boot, 2.5))
         n_slope = float(stats.linregress(np.log(ms), np.log(noise)).slope)
-        ok = floor_lo > 0 and all(b < a for a, b in zip(means, means[1:])) and -0.75 <= n_slope <= -0.3
+        ok = (
+            floor_lo > 0
+            and all(b < a for a, b in zip(means, means[1:], strict=False))
+            and -0.75 <= n_slope <= -0.3
+        )
         checks.append(Check(
             f"floor set by m (k = {K_FLOOR})", ok,
-            "mean sup gap " + ", ".join(f"m={m}: {g:.4f}" for m, g in zip(ms, means))
+            "mean sup gap " + ", ".join(f"m={m}: {g:.4f}" for m, g in zip(ms, means, strict=True))
             + f" vs exact {exact:.4f} (m={ms[0]} excess 95% low {floor_lo:.4f} > 0, decreasing);"
-            " Bellman noise " + ", ".join(f"m={m}: {e:.4f}" for m, e in zip(ms, noise))
+            " Bellman noise " + ", ".join(f"m={m}: {e:.4f}" for m, e in zip(ms, noise, strict=True))
             + f" (slope {n_slope:.3f} in [-0.75, -0.3])",
             {"means": means, "exact": exact, "noise": noise, "noise_slope": n_slope}))  # fmt: skip
 
