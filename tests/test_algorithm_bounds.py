@@ -294,6 +294,8 @@ MAIN_THEOREM = {
     # issue 31 (gp31): seed 000#39, CONFIG
     "config": "xu2023-config-regret",
 }
+# SUBSAMPLE-Q (001#3): the abstract's O~(1/sqrt(k) + eps_{k,m}) [A]; the claim checks the exponent
+MAIN_THEOREM["subsample-q"] = "anand-qu2024-subsample-q"
 
 
 # The deep trainer's entries (kind "transformer"): no bound card; their claims are validations
