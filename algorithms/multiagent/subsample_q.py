@@ -34,6 +34,12 @@ Q-learning with fresh m draws per iteration and pair (the paper's update rule no
 rate's constant is not the paper's (not read): the claim fits the exponent and checks the
 measured gap against ``sqrt(1/k)`` times a constant fitted at the smallest k, see
 ``validations/claims/multiagent.py``.
+
+Measured (claim ``subsample-q-gap-vs-k``, quick scale, demand instance, gamma = 0.9, n = 256,
+exact operator): worst-case gap 0.291 / 0.201 / 0.124 / 0.077 at k = 4 / 8 / 16 / 32, slope
+-0.644 [-0.765, -0.524]; at k = 32 with m = 5 / 50 draws the gap is 0.109 / 0.079 (exact 0.077)
+and the Bellman noise 0.158 / 0.048. Without re-sampling at deployment (the control) the
+worst-case gap is 3.01 / 2.91 / 2.90 / 2.67 (slope -0.05).
 """
 
 from __future__ import annotations
