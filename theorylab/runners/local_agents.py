@@ -44,9 +44,9 @@ def run(
     if samples is not None:
         samples = positive_integer(samples, "samples")
     prob = require_problem(resolve_mdp(problem), LocalAgentsProblem,
-                           f"{entry.name} is a local-agents algorithm",
+                           f"{entry.name} is a local-agents algorithm and",
                            "a global agent with n local agents", "local-agents:n=64",
-                           )  # fmt: skip
+                           family="local-agents")  # fmt: skip
     if ks[-1] > prob.n:
         raise ValueError(f"k must be <= n = {prob.n} (the agents there are), got k = {ks[-1]}")
     t0 = time.perf_counter()
