@@ -366,6 +366,22 @@ register_kind(
 
 register_kind(
     Kind(
+        "local-agents",
+        constructor_args=("problem", "k", "samples", "rng"),
+        budget={
+            "k": "k, the number of local agents sub-sampled, or an increasing list of k (required)",
+            "samples": "m, generative-model draws per Q-update (default None: the exact Bellman "
+            "operator)",
+        },
+        runner="theorylab.runners.local_agents:run",
+        summary="a global agent learns on k of n local agents and is deployed on all n; exact "
+        "optimality gap of the deployed policy on the n-agent system per k",
+    )
+)
+
+
+register_kind(
+    Kind(
         "markov-game-offline",
         constructor_args=("data",),
         budget={
@@ -562,6 +578,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.goal_reaching",
     "theorylab.algorithms.inverse_rl",
     "theorylab.algorithms.ssp",
+    "theorylab.algorithms.multiagent",
 )
 
 

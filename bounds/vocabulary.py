@@ -161,6 +161,9 @@ _ENTRIES = [
         low_closed=True,
         latex=r"\lVert E_K / K \rVert_\infty",
     ),
+    # a global agent with many local agents (Anand & Qu 2024, SUBSAMPLE-Q)
+    Variable("k_sub", "number of local agents sub-sampled (k <= n_agents)", latex="k"),
+    Variable("n_agents", "number of local agents", latex="n"),
     Variable(
         "noise_sup",
         "max_j ||eps_j||_inf, a bound on every evaluation error eps_j (approximate VI)",

@@ -313,6 +313,8 @@ MAIN_THEOREM = {
     # claim's sizes, the claim tests the ordering in eta)
     "c-psrl": "mutti2024-c-psrl-thm1",
 }
+# SUBSAMPLE-Q (001#3): the abstract's O~(1/sqrt(k) + eps_{k,m}) [A]; the claim checks the exponent
+MAIN_THEOREM["subsample-q"] = "anand-qu2024-subsample-q"
 
 
 # The deep trainer's entries (kind "transformer"): no bound card; their claims are validations

@@ -75,6 +75,7 @@ EXPECTED_NAMES = {
     "zhao2024-cvar-lowrank-h7",
     "zhao2024-cvar-lowrank-h2",
     "auer2002-exp3-cor3.2",
+    "anand-qu2024-subsample-q",
     "auer2002-ucb1-thm1",
     "zjj-thm3.2",
     "psl-dueling-known",

@@ -349,6 +349,12 @@ def test_bench_runs_is_checked_before_any_work(capsys, monkeypatch):
             "e.g. pointer-chase:d=16,H=8); got 'riverswim:S=4,H=4'",
         ),
         (
+            "subsample-q",
+            {"k": 2},
+            "subsample-q is a local-agents algorithm and needs a global agent with n local agents "
+            "(local-agents, e.g. local-agents:n=64); got 'riverswim:S=4,H=4'",
+        ),
+        (
             "pessimistic-nash",
             {"dataset_size": 100},
             "pessimistic-nash is an offline Markov-game algorithm and needs a zero-sum Markov game "

@@ -1927,3 +1927,8 @@ MUTATIONS = (*MUTATIONS, *ssp_mutations.MUTATIONS)
 from theorylab.validations import submodular_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *submodular_mutations.MUTATIONS)
+# ----------------------------------------------------------------------------- seed row 001#3
+# SUBSAMPLE-Q (validations/claims/multiagent.py)
+from theorylab.validations import multiagent_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *multiagent_mutations.MUTATIONS)

@@ -11,6 +11,7 @@ from . import (
     bandits,
     linear,
     lowrank,
+    multiagent,
     offline,
     policy_optimization,
     preference,
@@ -30,6 +31,7 @@ CARDS = (
     *average_reward.CARDS,
     *policy_optimization.CARDS,
     *bandits.CARDS,
+    *multiagent.CARDS,
 )
 
 __all__ = ["CARDS"]
