@@ -72,5 +72,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     sec,
     seele,
     staq,
+    trajectory_traces,
     trpo,
+    value_mapping,
 )
