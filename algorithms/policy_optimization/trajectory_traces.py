@@ -22,9 +22,10 @@ coefficients,
     (M Q)(s, a) = Q(s, a) + sum_{t >= 0} gamma^t E_mu[ beta_t delta_t | s_0 = s, a_0 = a ],
     delta_t = r(s_t, a_t) + gamma sum_a' pi(a'|s_{t+1}) Q(s_{t+1}, a') - Q(s_t, a_t).
 
-Because beta_t depends only on the actions' ratios and E[delta_t | s_t, a_t] = (T^pi Q - Q)(s_t, a_t),
-M Q = Q + W (T^pi Q - Q) with the (SA, SA) matrix W = sum_t gamma^t E_mu[beta_t 1{(s_t, a_t) =
-.}] independent of Q; M's fixed point is Q^pi whenever W is invertible, and
+Because beta_t depends only on the actions' ratios and
+E[delta_t | s_t, a_t] = (T^pi Q - Q)(s_t, a_t), M Q = Q + W (T^pi Q - Q) with the (SA, SA)
+matrix W = sum_t gamma^t E_mu[beta_t 1{(s_t, a_t) = .}] independent of Q; M's fixed point is
+Q^pi whenever W is invertible, and
 M Q - Q^pi = (I - W (I - gamma P^pi)) (Q - Q^pi), so ``contraction_modulus`` is the exact
 infinity-norm of that matrix. W is computed two ways: in closed form for the per-decision traces,
 W = (I - gamma P_c)^{-1} with P_c((s,a), (s',a')) = P(s'|s,a) mu(a'|s') c(s',a'), c = lambda rho or
@@ -214,8 +215,8 @@ TRACE_IDS = {name: i for i, name in enumerate(TRACES)}
 
 @njit(cache=True)
 def _episodes_kernel(P_cdf, R, pi, mu, mu_cdf, Q0, Q_true, trace_id, lam, bound, gamma, alpha,
-                     episodes, L, seed, record_every):  # fmt: skip
-    np.random.seed(seed)
+                     episodes, L, uniforms, record_every):  # fmt: skip
+    # uniforms (episodes, L + 1, 2): the start pair, next states and actions, drawn outside
     S, A = R.shape
     Q = Q0.copy()
     n_rec = episodes // record_every
@@ -226,11 +227,11 @@ def _episodes_kernel(P_cdf, R, pi, mu, mu_cdf, Q0, Q_true, trace_id, lam, bound,
     rho = np.empty(L)
     corr = np.empty(L)
     for e in range(episodes):
-        idx = np.random.randint(S * A)
+        idx = min(int(uniforms[e, L, 0] * S * A), S * A - 1)
         s[0], a[0] = idx // A, idx % A
         for t in range(L):
             st, at = s[t], a[t]
-            u = np.random.random()
+            u = uniforms[e, t, 0]
             nxt = 0
             while nxt < S - 1 and P_cdf[st, at, nxt] < u:
                 nxt += 1
@@ -240,7 +241,7 @@ def _episodes_kernel(P_cdf, R, pi, mu, mu_cdf, Q0, Q_true, trace_id, lam, bound,
             delta[t] = R[st, at] + gamma * v - Q[st, at]
             rho[t] = pi[st, at] / mu[st, at]
             if t + 1 < L:
-                u = np.random.random()
+                u = uniforms[e, t, 1]
                 an = 0
                 while an < A - 1 and mu_cdf[nxt, an] < u:
                     an += 1
@@ -303,7 +304,8 @@ def sampled_evaluation(
             _, err = _episodes_kernel(
                 np.cumsum(P, axis=2), np.asarray(mdp.reward(0), float), pi, mu,
                 np.cumsum(mu, axis=1), np.zeros_like(q_true), q_true, TRACE_IDS[trace],
-                lam, float(recency_bound(lam)), float(mdp.gamma), float(alpha), int(episodes), int(length), int(sd),
+                lam, float(recency_bound(lam)), float(mdp.gamma), float(alpha), int(episodes),
+                int(length), np.random.default_rng(sd).random((int(episodes), int(length) + 1, 2)),
                 int(record_every),
             )  # fmt: skip
             out.append(err)

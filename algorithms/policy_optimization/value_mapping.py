@@ -25,8 +25,8 @@ or chosen [A]:
   The control ``square`` (f(x) = x^2, f^{-1}(y) = sqrt(|y|): a bijection on [0, inf) only)
   breaks the first condition on the ``shifted`` channels, whose first channel's values are <= 0;
 * synchronous generative-model sampling (every pair updated once per iteration, one s' draw
-  shared by the channels) and beta_reg,k = (1 + (1 - gamma) k)^{-power} (power in (1/2, 1]; the rescaled linear
-  schedule at power 1) [A]; beta_f = 1 by default [A].
+  shared by the channels) and beta_reg,k = (1 + (1 - gamma) k)^{-power} (power in (1/2, 1];
+  the rescaled linear schedule at power 1) [A]; beta_f = 1 by default [A].
 
 Mappings (``MAPPINGS``): ``identity``; ``log``: f(x) = log(x + d), f^{-1}(y) = e^y - d with d = 1e-2
 (defined for x > -d: the channel's rewards must be >= 0, which the ``sign`` decomposition ensures,
