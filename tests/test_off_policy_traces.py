@@ -96,7 +96,7 @@ def test_evaluation_fixed_point_is_q_pi_and_m_contracts(trace):
 def test_control_through_tl_run_reaches_q_star(trace):
     mdp = small_mdp(seed=4, gamma=0.7)
     res = tl.run("trajectory-traces", mdp, iterations=80, trace=trace, lam=1.0)
-    assert res.target_gap[-1] <= 1e-10
+    assert res.config["q_error"][-1] <= 1e-10
     V = np.zeros(3)
     for _ in range(2000):  # Q* by plain value iteration, written out
         V = (mdp.reward(0) + mdp.gamma * mdp.dense_P() @ V).max(axis=1)
@@ -189,14 +189,15 @@ def test_mapped_configurations_converge_to_q_star(mapping, channels, beta_f):
     res = tl.run("orchestrated-q", mdp, iterations=3000, mapping=mapping, channels=channels,
                  beta_f=beta_f, seed=3)  # fmt: skip
     scale = np.abs(optimal_q(mdp)).max()
-    assert res.target_gap[-1] <= 0.05 * scale
-    assert res.target_gap[-1] <= 0.5 * res.target_gap[300]
+    gap = res.config["q_error"]
+    assert gap[-1] <= 0.05 * scale
+    assert gap[-1] <= 0.5 * gap[300]
 
 
 def test_non_injective_map_on_negative_channels_does_not_converge():
     mdp = small_mdp(seed=10, S=4, A=2, gamma=0.7)
     res = tl.run("orchestrated-q", mdp, iterations=3000, mapping="square", channels="shifted")
-    assert res.target_gap[-1] >= 0.2 * np.abs(optimal_q(mdp)).max()
+    assert res.config["q_error"][-1] >= 0.2 * np.abs(optimal_q(mdp)).max()
 
 
 def test_folded_inverse_mutation_breaks_convergence():

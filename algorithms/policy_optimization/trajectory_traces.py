@@ -42,7 +42,8 @@ lambda in [0, 1] is what claim ``rbis-robust-across-lambda`` compares.
 
 Registered ``trajectory-traces`` (kind ``policy-optimization``): K exact iterations of M for
 control (``target="greedy"``: pi_k greedy in Q_k, behaviour eps-greedy in Q_k when
-``behaviour_eps`` < 1, else uniform) scored by ||Q_k - Q*||_inf (``target_gap``) and J(pi_k).
+``behaviour_eps`` < 1, else uniform) scored by ||Q_k - Q*||_inf (``config["q_error"]``,
+k = 0..K) and J(pi_k).
 """
 
 from __future__ import annotations
@@ -323,7 +324,7 @@ def trajectory_traces(
     problem, iterations, trace: str = "rbis", lam: float = 0.9, behaviour_eps: float = 1.0
 ):
     """Off-policy control with the exact multistep trace operator (pdis, retrace, truncated-is,
-    rbis); target_gap = ||Q_k - Q*||_inf."""
+    rbis); config['q_error'] = ||Q_k - Q*||_inf."""
     K = check_iterations("trajectory-traces", iterations)
     trace, lam = check_trace(trace, lam)
     ok = isinstance(behaviour_eps, (int, float, np.floating)) and not isinstance(
@@ -345,8 +346,13 @@ def trajectory_traces(
         objective=policy_objectives(problem, pis),
         regularised=np.full(K + 1, np.nan),
         entropy=np.zeros(K + 1),
-        target_gap=np.abs(qs - q_star[None]).max(axis=(1, 2)),
+        target_gap=np.full(len(qs), np.nan),  # no KL limit: the Q error is in config
         target_value=float(q_star.max(axis=1) @ mu0),
         policies=pis,
-        config={"trace": trace, "lam": lam, "behaviour_eps": float(behaviour_eps)},
+        config={
+            "trace": trace,
+            "lam": lam,
+            "behaviour_eps": float(behaviour_eps),
+            "q_error": np.abs(qs - q_star[None]).max(axis=(1, 2)).tolist(),  # ||Q_k - Q*||_inf
+        },
     )

@@ -173,7 +173,7 @@ def orchestrated_q(
     seed: int = 0,
 ):
     """Q-learning with value mappings f_j over reward channels (synchronous, generative model);
-    target_gap = ||Q_k - Q*||_inf against value iteration."""
+    config['q_error'] = ||Q_k - Q*||_inf against value iteration."""
     if getattr(problem, "gamma", None) is None:
         raise ValueError(
             "orchestrated-q is stated for discounted MDPs; give one with gamma (e.g. "
@@ -190,9 +190,15 @@ def orchestrated_q(
         objective=policy_objectives(problem, pis),
         regularised=np.full(len(qs), np.nan),
         entropy=np.zeros(len(qs)),
-        target_gap=np.abs(qs - q_star[None]).max(axis=(1, 2)),
+        target_gap=np.full(len(qs), np.nan),  # no KL limit: the Q error is in config
         target_value=float(q_star.max(axis=1) @ mu0),
         policies=pis,
-        config={"mapping": mapping, "channels": channels, "beta_f": beta_f, "power": power,
-                "seed": int(seed)},
+        config={
+            "mapping": mapping,
+            "channels": channels,
+            "beta_f": beta_f,
+            "power": power,
+            "seed": int(seed),
+            "q_error": np.abs(qs - q_star[None]).max(axis=(1, 2)).tolist(),  # ||Q_k - Q*||_inf
+        },
     )  # fmt: skip

@@ -122,7 +122,7 @@ class TraceFixedPoint(ScaledClaim):
                         Q = tt.apply_operator(mdp, Q, pi, W)
                     fp_err = max(fp_err, float(np.abs(Q - q_pi).max()))
                     run = tl.run("trajectory-traces", mdp, iterations=100, trace=trace, lam=lam)
-                    ctl_err = max(ctl_err, float(run.target_gap[-1]))
+                    ctl_err = max(ctl_err, float(run.config["q_error"][-1]))
         rep.checks.extend(
             [
                 Check(

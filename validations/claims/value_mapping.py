@@ -85,21 +85,23 @@ class OrchestratedQConverges(ScaledClaim):
                            channels="single", seed=sd)  # fmt: skip
             plain = plain_q_learning(mdp, K, sd)
             gap_plain = np.abs(plain - q_star[None]).max(axis=(1, 2))
-            bitwise &= bool(np.array_equal(ident.target_gap, gap_plain))
+            bitwise &= bool(np.array_equal(ident.config["q_error"], gap_plain))
             for mapping, channels, beta_f in CONFIGS:
                 run = tl.run("orchestrated-q", mdp, iterations=K, mapping=mapping,
                              channels=channels, beta_f=beta_f, seed=sd)  # fmt: skip
                 key = f"{mapping}/{channels}/beta_f={beta_f:g}"
-                gap = np.asarray(run.target_gap)
+                gap = np.asarray(run.config["q_error"])
                 rel[key] = max(rel.get(key, 0.0), float(gap[-1] / scale))
                 shrink[key] = max(shrink.get(key, 0.0), float(gap[-1] / gap[K // 10]))
                 if i == 0:
                     curves[key] = gap[1:] / scale
             bad = tl.run("orchestrated-q", mdp, iterations=K, mapping="square",
                          channels="shifted", seed=sd)  # fmt: skip
-            bad_rel.append(float(bad.target_gap[-1] / scale))
+            bad_rel.append(float(bad.config["q_error"][-1] / scale))
             if i == 0:
-                curves["square/shifted (violates the condition)"] = bad.target_gap[1:] / scale
+                curves["square/shifted (violates the condition)"] = (
+                    np.asarray(bad.config["q_error"][1:]) / scale
+                )
         converge = all(v <= 0.1 for v in rel.values()) and all(v <= 0.5 for v in shrink.values())
         rep.checks.extend(
             [
