@@ -40,6 +40,14 @@ frozen over the episode (an offline lambda-return; the cut at L is a trace set t
 Q^pi the fixed point) and steps Q(s_k, a_k) by alpha times it. Its final RMS error to Q^pi across
 lambda in [0, 1] is what claim ``rbis-robust-across-lambda`` compares.
 
+Measured (claims ``trace-operators-fixed-point``, ``rbis-robust-across-lambda``, full scale, 32
+seeds): propagated W = closed form to 9e-10; modulus <= 0.744 <= gamma = 0.8 for all four traces
+(Q(lambda), the ``rbis-without-is`` mutation: 3.6); M^300 0 = Q^pi to 1e-15; control Q_100 = Q*
+to 1e-12. Sampled, noise regime (random MDP, 1000 episodes): max/min error over lambda IS 82,
+Retrace 1.27, Truncated IS 1.50, RBIS 1.39 -- RBIS is robust but not flatter than Retrace here;
+bias regime (8-state chain, 200 episodes) at lambda = 1: Truncated IS 0.195, RBIS 0.305, IS 0.445,
+Retrace 0.66; IS is best at lambda = 0.8 (0.163 vs RBIS 0.786).
+
 Registered ``trajectory-traces`` (kind ``policy-optimization``): K exact iterations of M for
 control (``target="greedy"``: pi_k greedy in Q_k, behaviour eps-greedy in Q_k when
 ``behaviour_eps`` < 1, else uniform) scored by ||Q_k - Q*||_inf (``config["q_error"]``,

@@ -28,6 +28,12 @@ or chosen [A]:
   shared by the channels) and beta_reg,k = (1 + (1 - gamma) k)^{-power} (power in (1/2, 1];
   the rescaled linear schedule at power 1) [A]; beta_f = 1 by default [A].
 
+Measured (claim ``orchestrated-q-converges``, full scale: 5 random MDPs S = 6, A = 3,
+gamma = 0.9, K = 20000): identity + one channel = Q-learning bit for bit; ||Q_K - Q*||_inf /
+||Q*||_inf = 0.0022 for log/sign, identity/shifted and identity/scales at beta_f = 1 (the mapping
+cancels when beta_f = 1: the same numbers to round-off), 0.025 for log/sign at beta_f = 0.5;
+the square map on the shifted channels stays >= 0.286 away.
+
 Mappings (``MAPPINGS``): ``identity``; ``log``: f(x) = log(x + d), f^{-1}(y) = e^y - d with d = 1e-2
 (defined for x > -d: the channel's rewards must be >= 0, which the ``sign`` decomposition ensures,
 as Log Q-learning's positive/negative split does); ``square`` (the control). Channel decompositions
