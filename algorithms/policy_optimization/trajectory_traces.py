@@ -41,7 +41,7 @@ Q^pi the fixed point) and steps Q(s_k, a_k) by alpha times it. Its final RMS err
 lambda in [0, 1] is what claim ``rbis-robust-across-lambda`` compares.
 
 Measured (claims ``trace-operators-fixed-point``, ``rbis-robust-across-lambda``, full scale, 32
-seeds): propagated W = closed form to 9e-10; modulus <= 0.744 <= gamma = 0.8 for all four traces
+seeds): propagated W = closed form to 1.5e-9; modulus <= 0.744 <= gamma = 0.8 for all four traces
 (Q(lambda), the ``rbis-without-is`` mutation: 3.6); M^300 0 = Q^pi to 1e-15; control Q_100 = Q*
 to 1e-12. Sampled, noise regime (random MDP, 1000 episodes): max/min error over lambda IS 82,
 Retrace 1.27, Truncated IS 1.50, RBIS 1.39 -- RBIS is robust but not flatter than Retrace here;
