@@ -205,6 +205,9 @@ NO_THEOREM |= {"density-model-vi"}
 # (its claim checks it against Dijkstra); the embedding is its relaxation
 NO_THEOREM |= {"qrl", "qrl-embedding"}
 NO_THEOREM |= {"mbtl"}  # 002-004#B1 (gp31): "sublinear regret" without a rate in the abstract
+# traces (001#6, 001#5, tier B): both papers state convergence with no rate (catalogue: "no
+# rate"); their claims check the fixed points Q^pi / Q* against a linear solve and value iteration
+NO_THEOREM |= {"trajectory-traces", "orchestrated-q"}
 # issue 31 (advlin31): adversarial linear-Q MDPs (002-004#A1) -- the paper's O~(sqrt K) and the
 # baseline's O~(K^(2/3)) were read from the abstract only, without constants or the omitted
 # dependencies (docs/algorithms/ftrl-log-barrier-linear-q.md); the claim checks the K-exponent

@@ -1932,3 +1932,10 @@ MUTATIONS = (*MUTATIONS, *submodular_mutations.MUTATIONS)
 from theorylab.validations import multiagent_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *multiagent_mutations.MUTATIONS)
+
+# ------------------------------------------------------------------------- traces (001#5, 001#6)
+# off-policy traces and orchestrated value mapping (validations/claims/off_policy_traces.py,
+# validations/claims/value_mapping.py)
+from theorylab.validations import traces_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *traces_mutations.MUTATIONS)

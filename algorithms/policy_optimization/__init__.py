@@ -79,5 +79,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     seele,
     staq,
     subpo,
+    trajectory_traces,
     trpo,
+    value_mapping,
 )

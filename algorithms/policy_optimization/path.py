@@ -104,3 +104,18 @@ def kl_scored_sequences(task, seqs: np.ndarray, beta: float, policies, config: d
         policies=policies,
         config=config,
     )
+
+
+def policy_objectives(mdp, pis: np.ndarray) -> np.ndarray:
+    """J(pi_k) = V^{pi_k}(mu0) of stationary iterates pis (K+1, S, A) on a discounted model,
+    one linear solve per distinct policy (greedy iterates recur)."""
+    from theorylab.algorithms.planning.evaluation import evaluate_discounted
+
+    cache: dict[bytes, float] = {}
+    out = np.empty(len(pis))
+    for k, p in enumerate(pis):
+        key = np.ascontiguousarray(p).tobytes()
+        if key not in cache:
+            cache[key] = float(evaluate_discounted(mdp, p) @ mdp.mu0)
+        out[k] = cache[key]
+    return out
