@@ -336,6 +336,20 @@ register_kind(
 
 register_kind(
     Kind(
+        "irl",
+        constructor_args=("problem", "samples", "rngs"),
+        budget={
+            "samples": "n generative-model draws per (h, s, a), or an increasing list of n "
+            "(required)",
+        },
+        runner="theorylab.runners.irl:run",
+        summary="inverse RL with a generative model: the feasible reward set estimated from n "
+        "draws per (h, s, a); scored by the exact (LP) distance of the true reward to it",
+    )
+)
+
+register_kind(
+    Kind(
         "markov-game-offline",
         constructor_args=("data",),
         budget={
@@ -514,6 +528,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.multitask_bandit.douexpdes",
     "theorylab.algorithms.multitask_bandit.gfucb",
     "theorylab.algorithms.offline.markov_game_pessimism",
+    "theorylab.algorithms.irl",
 )
 
 
