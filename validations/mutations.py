@@ -1907,3 +1907,8 @@ MUTATIONS = (*MUTATIONS, *c_psrl_mutations.MUTATIONS)
 from theorylab.validations import multitask_bandit_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)
+
+# US-IRL feasible reward set (validations/claims/irl.py, 001#2)
+from theorylab.validations import irl_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *irl_mutations.MUTATIONS)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import (
     average_reward,
     bandits,
+    irl,
     linear,
     lowrank,
     offline,
@@ -28,6 +29,7 @@ CARDS = (
     *lowrank.CARDS,
     *preference.CARDS,
     *average_reward.CARDS,
+    *irl.CARDS,
     *policy_optimization.CARDS,
     *bandits.CARDS,
 )
