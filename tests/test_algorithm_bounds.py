@@ -293,6 +293,8 @@ MAIN_THEOREM = {
     "icvar-l": "chen2024-icvar-l-thm1",
     # issue 31 (gp31): seed 000#39, CONFIG
     "config": "xu2023-config-regret",
+    # irlset: seed 001#2, US-IRL (card derived from the abstract's rate, [A])
+    "us-irl": "metelli2023-us-irl",
 }
 
 
