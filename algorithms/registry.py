@@ -336,13 +336,13 @@ register_kind(
 
 register_kind(
     Kind(
-        "irl",
+        "irl-generative",
         constructor_args=("problem", "samples", "rngs"),
         budget={
             "samples": "n generative-model draws per (h, s, a), or an increasing list of n "
             "(required)",
         },
-        runner="theorylab.runners.irl:run",
+        runner="theorylab.runners.irl_generative:run",
         summary="inverse RL with a generative model: the feasible reward set estimated from n "
         "draws per (h, s, a); scored by the exact (LP) distance of the true reward to it",
     )
@@ -528,7 +528,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.multitask_bandit.douexpdes",
     "theorylab.algorithms.multitask_bandit.gfucb",
     "theorylab.algorithms.offline.markov_game_pessimism",
-    "theorylab.algorithms.irl",
+    "theorylab.algorithms.feasible_rewards",
 )
 
 

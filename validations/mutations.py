@@ -1908,7 +1908,7 @@ from theorylab.validations import multitask_bandit_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *multitask_bandit_mutations.MUTATIONS)
 
-# US-IRL feasible reward set (validations/claims/irl.py, 001#2)
-from theorylab.validations import irl_mutations  # noqa: E402
+# US-IRL feasible reward set (validations/claims/feasible_rewards.py, 001#2)
+from theorylab.validations import feasible_rewards_mutations  # noqa: E402
 
-MUTATIONS = (*MUTATIONS, *irl_mutations.MUTATIONS)
+MUTATIONS = (*MUTATIONS, *feasible_rewards_mutations.MUTATIONS)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from . import (
     average_reward,
     bandits,
-    irl,
+    feasible_rewards,
     linear,
     lowrank,
     offline,
@@ -29,7 +29,7 @@ CARDS = (
     *lowrank.CARDS,
     *preference.CARDS,
     *average_reward.CARDS,
-    *irl.CARDS,
+    *feasible_rewards.CARDS,
     *policy_optimization.CARDS,
     *bandits.CARDS,
 )

@@ -1,4 +1,4 @@
-"""Inverse-RL instances (:class:`theorylab.mdps.irl.IRLProblem`; seed row 001#2).
+"""Inverse-RL instances (:class:`theorylab.mdps.irl_problem.IRLProblem`; seed row 001#2).
 
 ``irl-trap:S=4,A=3,H=5,seed=0``: state 0 is a good trap (every action stays, reward +1), state
 1 a bad trap (every action stays, reward -1); every other state is a decision state whose
@@ -19,7 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from theorylab.errors import InvalidMDPError
-from theorylab.mdps.irl import IRLProblem
+from theorylab.mdps.irl_problem import IRLProblem
 from theorylab.mdps.registry import register
 
 

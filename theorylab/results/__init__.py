@@ -18,7 +18,7 @@ from theorylab.results.constrained import ConstrainedResult
 from theorylab.results.deep import DeepResult
 from theorylab.results.dual import DualResult
 from theorylab.results.gp_bandit import GPBanditResult
-from theorylab.results.irl import IRLResult
+from theorylab.results.irl_generative import FeasibleSetResult
 from theorylab.results.multi_batch import MultiBatchResult
 from theorylab.results.multitask_bandit import MultitaskBanditResult
 from theorylab.results.ope import OPEResult
@@ -37,7 +37,7 @@ __all__ = [
     "DualResult",
     "GenerativeGainResult",
     "GPBanditResult",
-    "IRLResult",
+    "FeasibleSetResult",
     "MultiBatchResult",
     "MultitaskBanditResult",
     "OPEResult",

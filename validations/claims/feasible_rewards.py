@@ -1,5 +1,6 @@
 """US-IRL: the feasible reward set estimated from a generative model (seed row 001#2, Metelli,
-Lazzati & Restelli, ICML 2023; reconstructed from the abstract: ``algorithms/irl/us_irl.py``).
+Lazzati & Restelli, ICML 2023; reconstructed from the abstract:
+``algorithms/feasible_rewards/us_irl.py``).
 
 ``us-irl-feasible-set`` checks:
 
@@ -93,7 +94,7 @@ class USIRLFeasibleSet:
 
     def run(self, scale="quick", *, plot=None, progress=False, seed=0) -> Report:
         import theorylab as tl
-        from theorylab.algorithms.irl import feasible_set as fs
+        from theorylab.algorithms.feasible_rewards import feasible_set as fs
 
         t0 = time.perf_counter()
         cfg = self.scales[scale]
@@ -216,6 +217,6 @@ class USIRLFeasibleSet:
 register_validation(
     USIRLFeasibleSet(),
     controls=("us-irl-no-radius", "us-irl-no-horizon-factor", "us-irl-frozen-samples"),
-    targets={"irl": ("us-irl",)},
+    targets={"irl-generative": ("us-irl",)},
     papers=("001#2",),
 )

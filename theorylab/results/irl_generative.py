@@ -1,7 +1,7 @@
-"""Inverse RL with a generative model (``kind="irl"``; ``tl.run("us-irl", "irl-trap:S=4,A=3,H=5",
-samples=[64, 256, 1024])``): per seed and n, the exact distance of the true reward to the
-estimated feasible set, a lower bound on the Hausdorff distance between the true and the
-estimated sets, and the learner's confidence radius."""
+"""Inverse RL with a generative model (``kind="irl-generative"``; ``tl.run("us-irl",
+"irl-trap:S=4,A=3,H=5", samples=[64, 256, 1024])``): per seed and n, the exact distance of the
+true reward to the estimated feasible set, a lower bound on the Hausdorff distance between the
+true and the estimated sets, and the learner's confidence radius."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import numpy as np
 from theorylab.results.base import Result, register_result
 
 
-@register_result("irl")
+@register_result("irl-generative")
 @dataclass
-class IRLResult(Result):
+class FeasibleSetResult(Result):
     """distance ``(B, M)`` d(r*, R_{p_hat}) per seed and n; hausdorff_lower ``(B, M)`` a lower
     bound on the Hausdorff distance; radius ``(M,)`` the learner's eps(n, delta); samples
     ``(M,)`` n per triple; triples: H S A (total draws = triples * n)."""

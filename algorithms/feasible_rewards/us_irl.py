@@ -32,7 +32,7 @@ Reconstructed [A]:
   through ``p_hat``, ``feasible_set.coupled_reward``) stays in the box -- on ``irl-trap``
   whenever eps < 1. The trivial bound is 1 (the zero reward is feasible for every p): a radius
   >= 1 is vacuous. Inverting it gives the sample complexity of the bound card
-  ``metelli2023-us-irl`` (``bounds/cards/irl.py``): ``N = 2 (H - 1)^2 S A H (S ln 2 +
+  ``metelli2023-us-irl`` (``bounds/cards/feasible_rewards.py``): ``N = 2 (H - 1)^2 S A H (S ln 2 +
   ln(SAH/delta)) / eps^2``.
 
 Deviations: none known beyond the reconstruction; rewards only in ``[-1, 1]``; deterministic
@@ -70,7 +70,7 @@ def transition_estimate(problem, n: int, rng: np.random.Generator) -> np.ndarray
 
 @register(
     "us-irl",
-    kind="irl",
+    kind="irl-generative",
     problem="irl-trap",
     bounds=("metelli2023-us-irl", "metelli2023-irl-lower"),
     papers=("001#2",),

@@ -1,4 +1,5 @@
-"""The runner of ``kind="irl"``: the feasible reward set estimated from a generative model.
+"""The runner of ``kind="irl-generative"``: the feasible reward set estimated from a generative
+model.
 
 ``tl.run("us-irl", "irl-trap:S=4,A=3,H=5", samples=[64, 256, 1024], seeds=16)`` resolves the
 problem, calls the factory ``(problem, samples, rngs) -> IRLEstimate`` once per n with one
@@ -16,9 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from theorylab.algorithms.irl.feasible_set import distance_to_set, hausdorff_lower
-from theorylab.mdps.irl import IRLProblem
-from theorylab.results.irl import IRLResult
+from theorylab.algorithms.feasible_rewards.feasible_set import distance_to_set, hausdorff_lower
+from theorylab.mdps.irl_problem import IRLProblem
+from theorylab.results.irl_generative import FeasibleSetResult
 from theorylab.runners.arguments import increasing_levels, positive_integer
 from theorylab.runners.problems import require_problem, resolve_mdp
 from theorylab.seeding import ENV_STREAM, generators
@@ -27,7 +28,7 @@ from theorylab.seeding import ENV_STREAM, generators
 def run(
     entry, problem, *, seeds: list[int], seed: int, progress: bool, params: dict[str, Any],
     samples,
-) -> IRLResult:  # fmt: skip
+) -> FeasibleSetResult:  # fmt: skip
     """Run ``entry`` with every n of ``samples`` draws per triple on every seed."""
     ns = [positive_integer(v, "samples") for v in increasing_levels(samples, "samples")]
     prob = require_problem(resolve_mdp(problem), IRLProblem,
@@ -45,7 +46,7 @@ def run(
             dist[b, j] = distance_to_set(prob.reward, p_hat, prob.expert)
             haus[b, j] = hausdorff_lower(prob.reward, prob.p, prob.expert, p_hat)
     H, S, A = prob.shape
-    return IRLResult(
+    return FeasibleSetResult(
         distance=dist,
         hausdorff_lower=haus,
         radius=radius,

@@ -36,8 +36,9 @@ CARDS = (
         provenance="A",
         version=(
             "arXiv:2304.12966 abstract states only that US-IRL matches the lower bound up to "
-            "logs; the printed constant is derived here (algorithms/irl/us_irl.py: Weissman L1 "
-            "concentration, a union over the S A H triples, value range H - 1), not read"
+            "logs; the printed constant is derived here (algorithms/feasible_rewards/us_irl.py: "
+            "Weissman L1 concentration, a union over the S A H triples, value range H - 1), not "
+            "read"
         ),
         notes=(
             "The reward set's trivial Hausdorff error is 1 (the zero reward is always feasible):"

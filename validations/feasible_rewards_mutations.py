@@ -1,5 +1,5 @@
-"""Negative controls of the US-IRL claim (``validations/claims/irl.py``, seed row 001#2),
-appended to ``mutations.MUTATIONS``:
+"""Negative controls of the US-IRL claim (``validations/claims/feasible_rewards.py``, seed row
+001#2), appended to ``mutations.MUTATIONS``:
 
 * ``us-irl-no-radius``: the plug-in feasible set ``R_{p_hat}`` taken as the answer, no
   confidence radius (``confidence_radius`` returns 0): the tight true reward is outside it.
@@ -20,7 +20,7 @@ from theorylab.validations.controls import patched as _patched
 
 @contextlib.contextmanager
 def us_irl_no_radius(claim=None) -> Iterator[None]:
-    from theorylab.algorithms.irl import us_irl
+    from theorylab.algorithms.feasible_rewards import us_irl
 
     with _patched(us_irl, "confidence_radius", lambda n, S, A, H, delta: 0.0):
         yield
@@ -28,7 +28,7 @@ def us_irl_no_radius(claim=None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def us_irl_no_horizon_factor(claim=None) -> Iterator[None]:
-    from theorylab.algorithms.irl import us_irl
+    from theorylab.algorithms.feasible_rewards import us_irl
 
     full = us_irl.confidence_radius
     with _patched(us_irl, "confidence_radius",
@@ -38,7 +38,7 @@ def us_irl_no_horizon_factor(claim=None) -> Iterator[None]:
 
 @contextlib.contextmanager
 def us_irl_frozen_samples(claim=None) -> Iterator[None]:
-    from theorylab.algorithms.irl import us_irl
+    from theorylab.algorithms.feasible_rewards import us_irl
 
     def frozen(problem, n, rng):
         return problem.sample(min(n, 64), rng) / min(n, 64)

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import theorylab as tl
-from theorylab.algorithms.irl import feasible_set as fs
-from theorylab.algorithms.irl.us_irl import confidence_radius
+from theorylab.algorithms.feasible_rewards import feasible_set as fs
+from theorylab.algorithms.feasible_rewards.us_irl import confidence_radius
 from theorylab.mdps import make
 
 
@@ -149,7 +149,7 @@ def test_bad_input_is_named(call, message):
 
 
 def test_controls_break_coverage_and_rate():
-    from theorylab.validations.irl_mutations import (
+    from theorylab.validations.feasible_rewards_mutations import (
         us_irl_frozen_samples,
         us_irl_no_horizon_factor,
         us_irl_no_radius,

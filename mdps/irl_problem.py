@@ -1,6 +1,6 @@
 """An inverse-RL problem: a finite-horizon MDP without reward, a deterministic expert, and the
 (hidden) reward the expert is optimal for (seed row 001#2, Metelli, Lazzati & Restelli 2023;
-the algorithm and the feasible set live in ``theorylab.algorithms.irl``).
+the algorithm and the feasible set live in ``theorylab.algorithms.feasible_rewards``).
 
 :class:`IRLProblem` holds time-inhomogeneous transitions ``p (H, S, A, S)``, the expert's
 actions ``expert (H, S)`` and the true reward ``reward (H, S, A)`` in ``[-1, 1]``. A learner gets
