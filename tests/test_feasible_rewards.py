@@ -127,14 +127,20 @@ def test_run_scores_against_the_truth_and_round_trips(tmp_path):
     frame = res.to_frame()
     assert len(frame["distance"]) == 8
     assert res.summary()["total_samples"] == [64 * 24, 1024 * 24]
+    text = tl.run("us-irl", "irl-trap:S=3,A=2,H=4", samples="64,1024", seeds=4, seed=1)
+    assert np.array_equal(text.distance, res.distance)  # the CLI's text form of the ladder
 
 
 @pytest.mark.parametrize(
     ("call", "message"),
     [
-        (lambda: tl.run("us-irl", "irl-trap:S=3,A=2,H=3", samples=0), "samples must be a pos"),
+        (lambda: tl.run("us-irl", "irl-trap:S=3,A=2,H=3", samples=0),
+         "samples must be a positive integer or an increasing list of them .*, got 0$"),
         (lambda: tl.run("us-irl", "irl-trap:S=3,A=2,H=3", samples=[64, 32]),
-         "samples must be increasing"),
+         r"samples must be .*, got \[64, 32\]"),
+        (lambda: tl.run("us-irl", "irl-trap:S=3,A=2,H=3", samples="64,x"),
+         "samples must be .*, got '64,x'"),
+        (lambda: tl.run("us-irl", "irl-trap:S=3,A=2,H=3", samples=2.5), "got 2.5"),
         (lambda: tl.run("us-irl", "irl-trap:S=3,A=2,H=3", samples=8, delta=2.0),
          r"us-irl: delta must be a number in \(0, 1\), got 2.0"),
         (lambda: tl.run("us-irl", "riverswim:S=4,H=4", samples=8),

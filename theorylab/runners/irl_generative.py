@@ -20,9 +20,28 @@ import numpy as np
 from theorylab.algorithms.feasible_rewards.feasible_set import distance_to_set, hausdorff_lower
 from theorylab.mdps.irl_problem import IRLProblem
 from theorylab.results.irl_generative import FeasibleSetResult
-from theorylab.runners.arguments import increasing_levels, positive_integer
 from theorylab.runners.problems import require_problem, resolve_mdp
 from theorylab.seeding import ENV_STREAM, generators
+
+
+def sample_ladder(samples) -> list[int]:
+    """n draws per triple: a positive integer, an increasing list of them, or the CLI's text
+    ``"64,256,1024"`` -> the list of ints; anything else is a one-line error naming it."""
+    items = samples.split(",") if isinstance(samples, str) else samples
+    items = list(items) if isinstance(items, (list, tuple, np.ndarray)) else [items]
+    try:
+        ns = [int(v) if isinstance(v, str) else v for v in items]
+    except ValueError:
+        ns = []
+    ok = bool(ns) and all(
+        not isinstance(n, bool) and isinstance(n, (int, np.integer)) and n >= 1 for n in ns
+    )
+    if not ok or any(b <= a for a, b in zip(ns, ns[1:], strict=False)):
+        raise ValueError(
+            f"samples must be a positive integer or an increasing list of them (draws per "
+            f"(h, s, a)), got {samples!r}"
+        )
+    return [int(n) for n in ns]
 
 
 def run(
@@ -30,7 +49,7 @@ def run(
     samples,
 ) -> FeasibleSetResult:  # fmt: skip
     """Run ``entry`` with every n of ``samples`` draws per triple on every seed."""
-    ns = [positive_integer(v, "samples") for v in increasing_levels(samples, "samples")]
+    ns = sample_ladder(samples)
     prob = require_problem(resolve_mdp(problem), IRLProblem,
                            f"{entry.name} is an inverse-RL algorithm and",
                            "an MDP with an expert", "irl-trap:S=4,A=3,H=5",
