@@ -17,7 +17,8 @@ Three independent membership tests, written differently:
 :func:`distance_to_set` is the exact L-infinity distance ``min_{r' in R_p} max |r - r'|`` by an
 LP (HiGHS); the Hausdorff distance between two sets is a max of such distances over one set,
 and :func:`hausdorff_lower` brackets it from below by two probe rewards (the exact Hausdorff
-distance between two polytopes is a maximisation of a convex function; not computed here).
+distance between two polytopes is a maximisation of a convex function; not computed here);
+:func:`sign_probe_lower` by rewards chosen against the estimation error (the S term).
 """
 
 from __future__ import annotations
@@ -133,13 +134,41 @@ def coupled_reward(p, expert, reward, p_other) -> np.ndarray:
     return reward + np.einsum("hsat,ht->hsa", p - p_other, V[1:])
 
 
-def hausdorff_lower(reward, p, expert, p_hat) -> float:
-    """A lower bound on the Hausdorff distance between ``R_p`` and ``R_{p_hat}``: the larger of
-    the exact distances ``d(reward, R_{p_hat})`` (reward in R_p) and ``d(r', R_p)`` for r' the
-    coupled image of ``reward`` in ``R_{p_hat}``, clipped to the box (then still feasible only if
-    clipping kept it feasible; checked, else only the first term counts)."""
-    d1 = distance_to_set(reward, p_hat, expert)
+def hausdorff_lower(reward, p, expert, p_hat, probes: int = 2) -> float:
+    """A lower bound on the Hausdorff distance between ``R_p`` and ``R_{p_hat}``: the largest of
+    the exact distances ``d(reward, R_{p_hat})`` (reward in R_p), ``d(r', R_p)`` for r' the
+    coupled image of ``reward`` in ``R_{p_hat}`` clipped to the box (counted only when it is
+    still in ``R_{p_hat}``, checked) and :func:`sign_probe_lower` with ``probes`` probes."""
+    d1 = max(distance_to_set(reward, p_hat, expert), sign_probe_lower(p, expert, p_hat, probes))
     r2 = np.clip(coupled_reward(p, expert, reward, p_hat), -1.0, 1.0)
     if not is_feasible(p_hat, expert, r2, tol=1e-9):
         return d1
     return max(d1, distance_to_set(r2, p, expert))
+
+
+def sign_probe_lower(p, expert, p_hat, probes: int = 3) -> float:
+    """A lower bound on ``sup_{r in R_p} d(r, R_{p_hat})`` from rewards chosen against the
+    estimation error. For a non-expert triple (h, s, a), h < H - 1, let ``w = (p_hat - p)_h(s,
+    a) - (p_hat - p)_h(s, pi_h(s))`` (how much better a looks than the expert's action under
+    p_hat, per successor). For the ``probes`` triples of largest ``||w||_1``: the reward
+    ``sign(w_j)`` on every absorbing state j (every action keeps it, at every stage) and 0
+    elsewhere, when it is in R_p (checked), and its exact distance to ``R_{p_hat}`` (an LP).
+    Its successor values make a look better than the expert by ``(H - h - 1) ||w||_1 ~ H
+    sqrt(S / n)``: the S term of the rate. 0 when no probe is feasible."""
+    H, S, A, _ = p.shape
+    idx = np.arange(S)
+    absorbing = np.all(p[:, idx, :, idx] == 1.0, axis=(1, 2))  # (S, H, A) -> (S,)
+    err = p_hat - p  # (H, S, A, S)
+    w = err - np.take_along_axis(err, expert[:, :, None, None], axis=2)  # (H, S, A, S)
+    l1 = np.abs(w).sum(axis=-1)[: H - 1]  # (H - 1, S, A); 0 on the expert's actions
+    best = 0.0
+    if not absorbing.any():
+        return best
+    for flat in np.argsort(l1, axis=None)[::-1][:probes]:
+        h, s, a = np.unravel_index(flat, l1.shape)
+        sign = np.where(w[h, s, a] >= 0.0, 1.0, -1.0)  # (S,)
+        r = np.zeros((H, S, A))
+        r[:, absorbing, :] = sign[absorbing][None, :, None]
+        if is_feasible(p, expert, r):
+            best = max(best, distance_to_set(r, p_hat, expert))
+    return best

@@ -1,9 +1,11 @@
 """Inverse-RL instances (:class:`theorylab.mdps.irl_problem.IRLProblem`; seed row 001#2).
 
-``irl-trap:S=4,A=3,H=5,seed=0``: state 0 is a good trap (every action stays, reward +1), state
-1 a bad trap (every action stays, reward -1); every other state is a decision state whose
-actions all move to the good trap with the same probability ``q_h(s)`` (drawn in [0.25, 0.75]
-from ``seed``) and to the bad trap otherwise, with reward 0. The expert takes action 0. Every
+``irl-trap:S=4,A=3,H=5,seed=0,traps=2``: state 0 is a good trap (every action stays, reward
++1), state 1 a bad trap (every action stays, reward -1); every other state is a decision state
+whose actions all move to the good trap with the same probability ``q_h(s)`` (drawn in
+[0.25, 0.75] from ``seed``) and to the bad trap otherwise, with reward 0. With ``traps=k > 2``
+the first k states are traps (rewards +1, -1, +1, ...) and every action of a decision state
+moves to them by the same Dirichlet(1) draw per (h, s). The expert takes action 0. Every
 action ties, so every advantage is zero: the true reward sits on the feasible set's boundary
 at every decision triple, and the value range at stage h is ``H - h`` on each side -- the
 instance on which the reward set's estimation error is largest, ``~ (H - 1) |q_hat - q|``.
@@ -30,21 +32,26 @@ def _check(family: str, S: int, A: int, H: int, s_min: int) -> None:
 
 
 @register("irl-trap")
-def irl_trap(S: int = 4, A: int = 3, H: int = 5, seed: int = 0) -> IRLProblem:
+def irl_trap(S: int = 4, A: int = 3, H: int = 5, seed: int = 0, traps: int = 2) -> IRLProblem:
     """The trap instance (module docstring)."""
-    _check("irl-trap", S, A, H, 3)
+    if isinstance(traps, bool) or not isinstance(traps, int) or traps < 2:
+        raise InvalidMDPError(f"irl-trap: traps must be an integer >= 2, got {traps!r}")
+    _check("irl-trap", S, A, H, traps + 1)
     rng = np.random.default_rng([seed, 2304])
-    q = rng.uniform(0.25, 0.75, size=(H, S))  # (H, S)
+    k = traps
+    if k == 2:
+        q = rng.uniform(0.25, 0.75, size=(H, S))  # (H, S)
+        to_traps = np.stack([q, 1.0 - q], axis=-1)  # (H, S, 2)
+    else:
+        to_traps = rng.dirichlet(np.ones(k), size=(H, S))  # (H, S, k)
     p = np.zeros((H, S, A, S))
-    p[:, 0, :, 0] = 1.0
-    p[:, 1, :, 1] = 1.0
-    p[:, 2:, :, 0] = q[:, 2:, None]
-    p[:, 2:, :, 1] = 1.0 - q[:, 2:, None]
+    p[:, np.arange(k), :, np.arange(k)] = 1.0
+    p[:, k:, :, :k] = to_traps[:, k:, None, :]
     reward = np.zeros((H, S, A))
-    reward[:, 0, :] = 1.0
-    reward[:, 1, :] = -1.0
+    reward[:, :k, :] = np.where(np.arange(k) % 2 == 0, 1.0, -1.0)[None, :, None]
     expert = np.zeros((H, S), dtype=np.int64)
-    return IRLProblem(p, expert, reward, name=f"irl-trap:S={S},A={A},H={H},seed={seed}")
+    name = f"irl-trap:S={S},A={A},H={H},seed={seed}" + (f",traps={k}" if k != 2 else "")
+    return IRLProblem(p, expert, reward, name=name)
 
 
 @register("irl-random")

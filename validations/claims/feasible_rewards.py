@@ -17,7 +17,11 @@ Lazzati & Restelli, ICML 2023; reconstructed from the abstract:
 5. Rate in H: at fixed n the slope of log mean d against log(H - 1) has CI in [0.75, 1.25]:
    draws per triple to reach eps ~ H^2, total samples (H S A triples) ~ H^3 as the bound card
    ``metelli2023-us-irl`` and the lower bound ``metelli2023-irl-lower`` say.
-6. The card ``metelli2023-us-irl`` evaluated at eps = radius(n) gives H S A n draws (the card
+6. The S term: on ``irl-trap:S,A=2,H=5,traps=S-1`` at fixed n the Hausdorff lower bound
+   (with rewards chosen against the estimation error, ``feasible_set.sign_probe_lower``) grows
+   with S: log-log slope CI in [0.2, 0.8] (sqrt(S) per triple asymptotically; the paper's
+   ``+ S`` in the rate), while the fixed true reward's distance does not (reported).
+7. The card ``metelli2023-us-irl`` evaluated at eps = radius(n) gives H S A n draws (the card
    and the algorithm's radius are one formula; informative, radius < 1, from n = 294 at H = 5).
 
 Controls: ``us-irl-no-radius`` and ``us-irl-no-horizon-factor`` fail 3;
@@ -39,6 +43,8 @@ from theorylab.validations.registry import register_validation
 DELTA = 0.1
 SLOPE_N = (-0.65, -0.35)
 SLOPE_H = (0.75, 1.25)
+SLOPE_S = (0.2, 0.8)
+N_S = 4096
 CARD = "metelli2023-us-irl"
 
 
@@ -86,9 +92,10 @@ class USIRLFeasibleSet:
     scales: dict[str, dict] = field(
         default_factory=lambda: {
             "quick": {"samples": [256, 1024, 4096], "H": [3, 5, 9], "n_H": 4096,
-                      "seeds": 16, "instances": 8},
+                      "traps": [2, 4, 8, 16], "seeds": 16, "instances": 8},
             "full": {"samples": [256, 512, 1024, 2048, 4096, 8192, 16384],
-                     "H": [3, 5, 9, 17], "n_H": 8192, "seeds": 64, "instances": 24},
+                     "H": [3, 5, 9, 17], "n_H": 8192, "traps": [2, 4, 8, 16, 32],
+                     "seeds": 64, "instances": 24},
         }
     )  # fmt: skip
 
@@ -179,6 +186,28 @@ class USIRLFeasibleSet:
                 {"slope": s, "ci": [lo, hi]},
             )
         )
+        Ss = np.asarray(cfg["traps"]) + 1
+        haus, fixed = [], []
+        for k in cfg["traps"]:
+            r = tl.run("us-irl", f"irl-trap:S={k + 1},A=2,H=5,traps={k}", samples=[N_S],
+                       seeds=cfg["seeds"], seed=seed, delta=DELTA)  # fmt: skip
+            haus.append(r.hausdorff_lower[:, 0])
+            fixed.append(r.distance[:, 0])
+        s, lo, hi = slope_ci(Ss, np.stack(haus, axis=1), rng)
+        checks.append(
+            Check(
+                "the S term: Hausdorff lower bound grows with S",
+                SLOPE_S[0] <= lo and hi <= SLOPE_S[1],
+                f"slope in S {s:.3f}, 95% CI [{lo:.3f}, {hi:.3f}] (in {list(SLOPE_S)}) at "
+                f"n = {N_S}, S = {', '.join(str(int(v)) for v in Ss)}",
+                {"slope": s, "ci": [lo, hi]},
+            )
+        )
+        s_f, lo_f, hi_f = slope_ci(Ss, np.stack(fixed, axis=1), rng)
+        checks.append(Check(
+            "the fixed true reward does not see S", True,
+            f"slope in S of d(r*, R_hat) {s_f:.3f}, 95% CI [{lo_f:.3f}, {hi_f:.3f}]",
+            {"slope": s_f, "ci": [lo_f, hi_f]}, status="INFO"))  # fmt: skip
         ratio = float(np.max(main.distance.mean(axis=0) / np.maximum(main.radius, 1e-300)))
         checks.append(
             Check(
