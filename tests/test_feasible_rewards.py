@@ -86,6 +86,23 @@ def test_lp_distance_is_at_most_the_coupling_and_at_most_one():
     assert fs.distance_to_set(far, p_hat, prob.expert) <= 1.0 + 1e-9
 
 
+def test_sign_probes_are_feasible_and_see_the_s_term():
+    # the probe is a feasible reward of R_p whose successor values are aligned with the error:
+    # its violation under p_hat at the probed triple is (H - h - 1) ||w||_1, and its exact
+    # distance is at most half of it (the eta / 2 repair) and at most the trivial 1
+    for k in (2, 8):
+        prob = make(f"irl-trap:S={k + 1},A=2,H=4,traps={k}")
+        p_hat = prob.sample(300, np.random.default_rng(k)) / 300
+        d = fs.sign_probe_lower(prob.p, prob.expert, p_hat, probes=4)
+        err = p_hat - prob.p
+        w = err[:, :, 1] - err[:, :, 0]  # (H, S, S): action 1 against the expert's action 0
+        worst = max((prob.shape[0] - h - 1) * np.abs(w[h]).sum(-1).max() for h in range(3))
+        assert 0.0 < d <= worst / 2 + 1e-9 and d <= 1.0
+        assert d <= fs.hausdorff_lower(prob.reward, prob.p, prob.expert, p_hat, probes=4) + 1e-12
+    rand = make("irl-random:S=3,A=2,H=3")  # no absorbing state: no probe
+    assert fs.sign_probe_lower(rand.p, rand.expert, rand.p.copy()) == 0.0
+
+
 def test_enumeration_refuses_a_large_problem():
     prob = make("irl-random:S=4,A=3,H=4")
     with pytest.raises(ValueError, match=r"A\^\(HS\) = 3\^16 policies > 2\^16"):
@@ -147,6 +164,8 @@ def test_run_scores_against_the_truth_and_round_trips(tmp_path):
          "us-irl is an inverse-RL algorithm and needs an MDP with an expert"),
         (lambda: make("irl-trap:S=2"), "irl-trap: S must be an integer >= 3, got 2"),
         (lambda: make("irl-random:A=1"), "irl-random: A must be an integer >= 2, got 1"),
+        (lambda: make("irl-trap:traps=1"), "irl-trap: traps must be an integer >= 2, got 1"),
+        (lambda: make("irl-trap:S=4,traps=4"), "irl-trap: S must be an integer >= 5, got 4"),
     ],
 )  # fmt: skip
 def test_bad_input_is_named(call, message):
