@@ -382,6 +382,21 @@ register_kind(
 
 register_kind(
     Kind(
+        "irl-generative",
+        constructor_args=("problem", "samples", "rngs"),
+        budget={
+            "samples": "n generative-model draws per (h, s, a), or an increasing list of n "
+            "(required)",
+        },
+        runner="theorylab.runners.irl_generative:run",
+        summary="inverse RL with a generative model: the feasible reward set estimated from n "
+        "draws per (h, s, a); scored by the exact (LP) distance of the true reward to it",
+    )
+)
+
+
+register_kind(
+    Kind(
         "markov-game-offline",
         constructor_args=("data",),
         budget={
@@ -579,6 +594,7 @@ ALGORITHM_PACKAGES = (
     "theorylab.algorithms.inverse_rl",
     "theorylab.algorithms.ssp",
     "theorylab.algorithms.multiagent",
+    "theorylab.algorithms.feasible_rewards",
 )
 
 

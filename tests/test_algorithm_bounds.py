@@ -315,6 +315,8 @@ MAIN_THEOREM = {
     # task cards: seed 001#72, C-PSRL (Theorem 1 as restated by a review [S]; vacuous at the
     # claim's sizes, the claim tests the ordering in eta)
     "c-psrl": "mutti2024-c-psrl-thm1",
+    # irlset: seed 001#2, US-IRL (card derived from the abstract's rate, [A])
+    "us-irl": "metelli2023-us-irl",
 }
 # SUBSAMPLE-Q (001#3): the abstract's O~(1/sqrt(k) + eps_{k,m}) [A]; the claim checks the exponent
 MAIN_THEOREM["subsample-q"] = "anand-qu2024-subsample-q"

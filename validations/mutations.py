@@ -1939,3 +1939,8 @@ MUTATIONS = (*MUTATIONS, *multiagent_mutations.MUTATIONS)
 from theorylab.validations import traces_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *traces_mutations.MUTATIONS)
+
+# US-IRL feasible reward set (validations/claims/feasible_rewards.py, 001#2)
+from theorylab.validations import feasible_rewards_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *feasible_rewards_mutations.MUTATIONS)

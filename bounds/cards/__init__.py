@@ -9,6 +9,7 @@ from __future__ import annotations
 from . import (
     average_reward,
     bandits,
+    feasible_rewards,
     linear,
     lowrank,
     multiagent,
@@ -29,6 +30,7 @@ CARDS = (
     *lowrank.CARDS,
     *preference.CARDS,
     *average_reward.CARDS,
+    *feasible_rewards.CARDS,
     *policy_optimization.CARDS,
     *bandits.CARDS,
     *multiagent.CARDS,

@@ -22,6 +22,7 @@ from theorylab.results.dual import DualResult
 from theorylab.results.goal_reaching import GoalReachingResult
 from theorylab.results.gp_bandit import GPBanditResult
 from theorylab.results.irl import IRLResult
+from theorylab.results.irl_generative import FeasibleSetResult
 from theorylab.results.local_agents import LocalAgentsResult
 from theorylab.results.multi_batch import MultiBatchResult
 from theorylab.results.multitask_bandit import MultitaskBanditResult
@@ -45,6 +46,7 @@ __all__ = [
     "GPBanditResult",
     "IRLResult",
     "LocalAgentsResult",
+    "FeasibleSetResult",
     "MultiBatchResult",
     "MultitaskBanditResult",
     "OPEResult",
