@@ -1921,3 +1921,8 @@ MUTATIONS = (*MUTATIONS, *inverse_rl_mutations.MUTATIONS)
 from theorylab.validations import ssp_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *ssp_mutations.MUTATIONS)
+# ------------------------------------------------------------------------- 000#55 (rhip)
+# receding-horizon inverse planning (validations/claims/inverse_rl_rhip.py)
+from theorylab.validations import rhip_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *rhip_mutations.MUTATIONS)
