@@ -13,5 +13,7 @@ Kind ``"irl"`` (:data:`~theorylab.algorithms.registry.KINDS`): an algorithm is
   (Barnes et al. 2024; seed row 000#55).
 """
 
-from theorylab.algorithms.inverse_rl import expert_resets  # noqa: F401
-from theorylab.algorithms.inverse_rl import rhip  # noqa: F401
+from theorylab.algorithms.inverse_rl import (
+    expert_resets,  # noqa: F401
+    rhip,  # noqa: F401
+)

@@ -42,7 +42,7 @@ def best_route(g, r: np.ndarray, s: int, dest: int) -> list[int]:
     """The largest-reward route from ``s`` (ties: the lexicographically least edge list)."""
     routes = all_routes(g, s, dest)
     vals = np.array([r[p].sum() for p in routes])
-    return min(p for p, v in zip(routes, vals) if v >= vals.max() - 1e-12)
+    return min(p for p, v in zip(routes, vals, strict=True) if v >= vals.max() - 1e-12)
 
 
 def enumerated(g, theta: np.ndarray, path: list[int], H: int | None) -> tuple[float, np.ndarray]:
@@ -50,8 +50,11 @@ def enumerated(g, theta: np.ndarray, path: list[int], H: int | None) -> tuple[fl
     edges after the H-th are the best route from there (all routes when H is None)."""
     r = g.phi @ theta
     origin, dest = int(g.tails[path[0]]), int(g.heads[path[-1]])
-    keep = [p for p in all_routes(g, origin, dest)
-            if H is None or len(p) <= H or p[H:] == best_route(g, r, int(g.tails[p[H]]), dest)]  # fmt: skip
+    keep = [
+        p
+        for p in all_routes(g, origin, dest)
+        if H is None or len(p) <= H or p[H:] == best_route(g, r, int(g.tails[p[H]]), dest)
+    ]
     w = np.array([r[p].sum() for p in keep])
     logz = float(np.log(np.exp(w - w.max()).sum()) + w.max())
     feats = np.array([g.phi[p].sum(axis=0) for p in keep])  # (routes, d)
@@ -110,11 +113,11 @@ class RHIPHorizonExtremes(ScaledClaim):
             shown = [best_route(g, r_star, o, g.n - 1) for o in origins]
             total += len(shown)
             start_matched += sum(best_route(g, g.phi @ -np.ones(d), o, g.n - 1) == p
-                                 for o, p in zip(origins, shown))  # fmt: skip
+                                 for o, p in zip(origins, shown, strict=True))  # fmt: skip
             for H in matched:
                 th = fit_rhip(g, [np.array(p) for p in shown], H, -np.ones(d), steps=300, lr=0.5)
                 matched[H] += sum(best_route(g, g.phi @ th, o, g.n - 1) == p
-                                  for o, p in zip(origins, shown))  # fmt: skip
+                                  for o, p in zip(origins, shown, strict=True))  # fmt: skip
         names = {0: "H = 0 (deterministic planner)", 1: "H = 1", 2: "H = 2",
                  None: "H = None (MaxEnt IRL)"}  # fmt: skip
         for H, e in err.items():
