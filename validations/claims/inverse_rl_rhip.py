@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from theorylab.validations.claim import Check, ScaledClaim
+from theorylab.validations.claim import Check, ScaledClaim, save_claim_figure
 from theorylab.validations.registry import register_validation
 
 
@@ -128,6 +128,8 @@ class RHIPHorizonExtremes(ScaledClaim):
         rep.checks.append(Check("gradient equals finite differences", fd_err <= 1e-6,
                                 f"largest |grad - central difference| {fd_err:.2e} (<= 1e-6)",
                                 {"error": fd_err}))  # fmt: skip
+        if plot:
+            self._plot(g, theta, demos[0], plot)
         for H, m in matched.items():
             vacuous = start_matched == total
             rep.checks.append(Check(
@@ -138,6 +140,24 @@ class RHIPHorizonExtremes(ScaledClaim):
                 {"matched": m, "total": total, "start": start_matched},
                 status="VACUOUS" if vacuous and m == total else None,
             ))  # fmt: skip
+
+    @staticmethod
+    def _plot(g, theta: np.ndarray, path: list[int], plot: str) -> None:
+        """log P_H(demonstration) against H: RHIP's passes and the route enumeration."""
+        from theorylab.algorithms.inverse_rl.rhip import longest_route, rhip_objective
+        from theorylab.plotting import plot_lines
+
+        Hs = np.arange(longest_route(g) + 1)
+        curves = {
+            "rhip (Dijkstra + H soft backups)": [
+                rhip_objective(g, theta, [np.array(path)], int(H))[0] for H in Hs
+            ],
+            "enumeration of every route": [enumerated(g, theta, path, int(H))[0] for H in Hs],
+        }
+        ax = plot_lines(Hs, curves, xlabel="horizon H (0: deterministic planner; last: MaxEnt)",
+                        ylabel="J_H = r(tau) - V^H(origin)",
+                        title="RHIP objective of one demonstration")  # fmt: skip
+        save_claim_figure(ax, plot)
 
 
 register_validation(RHIPHorizonExtremes(), controls=("rhip-soft-tail",), papers=("000#55",))
