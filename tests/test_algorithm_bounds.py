@@ -22,6 +22,9 @@ NO_THEOREM = {
     # "an exponential speedup in theory" (docs/algorithms/irl-expert-resets.md; claim in
     # validations/claims/inverse_rl.py)
     "irl-expert-resets",
+    # 000#55 (rhip): RHIP states no rate; its claim is exact identities (horizon extremes vs
+    # route enumeration, FD gradient) in validations/claims/inverse_rl_rhip.py
+    "rhip",
     # issue 31 (expl31b): CDPO's regret is "the same as PSRL", no printed rate or constant was
     # read (docs/algorithms/cdpo.md; claim in validations/claims/tabular_regret.py)
     "cdpo",

@@ -1944,3 +1944,8 @@ MUTATIONS = (*MUTATIONS, *traces_mutations.MUTATIONS)
 from theorylab.validations import feasible_rewards_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *feasible_rewards_mutations.MUTATIONS)
+# ------------------------------------------------------------------------- 000#55 (rhip)
+# receding-horizon inverse planning (validations/claims/inverse_rl_rhip.py)
+from theorylab.validations import rhip_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *rhip_mutations.MUTATIONS)
