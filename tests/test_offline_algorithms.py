@@ -100,6 +100,7 @@ def test_registry_lists_every_algorithm():
         "hip-abstraction-vi",  # tests/test_hip_bmdp.py
         "gorl",  # tests/test_gorl.py
         "h2o",  # tests/test_h2o.py
+        "cfgrl",  # tests/test_cfgrl.py
     }
 
 

@@ -46,8 +46,8 @@ def layered_values(P: np.ndarray, R: np.ndarray, pi: np.ndarray) -> np.ndarray:
     M = np.eye(n)
     b = np.zeros(n)
     for h in range(H):
-        M[h * S:(h + 1) * S, (h + 1) * S:(h + 2) * S] -= np.einsum("sa,sat->st", pi[h], P[h])
-        b[h * S:(h + 1) * S] = (pi[h] * R[h]).sum(axis=1)
+        M[h * S : (h + 1) * S, (h + 1) * S : (h + 2) * S] -= np.einsum("sa,sat->st", pi[h], P[h])
+        b[h * S : (h + 1) * S] = (pi[h] * R[h]).sum(axis=1)
     return np.linalg.solve(M, b).reshape(H + 1, S)
 
 
