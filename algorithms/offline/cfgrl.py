@@ -34,6 +34,13 @@ the uniform policy, as there. Exact, from the model: :func:`exact_guided_policy`
 Control (registered mutation ``cfgrl-guidance-sign-flipped``): the exponent ``w -> -w``
 (``p^{-w}``: guidance away from optimality), patched at :func:`guidance_exponent`.
 
+Measured (``cfgrl-guidance-improves-behaviour``, full scale, 1000 random MDPs S = 8, A = 5,
+H = 8, tau = 0.1): ``J(pi_w) >= J(pi_beta)`` at every w (worst -2.7e-15), mean gain 1.729 at
+w = 64 against 1.736 at the limit; the per-state expected behaviour advantage never decreases in
+w; but J itself decreases somewhere along the w grid on 47 of 1000 MDPs (worst step -0.024): the
+per-state monotonicity does not carry over to J in a sequential problem. The sigmoid saturates,
+so separating two actions of advantage a > 0 needs w >> exp(a / tau).
+
 Deviations: tabular and exact (no diffusion model, no learned p(o | s, a)); the one-step operator
 on the behaviour policy's advantage (the paper's "one-step" setting), not iterated.
 """
@@ -102,7 +109,11 @@ def cfgrl(dataset: OfflineDataset, *, w: float = 1.0, tau: float = 0.1) -> Offli
     """The offline operator on the empirical model (module docstring), finite horizon. Policy
     ``(B, H, S, A)``; ``V, Q`` and the value estimate are pi_w's plug-in values on the empirical
     model."""
-    from theorylab.algorithms.offline.baselines import _empirical_finite, behaviour_cloning
+    from theorylab.algorithms.offline.baselines import (
+        _empirical_finite,
+        behaviour_cloning,
+        plug_in_values,
+    )
 
     if dataset.horizon is None:
         raise InvalidDatasetError("cfgrl needs finite-horizon data (stages), got horizon=None")
@@ -111,12 +122,7 @@ def cfgrl(dataset: OfflineDataset, *, w: float = 1.0, tau: float = 0.1) -> Offli
     bc = behaviour_cloning(dataset)
     adv = bc.Q - bc.V[:, :-1, :, None]  # (B, H, S, A): A^{pi_beta_hat} on the empirical model
     pi = guided_policy(bc.policy, adv, w, tau)  # (B, H, S, A)
-    B, H, S, A = pi.shape
-    V = np.zeros((B, H + 1, S))
-    Q = np.empty((B, H, S, A))
-    for h, (n, r_hat, blk) in reversed(list(enumerate(_empirical_finite(dataset)))):
-        Q[:, h] = r_hat + blk.means(blk.next_values(V[:, h + 1]), n)
-        V[:, h] = np.einsum("bsa,bsa->bs", pi[:, h], Q[:, h])
+    V, Q = plug_in_values(_empirical_finite(dataset), pi)  # (B, H+1, S), (B, H, S, A)
     return OfflineResult(
         algorithm="cfgrl",
         policy=pi,
