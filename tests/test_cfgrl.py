@@ -128,3 +128,18 @@ def test_claim_passes_quick_and_its_control_fails_it():
     failed = {c.name.split(":")[0] for c in checks if c.status == "FAIL"}
     assert claim_verdict(checks) == "FAIL"
     assert any("Theorem 1" in n for n in failed) and any("non-decreasing" in n for n in failed)
+
+
+def test_value_is_not_monotone_in_w_on_some_mdp():
+    """The INFO finding of the claim, pinned: on random:S=4,A=3,H=3,seed=13 J(pi_w) drops from
+    w = 4 to w = 8 (by 0.0024), while it stays above J(pi_beta) and the per-state expected
+    behaviour advantage still rises (independent solve)."""
+    mdp = make("random:S=4,A=3,H=3,seed=13")
+    pb = behaviour_policy(np.random.default_rng(13), 3, 4, 3)
+    P, R = model_arrays(mdp)
+    V_b = layered_values(P, R, pb)
+    adv = R + np.einsum("hsat,ht->hsa", P, V_b[1:]) - V_b[:-1, :, None]
+    pis = [exact_guided_policy(mdp, pb, w, 0.1) for w in (4.0, 8.0)]
+    j4, j8 = (layered_values(P, R, pi)[0] @ mdp.mu0 for pi in pis)
+    assert j8 < j4 - 1e-3 and j8 > V_b[0] @ mdp.mu0
+    assert np.all((pis[1] * adv).sum(-1) >= (pis[0] * adv).sum(-1) - 1e-12)
