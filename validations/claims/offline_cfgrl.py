@@ -14,8 +14,9 @@ model (``algorithms/offline/cfgrl.py``) on a grid of w, and checks against answe
    the largest w is at least 0.01 (the check is not vacuous).
 4. The per-state core of Theorem 2: ``sum_a pi_w(a|s) A_h^{pi_beta}(s, a)`` is non-decreasing in
    w at every (h, s) of every MDP (to 1e-12).
-5. The w -> infinity limit: at w = 1e60 (the sigmoid saturates; see W_LIMIT), pi_w is within 1e-6 of pi_beta renormalised on the
-   argmax of A^{pi_beta} over its support, and J agrees with the limit policy's to 1e-6.
+5. The w -> infinity limit: at w = 1e60 (the sigmoid saturates; see W_LIMIT), pi_w is within
+   1e-6 of pi_beta renormalised on the argmax of A^{pi_beta} over its support, and J agrees with
+   the limit policy's to 1e-6.
 
 INFO (not gating): whether ``J(pi_w)`` itself is non-decreasing along the grid on every MDP
 (Theorem 2 as summarised; measured: it fails on a few percent of random MDPs, since the
