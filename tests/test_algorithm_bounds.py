@@ -253,6 +253,9 @@ NO_THEOREM |= {"gorl"}
 # H2O (002-004#C5): the paper's theory was not read (abstract only); its claim compares exact
 # values on the bridge instance (docs/algorithms/h2o.md)
 NO_THEOREM |= {"h2o"}
+# CFGRL (000#68): Theorems 1-2 are improvement statements (J(pi_w) >= J(pi_beta)), no rate; its
+# claim checks them by exact values (docs/algorithms/cfgrl.md)
+NO_THEOREM |= {"cfgrl"}
 NO_THEOREM |= {"ssp-ac", "ssp-ca", "ssp-q-learning"}  # 000#51: a.s. convergence, no rate
 # submodular RL (helper submod; 000#13, 001#14, 002-004#A5): an approximation constant (greedy
 # 1 - 1/e on submodular bandits), not a rate; checked by validations/claims/submodular.py

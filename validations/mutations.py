@@ -1898,6 +1898,10 @@ MUTATIONS = (*MUTATIONS, *markov_game_mutations.MUTATIONS)
 from theorylab.validations import offline_finetune_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *offline_finetune_mutations.MUTATIONS)
+# CFGRL, diffusion guidance as policy improvement (validations/claims/offline_cfgrl.py, 000#68)
+from theorylab.validations import guidance_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *guidance_mutations.MUTATIONS)
 # issue 31 tier B, cpsrl31: C-PSRL (validations/claims/causal_psrl.py, 001#72)
 from theorylab.validations import c_psrl_mutations  # noqa: E402
 

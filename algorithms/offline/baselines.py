@@ -104,23 +104,30 @@ def _cloned(n: np.ndarray) -> np.ndarray:
     return np.where(tot > 0, n / np.maximum(tot, 1e-300), 1.0 / n.shape[-1])
 
 
+def plug_in_values(stats, pol: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Plug-in ``V (B, H+1, S)`` and ``Q (B, H, S, A)`` of a stochastic policy ``pol (B, H, S, A)``
+    on the empirical model ``stats`` (:func:`_empirical_finite`), by backward recursion."""
+    B, H, S, A = pol.shape
+    V = np.zeros((B, H + 1, S))
+    Q = np.empty((B, H, S, A))
+    for h in range(H - 1, -1, -1):
+        n, r_hat, blk = stats[h]
+        Q[:, h] = r_hat + blk.means(blk.next_values(V[:, h + 1]), n)
+        V[:, h] = np.einsum("bsa,bsa->bs", pol[:, h], Q[:, h])
+    return V, Q
+
+
 def behaviour_cloning(
     dataset: OfflineDataset, *, tol: float = 1e-10, max_iter: int = 1_000_000
 ) -> OfflineResult:
     """The empirical behaviour policy and its plug-in value (module docstring)."""
     require_data(dataset, "behaviour-cloning")
     t0 = time.perf_counter()
-    B, S, A = dataset.n_seeds, dataset.S, dataset.A
+    B, S = dataset.n_seeds, dataset.S
     if dataset.horizon is not None:
-        H = dataset.horizon
         stats = _empirical_finite(dataset)
         pol = np.stack([_cloned(n) for n, _, _ in stats], axis=1)  # (B, H, S, A)
-        V = np.zeros((B, H + 1, S))
-        Q = np.empty((B, H, S, A))
-        for h in range(H - 1, -1, -1):
-            n, r_hat, blk = stats[h]
-            Q[:, h] = r_hat + blk.means(blk.next_values(V[:, h + 1]), n)
-            V[:, h] = np.einsum("bsa,bsa->bs", pol[:, h], Q[:, h])
+        V, Q = plug_in_values(stats, pol)
         V0 = V[:, 0]
     else:
         g = float(dataset.gamma)

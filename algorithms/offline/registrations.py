@@ -410,3 +410,16 @@ def fit_hip_abstraction_vi(
     from theorylab.algorithms.offline.hip_abstraction import hip_abstraction_vi
 
     return hip_abstraction_vi(dataset, tasks=tasks, n_latent=n_latent, pooled=pooled)
+
+
+@register(
+    "cfgrl", kind="offline", problem="dataset", bounds=(), horizon="finite", papers=("000#68",)
+)
+def fit_cfgrl(dataset, w: float = 1.0, tau: float = 0.1):
+    """CFGRL (Frans et al. 2025): pi_w ∝ pi_beta * p(o = 1 | s, a)^w with
+    p = sigmoid(A^{pi_beta} / tau) on the empirical model; w = 0 is behaviour cloning ([A])."""
+    from theorylab.algorithms.offline.cfgrl import cfgrl
+    from theorylab.algorithms.offline.empirical import require_data
+
+    require_data(dataset, "cfgrl")  # an empty dataset is refused first, as everywhere
+    return cfgrl(dataset, w=w, tau=tau)
