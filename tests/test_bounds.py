@@ -93,6 +93,8 @@ EXPECTED_NAMES = {
     "gshf-offline-pessimism",
     "xu2023-config-regret",  # 000#39 CONFIG (gp31)
     "mutti2024-c-psrl-thm1",  # 001#72 C-PSRL (task cards)
+    "metelli2023-us-irl",  # 001#2 US-IRL, upper (radius derived here, [A])
+    "metelli2023-irl-lower",  # 001#2 US-IRL, the abstract's lower bound [A]
 }
 
 S, A, K, H, eps, gamma, N = (SYMBOLS[n] for n in ("S", "A", "K", "H", "eps", "gamma", "N"))
