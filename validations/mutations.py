@@ -1953,3 +1953,9 @@ MUTATIONS = (*MUTATIONS, *feasible_rewards_mutations.MUTATIONS)
 from theorylab.validations import rhip_mutations  # noqa: E402
 
 MUTATIONS = (*MUTATIONS, *rhip_mutations.MUTATIONS)
+
+# ------------------------------------------------------------------------- 001#8 (grouping)
+# action grouping (validations/claims/action_grouping.py)
+from theorylab.validations import grouping_mutations  # noqa: E402
+
+MUTATIONS = (*MUTATIONS, *grouping_mutations.MUTATIONS)
