@@ -29,6 +29,12 @@ def test_group_model_is_the_pooled_empirical_model_written_out():
     assert counts.sum(-1).min() == counts.sum(-1).max() == 7
 
 
+def test_nested_groups_are_contiguous_blocks_written_out():
+    for A, g in ((8, 1), (8, 2), (8, 4), (8, 8), (6, 3)):
+        want = [a // (A // g) for a in range(A)]  # g blocks of A // g consecutive actions
+        assert ag.nested_groups(A, g).tolist() == want
+
+
 def test_clusters_differ_by_at_most_the_lower_levels_weights():
     mdp = _mdp(3)
     P, R = mdp.P, mdp.R  # (S, A, S), (S, A)

@@ -40,6 +40,13 @@ MUTATIONS = (
             "mutation",
             "action groups drawn at random instead of by similarity",
             action_grouping_random,
+            tests=(
+                (
+                    "test_action_grouping",
+                    "test_nested_groups_are_contiguous_blocks_written_out",
+                    {},
+                ),
+            ),
         )
     ),
 )
