@@ -102,6 +102,8 @@ class ActionGroupingTradeoff(ScaledClaim):
                 xlabel="number of groups g", ylabel="mean exact sub-optimality",
                 title=f"{self.name} [{rep.scale}]", logx=True,
             )  # fmt: skip
+            ax.set_xticks(gs, [str(g) for g in gs])
+            ax.minorticks_off()
             save_claim_figure(ax, plot)
 
 
