@@ -2274,7 +2274,10 @@ class MultiObjectiveVRGradient(ScaledClaim):
             inc = np.concatenate([dJ, dg.reshape(len(dg), -1)], axis=1)  # (n, m + m S A)
             want = np.concatenate([J1 - J0, (g1 - g0).ravel()])
             se = inc.std(0) / np.sqrt(len(inc))
-            zmax = max(zmax, float(np.max(np.abs(inc.mean(0) - want) / se)))
+            dev = np.abs(inc.mean(0) - want)
+            # a zero-variance coordinate must be exact; never a silent 0/0
+            z = np.where(se > 0, dev / np.maximum(se, 1e-300), np.where(dev <= 1e-12, 0, np.inf))
+            zmax = max(zmax, float(z.max()))
             traj = mo.sample_trajectories(mdp, th1, cfg["n"], rng)
             _, gv, _ = mo.trajectory_estimates(rewards, th1, *traj)
             ratios.append(
