@@ -1,11 +1,14 @@
 r"""Variance-reduced policy gradient for a smooth scalarisation of vector returns (MO-VR-PG).
 
-Seed row ``seed-catalogue-001.md#60``: "Variance Reduced Policy Gradient Method for
-Multi-Objective Reinforcement Learning" (Guidobene et al., 2024). Nothing of the paper's text
-was read (the 3-minute search box was not spent: deadline); everything below is reconstructed
-[A] from the title and the catalogue row ("tabular MDP with vector rewards; scalarisation
-f(J_1..J_m); exact J by linear solves; estimator variance lower; fewer samples to stationarity
-than vanilla PG"), with the standard STORM/PAGE-style importance-weighted recursion of
+Seed row ``seed-catalogue-001.md#60``: D. Guidobene, L. Benedetti, D. Arapovic, "Variance
+Reduced Policy Gradient Method for Multi-Objective Reinforcement Learning", arXiv:2508.10608
+(2025). Read [V]: the abstract only (stored arXiv page): objectives "combined using a non-linear
+scalarization function", policy gradient methods, and "variance-reduction techniques to reduce
+the sample complexity of policy gradients while maintaining general assumptions". Not read: the
+algorithm, its estimator, its rate. Everything below is reconstructed [A] from the abstract and
+the catalogue row ("tabular MDP with vector rewards; scalarisation f(J_1..J_m); exact J by
+linear solves; estimator variance lower; fewer samples to stationarity than vanilla PG"), with
+the standard STORM/PAGE-style importance-weighted recursion of
 variance-reduced policy gradient (Xu, Gao & Gu 2020, SRVR-PG [M]; Gargiani et al. 2022 PAGE-PG
 [M]).
 
