@@ -260,6 +260,9 @@ NO_THEOREM |= {"ssp-ac", "ssp-ca", "ssp-q-learning"}  # 000#51: a.s. convergence
 # submodular RL (helper submod; 000#13, 001#14, 002-004#A5): an approximation constant (greedy
 # 1 - 1/e on submodular bandits), not a rate; checked by validations/claims/submodular.py
 NO_THEOREM |= {"subpo"}
+# 001#60 (helper mobj): the paper was not read, so no rate is stated here; the claim checks
+# unbiasedness and variance, not a sample complexity (docs/algorithms/mo-vr-pg.md)
+NO_THEOREM |= {"mo-vr-pg"}
 # Tabular twins of deep losses (kind "deep"): no regret or sub-optimality theorem; each is held to
 # its predicted fixed point by the claims of validations/claims/deep.py.
 DEEP_TWINS = {

@@ -56,6 +56,8 @@ among its controls must FAIL under it (``theorylab.validations.validate`` checks
 * ``md-vi-last-q-only``: MD-VI's policy built from the last q alone, pi_{k+1} ∝ exp(q_k / lambda)
   (no sum of the past q's: no averaging;
   ``theorylab.algorithms.policy_optimization.leverage_average.md_vi_policy``);
+* ``mo-vr-pg-no-importance-weight``: MO-VR-PG's recursive increment est(theta; tau) - w
+  est(theta_prev; tau) with w = 1 (``...policy_optimization.mo_vr_pg.importance_weights``);
 * ``staq-weights-without-decay``: StaQ's weights alpha beta^i on the last M Q-functions written
   without the decay beta^i (``theorylab.algorithms.policy_optimization.staq.memory_weights``);
 * ``bc-ignores-demonstrations``: behaviour cloning returns the uniform policy whatever the
@@ -512,6 +514,19 @@ def staq_weights_without_decay(claim=None) -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def mo_vr_pg_no_importance_weight(claim=None) -> Iterator[None]:
+    import numpy as np
+
+    from theorylab.algorithms.policy_optimization import mo_vr_pg
+
+    def ones(logp_prev, logp_cur):  # the bug: the old-policy estimate reused unweighted
+        return np.ones_like(logp_cur)
+
+    with _patched(mo_vr_pg, "importance_weights", ones):
+        yield
+
+
+@contextlib.contextmanager
 def bc_ignores_demonstrations(claim=None) -> Iterator[None]:
     import numpy as np
 
@@ -884,6 +899,14 @@ MUTATIONS = (
             "mutation",
             "StaQ's weights on the last M Q-functions without their decay beta^i",
             staq_weights_without_decay,
+        )
+    ),
+    register_control(
+        Control(
+            "mo-vr-pg-no-importance-weight",
+            "mutation",
+            "MO-VR-PG's recursive increment without the importance weight pi_prev / pi_cur",
+            mo_vr_pg_no_importance_weight,
         )
     ),
     register_control(

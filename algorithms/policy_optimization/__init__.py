@@ -64,6 +64,7 @@ from theorylab.algorithms.policy_optimization import (  # noqa: F401
     max_at_k,
     mdpo,
     mirror_learning,
+    mo_vr_pg,
     mopps,
     on_policy_data,
     policy_cliff,
