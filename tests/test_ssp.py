@@ -70,7 +70,7 @@ def test_step_sizes_and_actor_update_written_out():
     delta = np.array([[2.0]])
     want = np.clip(theta - 0.1 * 2.0 * (onehot - pi), -0.9, 0.9)
     np.testing.assert_allclose(tt.actor_step(theta, pi, onehot, delta, 0.1, 0.9), want)
-    np.testing.assert_allclose(tt.boltzmann(theta), pi)
+    np.testing.assert_allclose(tt.softmax_policy(theta), pi)
     np.testing.assert_allclose(tt.critic_target(np.array([1.5]), np.array([2.0])), [3.5])
 
 

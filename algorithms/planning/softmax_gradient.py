@@ -21,9 +21,9 @@ import numpy as np
 
 
 def softmax_policy(theta: np.ndarray) -> np.ndarray:
-    """pi (S, A) from logits theta (S, A), row by row."""
-    z = np.exp(theta - theta.max(axis=1, keepdims=True))
-    return z / z.sum(axis=1, keepdims=True)
+    """pi (..., S, A) from logits theta (..., S, A), row by row (the last axis is the action)."""
+    z = np.exp(theta - theta.max(axis=-1, keepdims=True))
+    return z / z.sum(axis=-1, keepdims=True)
 
 
 def softmax_gradient(mdp, theta: np.ndarray, mu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import logsumexp
 
+from theorylab.algorithms.planning.softmax_gradient import softmax_policy
 from theorylab.algorithms.policy_optimization.path import (
     PolicyPath,
     check_iterations,
@@ -52,11 +53,6 @@ from theorylab.algorithms.registry import register
 
 PAPERS = ("001#60",)
 ESTIMATORS = ("vanilla", "vr")
-
-
-def softmax_policy(theta: np.ndarray) -> np.ndarray:
-    """pi (S, A) from logits theta (S, A)."""
-    return np.exp(theta - logsumexp(theta, axis=1, keepdims=True))
 
 
 def vector_rewards(mdp, m: int, seed: int) -> np.ndarray:

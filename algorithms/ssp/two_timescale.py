@@ -53,6 +53,7 @@ from typing import Any
 
 import numpy as np
 
+from theorylab.algorithms.planning.softmax_gradient import softmax_policy
 from theorylab.algorithms.registry import register
 from theorylab.mdps.ssp import SSPProblem
 
@@ -75,12 +76,6 @@ def record_grid(iterations: int, points: int = 40) -> np.ndarray:
     """``(M,)`` 0, then up to ``points`` log-spaced iterations in [1, iterations], increasing."""
     return np.unique(np.concatenate([[0], np.geomspace(1, iterations, points).astype(np.int64),
                                      [iterations]]))  # fmt: skip
-
-
-def boltzmann(theta: np.ndarray) -> np.ndarray:
-    """``(..., A)`` softmax of the preferences ``theta (..., A)``."""
-    z = np.exp(theta - theta.max(axis=-1, keepdims=True))
-    return z / z.sum(axis=-1, keepdims=True)
 
 
 def critic_target(cost: np.ndarray, V_next: np.ndarray) -> np.ndarray:
@@ -130,14 +125,14 @@ def two_timescale(problem: SSPProblem, iterations: int, rngs, *, timescale: str,
     eye = np.eye(A)
     critic = np.empty((B, grid.size, S))
     policy = np.empty((B, grid.size, S, A))
-    critic[:, 0], policy[:, 0] = V[:, :S], boltzmann(theta)
+    critic[:, 0], policy[:, 0] = V[:, :S], softmax_policy(theta)
     rows = np.arange(B)[:, None]
     g = 1
     for n in range(1, iterations + 1):
         k = (n - 1) % CHUNK
         if k == 0:  # (B, CHUNK, 2, S): per seed, its next CHUNK sweeps' uniforms
             U = np.stack([r.random((CHUNK, 2, S)) for r in rngs])
-        pi = boltzmann(theta)  # (B, S, A)
+        pi = softmax_policy(theta)  # (B, S, A)
         a = _sample(U[:, k, 0], np.cumsum(pi, axis=-1))  # (B, S)
         s_next = _sample(U[:, k, 1], P_cdf[states, a])  # (B, S)
         delta = critic_target(problem.c[states, a], V[rows, s_next]) - V[:, :S]  # (B, S)
@@ -146,7 +141,7 @@ def two_timescale(problem: SSPProblem, iterations: int, rngs, *, timescale: str,
         V[:, :S] += critic_scale * critic_step * delta
         theta = actor_step(theta, pi, eye[a], delta, actor_scale * step, C)
         if n == grid[g]:
-            critic[:, g], policy[:, g] = V[:, :S], boltzmann(theta)
+            critic[:, g], policy[:, g] = V[:, :S], softmax_policy(theta)
             g += 1
     config = {"timescale": timescale, "C": C, "actor_scale": actor_scale,
               "critic_scale": critic_scale, "offset": offset,
