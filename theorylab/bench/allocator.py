@@ -17,8 +17,9 @@ Measured on ``bench llm --quick`` (2026-11-28, idle 2-core VM): TRL's DPO step t
 faults and 23-26 ms of system time per step, a third of its 72-80 ms; theorylab's bucket and
 packed layouts (smaller tensors) took none; and the ratios to TRL spread up to 18% across six runs
 of one sitting. With freed memory kept in the heap (:func:`keep_freed_memory`) every row took 0
-faults per step after the warm-up, TRL's step fell to 47-56 ms, and the ratios moved by at most 5%
-across three runs.
+faults per step after the warm-up and TRL's step fell to 47-56 ms; with the cyclic garbage
+collector also off in the timed rounds (``theorylab.bench.llm``), no ratio moved by more than 6.7%
+across three runs of one sitting (idle), 8.3% at the default sizes and 9.8% at a load of 8-14.
 
 :func:`keep_freed_memory` sets ``M_MMAP_THRESHOLD`` and ``M_TRIM_THRESHOLD`` to 1 GiB with
 ``mallopt`` (which also turns the dynamic threshold off), so that blocks below 1 GiB come from
